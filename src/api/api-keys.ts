@@ -1,0 +1,41 @@
+import { Type } from 'typebox';
+import { notFound } from './errors.js';
+import { scopeOf } from './auth.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { ApiKey, ApiKeyWithSecret, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { apiKeyToApi, list } from './serialize.js';
+
+export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
+  app.post(
+    '/api/v1/api-keys',
+    {
+      schema: {
+        summary: "Create another key for the calling key's organization and environment (shown once)",
+        tags: ['api-keys'],
+        body: Type.Object({ name: Type.Optional(Type.String({ maxLength: 256 })) }),
+        response: { 201: ApiKeyWithSecret, ...errors(400, 401, 429) },
+      },
+    },
+    async (request, reply) => {
+      const issued = await store.organizations.issueKey(scopeOf(request), request.body.name ?? '');
+      reply.code(201);
+      return { ...apiKeyToApi(issued.row), key: issued.key };
+    },
+  );
+
+  app.get(
+    '/api/v1/api-keys',
+    { schema: { summary: 'List keys (never their secret part)', tags: ['api-keys'], querystring: Type.Object(PageQuery), response: { 200: ListOf(ApiKey), ...errors(400, 401, 429) } } },
+    async (request) => list(await store.organizations.listKeys(scopeOf(request), pageOf(request.query)), apiKeyToApi),
+  );
+
+  app.delete(
+    '/api/v1/api-keys/:id',
+    { schema: { summary: 'Revoke a key; it stops working at once', tags: ['api-keys'], params: IdParams, response: { 200: ApiKey, ...errors(401, 404, 429) } } },
+    async (request) => {
+      const row = await store.organizations.revokeKey(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`API key ${request.params.id}`);
+      return apiKeyToApi(row);
+    },
+  );
+};

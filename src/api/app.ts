@@ -1,0 +1,88 @@
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Store } from '../store/index.js';
+import { newId } from '../domain/ids.js';
+import { installErrorHandling, invalid } from './errors.js';
+import { installAuth } from './auth.js';
+import { installRateLimits } from './rate-limit.js';
+import { messageRoutes } from './messages.js';
+import { applicationRoutes } from './applications.js';
+import { endpointRoutes } from './endpoints.js';
+import { deliveryRoutes } from './deliveries.js';
+import { eventTypeRoutes } from './event-types.js';
+import { apiKeyRoutes } from './api-keys.js';
+import { systemRoutes } from './system.js';
+
+/** Bodies are checked strictly (a number is not a string); query strings and headers are coerced. */
+function validators() {
+  const make = (coerceTypes: boolean) => {
+    const ajv = new Ajv({ coerceTypes, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+    (addFormats as unknown as (ajv: Ajv) => void)(ajv);
+    return ajv;
+  };
+  return { body: make(false), other: make(true) };
+}
+
+/** Request bodies are JSON; an empty body is no body (routes without one accept it), anything else must parse. */
+function installJsonParser(app: FastifyInstance, maxPayloadBytes: number): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
+    const body = text as string;
+    if (body.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body));
+    } catch (error) {
+      done(invalid(`Body is not valid JSON: ${(error as Error).message}`), undefined);
+    }
+  });
+}
+
+export async function buildApi(store: Store, config: Config, logger: Logger) {
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    bodyLimit: config.maxPayloadBytes,
+    genReqId: () => newId('request'),
+    // Each log line of a request carries the request_id that its error envelope shows.
+    logController: new LogController({ requestIdLogLabel: 'request_id' }) as never,
+    // Keep-alive connections from load balancers outlive Node's 5 s default.
+    keepAliveTimeout: 65_000,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ajv = validators();
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? ajv.body : ajv.other).compile(schema));
+  installJsonParser(app, config.maxPayloadBytes);
+  installErrorHandling(app);
+  // A request without a body is treated as an empty object, so optional bodies may be left out and
+  // required fields are named in the error ("body must have required property 'app_id'").
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined) request.body = {};
+  });
+  app.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Herald API', version: '1.0.0', description: 'Outbound webhooks: messages, applications, endpoints, deliveries, the event catalog and API keys.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (Test) or sk_live_… (Live)' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  installAuth(app, store);
+  const redis = await installRateLimits(app, config);
+  if (redis) app.addHook('onClose', async () => void redis.disconnect());
+
+  const deps = { store, config };
+  for (const routes of [systemRoutes, messageRoutes, applicationRoutes, endpointRoutes, deliveryRoutes, eventTypeRoutes, apiKeyRoutes]) {
+    await app.register(routes, deps);
+  }
+  return app;
+}
+
+export type Api = Awaited<ReturnType<typeof buildApi>>;

@@ -1,0 +1,84 @@
+import { Type } from 'typebox';
+import { conflict, notFound } from './errors.js';
+import { scopeOf } from './auth.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { Application, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { applicationToApi, list } from './serialize.js';
+import { UidTakenError } from '../store/applications.js';
+
+const Name = Type.String({ minLength: 1, maxLength: 256 });
+// A uid may stand in for the id in paths, so it must not look like one.
+const Uid = Type.String({ minLength: 1, maxLength: 256, pattern: '^(?!app_)[a-zA-Z0-9._:-]+$', description: 'Your stable id for this application (not starting with app_)' });
+
+/** Runs a store write and turns a taken uid into 409. */
+async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof UidTakenError) throw conflict(error.message);
+    throw error;
+  }
+}
+
+export const applicationRoutes: RoutePlugin = async (app, { store }) => {
+  app.get(
+    '/api/v1/applications',
+    { schema: { summary: 'List applications', tags: ['applications'], querystring: Type.Object(PageQuery), response: { 200: ListOf(Application), ...errors(400, 401, 429) } } },
+    async (request) => list(await store.applications.list(scopeOf(request), pageOf(request.query)), applicationToApi),
+  );
+
+  app.post(
+    '/api/v1/applications',
+    {
+      schema: {
+        summary: 'Create an application',
+        tags: ['applications'],
+        body: Type.Object({ name: Name, uid: Type.Optional(Uid) }),
+        response: { 201: Application, ...errors(400, 401, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const row = await uidChecked(() => store.applications.create(scopeOf(request), request.body));
+      reply.code(201);
+      return applicationToApi(row);
+    },
+  );
+
+  app.get(
+    '/api/v1/applications/:id',
+    { schema: { summary: 'Get an application by id or uid', tags: ['applications'], params: IdParams, response: { 200: Application, ...errors(401, 404, 429) } } },
+    async (request) => {
+      const row = await store.applications.get(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`application ${request.params.id}`);
+      return applicationToApi(row);
+    },
+  );
+
+  app.patch(
+    '/api/v1/applications/:id',
+    {
+      schema: {
+        summary: 'Update an application',
+        tags: ['applications'],
+        params: IdParams,
+        body: Type.Object({ name: Type.Optional(Name), uid: Type.Optional(Type.Union([Uid, Type.Null()])) }),
+        response: { 200: Application, ...errors(400, 401, 404, 409, 429) },
+      },
+    },
+    async (request) => {
+      const row = await uidChecked(() => store.applications.update(scopeOf(request), request.params.id, request.body));
+      if (!row) throw notFound(`application ${request.params.id}`);
+      return applicationToApi(row);
+    },
+  );
+
+  app.delete(
+    '/api/v1/applications/:id',
+    { schema: { summary: 'Delete an application and its endpoints', tags: ['applications'], params: IdParams, response: { 204: Type.Null(), ...errors(401, 404, 429) } } },
+    async (request, reply) => {
+      if (!(await store.applications.delete(scopeOf(request), request.params.id))) throw notFound(`application ${request.params.id}`);
+      reply.code(204);
+      return null;
+    },
+  );
+};

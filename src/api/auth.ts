@@ -1,0 +1,42 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Store, Scope } from '../store/index.js';
+import { HttpError } from './errors.js';
+
+// Bearer keys: the key decides the organization and the environment (sk_test_ / sk_live_) of the request.
+export interface Caller {
+  keyId: string;
+  scope: Scope;
+  plan: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller | null;
+  }
+  interface FastifyContextConfig {
+    /** Routes that need no API key (health, OpenAPI, dev bootstrap, portal). */
+    public?: boolean;
+  }
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
+
+export function installAuth(app: FastifyInstance, store: Store): void {
+  app.decorateRequest('caller', null);
+  app.addHook('onRequest', async (request) => {
+    if (request.routeOptions.config.public) return;
+    const header = request.headers.authorization;
+    if (!header) throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
+    const match = BEARER.exec(header.trim());
+    if (!match) throw new HttpError(401, 'unauthorized', 'Malformed Authorization header; expected Bearer <API key>');
+    const owner = await store.organizations.findKeyOwner(match[1]!);
+    if (!owner) throw new HttpError(401, 'unauthorized', 'Invalid or revoked API key');
+    request.caller = owner;
+  });
+}
+
+/** The caller's scope; routes behind auth always have one. */
+export function scopeOf(request: FastifyRequest): Scope {
+  if (!request.caller) throw new HttpError(401, 'unauthorized', 'Missing API key');
+  return request.caller.scope;
+}

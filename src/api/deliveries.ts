@@ -1,0 +1,66 @@
+import { Type } from 'typebox';
+import { notFound } from './errors.js';
+import { scopeOf } from './auth.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { Delivery, DeliveryStatus, DeliveryWithAttempts, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { attemptToApi, deliveryToApi, list } from './serialize.js';
+
+export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
+  app.get(
+    '/api/v1/deliveries',
+    {
+      schema: {
+        summary: 'List deliveries, filtered by message, endpoint, application or status',
+        tags: ['deliveries'],
+        querystring: Type.Object({
+          ...PageQuery,
+          message_id: Type.Optional(Type.String()),
+          endpoint_id: Type.Optional(Type.String()),
+          app_id: Type.Optional(Type.String()),
+          status: Type.Optional(DeliveryStatus),
+        }),
+        response: { 200: ListOf(Delivery), ...errors(400, 401, 429) },
+      },
+    },
+    async (request) => {
+      const { message_id, endpoint_id, app_id, status } = request.query;
+      const page = await store.deliveries.list(scopeOf(request), pageOf(request.query), { messageId: message_id, endpointId: endpoint_id, appId: app_id, status });
+      return list(page, deliveryToApi);
+    },
+  );
+
+  app.get(
+    '/api/v1/deliveries/:id',
+    {
+      schema: {
+        summary: 'Get a delivery with its most recent attempts, newest first',
+        tags: ['deliveries'],
+        params: IdParams,
+        response: { 200: DeliveryWithAttempts, ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const row = await store.deliveries.get(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`delivery ${request.params.id}`);
+      const attempts = await store.deliveries.recentAttempts(row.id);
+      return { ...deliveryToApi(row), attempts: attempts.map(attemptToApi) };
+    },
+  );
+
+  app.post(
+    '/api/v1/deliveries/:id/retry',
+    {
+      schema: {
+        summary: 'Queue one more attempt of a delivery',
+        tags: ['deliveries'],
+        params: IdParams,
+        response: { 200: Type.Object({ delivery_id: Type.String(), status: Type.Literal('enqueued'), attempt_number: Type.Integer() }), ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const attemptNumber = await store.deliveries.retry(scopeOf(request), request.params.id);
+      if (attemptNumber === undefined) throw notFound(`delivery ${request.params.id}`);
+      return { delivery_id: request.params.id, status: 'enqueued' as const, attempt_number: attemptNumber };
+    },
+  );
+};

@@ -1,0 +1,129 @@
+import { Type } from 'typebox';
+import { invalid, notFound } from './errors.js';
+import { scopeOf } from './auth.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { Endpoint, EndpointWithSecret, errors, IdParams, ListOf, PageQuery, Timestamp } from './schemas.js';
+import { endpointToApi, iso, list } from './serialize.js';
+import { endpointUrlProblem } from '../domain/urls.js';
+import type { Scope, Store } from '../store/index.js';
+import type { Config } from '../config.js';
+
+const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' });
+const Description = Type.String({ maxLength: 1024 });
+const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+  maxItems: 256,
+  uniqueItems: true,
+  description: 'Event types to receive; omitted or empty receives every event type',
+});
+
+/** Checks the URL and the subscribed event types against the rules of the caller's environment. */
+async function checkEndpointInput(store: Store, config: Config, scope: Scope, input: { url?: string | undefined; event_types?: string[] | undefined }) {
+  if (input.url !== undefined) {
+    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow);
+    if (problem) throw invalid(problem);
+  }
+  if (input.event_types && input.event_types.length > 0) {
+    const unknown = await store.eventTypes.unknownNames(scope, input.event_types);
+    if (unknown.length > 0) throw invalid(`event_types not in this environment's event catalog: ${unknown.join(', ')}`);
+  }
+}
+
+export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
+  app.get(
+    '/api/v1/endpoints',
+    {
+      schema: {
+        summary: 'List endpoints',
+        tags: ['endpoints'],
+        querystring: Type.Object({ ...PageQuery, app_id: Type.Optional(Type.String()) }),
+        response: { 200: ListOf(Endpoint), ...errors(400, 401, 429) },
+      },
+    },
+    async (request) => list(await store.endpoints.list(scopeOf(request), pageOf(request.query), { appId: request.query.app_id }), endpointToApi),
+  );
+
+  app.post(
+    '/api/v1/endpoints',
+    {
+      schema: {
+        summary: 'Create an endpoint (the signing secret is returned once)',
+        tags: ['endpoints'],
+        body: Type.Object({ app_id: Type.String({ minLength: 1, maxLength: 256 }), url: Url, description: Type.Optional(Description), event_types: Type.Optional(EventTypes) }),
+        response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const body = request.body;
+      await checkEndpointInput(store, config, scope, body);
+      const application = await store.applications.get(scope, body.app_id);
+      if (!application) throw notFound(`application ${body.app_id}`);
+      const { row, secret } = await store.endpoints.create(scope, { appId: application.id, url: body.url, description: body.description, eventTypes: body.event_types });
+      reply.code(201);
+      return { ...endpointToApi(row), signing_secret: secret };
+    },
+  );
+
+  app.get(
+    '/api/v1/endpoints/:id',
+    { schema: { summary: 'Get an endpoint', tags: ['endpoints'], params: IdParams, response: { 200: Endpoint, ...errors(401, 404, 429) } } },
+    async (request) => {
+      const row = await store.endpoints.get(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`endpoint ${request.params.id}`);
+      return endpointToApi(row);
+    },
+  );
+
+  app.patch(
+    '/api/v1/endpoints/:id',
+    {
+      schema: {
+        summary: 'Update an endpoint; status `disabled` stops deliveries, `active` re-enables',
+        tags: ['endpoints'],
+        params: IdParams,
+        body: Type.Object({
+          url: Type.Optional(Url),
+          description: Type.Optional(Description),
+          event_types: Type.Optional(EventTypes),
+          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+        }),
+        response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      await checkEndpointInput(store, config, scope, request.body);
+      const { url, description, event_types, status } = request.body;
+      const row = await store.endpoints.update(scope, request.params.id, { url, description, eventTypes: event_types, status });
+      if (!row) throw notFound(`endpoint ${request.params.id}`);
+      return endpointToApi(row);
+    },
+  );
+
+  app.delete(
+    '/api/v1/endpoints/:id',
+    { schema: { summary: 'Delete an endpoint', tags: ['endpoints'], params: IdParams, response: { 204: Type.Null(), ...errors(401, 404, 429) } } },
+    async (request, reply) => {
+      if (!(await store.endpoints.delete(scopeOf(request), request.params.id))) throw notFound(`endpoint ${request.params.id}`);
+      reply.code(204);
+      return null;
+    },
+  );
+
+  app.post(
+    '/api/v1/endpoints/:id/rotate-secret',
+    {
+      schema: {
+        summary: 'Rotate the signing secret; the previous one also signs until previous_valid_until',
+        tags: ['endpoints'],
+        params: IdParams,
+        response: { 200: Type.Object({ id: Type.String(), signing_secret: Type.String(), previous_valid_until: Timestamp }), ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const rotated = await store.endpoints.rotateSecret(scopeOf(request), request.params.id, config.secretGraceMs);
+      if (!rotated) throw notFound(`endpoint ${request.params.id}`);
+      return { id: request.params.id, signing_secret: rotated.secret, previous_valid_until: iso(rotated.previousValidUntil) };
+    },
+  );
+};

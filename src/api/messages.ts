@@ -1,0 +1,174 @@
+import { Type } from 'typebox';
+import { invalid, notFound, HttpError } from './errors.js';
+import { scopeOf } from './auth.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { Delivery, EmitResponse, errors, IdParams, ListOf, Message, PageQuery } from './schemas.js';
+import { deliveryToApi, list, messageToApi } from './serialize.js';
+import type { EmitResult } from '../store/messages.js';
+import type { Scope } from '../store/index.js';
+import type { Store } from '../store/index.js';
+
+const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
+const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
+const Payload = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object delivered to receivers as `data`' });
+
+const EmitBody = Type.Object({
+  app_id: Type.String({ minLength: 1, maxLength: 256 }),
+  event_type: EventTypeName,
+  payload: Payload,
+  idempotency_key: Type.Optional(IdempotencyKey),
+});
+
+const SendTestBody = Type.Object({
+  app_id: Type.String({ minLength: 1, maxLength: 256 }),
+  event_type: Type.Optional(EventTypeName),
+  payload: Type.Optional(Payload),
+});
+
+const SendTestResponse = Type.Object({
+  id: Type.String(),
+  object: Type.Literal('message'),
+  status: Type.Literal('accepted'),
+  event_type: Type.String(),
+  app_id: Type.String(),
+  delivery_ids: Type.Array(Type.String()),
+  note: Type.String(),
+});
+
+const ReplayResponse = Type.Object({ message_id: Type.String(), delivery_ids: Type.Array(Type.String()), status: Type.Literal('enqueued') });
+
+/** Turns a store refusal into the contract's error. */
+function accepted(result: EmitResult, appId: string, eventType: string): Extract<EmitResult, { ok: true }> {
+  if (result.ok) return result;
+  if (result.reason === 'app_not_found') throw notFound(`application ${appId}`);
+  throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
+}
+
+async function emit(store: Store, scope: Scope, appId: string, eventType: string, payload: object, idempotencyKey: string | null) {
+  const result = await store.messages.emit({ scope, appId, eventType, payloadJson: JSON.stringify(payload), idempotencyKey });
+  return accepted(result, appId, eventType);
+}
+
+export const messageRoutes: RoutePlugin = async (app, { store }) => {
+  app.get(
+    '/api/v1/messages',
+    {
+      schema: {
+        summary: 'List recent messages, newest first',
+        tags: ['messages'],
+        querystring: Type.Object({
+          limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: 'At most 50 (default 50)' })),
+          cursor: PageQuery.cursor,
+          app_id: Type.Optional(Type.String()),
+          event_type: Type.Optional(Type.String()),
+        }),
+        response: { 200: ListOf(Message), ...errors(400, 401, 429) },
+      },
+    },
+    async (request) => {
+      const page = await store.messages.list(scopeOf(request), pageOf(request.query), { appId: request.query.app_id, eventType: request.query.event_type });
+      return list(page, messageToApi);
+    },
+  );
+
+  app.post(
+    '/api/v1/messages',
+    {
+      schema: {
+        summary: 'Emit a message to every subscribed endpoint of an application',
+        tags: ['messages'],
+        headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) }),
+        body: EmitBody,
+        response: { 200: EmitResponse, 201: EmitResponse, ...errors(400, 401, 404, 413, 429) },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      // The header wins over the body key when both are sent.
+      const key = request.headers['idempotency-key'] ?? body.idempotency_key ?? null;
+      const result = await emit(store, scopeOf(request), body.app_id, body.event_type, body.payload, key);
+      reply.code(result.idempotent ? 200 : 201);
+      return { ...messageToApi(result.message), delivery_ids: result.deliveryIds, idempotent: result.idempotent };
+    },
+  );
+
+  app.post(
+    '/api/v1/messages/send-test',
+    {
+      schema: {
+        summary: 'Emit a sample event through the real pipeline (Test mode only)',
+        tags: ['messages'],
+        body: SendTestBody,
+        response: { 202: SendTestResponse, ...errors(400, 401, 403, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      // A sample event must never reach a live receiver.
+      if (scope.livemode) throw new HttpError(403, 'test_mode_only', 'send-test is only available with a Test key (sk_test_)');
+      const eventType = request.body.event_type ?? 'invoice.paid';
+      let payload: object | undefined = request.body.payload;
+      if (payload === undefined) {
+        const entry = await store.eventTypes.get(scope, eventType);
+        if (!entry) throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
+        payload = JSON.parse(entry.example_json) as object;
+      }
+      const result = await emit(store, scope, request.body.app_id, eventType, payload, null);
+      reply.code(202);
+      return {
+        id: result.message.id,
+        object: 'message' as const,
+        status: 'accepted' as const,
+        event_type: result.message.event_type,
+        app_id: result.message.app_id,
+        delivery_ids: result.deliveryIds,
+        note: request.body.payload === undefined ? 'Sample event sent with the catalog example payload' : 'Sample event sent with the given payload',
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/messages/:id',
+    { schema: { summary: 'Message metadata (never the payload)', tags: ['messages'], params: IdParams, response: { 200: Message, ...errors(401, 404, 429) } } },
+    async (request) => {
+      const message = await store.messages.get(scopeOf(request), request.params.id);
+      if (!message) throw notFound(`message ${request.params.id}`);
+      return messageToApi(message);
+    },
+  );
+
+  app.post(
+    '/api/v1/messages/:id/replay',
+    {
+      schema: {
+        summary: 'Replay a message: new deliveries for the endpoints subscribed now',
+        tags: ['messages'],
+        params: IdParams,
+        response: { 200: ReplayResponse, ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const deliveryIds = await store.messages.replay(scopeOf(request), request.params.id);
+      if (!deliveryIds) throw notFound(`message ${request.params.id}`);
+      return { message_id: request.params.id, delivery_ids: deliveryIds, status: 'enqueued' as const };
+    },
+  );
+
+  app.get(
+    '/api/v1/messages/:id/deliveries',
+    {
+      schema: {
+        summary: "List a message's deliveries",
+        tags: ['messages'],
+        params: IdParams,
+        querystring: Type.Object(PageQuery),
+        response: { 200: ListOf(Delivery), ...errors(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      if (!(await store.messages.get(scope, request.params.id))) throw notFound(`message ${request.params.id}`);
+      return list(await store.deliveries.list(scope, pageOf(request.query), { messageId: request.params.id }), deliveryToApi);
+    },
+  );
+};

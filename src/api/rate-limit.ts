@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import { HttpError } from './errors.js';
+
+/**
+ * Per-organization request limits by plan, counted per second. With HERALD_REDIS_URL the counters are
+ * shared by every API process; without it each process counts on its own.
+ */
+export async function installRateLimits(app: FastifyInstance, config: Config): Promise<Redis | null> {
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
+  const limitOf = (plan: string | undefined) => (plan === undefined ? null : (config.plans[plan] ?? config.plans[config.defaultPlan] ?? null));
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preHandler',
+    timeWindow: 1000,
+    ...(redis ? { redis, nameSpace: 'herald-rl:' } : {}),
+    // A counter store that is down must not take the API down with it.
+    skipOnError: true,
+    keyGenerator: (request) => request.caller?.scope.orgId ?? request.ip,
+    allowList: (request) => request.caller === null || limitOf(request.caller.plan) === null,
+    max: (request) => limitOf(request.caller?.plan) ?? Number.MAX_SAFE_INTEGER,
+    errorResponseBuilder: () => new HttpError(429, 'rate_limited', 'Too many requests'),
+  });
+  return redis;
+}

@@ -1,0 +1,87 @@
+import type { ApiKeyRow, ApplicationRow, AttemptRow, DeliveryRow, EndpointRow, EventTypeRow, MessageRow } from '../store/schema.js';
+import type { Page } from '../store/common.js';
+import { KEY_PREFIX } from '../domain/secrets.js';
+
+// Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
+
+export const iso = (ms: number) => new Date(ms).toISOString();
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+export const portalPath = (token: string) => `/portal/${token}`;
+
+export function list<Row, Out>(page: Page<Row>, toApi: (row: Row) => Out) {
+  return { object: 'list' as const, data: page.items.map(toApi), has_more: page.hasMore, next_cursor: page.nextCursor };
+}
+
+export const messageToApi = (m: MessageRow) => ({
+  id: m.id,
+  object: 'message' as const,
+  event_type: m.event_type,
+  app_id: m.app_id,
+  created_at: iso(m.created_at),
+});
+
+export const applicationToApi = (a: ApplicationRow) => ({
+  id: a.id,
+  object: 'application' as const,
+  name: a.name,
+  uid: a.uid,
+  created_at: iso(a.created_at),
+  updated_at: iso(a.updated_at),
+  portal_path: portalPath(a.portal_token),
+});
+
+export const endpointToApi = (e: EndpointRow) => ({
+  id: e.id,
+  object: 'endpoint' as const,
+  app_id: e.app_id,
+  url: e.url,
+  status: e.status as 'active' | 'disabled' | 'failing',
+  event_types: JSON.parse(e.event_types) as string[],
+  description: e.description,
+  created_at: iso(e.created_at),
+  updated_at: iso(e.updated_at),
+});
+
+export const attemptToApi = (a: AttemptRow) => ({
+  attempt_number: a.attempt_number,
+  trigger: a.trigger as 'scheduled' | 'manual',
+  status: a.status as 'success' | 'failed',
+  response_status: a.response_status,
+  response_body: a.response_body,
+  error: a.error,
+  duration_ms: a.duration_ms,
+  created_at: iso(a.created_at),
+});
+
+export const deliveryToApi = (d: DeliveryRow) => ({
+  id: d.id,
+  object: 'delivery' as const,
+  message_id: d.message_id,
+  endpoint_id: d.endpoint_id,
+  status: d.status as 'pending' | 'success' | 'failed' | 'disabled',
+  attempt_count: d.attempt_count,
+  next_attempt_at: isoOrNull(d.next_attempt_at),
+  created_at: iso(d.created_at),
+  updated_at: iso(d.updated_at),
+});
+
+export const eventTypeToApi = (e: EventTypeRow) => ({
+  name: e.name,
+  object: 'event_type' as const,
+  description: e.description,
+  version: e.version,
+  example_json: JSON.parse(e.example_json) as Record<string, unknown>,
+  created_at: iso(e.created_at),
+  updated_at: iso(e.updated_at),
+});
+
+export const apiKeyToApi = (k: ApiKeyRow) => ({
+  id: k.id,
+  object: 'api_key' as const,
+  name: k.name,
+  prefix: k.livemode ? KEY_PREFIX.live : KEY_PREFIX.test,
+  livemode: Boolean(k.livemode),
+  created_at: iso(k.created_at),
+  revoked_at: isoOrNull(k.revoked_at),
+});

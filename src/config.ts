@@ -1,0 +1,152 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { parseDuration } from './domain/duration.js';
+
+// Every setting is read here, once, and validated before anything starts.
+// A bad value stops start-up with one line naming the variable and what it accepts.
+
+export type Role = 'api' | 'worker' | 'all';
+export type Mode = 'development' | 'production';
+
+export interface PlanLimits {
+  /** Requests per second allowed to one organization; null means no limit. */
+  [plan: string]: number | null;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | null;
+  dataDir: string;
+  mode: Mode;
+  secretKey: string;
+  role: Role;
+  retryScheduleMs: number[];
+  attemptTimeoutMs: number;
+  secretGraceMs: number;
+  disableAfterMs: number;
+  idempotencyTtlMs: number;
+  maxPayloadBytes: number;
+  retentionMs: number;
+  leaseMs: number;
+  concurrency: number;
+  endpointConcurrency: number;
+  plans: PlanLimits;
+  defaultPlan: string;
+  redisUrl: string | null;
+  /** Hosts or CIDR ranges Live endpoints may reach even though they are not public. */
+  ssrfAllow: string[];
+  logLevel: string;
+  /** Largest response body kept per attempt, in bytes. */
+  responseBodyLimit: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function read(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value === '' ? fallback : value;
+}
+
+function duration(env: Env, name: string, fallback: string): number {
+  const text = read(env, name, fallback);
+  const ms = parseDuration(text);
+  if (ms === null) throw new ConfigError(`${name}=${text} is not a duration (use ms, s, m, h or d, e.g. 15s)`);
+  return ms;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  const text = read(env, name, String(fallback));
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || value < min || value > max) {
+    throw new ConfigError(`${name}=${text} must be a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const text = read(env, name, fallback);
+  if (!(allowed as readonly string[]).includes(text)) throw new ConfigError(`${name}=${text} must be one of ${allowed.join(', ')}`);
+  return text as T;
+}
+
+/** `starter:100,growth:1000` — requests per second per organization for each plan. */
+function plans(env: Env): PlanLimits {
+  const text = read(env, 'HERALD_PLANS', 'starter:100,growth:1000');
+  const result: PlanLimits = { unlimited: null };
+  for (const part of text.split(',')) {
+    const match = /^([a-z][a-z0-9_-]*):(\d+)$/.exec(part.trim());
+    if (!match) throw new ConfigError(`HERALD_PLANS=${text} must look like starter:100,growth:1000 (requests per second)`);
+    result[match[1]!] = Number(match[2]);
+  }
+  return result;
+}
+
+function secretKey(env: Env, mode: Mode, dataDir: string): string {
+  const given = env.HERALD_SECRET_KEY;
+  if (given) {
+    if (given.length < 32) throw new ConfigError('HERALD_SECRET_KEY must be at least 32 characters');
+    return given;
+  }
+  if (mode === 'production') throw new ConfigError('HERALD_SECRET_KEY is required when HERALD_MODE=production');
+  // Development: generate once into the data dir so restarts can still read the secrets they sealed.
+  const file = join(dataDir, 'secret.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32).toString('base64');
+  writeFileSync(file, key + '\n', { mode: 0o600 });
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
+  const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
+  const scheduleText = read(env, 'HERALD_RETRY_SCHEDULE', '0s,5s,5m,30m,2h,5h,10h,10h');
+  const retryScheduleMs = scheduleText.split(',').map((part) => {
+    const ms = parseDuration(part);
+    if (ms === null) throw new ConfigError(`HERALD_RETRY_SCHEDULE=${scheduleText} must be a comma-separated list of durations`);
+    return ms;
+  });
+  const databaseUrl = env.HERALD_DATABASE_URL || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('HERALD_DATABASE_URL must start with postgres:// (leave it unset for the embedded store)');
+  }
+  const attemptTimeoutMs = duration(env, 'HERALD_ATTEMPT_TIMEOUT', '15s');
+  if (attemptTimeoutMs < 1) throw new ConfigError('HERALD_ATTEMPT_TIMEOUT must be at least 1ms');
+  // A claimed delivery is leased for this long; it must outlast an attempt or two workers could send it at once.
+  const leaseMs = duration(env, 'HERALD_LEASE', `${Math.max(60_000, attemptTimeoutMs * 2 + 30_000)}ms`);
+  if (leaseMs <= attemptTimeoutMs) throw new ConfigError('HERALD_LEASE must be longer than HERALD_ATTEMPT_TIMEOUT');
+  const planLimits = plans(env);
+  const defaultPlan = read(env, 'HERALD_DEFAULT_PLAN', 'starter');
+  if (!(defaultPlan in planLimits)) {
+    throw new ConfigError(`HERALD_DEFAULT_PLAN=${defaultPlan} is not a plan (have ${Object.keys(planLimits).join(', ')})`);
+  }
+  return {
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: read(env, 'HOST', '127.0.0.1'),
+    databaseUrl,
+    dataDir,
+    mode,
+    secretKey: secretKey(env, mode, dataDir),
+    role: oneOf<Role>(env, 'HERALD_ROLE', 'all', ['api', 'worker', 'all']),
+    retryScheduleMs,
+    attemptTimeoutMs,
+    secretGraceMs: duration(env, 'HERALD_SECRET_GRACE', '24h'),
+    disableAfterMs: duration(env, 'HERALD_DISABLE_AFTER', '5d'),
+    idempotencyTtlMs: duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h'),
+    maxPayloadBytes: integer(env, 'HERALD_MAX_PAYLOAD_BYTES', 524288, 1024),
+    retentionMs: duration(env, 'HERALD_RETENTION', '30d'),
+    leaseMs,
+    concurrency: integer(env, 'HERALD_CONCURRENCY', 256, 1, 100_000),
+    endpointConcurrency: integer(env, 'HERALD_ENDPOINT_CONCURRENCY', 16, 1, 10_000),
+    plans: planLimits,
+    defaultPlan,
+    redisUrl: env.HERALD_REDIS_URL || null,
+    ssrfAllow: read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean),
+    logLevel: read(env, 'HERALD_LOG_LEVEL', 'info'),
+    responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
+  };
+}

@@ -1,0 +1,37 @@
+import { signPayload } from '../domain/secrets.js';
+import { outboundBody } from '../domain/envelope.js';
+import type { AttemptInput } from '../store/queue.js';
+import type { SendRequest } from './sender.js';
+
+export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
+
+/**
+ * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
+ * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
+ * secret (two during a rotation's grace period). The signed body is the body sent.
+ */
+export function signedRequest(
+  input: Pick<AttemptInput, 'delivery'>,
+  endpoint: NonNullable<AttemptInput['endpoint']>,
+  payloadJson: string,
+  nowMs: number,
+): SendRequest {
+  const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
+  const timestamp = Math.floor(nowMs / 1000);
+  const msgId = input.delivery.messageId;
+  const signatures = [endpoint.secrets.current, endpoint.secrets.previous]
+    .filter((secret): secret is string => secret !== null)
+    .map((secret) => signPayload(secret, msgId, timestamp, body));
+  return {
+    url: endpoint.url,
+    body,
+    livemode: input.delivery.livemode,
+    headers: {
+      'content-type': 'application/json',
+      'user-agent': USER_AGENT,
+      'webhook-id': msgId,
+      'webhook-timestamp': String(timestamp),
+      'webhook-signature': signatures.join(' '),
+    },
+  };
+}

@@ -1,0 +1,195 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Store } from '../store/index.js';
+import type { AttemptInput, AttemptResult, ClaimedTask } from '../store/queue.js';
+import { randomToken } from '../domain/ids.js';
+import { GroupCommit } from '../store/group-commit.js';
+import { Sender } from './sender.js';
+import { signedRequest } from './request.js';
+
+// The delivery loop, in four small parts: claim due attempts (under a lease), dispatch them with bounds
+// per endpoint and overall, send, and record the outcome. A slow endpoint only ever holds its own slots.
+
+/** Longest idle sleep; new work in this process (or a NOTIFY on PostgreSQL) wakes the loop sooner. */
+const IDLE_POLL_MS = 500;
+/** Most attempts one claim takes. */
+const CLAIM_BATCH = 100;
+
+export class DeliveryWorker {
+  readonly owner = `wrk_${randomToken(12)}`;
+  private readonly sender: Sender;
+  private readonly completions: GroupCommit<{ input: AttemptInput; result: AttemptResult }, boolean>;
+  /** Claimed and not yet finished, per endpoint: queued ones first in line. */
+  private readonly queued = new Map<string, ClaimedTask[]>();
+  private readonly inFlightByEndpoint = new Map<string, number>();
+  private claimed = 0;
+  private inFlight = 0;
+  private running = false;
+  private loop: Promise<void> | null = null;
+  private wakeUp: (() => void) | null = null;
+  private woken = false;
+  private readonly idle = new Set<() => void>();
+  private readonly onQueued = () => this.wake();
+
+  constructor(
+    private readonly store: Store,
+    private readonly config: Config,
+    private readonly log: Logger,
+  ) {
+    this.sender = new Sender({
+      attemptTimeoutMs: config.attemptTimeoutMs,
+      connectionsPerOrigin: config.endpointConcurrency,
+      responseBodyLimit: config.responseBodyLimit,
+      ssrfAllow: config.ssrfAllow,
+    });
+    this.completions = new GroupCommit(
+      (batch) => Promise.all(batch.map(({ input, result }) => store.queue.complete(input, result, this.owner))),
+      store.dialect === 'sqlite' ? 1 : 4,
+    );
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.store.events.on('queued', this.onQueued);
+    this.loop = this.claimLoop();
+  }
+
+  /** Stops claiming, gives back what has not started, and waits (bounded) for attempts in flight. */
+  async stop(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.store.events.off('queued', this.onQueued);
+    this.wake();
+    await this.loop;
+    const notStarted = [...this.queued.values()].flat();
+    this.queued.clear();
+    this.claimed -= notStarted.length;
+    await this.store.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
+    const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
+    while (this.claimed > 0 && Date.now() < deadline) await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
+    await this.sender.close();
+  }
+
+  /** Attempts claimed and not yet recorded (for tests and metrics). */
+  get busy(): number {
+    return this.claimed;
+  }
+
+  private wake(): void {
+    this.woken = true;
+    this.wakeUp?.();
+  }
+
+  private async sleep(ms: number): Promise<void> {
+    if (this.woken) {
+      this.woken = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this.wakeUp = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    this.wakeUp = null;
+    this.woken = false;
+  }
+
+  private endpointLoad(endpointId: string): number {
+    return (this.inFlightByEndpoint.get(endpointId) ?? 0) + (this.queued.get(endpointId)?.length ?? 0);
+  }
+
+  private async claimLoop(): Promise<void> {
+    // Claimed-but-waiting attempts are bounded too, so one process never hoards the queue.
+    const maxClaimed = this.config.concurrency * 2;
+    while (this.running) {
+      try {
+        const room = maxClaimed - this.claimed;
+        if (room <= 0) {
+          await this.sleep(IDLE_POLL_MS);
+          continue;
+        }
+        // Endpoints with two waves of work already here are left for later (or for other workers).
+        const busyEndpoints = [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter(
+          (id) => this.endpointLoad(id) >= this.config.endpointConcurrency * 2,
+        );
+        const tasks = await this.store.queue.claim(this.owner, Math.min(room, CLAIM_BATCH), busyEndpoints);
+        if (tasks.length > 0) {
+          for (const task of tasks) this.enqueue(task);
+          this.pump();
+          continue;
+        }
+        const nextDue = await this.store.queue.nextDueAt();
+        const wait = nextDue === null ? IDLE_POLL_MS : Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
+        await this.sleep(wait);
+      } catch (error) {
+        // The database may be away for a while; keep trying without spinning.
+        this.log.warn({ err: error }, 'claim failed; retrying');
+        await this.sleep(1_000);
+      }
+    }
+  }
+
+  private enqueue(task: ClaimedTask): void {
+    this.claimed++;
+    const list = this.queued.get(task.endpoint_id);
+    if (list) list.push(task);
+    else this.queued.set(task.endpoint_id, [task]);
+  }
+
+  /** Starts queued attempts while there are free slots, taking endpoints in turn. */
+  private pump(): void {
+    for (const [endpointId, list] of this.queued) {
+      while (list.length > 0 && this.inFlight < this.config.concurrency && (this.inFlightByEndpoint.get(endpointId) ?? 0) < this.config.endpointConcurrency) {
+        const task = list.shift()!;
+        this.inFlight++;
+        this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
+        void this.attempt(task).finally(() => this.finished(task));
+      }
+      if (list.length === 0) this.queued.delete(endpointId);
+      if (this.inFlight >= this.config.concurrency) break;
+    }
+  }
+
+  private finished(task: ClaimedTask): void {
+    this.inFlight--;
+    this.claimed--;
+    const left = (this.inFlightByEndpoint.get(task.endpoint_id) ?? 1) - 1;
+    if (left > 0) this.inFlightByEndpoint.set(task.endpoint_id, left);
+    else this.inFlightByEndpoint.delete(task.endpoint_id);
+    for (const resolve of this.idle) resolve();
+    this.idle.clear();
+    this.pump();
+    // A freed slot may let the claim loop take work for an endpoint it skipped.
+    this.wake();
+  }
+
+  private async attempt(task: ClaimedTask): Promise<void> {
+    try {
+      // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
+      if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
+        if (!(await this.store.queue.extendLease(task, this.owner))) return;
+      }
+      const [input] = await this.store.queue.load([task]);
+      if (!input) return void (await this.store.queue.drop(task));
+      const result = await this.send(input);
+      const owned = await this.completions.submit({ input, result });
+      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'lease lost during attempt; another worker owns it');
+    } catch (error) {
+      // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
+      this.log.error({ err: error, delivery_id: task.delivery_id }, 'attempt could not be recorded; it will be retried after its lease');
+    }
+  }
+
+  private async send(input: AttemptInput): Promise<AttemptResult> {
+    const failed = (error: string): AttemptResult => ({ ok: false, responseStatus: null, responseBody: null, error, durationMs: 0, retryAfterMs: null, at: Date.now() });
+    if (!input.endpoint) return failed('endpoint was deleted');
+    if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
+    if (input.payloadJson === null) return failed('payload is past its retention period');
+    const request = signedRequest(input, input.endpoint, input.payloadJson, Date.now());
+    const result = await this.sender.send(request);
+    return { ...result, at: Date.now() };
+  }
+}

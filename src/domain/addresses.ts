@@ -1,0 +1,36 @@
+import ipaddr from 'ipaddr.js';
+
+// Which addresses a Live endpoint may reach. Only globally routable unicast addresses are public:
+// loopback, private, link-local (which holds the 169.254.169.254 metadata service), CGNAT, multicast,
+// unspecified and reserved ranges are not. IPv4-mapped IPv6 addresses are judged as the IPv4 inside.
+
+export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
+  const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
+  const zoneless = bare.split('%')[0]!;
+  if (!ipaddr.isValid(zoneless)) return null;
+  const address = ipaddr.parse(zoneless);
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+}
+
+export function isPublicAddress(text: string): boolean {
+  const address = parseAddress(text);
+  return address !== null && address.range() === 'unicast';
+}
+
+/** An operator allow-list entry matches an address when it is that address or a CIDR range holding it. */
+export function allowListed(address: string, allowList: string[]): boolean {
+  const parsed = parseAddress(address);
+  if (!parsed) return false;
+  return allowList.some((entry) => {
+    try {
+      if (entry.includes('/')) {
+        const [range, bits] = ipaddr.parseCIDR(entry);
+        return parsed.kind() === range.kind() && parsed.match(range, bits);
+      }
+      const single = parseAddress(entry);
+      return single !== null && single.kind() === parsed.kind() && single.toString() === parsed.toString();
+    } catch {
+      return false;
+    }
+  });
+}

@@ -1,0 +1,10 @@
+// The outbound body: {"type", "timestamp", "data"}. Built as text from the stored payload JSON so the
+// payload is never re-parsed, and the bytes signed are the bytes sent.
+export function outboundBody(eventType: string, createdAtMs: number, payloadJson: string): string {
+  return `{"type":${JSON.stringify(eventType)},"timestamp":${JSON.stringify(new Date(createdAtMs).toISOString())},"data":${payloadJson}}`;
+}
+
+/** Whether an endpoint with this subscription list receives an event type (empty list: every type). */
+export function subscribes(eventTypes: string[], eventType: string): boolean {
+  return eventTypes.length === 0 || eventTypes.includes(eventType);
+}

@@ -1,0 +1,76 @@
+import { randomBytes, randomInt } from 'node:crypto';
+
+// Ids are time-ordered: 10 characters of millisecond time then 16 of randomness, in Crockford base32.
+// Ordered ids make inserts append to the index, give newest-first listing by id and cursors for free.
+// Within one millisecond the random part is incremented, so ids from one process stay strictly increasing.
+const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
+const TIME_CHARS = 10;
+const RANDOM_CHARS = 16;
+
+export const ID_PREFIX = {
+  organization: 'org_',
+  application: 'app_',
+  endpoint: 'ep_',
+  message: 'evt_',
+  delivery: 'dlv_',
+  attempt: 'atm_',
+  apiKey: 'key_',
+  request: 'req_',
+  task: 'tsk_',
+} as const;
+export type IdKind = keyof typeof ID_PREFIX;
+
+let lastTime = -1;
+let lastRandom: number[] = [];
+
+function encodeTime(ms: number): string {
+  let out = '';
+  for (let i = 0; i < TIME_CHARS; i++) {
+    out = ALPHABET[ms % 32] + out;
+    ms = Math.floor(ms / 32);
+  }
+  return out;
+}
+
+function freshRandom(): number[] {
+  const bytes = randomBytes(RANDOM_CHARS);
+  // Leave the top bit of the first digit clear so increments within a millisecond cannot overflow.
+  return Array.from(bytes, (b, i) => (i === 0 ? b % 16 : b % 32));
+}
+
+function incremented(digits: number[]): number[] {
+  const next = digits.slice();
+  for (let i = next.length - 1; i >= 0; i--) {
+    if (next[i]! < 31) {
+      next[i]!++;
+      return next;
+    }
+    next[i] = 0;
+  }
+  return freshRandom();
+}
+
+/** The 26-character time-ordered part of an id, without prefix. */
+export function orderedId(now = Date.now()): string {
+  if (now <= lastTime) {
+    lastRandom = incremented(lastRandom);
+  } else {
+    lastTime = now;
+    lastRandom = freshRandom();
+  }
+  return encodeTime(lastTime) + lastRandom.map((d) => ALPHABET[d]).join('');
+}
+
+export function newId(kind: IdKind, now?: number): string {
+  return ID_PREFIX[kind] + orderedId(now);
+}
+
+/** An unguessable token of `bytes` random bytes, base62 so it is safe in URLs and keys. */
+export function randomToken(bytes: number): string {
+  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  // 62^n >= 256^bytes  =>  n = ceil(bytes * 8 / log2(62))
+  const length = Math.ceil((bytes * 8) / Math.log2(62));
+  let out = '';
+  for (let i = 0; i < length; i++) out += chars[randomInt(62)];
+  return out;
+}

@@ -1,0 +1,26 @@
+import { isIP } from 'node:net';
+import { allowListed, isPublicAddress } from './addresses.js';
+
+/**
+ * Checks an endpoint URL when it is created or changed, and returns why it is refused (or null).
+ * Live endpoints need https and a host that is not a local or private address; names are resolved and
+ * checked again at connect time, which is what stops DNS rebinding. Test endpoints may use http and localhost.
+ */
+export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[]): string | null {
+  if (text.length > 2048) return 'url must be at most 2048 characters';
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return `url "${text}" is not a valid absolute URL`;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
+  if (!livemode) return null;
+  if (url.protocol !== 'https:') return 'url must use https in Live mode';
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  if (allowList.includes(host)) return null;
+  if (host === 'localhost' || host.endsWith('.localhost')) return 'url must not point at localhost in Live mode';
+  // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.
+  if (isIP(host) && !isPublicAddress(host) && !allowListed(host, allowList)) return `url must not point at a private or reserved address (${host}) in Live mode`;
+  return null;
+}

@@ -1,0 +1,121 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger, startService } from './service.js';
+import { Store } from './store/index.js';
+import { bootstrapOrganization } from './api/system.js';
+import { apiKeyToApi } from './api/serialize.js';
+
+const USAGE = `Usage: herald <command>
+
+  serve                                   run the service (HERALD_ROLE decides api, worker or all)
+  worker                                  run only the delivery worker (same as HERALD_ROLE=worker serve)
+  migrate                                 bring the database schema up to date and exit
+  org create [--name N] [--plan P]        create an organization with a Test and a Live key
+  org list                                list organizations
+  org plan <org_id> <plan>                change an organization's plan (its rate limit)
+  keys create <org_id> [--live] [--name N] issue another API key
+  keys revoke <org_id> <key_id> [--live]  revoke an API key
+
+Settings are read from the environment (see README). Output of org/keys commands is JSON.`;
+
+async function withStore<T>(run: (store: Store) => Promise<T>): Promise<T> {
+  const store = await Store.open(loadConfig());
+  try {
+    return await run(store);
+  } finally {
+    await store.close();
+  }
+}
+
+const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
+
+async function serve(roleOverride?: 'worker') {
+  const config = loadConfig(roleOverride ? { ...process.env, HERALD_ROLE: roleOverride } : process.env);
+  const logger = createLogger(config);
+  const service = await startService(config, logger);
+  const store = config.databaseUrl ? 'PostgreSQL' : `embedded SQLite in ${config.dataDir}`;
+  if (service.url) {
+    const hint = config.mode === 'development' ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap` : '; issue keys with: npx herald org create';
+    console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
+  } else {
+    console.log(`Herald worker running with ${store}`);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    service.close().then(
+      () => process.exit(0),
+      (error) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { name: { type: 'string' }, plan: { type: 'string' }, live: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+  });
+  const [command = 'serve', sub, ...rest] = positionals;
+  if (values.help) return void console.log(USAGE);
+  switch (`${command} ${sub ?? ''}`.trim()) {
+    case 'serve':
+      return serve();
+    case 'worker':
+      return serve('worker');
+    case 'migrate':
+      return withStore(async () => console.log('database schema is up to date'));
+    case 'org create': {
+      const config = loadConfig();
+      const plan = values.plan ?? config.defaultPlan;
+      if (!(plan in config.plans)) throw new ConfigError(`unknown plan ${plan} (have ${Object.keys(config.plans).join(', ')})`);
+      return withStore(async (store) => print(await bootstrapOrganization(store, values.name ?? 'Organization', plan)));
+    }
+    case 'org list':
+      return withStore(async (store) => print(await store.organizations.list()));
+    case 'org plan': {
+      const [orgId, plan] = rest;
+      const config = loadConfig();
+      if (!orgId || !plan || !(plan in config.plans)) throw new ConfigError(`usage: org plan <org_id> <${Object.keys(config.plans).join('|')}>`);
+      return withStore(async (store) => {
+        if (!(await store.organizations.setPlan(orgId, plan))) throw new ConfigError(`no organization ${orgId}`);
+        print({ id: orgId, plan });
+      });
+    }
+    case 'keys create': {
+      const [orgId] = rest;
+      if (!orgId) throw new ConfigError('usage: keys create <org_id> [--live] [--name N]');
+      return withStore(async (store) => {
+        if (!(await store.organizations.get(orgId))) throw new ConfigError(`no organization ${orgId}`);
+        const issued = await store.organizations.issueKey({ orgId, livemode: values.live ?? false }, values.name ?? '');
+        print({ ...apiKeyToApi(issued.row), key: issued.key });
+      });
+    }
+    case 'keys revoke': {
+      const [orgId, keyId] = rest;
+      if (!orgId || !keyId) throw new ConfigError('usage: keys revoke <org_id> <key_id> [--live]');
+      return withStore(async (store) => {
+        const row = await store.organizations.revokeKey({ orgId, livemode: values.live ?? false }, keyId);
+        if (!row) throw new ConfigError(`no key ${keyId} in ${orgId} (${values.live ? 'live' : 'test'})`);
+        print(apiKeyToApi(row));
+      });
+    }
+    default:
+      console.error(USAGE);
+      process.exitCode = 2;
+  }
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  // Bad configuration stops start-up with one clear line.
+  if (error instanceof ConfigError) console.error(`herald: ${error.message}`);
+  else console.error(error);
+  process.exit(1);
+});

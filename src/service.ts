@@ -1,0 +1,69 @@
+import pino, { type Logger } from 'pino';
+import type { Config } from './config.js';
+import { Store } from './store/index.js';
+import { buildApi, type Api } from './api/app.js';
+import { DeliveryWorker } from './delivery/worker.js';
+
+export interface Service {
+  config: Config;
+  store: Store;
+  api: Api | null;
+  worker: DeliveryWorker | null;
+  /** Base URL of the HTTP API, when this process serves it. */
+  url: string | null;
+  /** Stops taking requests, lets in-flight attempts finish (bounded), and closes the store. */
+  close(): Promise<void>;
+}
+
+export function createLogger(config: Config): Logger {
+  return pino({
+    level: config.logLevel,
+    // Keys and secrets never reach the logs, even if a future log line carries a request's headers.
+    redact: ['req.headers.authorization', 'headers.authorization', '*.signing_secret', '*.key', 'secret'],
+  });
+}
+
+const RETENTION_INTERVAL_MS = 3_600_000;
+
+export async function startService(config: Config, logger: Logger = createLogger(config)): Promise<Service> {
+  const store = await Store.open(config);
+  let api: Api | null = null;
+  let url: string | null = null;
+  let worker: DeliveryWorker | null = null;
+  let retentionTimer: NodeJS.Timeout | null = null;
+
+  if (config.role !== 'api') {
+    worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }));
+    worker.start();
+    const purge = () =>
+      store.purgeExpired().then(
+        (counts) => logger.info({ counts }, 'retention purge done'),
+        (error) => logger.warn({ err: error }, 'retention purge failed'),
+      );
+    void purge();
+    retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();
+  }
+  if (config.role !== 'worker') {
+    api = await buildApi(store, config, logger);
+    url = await api.listen({ port: config.port, host: config.host });
+    url = url.replace('[::1]', 'localhost');
+  }
+
+  let closing: Promise<void> | null = null;
+  return {
+    config,
+    store,
+    api,
+    worker,
+    url,
+    close() {
+      closing ??= (async () => {
+        if (retentionTimer) clearInterval(retentionTimer);
+        if (api) await api.close();
+        if (worker) await worker.stop();
+        await store.close();
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { newId, randomToken } from '../domain/ids.js';
+import { isUniqueViolation, liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import type { ApplicationRow } from './schema.js';
+import { stopDeliveries } from './endpoints.js';
+
+export class UidTakenError extends Error {
+  constructor(uid: string) {
+    super(`an application with uid "${uid}" already exists`);
+  }
+}
+
+export class Applications {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** Creates an application; throws UidTakenError when the uid is in use in this environment. */
+  async create(scope: Scope, input: { name: string; uid?: string | undefined }): Promise<ApplicationRow> {
+    const now = this.ctx.now();
+    const row: ApplicationRow = {
+      id: newId('application', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      name: input.name,
+      uid: input.uid ?? null,
+      // 32 random bytes: the portal path is a bearer credential for this one application.
+      portal_token: randomToken(32),
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.ctx.db.insertInto('applications').values(row).execute();
+    } catch (error) {
+      if (isUniqueViolation(error) && input.uid !== undefined) throw new UidTakenError(input.uid);
+      throw error;
+    }
+    return row;
+  }
+
+  async list(scope: Scope, page: PageRequest): Promise<Page<ApplicationRow>> {
+    let query = this.ctx.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope));
+    if (page.cursor) query = query.where('id', '<', page.cursor);
+    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+  }
+
+  /** An application by id or by its uid. */
+  async get(scope: Scope, idOrUid: string): Promise<ApplicationRow | undefined> {
+    return this.ctx.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
+      .executeTakeFirst();
+  }
+
+  async getByPortalToken(token: string): Promise<ApplicationRow | undefined> {
+    return this.ctx.db.selectFrom('applications').selectAll().where('portal_token', '=', token).executeTakeFirst();
+  }
+
+  async update(scope: Scope, id: string, changes: { name?: string | undefined; uid?: string | null | undefined }): Promise<ApplicationRow | undefined> {
+    const current = await this.get(scope, id);
+    if (!current) return undefined;
+    const next: ApplicationRow = {
+      ...current,
+      name: changes.name ?? current.name,
+      uid: changes.uid === undefined ? current.uid : changes.uid,
+      updated_at: this.ctx.now(),
+    };
+    try {
+      await this.ctx.db
+        .updateTable('applications')
+        .set({ name: next.name, uid: next.uid, updated_at: next.updated_at })
+        .where('id', '=', current.id)
+        .execute();
+    } catch (error) {
+      if (isUniqueViolation(error) && next.uid !== null) throw new UidTakenError(next.uid);
+      throw error;
+    }
+    return next;
+  }
+
+  /**
+   * Deletes an application with its endpoints. Messages and deliveries stay readable by id until
+   * retention removes them; queued attempts are dropped since no endpoint is left to receive them.
+   */
+  async delete(scope: Scope, id: string): Promise<boolean> {
+    const current = await this.get(scope, id);
+    if (!current) return false;
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const endpointIds = (await trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).execute()).map((r) => r.id);
+      await stopDeliveries(trx, endpointIds, 'failed', this.ctx.now());
+      await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
+      await trx.deleteFrom('applications').where('id', '=', current.id).execute();
+    });
+    return true;
+  }
+}

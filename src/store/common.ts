@@ -1,0 +1,55 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from './schema.js';
+import type { Dialect } from './db.js';
+
+/** Whose data a request may see: one organization in one environment. */
+export interface Scope {
+  orgId: string;
+  livemode: boolean;
+}
+
+export interface StoreContext {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  now: () => number;
+}
+
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+export const liveFlag = (scope: Scope): number => (scope.livemode ? 1 : 0);
+
+export interface PageRequest {
+  limit: number;
+  /** Id of the last item of the previous page; the page holds older items. */
+  cursor?: string | undefined;
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+  nextCursor: string | null;
+}
+
+/** Turns rows fetched with `limit + 1` into a page and its cursor (ids are time-ordered). */
+export function toPage<T>(rows: T[], limit: number, cursorOf: (row: T) => string = (row) => (row as { id: string }).id): Page<T> {
+  const hasMore = rows.length > limit;
+  const items = hasMore ? rows.slice(0, limit) : rows;
+  return { items, hasMore, nextCursor: hasMore ? cursorOf(items[items.length - 1]!) : null };
+}
+
+/** Both drivers report unique-constraint failures differently; this is the one place that knows how. */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string } | null;
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Splits rows for multi-row inserts so no statement passes the drivers' bound-parameter limits. */
+export function chunks<T>(rows: T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+export function parseJsonList(text: string): string[] {
+  return JSON.parse(text) as string[];
+}

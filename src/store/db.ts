@@ -1,0 +1,69 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
+import type { Database } from './schema.js';
+import * as initial from './migrations/001_initial.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface OpenedDatabase {
+  db: Kysely<Database>;
+  dialect: Dialect;
+  /** PostgreSQL only: the pool, for LISTEN/NOTIFY and health checks. */
+  pool: pg.Pool | null;
+}
+
+// Migrations are listed here in order; a new one is a new file and a new line.
+const MIGRATIONS: Record<string, Migration> = {
+  '001_initial': initial,
+};
+
+// PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
+pg.types.setTypeParser(20, (value: string) => Number(value));
+
+/** better-sqlite3 prepares a statement per call; caching by SQL text saves that work on hot paths. */
+function withStatementCache(database: SQLite.Database): SQLite.Database {
+  const cache = new Map<string, SQLite.Statement>();
+  const prepare = database.prepare.bind(database);
+  database.prepare = ((sql: string) => {
+    let statement = cache.get(sql);
+    if (!statement) {
+      if (cache.size > 2000) cache.clear();
+      statement = prepare(sql);
+      cache.set(sql, statement);
+    }
+    return statement;
+  }) as SQLite.Database['prepare'];
+  return database;
+}
+
+export function openSqlite(dataDir: string): OpenedDatabase {
+  mkdirSync(dataDir, { recursive: true });
+  const database = new SQLite(join(dataDir, 'herald.db'));
+  database.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  return { db, dialect: 'sqlite', pool: null };
+}
+
+export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 });
+  // An idle client that loses its server must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', pool };
+}
+
+export async function migrate(db: Kysely<any>): Promise<string[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error instanceof Error ? error : new Error(String(error));
+  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

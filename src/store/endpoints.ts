@@ -1,0 +1,186 @@
+import { newId } from '../domain/ids.js';
+import { generateSigningSecret, type SecretBox } from '../domain/secrets.js';
+import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
+import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import type { EndpointRow } from './schema.js';
+
+export interface EndpointInput {
+  appId: string;
+  url: string;
+  description?: string | undefined;
+  eventTypes?: string[] | undefined;
+}
+
+export interface EndpointChanges {
+  url?: string | undefined;
+  description?: string | undefined;
+  eventTypes?: string[] | undefined;
+  status?: 'active' | 'disabled' | undefined;
+}
+
+/** The signing secrets an attempt signs with: the current one, and the previous one during its grace. */
+export interface SigningSecrets {
+  current: string;
+  previous: string | null;
+  previousValidUntil: number | null;
+}
+
+/**
+ * Stops the queued attempts of these endpoints: their pending deliveries take `status` (`disabled` when
+ * the endpoint is switched off, `failed` when it is deleted), so nothing is dropped without a trace.
+ */
+export async function stopDeliveries(db: Executor, endpointIds: string[], status: 'disabled' | 'failed', now: number): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await db.deleteFrom('delivery_tasks').where('endpoint_id', 'in', endpointIds).execute();
+  await db
+    .updateTable('deliveries')
+    .set({ status, next_attempt_at: null, updated_at: now })
+    .where('endpoint_id', 'in', endpointIds)
+    .where('status', '=', 'pending')
+    .execute();
+}
+
+export class Endpoints {
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly secrets: SecretBox,
+  ) {}
+
+  /** Creates an endpoint; returns the row and its signing secret in plaintext (shown once). */
+  async create(scope: Scope, input: EndpointInput): Promise<{ row: EndpointRow; secret: string }> {
+    const now = this.ctx.now();
+    const secret = generateSigningSecret();
+    const row: EndpointRow = {
+      id: newId('endpoint', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      app_id: input.appId,
+      url: input.url,
+      description: input.description ?? '',
+      event_types: JSON.stringify(input.eventTypes ?? []),
+      status: 'active',
+      secret_sealed: this.secrets.seal(secret),
+      previous_secret_sealed: null,
+      previous_valid_until: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.ctx.db.insertInto('endpoints').values(row).execute();
+    return { row, secret };
+  }
+
+  async list(scope: Scope, page: PageRequest, filter: { appId?: string | undefined } = {}): Promise<Page<EndpointRow>> {
+    let query = this.ctx.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope));
+    if (filter.appId) query = query.where('app_id', '=', filter.appId);
+    if (page.cursor) query = query.where('id', '<', page.cursor);
+    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+  }
+
+  async get(scope: Scope, id: string): Promise<EndpointRow | undefined> {
+    return this.ctx.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  async update(scope: Scope, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const current = await trx
+        .selectFrom('endpoints')
+        .selectAll()
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!current) return undefined;
+      const now = this.ctx.now();
+      const next: EndpointRow = {
+        ...current,
+        url: changes.url ?? current.url,
+        description: changes.description ?? current.description,
+        event_types: changes.eventTypes === undefined ? current.event_types : JSON.stringify(changes.eventTypes),
+        updated_at: now,
+      };
+      if (changes.status === 'disabled') next.status = 'disabled';
+      // Re-enabling starts a fresh health record.
+      if (changes.status === 'active' && current.status === 'disabled') Object.assign(next, { status: 'active', failing_since: null });
+      await trx
+        .updateTable('endpoints')
+        .set({
+          url: next.url,
+          description: next.description,
+          event_types: next.event_types,
+          status: next.status,
+          failing_since: next.failing_since,
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .execute();
+      if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);
+      return next;
+    });
+  }
+
+  async delete(scope: Scope, id: string): Promise<boolean> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const result = await trx
+        .deleteFrom('endpoints')
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (Number(result.numDeletedRows) === 0) return false;
+      await stopDeliveries(trx, [id], 'failed', this.ctx.now());
+      return true;
+    });
+  }
+
+  /** Rotates the signing secret: the new one signs from now on, the old one until `previousValidUntil`. */
+  async rotateSecret(scope: Scope, id: string, graceMs: number): Promise<{ secret: string; previousValidUntil: number } | undefined> {
+    const current = await this.get(scope, id);
+    if (!current) return undefined;
+    const now = this.ctx.now();
+    const secret = generateSigningSecret();
+    const previousValidUntil = now + graceMs;
+    await this.ctx.db
+      .updateTable('endpoints')
+      .set({
+        secret_sealed: this.secrets.seal(secret),
+        previous_secret_sealed: current.secret_sealed,
+        previous_valid_until: previousValidUntil,
+        updated_at: now,
+      })
+      .where('id', '=', id)
+      .execute();
+    return { secret, previousValidUntil };
+  }
+
+  /** The secrets that sign an attempt made at `now` for this endpoint row. */
+  signingSecrets(row: Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until'>, now: number): SigningSecrets {
+    const previousValid = row.previous_secret_sealed !== null && row.previous_valid_until !== null && now < row.previous_valid_until;
+    return {
+      current: this.secrets.open(row.secret_sealed),
+      previous: previousValid ? this.secrets.open(row.previous_secret_sealed!) : null,
+      previousValidUntil: previousValid ? row.previous_valid_until : null,
+    };
+  }
+
+  /** Writes an endpoint's health after an attempt, unless an operator disabled it meanwhile. */
+  async recordHealth(db: Executor, id: string, health: EndpointHealth, now: number): Promise<void> {
+    await db
+      .updateTable('endpoints')
+      .set({ status: health.status as EndpointStatus, failing_since: health.failingSince, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '!=', 'disabled')
+      .execute();
+    if (health.status === 'disabled') await stopDeliveries(db, [id], 'disabled', now);
+  }
+}

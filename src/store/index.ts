@@ -1,0 +1,81 @@
+import { EventEmitter } from 'node:events';
+import { sql } from 'kysely';
+import type { Config } from '../config.js';
+import { SecretBox } from '../domain/secrets.js';
+import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
+import type { StoreContext } from './common.js';
+import { Organizations } from './organizations.js';
+import { EventTypes } from './event-types.js';
+import { Applications } from './applications.js';
+import { Endpoints } from './endpoints.js';
+import { Messages } from './messages.js';
+import { Deliveries } from './deliveries.js';
+import { Queue } from './queue.js';
+import { purgeExpired, type PurgeCounts } from './retention.js';
+
+export type { Scope, Page, PageRequest } from './common.js';
+
+/**
+ * The one asynchronous interface to stored data, the same for the embedded SQLite store and PostgreSQL.
+ * Each resource has its own module; this class wires them to one database and one clock.
+ */
+export class Store {
+  readonly organizations: Organizations;
+  readonly eventTypes: EventTypes;
+  readonly applications: Applications;
+  readonly endpoints: Endpoints;
+  readonly messages: Messages;
+  readonly deliveries: Deliveries;
+  readonly queue: Queue;
+  /** Emits `queued` when attempts were queued in this process, so a local worker starts at once. */
+  readonly events = new EventEmitter();
+  readonly ctx: StoreContext;
+
+  private constructor(
+    private readonly opened: OpenedDatabase,
+    private readonly config: Config,
+  ) {
+    this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now };
+    const onQueued = () => this.events.emit('queued');
+    this.organizations = new Organizations(this.ctx);
+    this.eventTypes = new EventTypes(this.ctx);
+    this.applications = new Applications(this.ctx);
+    this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey));
+    this.messages = new Messages(this.ctx, config, onQueued);
+    this.deliveries = new Deliveries(this.ctx, onQueued);
+    this.queue = new Queue(this.ctx, this.endpoints, config);
+  }
+
+  /** Opens the configured store and brings its schema up to date. */
+  static async open(config: Config): Promise<Store> {
+    const opened = config.databaseUrl ? openPostgres(config.databaseUrl) : openSqlite(config.dataDir);
+    await migrate(opened.db);
+    return new Store(opened, config);
+  }
+
+  get dialect() {
+    return this.opened.dialect;
+  }
+
+  get pool() {
+    return this.opened.pool;
+  }
+
+  /** True when the database answers. */
+  async healthy(): Promise<boolean> {
+    try {
+      await sql`select 1`.execute(this.ctx.db);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  purgeExpired(): Promise<PurgeCounts> {
+    return purgeExpired(this.ctx, this.config.retentionMs);
+  }
+
+  async close(): Promise<void> {
+    await this.opened.db.destroy();
+  }
+}

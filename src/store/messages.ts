@@ -1,0 +1,343 @@
+import { newId } from '../domain/ids.js';
+import { scheduledDelay } from '../domain/retry.js';
+import { subscribes } from '../domain/envelope.js';
+import { GroupCommit } from './group-commit.js';
+import { chunks, liveFlag, parseJsonList, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import type { DeliveryRow, MessageRow, TaskRow } from './schema.js';
+
+export interface EmitRequest {
+  scope: Scope;
+  appId: string;
+  eventType: string;
+  /** The payload object as JSON text. */
+  payloadJson: string;
+  idempotencyKey: string | null;
+}
+
+export type EmitResult =
+  | { ok: true; message: MessageRow; deliveryIds: string[]; idempotent: boolean }
+  | { ok: false; reason: 'app_not_found' | 'unknown_event_type' };
+
+export interface MessageFilter {
+  appId?: string | undefined;
+  eventType?: string | undefined;
+}
+
+export interface MessagePolicy {
+  retryScheduleMs: number[];
+  idempotencyTtlMs: number;
+}
+
+const scopeKey = (scope: Scope, part: string) => `${scope.orgId}|${liveFlag(scope)}|${part}`;
+
+export class Messages {
+  private readonly emits: GroupCommit<EmitRequest, EmitResult>;
+
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly policy: MessagePolicy,
+    private readonly onQueued: () => void,
+  ) {
+    // SQLite has one writer, so one batch at a time; PostgreSQL takes a few in parallel.
+    this.emits = new GroupCommit((batch) => this.emitBatch(batch), ctx.dialect === 'sqlite' ? 1 : 4);
+  }
+
+  /** Emits one message. Concurrent calls share one transaction (group commit). */
+  emit(request: EmitRequest): Promise<EmitResult> {
+    return this.emits.submit(request);
+  }
+
+  private async emitBatch(requests: EmitRequest[]): Promise<EmitResult[]> {
+    const now = this.ctx.now();
+    const results = await this.ctx.db.transaction().execute(async (trx) => {
+      const results: (EmitResult | undefined)[] = new Array(requests.length);
+      const prior = await this.priorEmits(trx, requests, now);
+      const pending: number[] = [];
+      requests.forEach((request, i) => {
+        const earlier = request.idempotencyKey === null ? undefined : prior.get(scopeKey(request.scope, request.idempotencyKey));
+        if (earlier) results[i] = earlier;
+        else pending.push(i);
+      });
+
+      const apps = await this.existingApps(trx, pending.map((i) => requests[i]!));
+      const unknownTypes = await this.unknownEventTypes(trx, pending.map((i) => requests[i]!));
+      const accepted: { index: number; message: MessageRow }[] = [];
+      const claimedKeys = new Map<string, number>();
+      for (const i of pending) {
+        const request = requests[i]!;
+        if (!apps.has(scopeKey(request.scope, request.appId))) {
+          results[i] = { ok: false, reason: 'app_not_found' };
+          continue;
+        }
+        if (unknownTypes.has(scopeKey(request.scope, request.eventType))) {
+          results[i] = { ok: false, reason: 'unknown_event_type' };
+          continue;
+        }
+        // Two requests with one key in the same batch: the first creates, the second repeats it.
+        if (request.idempotencyKey !== null) {
+          const key = scopeKey(request.scope, request.idempotencyKey);
+          if (claimedKeys.has(key)) continue;
+          claimedKeys.set(key, i);
+        }
+        const message: MessageRow = {
+          id: newId('message', now),
+          org_id: request.scope.orgId,
+          livemode: liveFlag(request.scope),
+          app_id: apps.get(scopeKey(request.scope, request.appId))!,
+          event_type: request.eventType,
+          created_at: now,
+        };
+        accepted.push({ index: i, message });
+      }
+
+      const lostRaces = await this.claimIdempotencyKeys(trx, accepted.map(({ index, message }) => ({ index, request: requests[index]!, message })), now);
+      const created = accepted.filter(({ index }) => !lostRaces.has(index));
+      for (const { index } of accepted) {
+        if (lostRaces.has(index)) results[index] = lostRaces.get(index);
+      }
+
+      for (const part of chunks(created.map((c) => c.message))) await trx.insertInto('messages').values(part).execute();
+      for (const part of chunks(created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now })))) {
+        await trx.insertInto('payloads').values(part).execute();
+      }
+      const deliveryIds = await this.fanOut(trx, created.map((c) => c.message), now);
+      for (const { index, message } of created) {
+        results[index] = { ok: true, message, deliveryIds: deliveryIds.get(message.id) ?? [], idempotent: false };
+      }
+      await this.recordDeliveryIds(trx, created.map(({ index, message }) => ({ request: requests[index]!, message })), deliveryIds);
+
+      // Requests that repeated a key first seen in this batch get that emit's result.
+      requests.forEach((request, i) => {
+        if (results[i] || request.idempotencyKey === null) return;
+        const first = results[claimedKeys.get(scopeKey(request.scope, request.idempotencyKey))!];
+        results[i] = first && first.ok ? { ...first, idempotent: true } : first;
+      });
+      return results as EmitResult[];
+    });
+    if (results.some((r) => r.ok && !r.idempotent && r.deliveryIds.length > 0)) this.onQueued();
+    return results;
+  }
+
+  /** Results of earlier emits whose idempotency key is still within its window. */
+  private async priorEmits(db: Executor, requests: EmitRequest[], now: number): Promise<Map<string, EmitResult>> {
+    const keyed = requests.filter((r) => r.idempotencyKey !== null);
+    const found = new Map<string, EmitResult>();
+    if (keyed.length === 0) return found;
+    const rows = await db
+      .selectFrom('idempotency_keys')
+      .innerJoin('messages', 'messages.id', 'idempotency_keys.message_id')
+      .select([
+        'idempotency_keys.org_id',
+        'idempotency_keys.livemode',
+        'idempotency_keys.key',
+        'idempotency_keys.delivery_ids',
+        'messages.id',
+        'messages.app_id',
+        'messages.event_type',
+        'messages.created_at',
+      ])
+      .where('idempotency_keys.key', 'in', [...new Set(keyed.map((r) => r.idempotencyKey!))])
+      .where('idempotency_keys.expires_at', '>', now)
+      .execute();
+    for (const row of rows) {
+      found.set(`${row.org_id}|${row.livemode}|${row.key}`, {
+        ok: true,
+        message: { id: row.id, org_id: row.org_id, livemode: row.livemode, app_id: row.app_id, event_type: row.event_type, created_at: row.created_at },
+        deliveryIds: parseJsonList(row.delivery_ids),
+        idempotent: true,
+      });
+    }
+    return found;
+  }
+
+  /**
+   * Takes the idempotency keys of the accepted emits. A key that another process took meanwhile (a
+   * unique-constraint race) is not ours: that emit becomes a repeat of the winner. Returns those repeats.
+   */
+  private async claimIdempotencyKeys(
+    db: Executor,
+    accepted: { index: number; request: EmitRequest; message: MessageRow }[],
+    now: number,
+  ): Promise<Map<number, EmitResult>> {
+    const keyed = accepted.filter((a) => a.request.idempotencyKey !== null);
+    const lost = new Map<number, EmitResult>();
+    if (keyed.length === 0) return lost;
+    const expiresAt = now + this.policy.idempotencyTtlMs;
+    const taken = new Set<string>();
+    for (const part of chunks(keyed)) {
+      const rows = await db
+        .insertInto('idempotency_keys')
+        .values(
+          part.map(({ request, message }) => ({
+            org_id: request.scope.orgId,
+            livemode: liveFlag(request.scope),
+            key: request.idempotencyKey!,
+            message_id: message.id,
+            delivery_ids: '[]',
+            expires_at: expiresAt,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .columns(['org_id', 'livemode', 'key'])
+            .doUpdateSet((eb) => ({
+              message_id: eb.ref('excluded.message_id'),
+              delivery_ids: eb.ref('excluded.delivery_ids'),
+              expires_at: eb.ref('excluded.expires_at'),
+            }))
+            // Only an expired key may be taken over.
+            .where('idempotency_keys.expires_at', '<=', now),
+        )
+        .returning(['org_id', 'livemode', 'key'])
+        .execute();
+      for (const row of rows) taken.add(`${row.org_id}|${row.livemode}|${row.key}`);
+    }
+    const losers = keyed.filter(({ request }) => !taken.has(scopeKey(request.scope, request.idempotencyKey!)));
+    if (losers.length === 0) return lost;
+    const winners = await this.priorEmits(db, losers.map((l) => l.request), now);
+    for (const loser of losers) {
+      const winner = winners.get(scopeKey(loser.request.scope, loser.request.idempotencyKey!));
+      if (!winner) throw new Error('idempotency key held by an emit that is not visible yet; retry');
+      lost.set(loser.index, winner);
+    }
+    return lost;
+  }
+
+  /** Stores the delivery ids an emit returned, so a repeat of its key can return the same ids. */
+  private async recordDeliveryIds(db: Executor, created: { request: EmitRequest; message: MessageRow }[], deliveryIds: Map<string, string[]>): Promise<void> {
+    for (const { request, message } of created) {
+      const ids = deliveryIds.get(message.id) ?? [];
+      if (request.idempotencyKey === null || ids.length === 0) continue;
+      await db
+        .updateTable('idempotency_keys')
+        .set({ delivery_ids: JSON.stringify(ids) })
+        .where('org_id', '=', request.scope.orgId)
+        .where('livemode', '=', liveFlag(request.scope))
+        .where('key', '=', request.idempotencyKey)
+        .execute();
+    }
+  }
+
+  /** Application ids keyed by scope + id or uid, for the applications these requests name. */
+  private async existingApps(db: Executor, requests: EmitRequest[]): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    if (requests.length === 0) return found;
+    const names = [...new Set(requests.map((r) => r.appId))];
+    const orgs = [...new Set(requests.map((r) => r.scope.orgId))];
+    const rows = await db
+      .selectFrom('applications')
+      .select(['id', 'uid', 'org_id', 'livemode'])
+      .where('org_id', 'in', orgs)
+      .where((eb) => eb.or([eb('id', 'in', names), eb('uid', 'in', names)]))
+      .execute();
+    for (const row of rows) {
+      found.set(`${row.org_id}|${row.livemode}|${row.id}`, row.id);
+      if (row.uid !== null) found.set(`${row.org_id}|${row.livemode}|${row.uid}`, row.id);
+    }
+    return found;
+  }
+
+  /** Scope + name of every requested event type that is not in its environment's catalog. */
+  private async unknownEventTypes(db: Executor, requests: EmitRequest[]): Promise<Set<string>> {
+    if (requests.length === 0) return new Set();
+    const rows = await db
+      .selectFrom('event_types')
+      .select(['org_id', 'livemode', 'name'])
+      .where('org_id', 'in', [...new Set(requests.map((r) => r.scope.orgId))])
+      .where('name', 'in', [...new Set(requests.map((r) => r.eventType))])
+      .execute();
+    const known = new Set(rows.map((r) => `${r.org_id}|${r.livemode}|${r.name}`));
+    return new Set(requests.map((r) => scopeKey(r.scope, r.eventType)).filter((key) => !known.has(key)));
+  }
+
+  /**
+   * Creates one delivery per endpoint subscribed now to each message, with its first attempt queued;
+   * an endpoint that is disabled gets a `disabled` delivery and no attempt. Returns the ids per message.
+   */
+  async fanOut(db: Executor, messages: MessageRow[], now: number): Promise<Map<string, string[]>> {
+    const byMessage = new Map<string, string[]>();
+    if (messages.length === 0) return byMessage;
+    const endpoints = await db
+      .selectFrom('endpoints')
+      .select(['id', 'app_id', 'status', 'event_types'])
+      .where('app_id', 'in', [...new Set(messages.map((m) => m.app_id))])
+      .orderBy('id')
+      .execute();
+    const deliveries: DeliveryRow[] = [];
+    const tasks: TaskRow[] = [];
+    for (const message of messages) {
+      const ids: string[] = [];
+      for (const endpoint of endpoints) {
+        if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type)) continue;
+        const disabled = endpoint.status === 'disabled';
+        const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+        const delivery: DeliveryRow = {
+          id: newId('delivery', now),
+          org_id: message.org_id,
+          livemode: message.livemode,
+          app_id: message.app_id,
+          message_id: message.id,
+          endpoint_id: endpoint.id,
+          status: disabled ? 'disabled' : 'pending',
+          attempt_count: 0,
+          attempt_seq: disabled ? 0 : 1,
+          schedule_step: 0,
+          next_attempt_at: disabled ? null : runAt,
+          created_at: now,
+          updated_at: now,
+        };
+        deliveries.push(delivery);
+        ids.push(delivery.id);
+        if (!disabled) {
+          tasks.push({ id: newId('task', now), delivery_id: delivery.id, endpoint_id: endpoint.id, trigger: 'scheduled', attempt_number: 1, run_at: runAt, lease_owner: null });
+        }
+      }
+      byMessage.set(message.id, ids);
+    }
+    for (const part of chunks(deliveries)) await db.insertInto('deliveries').values(part).execute();
+    for (const part of chunks(tasks)) await db.insertInto('delivery_tasks').values(part).execute();
+    return byMessage;
+  }
+
+  /** New deliveries of an existing message for the endpoints subscribed now. */
+  async replay(scope: Scope, id: string): Promise<string[] | undefined> {
+    const ids = await this.ctx.db.transaction().execute(async (trx) => {
+      const message = await this.getWith(trx, scope, id);
+      if (!message) return undefined;
+      return (await this.fanOut(trx, [message], this.ctx.now())).get(message.id) ?? [];
+    });
+    if (ids && ids.length > 0) this.onQueued();
+    return ids;
+  }
+
+  async get(scope: Scope, id: string): Promise<MessageRow | undefined> {
+    return this.getWith(this.ctx.db, scope, id);
+  }
+
+  private async getWith(db: Executor, scope: Scope, id: string): Promise<MessageRow | undefined> {
+    return db
+      .selectFrom('messages')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  async list(scope: Scope, page: PageRequest, filter: MessageFilter = {}): Promise<Page<MessageRow>> {
+    let query = this.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope));
+    if (filter.appId) query = query.where('app_id', '=', filter.appId);
+    if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
+    if (page.cursor) query = query.where('id', '<', page.cursor);
+    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+  }
+
+  async payload(messageId: string): Promise<string | undefined> {
+    const row = await this.ctx.db.selectFrom('payloads').select('body').where('message_id', '=', messageId).executeTakeFirst();
+    return row?.body;
+  }
+}

@@ -1,0 +1,122 @@
+import { newId } from '../domain/ids.js';
+import { generateApiKey, hashApiKey, KEY_PREFIX } from '../domain/secrets.js';
+import { STARTER_CATALOG } from '../domain/catalog.js';
+import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import type { ApiKeyRow, OrganizationRow } from './schema.js';
+
+export interface IssuedKey {
+  row: ApiKeyRow;
+  /** The plaintext key: returned once, never stored. */
+  key: string;
+}
+
+export interface KeyOwner {
+  keyId: string;
+  scope: Scope;
+  plan: string;
+}
+
+export class Organizations {
+  constructor(private readonly ctx: StoreContext) {}
+
+  /** A new organization with its starter catalog in both environments. */
+  async create(name: string, plan: string): Promise<OrganizationRow> {
+    const now = this.ctx.now();
+    const org: OrganizationRow = { id: newId('organization', now), name, plan, created_at: now };
+    await this.ctx.db.transaction().execute(async (trx) => {
+      await trx.insertInto('organizations').values(org).execute();
+      await trx
+        .insertInto('event_types')
+        .values(
+          [0, 1].flatMap((livemode) =>
+            STARTER_CATALOG.map((entry) => ({
+              org_id: org.id,
+              livemode,
+              name: entry.name,
+              description: entry.description,
+              version: 1,
+              example_json: JSON.stringify(entry.example),
+              created_at: now,
+              updated_at: now,
+            })),
+          ),
+        )
+        .execute();
+    });
+    return org;
+  }
+
+  async get(id: string): Promise<OrganizationRow | undefined> {
+    return this.ctx.db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async list(): Promise<OrganizationRow[]> {
+    return this.ctx.db.selectFrom('organizations').selectAll().orderBy('id').execute();
+  }
+
+  async setPlan(id: string, plan: string): Promise<boolean> {
+    const result = await this.ctx.db.updateTable('organizations').set({ plan }).where('id', '=', id).executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
+  }
+
+  async issueKey(scope: Scope, name: string, db: Executor = this.ctx.db): Promise<IssuedKey> {
+    const now = this.ctx.now();
+    const key = generateApiKey(scope.livemode);
+    const row: ApiKeyRow = {
+      id: newId('apiKey', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      name,
+      key_hash: hashApiKey(key),
+      created_at: now,
+      revoked_at: null,
+    };
+    await db.insertInto('api_keys').values(row).execute();
+    return { row, key };
+  }
+
+  /** Who a presented key belongs to, or undefined when it is unknown or revoked. */
+  async findKeyOwner(key: string): Promise<KeyOwner | undefined> {
+    const livemode = key.startsWith(KEY_PREFIX.live);
+    if (!livemode && !key.startsWith(KEY_PREFIX.test)) return undefined;
+    const row = await this.ctx.db
+      .selectFrom('api_keys')
+      .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
+      .select(['api_keys.id', 'api_keys.org_id', 'api_keys.livemode', 'api_keys.revoked_at', 'organizations.plan'])
+      .where('api_keys.key_hash', '=', hashApiKey(key))
+      .executeTakeFirst();
+    if (!row || row.revoked_at !== null || Boolean(row.livemode) !== livemode) return undefined;
+    return { keyId: row.id, scope: { orgId: row.org_id, livemode }, plan: row.plan };
+  }
+
+  async listKeys(scope: Scope, page: PageRequest): Promise<Page<ApiKeyRow>> {
+    let query = this.ctx.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope));
+    if (page.cursor) query = query.where('id', '<', page.cursor);
+    const rows = await query.orderBy('id', 'desc').limit(page.limit + 1).execute();
+    return toPage(rows, page.limit);
+  }
+
+  /** Revokes a key of this scope; returns the row as it now is, or undefined when there is no such key. */
+  async revokeKey(scope: Scope, id: string): Promise<ApiKeyRow | undefined> {
+    const now = this.ctx.now();
+    await this.ctx.db
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', id)
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('revoked_at', 'is', null)
+      .execute();
+    return this.ctx.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', id)
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .executeTakeFirst();
+  }
+}

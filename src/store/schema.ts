@@ -1,0 +1,144 @@
+// Table shapes shared by both stores. Times are integer milliseconds since the epoch and ids are made in
+// JavaScript, so no query depends on a dialect's clock or id functions. Booleans are 0/1 integers and
+// lists are JSON text, which read the same on SQLite and PostgreSQL.
+
+export interface OrganizationRow {
+  id: string;
+  name: string;
+  plan: string;
+  created_at: number;
+}
+
+export interface ApiKeyRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  name: string;
+  key_hash: string;
+  created_at: number;
+  revoked_at: number | null;
+}
+
+export interface EventTypeRow {
+  org_id: string;
+  livemode: number;
+  name: string;
+  description: string;
+  version: number;
+  example_json: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ApplicationRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  name: string;
+  uid: string | null;
+  portal_token: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface EndpointRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  app_id: string;
+  url: string;
+  description: string;
+  /** JSON array of event type names; empty means every event type. */
+  event_types: string;
+  status: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_valid_until: number | null;
+  /** When the current run of failed attempts began; null while the endpoint succeeds. */
+  failing_since: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MessageRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  app_id: string;
+  event_type: string;
+  created_at: number;
+}
+
+export interface PayloadRow {
+  message_id: string;
+  /** The payload object as JSON text, exactly as it goes into `data` of the outbound body. */
+  body: string;
+  created_at: number;
+}
+
+export interface IdempotencyRow {
+  org_id: string;
+  livemode: number;
+  key: string;
+  message_id: string;
+  /** JSON array of the delivery ids the original emit returned. */
+  delivery_ids: string;
+  expires_at: number;
+}
+
+export interface DeliveryRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  app_id: string;
+  message_id: string;
+  endpoint_id: string;
+  status: string;
+  /** Attempts made and recorded. */
+  attempt_count: number;
+  /** Attempt numbers handed out so far (made or queued); the next attempt gets attempt_seq + 1. */
+  attempt_seq: number;
+  /** How many attempts of the retry schedule have been used. */
+  schedule_step: number;
+  next_attempt_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One attempt waiting to be made. `run_at` is when it is due; a claim pushes it to the lease's end. */
+export interface TaskRow {
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  trigger: string;
+  attempt_number: number;
+  run_at: number;
+  lease_owner: string | null;
+}
+
+export interface AttemptRow {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  trigger: string;
+  status: string;
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: number;
+}
+
+export interface Database {
+  organizations: OrganizationRow;
+  api_keys: ApiKeyRow;
+  event_types: EventTypeRow;
+  applications: ApplicationRow;
+  endpoints: EndpointRow;
+  messages: MessageRow;
+  payloads: PayloadRow;
+  idempotency_keys: IdempotencyRow;
+  deliveries: DeliveryRow;
+  delivery_tasks: TaskRow;
+  attempts: AttemptRow;
+}
