@@ -14,7 +14,10 @@ export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
 
 export function isPublicAddress(text: string): boolean {
   const address = parseAddress(text);
-  return address !== null && address.range() === 'unicast';
+  if (address === null || address.range() !== 'unicast') return false;
+  // ipaddr.js calls the deprecated IPv4-compatible block ::/96 (e.g. ::7f00:1) unicast; it is not public.
+  if (address.kind() === 'ipv6' && (address as ipaddr.IPv6).parts.slice(0, 6).every((part) => part === 0)) return false;
+  return true;
 }
 
 /** An operator allow-list entry matches an address when it is that address or a CIDR range holding it. */

@@ -17,7 +17,8 @@ export function endpointUrlProblem(text: string, livemode: boolean, allowList: s
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
   if (!livemode) return null;
   if (url.protocol !== 'https:') return 'url must use https in Live mode';
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // A trailing dot names the same host (`localhost.` is localhost), so it is judged without it.
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (allowList.includes(host)) return null;
   if (host === 'localhost' || host.endsWith('.localhost')) return 'url must not point at localhost in Live mode';
   // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.

@@ -1,0 +1,118 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
+import { signPayload } from '../../src/domain/secrets.js';
+import { JITTER, MAX_RETRY_AFTER_MS, nextDelayAfterFailure, parseRetryAfter, scheduledDelay } from '../../src/domain/retry.js';
+import { nextEndpointHealth } from '../../src/domain/endpoint-state.js';
+import { outboundBody } from '../../src/domain/envelope.js';
+import { allowListed, isPublicAddress } from '../../src/domain/addresses.js';
+import { endpointUrlProblem } from '../../src/domain/urls.js';
+import { signedRequest } from '../../src/delivery/request.js';
+
+// The pure rules under the delivery engine: signing, retry timing, endpoint health, address checks.
+
+test('signPayload matches the Standard Webhooks known-answer vector', () => {
+  const signature = signPayload('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'msg_p5jXN8AQM9LWM0D4loKWxJek', 1614265330, '{"test": 2432232314}');
+  assert.equal(signature, 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=');
+});
+
+test('signedRequest: one signature per valid secret, each verifiable alone, body is the envelope', () => {
+  const current = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const previous = 'whsec_' + Buffer.alloc(24, 7).toString('base64');
+  const now = Date.now();
+  const request = signedRequest(
+    { delivery: { id: 'dlv_1', messageId: 'evt_1', eventType: 'invoice.paid', createdAt: Date.UTC(2024, 0, 2), livemode: false } },
+    { id: 'ep_1', url: 'http://127.0.0.1:1/', status: 'active', secrets: { current, previous, previousValidUntil: now + 1000 } },
+    '{"amount":1}',
+    now,
+  );
+  assert.equal(request.body, '{"type":"invoice.paid","timestamp":"2024-01-02T00:00:00.000Z","data":{"amount":1}}');
+  assert.equal(request.body, outboundBody('invoice.paid', Date.UTC(2024, 0, 2), '{"amount":1}'));
+  const signatures = request.headers['webhook-signature']!.split(' ');
+  assert.equal(signatures.length, 2);
+  for (const [secret, signature] of [[current, signatures[0]!], [previous, signatures[1]!]] as const) {
+    const headers = { ...request.headers, 'webhook-signature': signature };
+    assert.deepEqual(new StandardWebhook(secret).verify(request.body, headers), JSON.parse(request.body));
+  }
+  assert.equal(request.headers['webhook-timestamp'], String(Math.floor(now / 1000)));
+});
+
+test('scheduledDelay stays within ±20% of the schedule and ends with the schedule', () => {
+  const schedule = [0, 1000, 60_000];
+  assert.equal(scheduledDelay(schedule, 0), 0);
+  assert.equal(scheduledDelay(schedule, 3), null);
+  assert.equal(scheduledDelay(schedule, 1, () => 0), 1000 * (1 - JITTER));
+  assert.equal(scheduledDelay(schedule, 1, () => 0.999999), Math.round(1000 * (1 + JITTER * 0.999998)));
+  let low = Infinity;
+  let high = -Infinity;
+  for (let i = 0; i < 5000; i++) {
+    const delay = scheduledDelay(schedule, 2)!;
+    low = Math.min(low, delay);
+    high = Math.max(high, delay);
+  }
+  assert.ok(low >= 48_000 && high <= 72_000, `delays ${low}..${high} outside ±20% of 60s`);
+  // Jitter is real: the spread covers most of the band.
+  assert.ok(low < 50_000 && high > 70_000, `delays ${low}..${high} barely jittered`);
+});
+
+test('Retry-After: seconds or HTTP date, bounded, and only ever lengthens the wait', () => {
+  const now = Date.UTC(2024, 0, 1);
+  assert.equal(parseRetryAfter('3', now), 3000);
+  assert.equal(parseRetryAfter(new Date(now + 5000).toUTCString(), now), 5000);
+  assert.equal(parseRetryAfter('soon', now), null);
+  assert.equal(parseRetryAfter(undefined, now), null);
+  assert.equal(parseRetryAfter('99999999', now), MAX_RETRY_AFTER_MS);
+  assert.equal(nextDelayAfterFailure([0, 50], 1, 1000, () => 0.5), 1000);
+  assert.equal(nextDelayAfterFailure([0, 5000], 1, 1000, () => 0.5), 5000);
+  assert.equal(nextDelayAfterFailure([0, 50], 2, 1000), null, 'Retry-After never adds an attempt past the schedule');
+});
+
+test('endpoint health: failing, active again, 410 disables, exhausted after the window disables, operator disable sticks', () => {
+  const window = 1000;
+  const active = { status: 'active' as const, failingSince: null };
+  const failed = nextEndpointHealth(active, { ok: false, responseStatus: 500, exhausted: false, at: 100 }, window);
+  assert.deepEqual(failed, { status: 'failing', failingSince: 100 });
+  assert.deepEqual(nextEndpointHealth(failed, { ok: true, responseStatus: 200, exhausted: false, at: 200 }, window), active);
+  assert.equal(nextEndpointHealth(active, { ok: false, responseStatus: 410, exhausted: false, at: 100 }, window).status, 'disabled');
+  // Exhausted but not failing for long enough: still failing; long enough but not exhausted: still failing.
+  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: 500, exhausted: true, at: 500 }, window).status, 'failing');
+  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: 500, exhausted: false, at: 5000 }, window).status, 'failing');
+  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: null, exhausted: true, at: 1100 }, window).status, 'disabled');
+  const off = { status: 'disabled' as const, failingSince: null };
+  assert.deepEqual(nextEndpointHealth(off, { ok: true, responseStatus: 200, exhausted: false, at: 1 }, window), off);
+});
+
+test('addresses: only globally routable unicast is public', () => {
+  const blocked = [
+    '127.0.0.1', '127.1.2.3', '10.0.0.1', '10.255.255.255', '172.16.0.1', '172.31.255.254', '192.168.0.1',
+    '169.254.169.254', '100.64.0.1', '100.127.255.254', '224.0.0.1', '239.255.255.250', '0.0.0.0', '255.255.255.255',
+    '240.0.0.1', '198.18.0.1', '192.0.2.1',
+    '::', '::1', 'fe80::1', 'fe80::1%eth0', 'fc00::1', 'fd12:3456::1', 'ff02::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1',
+    '::ffff:7f00:1', '::7f00:1', '::a00:1', '64:ff9b::7f00:1', '2002:7f00:1::', '2001:db8::1', '[::1]', 'localhost', '', 'not-an-ip',
+  ];
+  for (const address of blocked) assert.equal(isPublicAddress(address), false, `${address} must not be public`);
+  for (const address of ['8.8.8.8', '1.1.1.1', '93.184.216.34', '172.32.0.1', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8']) {
+    assert.equal(isPublicAddress(address), true, `${address} is public`);
+  }
+  assert.equal(allowListed('127.0.0.1', ['127.0.0.1']), true);
+  assert.equal(allowListed('::ffff:127.0.0.1', ['127.0.0.0/8']), true);
+  assert.equal(allowListed('10.0.0.1', ['127.0.0.0/8', '192.168.0.0/16']), false);
+  assert.equal(allowListed('::1', ['127.0.0.1']), false);
+  assert.equal(allowListed('10.0.0.1', ['garbage/99']), false);
+});
+
+test('endpoint URLs: Live refuses private hosts in every spelling; Test allows localhost', () => {
+  const refused = [
+    'https://127.0.0.1/', 'https://localhost/', 'https://localhost./', 'https://LOCALHOST/', 'https://api.localhost/',
+    'https://[::1]/', 'https://[::ffff:127.0.0.1]/', 'https://2130706433/', 'https://0x7f000001/', 'https://0177.0.0.1/',
+    'https://127.1/', 'https://0/', 'https://[::]/', 'https://10.1.2.3/', 'https://172.16.5.4/', 'https://192.168.1.1/',
+    'https://169.254.169.254/latest/meta-data', 'https://100.64.1.1/', 'https://224.0.0.1/', 'https://0.0.0.0/',
+    'https://[fe80::1]/', 'https://[fc00::1]/', 'http://example.com/', 'ftp://example.com/', 'not a url',
+  ];
+  for (const url of refused) assert.notEqual(endpointUrlProblem(url, true, []), null, `${url} must be refused in Live`);
+  assert.equal(endpointUrlProblem('https://example.com/hooks', true, []), null);
+  assert.equal(endpointUrlProblem('https://8.8.8.8/hooks', true, []), null);
+  assert.equal(endpointUrlProblem('https://127.0.0.1/', true, ['127.0.0.1']), null, 'operator allow-list');
+  assert.equal(endpointUrlProblem('https://10.1.2.3/', true, ['10.0.0.0/8']), null, 'operator allow-list range');
+  for (const url of ['http://localhost:3000/hook', 'http://127.0.0.1:9/', 'https://[::1]/']) assert.equal(endpointUrlProblem(url, false, []), null);
+});
