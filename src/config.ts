@@ -35,6 +35,10 @@ export interface Config {
   plans: PlanLimits;
   defaultPlan: string;
   redisUrl: string | null;
+  /** Prefix of the rate-limit counter keys in Redis, so several deployments (or test runs) can share one Redis. */
+  redisPrefix: string;
+  /** Most PostgreSQL connections this process opens (plus one for LISTEN in worker processes). */
+  dbPoolSize: number;
   /** Hosts or CIDR ranges Live endpoints may reach even though they are not public. */
   ssrfAllow: string[];
   logLevel: string;
@@ -145,6 +149,8 @@ export function loadConfig(env: Env = process.env): Config {
     plans: planLimits,
     defaultPlan,
     redisUrl: env.HERALD_REDIS_URL || null,
+    redisPrefix: read(env, 'HERALD_REDIS_PREFIX', 'herald-rl:'),
+    dbPoolSize: integer(env, 'HERALD_DB_POOL_SIZE', 10, 1, 1000),
     ssrfAllow: read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: read(env, 'HERALD_LOG_LEVEL', 'info'),
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),

@@ -34,6 +34,9 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   if (config.role !== 'api') {
     worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }));
+    // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
+    const listenLog = logger.child({ component: 'listen' });
+    store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
     worker.start();
     const purge = () =>
       store.purgeExpired().then(

@@ -10,12 +10,15 @@ import { HttpError } from './errors.js';
  */
 export async function installRateLimits(app: FastifyInstance, config: Config): Promise<Redis | null> {
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
+  // Without an offline queue, commands sent before the connection is up fail (and skipOnError lets those
+  // requests through uncounted): wait briefly for it, but never refuse to start because Redis is away.
+  if (redis) await waitForReady(redis, 3_000);
   const limitOf = (plan: string | undefined) => (plan === undefined ? null : (config.plans[plan] ?? config.plans[config.defaultPlan] ?? null));
   await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',
     timeWindow: 1000,
-    ...(redis ? { redis, nameSpace: 'herald-rl:' } : {}),
+    ...(redis ? { redis, nameSpace: config.redisPrefix } : {}),
     // A counter store that is down must not take the API down with it.
     skipOnError: true,
     keyGenerator: (request) => request.caller?.scope.orgId ?? request.ip,
@@ -24,4 +27,17 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
     errorResponseBuilder: () => new HttpError(429, 'rate_limited', 'Too many requests'),
   });
   return redis;
+}
+
+async function waitForReady(redis: Redis, timeoutMs: number): Promise<void> {
+  if (redis.status === 'ready') return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    redis.once('ready', done);
+  });
 }

@@ -12,6 +12,7 @@ import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
 import { Queue } from './queue.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
+import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
 export type { Scope, Page, PageRequest } from './common.js';
 
@@ -27,16 +28,28 @@ export class Store {
   readonly messages: Messages;
   readonly deliveries: Deliveries;
   readonly queue: Queue;
-  /** Emits `queued` when attempts were queued in this process, so a local worker starts at once. */
+  /**
+   * Emits `queued` when attempts were queued in this process, so a local worker starts at once; on
+   * PostgreSQL, after `listen()`, also when another process queued attempts (LISTEN/NOTIFY).
+   */
   readonly events = new EventEmitter();
   readonly ctx: StoreContext;
+  /** PostgreSQL: tells worker processes that attempts were queued (coalesced NOTIFY after commit). */
+  private readonly notifier: TaskNotifier | null;
+  private listener: TaskListener | null = null;
 
   private constructor(
     private readonly opened: OpenedDatabase,
     private readonly config: Config,
   ) {
     this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now };
-    const onQueued = () => this.events.emit('queued');
+    this.notifier =
+      opened.dialect === 'postgres' ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, '')`.execute(opened.db)) : null;
+    // Called after the transaction that queued attempts committed: wake the local worker, then the others.
+    const onQueued = () => {
+      this.events.emit('queued');
+      this.notifier?.notify();
+    };
     this.organizations = new Organizations(this.ctx);
     this.eventTypes = new EventTypes(this.ctx);
     this.applications = new Applications(this.ctx);
@@ -48,9 +61,33 @@ export class Store {
 
   /** Opens the configured store and brings its schema up to date. */
   static async open(config: Config): Promise<Store> {
-    const opened = config.databaseUrl ? openPostgres(config.databaseUrl) : openSqlite(config.dataDir);
-    await migrate(opened.db);
+    const opened = config.databaseUrl ? openPostgres(config.databaseUrl, config.dbPoolSize) : openSqlite(config.dataDir);
+    try {
+      await migrate(opened.db);
+    } catch (error) {
+      await opened.db.destroy().catch(() => {});
+      throw error;
+    }
     return new Store(opened, config);
+  }
+
+  /**
+   * PostgreSQL: listens for attempts queued by other processes on a dedicated connection (which
+   * reconnects by itself) and emits `queued` for each. Worker processes call this; on SQLite it does nothing.
+   */
+  listen(onError?: (error: unknown) => void): void {
+    if (this.opened.dialect !== 'postgres' || !this.config.databaseUrl || this.listener) return;
+    this.listener = new TaskListener({
+      connectionString: this.config.databaseUrl,
+      onNotify: () => this.events.emit('queued'),
+      ...(onError ? { onError } : {}),
+    });
+    this.listener.start();
+  }
+
+  /** True while this store listens for other processes' NOTIFYs (PostgreSQL, after `listen()`). */
+  get listening(): boolean {
+    return this.listener?.listening ?? false;
   }
 
   get dialect() {
@@ -76,6 +113,9 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    this.notifier?.close();
+    await this.listener?.stop();
+    this.listener = null;
     await this.opened.db.destroy();
   }
 }
