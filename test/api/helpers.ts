@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict';
+import type { Client, Reply } from '../support/client.js';
+
+// Small helpers shared by the black-box API tests. They only speak HTTP, like any client would.
+
+/** Asserts the error envelope: status, code, a message, and a request_id that matches the x-request-id header. */
+export function assertError(reply: Reply, status: number, code: string, message?: RegExp): void {
+  assert.equal(reply.status, status, `expected ${status} ${code}, got ${reply.status} ${JSON.stringify(reply.body)}`);
+  assert.equal(typeof reply.body, 'object', `error body is not JSON: ${String(reply.body)}`);
+  assert.deepEqual(Object.keys(reply.body), ['error']);
+  const error = reply.body.error;
+  assert.equal(error.code, code, `code of ${JSON.stringify(reply.body)}`);
+  assert.equal(typeof error.message, 'string');
+  assert.ok(error.message.length > 0, 'error message is empty');
+  if (message) assert.match(error.message, message);
+  assert.match(error.request_id, /^req_/);
+  assert.equal(reply.headers.get('x-request-id'), error.request_id);
+}
+
+export async function createApp(client: Client, body: Record<string, unknown> = { name: 'Acme' }): Promise<any> {
+  const reply = await client.post('/api/v1/applications', body);
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  return reply.body;
+}
+
+export async function createEndpoint(client: Client, appId: string, extra: Record<string, unknown> = {}): Promise<any> {
+  const reply = await client.post('/api/v1/endpoints', { app_id: appId, url: 'https://example.com/hook', ...extra });
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  return reply.body;
+}
+
+export async function emit(client: Client, appId: string, eventType = 'invoice.paid', payload: object = { n: 1 }, headers?: Record<string, string>): Promise<any> {
+  const reply = await client.post('/api/v1/messages', { app_id: appId, event_type: eventType, payload }, headers);
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  return reply.body;
+}
+
+/** Walks every page of a list with the given page size; fails on a runaway cursor. */
+export async function listAll(client: Client, path: string, limit: number): Promise<any[]> {
+  const items: any[] = [];
+  let cursor: string | null = null;
+  for (let pages = 0; pages < 1000; pages++) {
+    const separator = path.includes('?') ? '&' : '?';
+    const reply = await client.get(`${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(reply.status, 200, JSON.stringify(reply.body));
+    assert.equal(reply.body.object, 'list');
+    assert.ok(reply.body.data.length <= limit, `page of ${reply.body.data.length} items for limit ${limit}`);
+    items.push(...reply.body.data);
+    if (!reply.body.has_more) {
+      assert.equal(reply.body.next_cursor, null);
+      return items;
+    }
+    assert.equal(typeof reply.body.next_cursor, 'string');
+    cursor = reply.body.next_cursor;
+  }
+  throw new Error(`more than 1000 pages from ${path}`);
+}
+
+/** Ids (or names) of everything a list returns, walking all pages. */
+export async function idsOf(client: Client, path: string, field = 'id'): Promise<string[]> {
+  return (await listAll(client, path, 250)).map((item) => item[field]);
+}
+
+/** Inputs no route should answer with a 5xx: wrong types, odd strings, deep nesting, NUL bytes. */
+export const ODD_VALUES: unknown[] = [
+  null,
+  true,
+  0,
+  -1,
+  1e308,
+  '',
+  ' ',
+  'x'.repeat(5000),
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  '💥',
+  '../../etc/passwd',
+  "' or 1=1 --",
+  'https://127.0.0.1',
+  [],
+  [null],
+  ['\u0000'],
+  {},
+  { $gt: '' },
+  { __proto__: { polluted: true } },
+];
+
+/** Whole bodies (sent as raw text) that are not what a route expects. */
+export const ODD_BODIES: string[] = [
+  '',
+  'null',
+  '[]',
+  '"text"',
+  '42',
+  '{',
+  '{"a":',
+  '{"__proto__":{"x":1}}',
+  '{"constructor":{"prototype":{"x":1}}}',
+  '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+  '\u0000',
+  '{"a":"\\u0000"}',
+];
+
+/** Bodies built from a route's field names with every odd value in every field. */
+export function oddBodiesFor(fields: string[]): unknown[] {
+  const bodies: unknown[] = [];
+  for (const field of fields) for (const value of ODD_VALUES) bodies.push({ [field]: value });
+  for (const value of ODD_VALUES) bodies.push(Object.fromEntries(fields.map((f) => [f, value])));
+  return bodies;
+}
