@@ -17,6 +17,7 @@ import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
+import { portalRoutes } from '../portal/routes.js';
 
 /** Bodies are checked strictly (a number is not a string); query strings and headers are coerced. */
 function validators() {
@@ -79,7 +80,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
 
   const deps = { store, config };
-  for (const routes of [systemRoutes, messageRoutes, applicationRoutes, endpointRoutes, deliveryRoutes, eventTypeRoutes, apiKeyRoutes]) {
+  for (const routes of [systemRoutes, messageRoutes, applicationRoutes, endpointRoutes, deliveryRoutes, eventTypeRoutes, apiKeyRoutes, portalRoutes]) {
     await app.register(routes, deps);
   }
   return app;

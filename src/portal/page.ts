@@ -1,0 +1,229 @@
+// The portal page: static HTML, CSS and a small script that renders from the portal's JSON routes.
+// No framework and no build step; everything user-supplied is inserted as text, never as HTML.
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+export function portalHtml(appName: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Webhooks · ${escapeHtml(appName)}</title>
+<link rel="stylesheet" href="/portal-assets/portal.css">
+</head>
+<body>
+<header><h1>Webhooks for <span id="app-name">${escapeHtml(appName)}</span></h1><span id="mode" class="badge"></span></header>
+<main>
+  <p id="notice" role="status" hidden></p>
+  <section>
+    <h2>Endpoints</h2>
+    <table id="endpoints"><thead><tr><th>URL</th><th>Status</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
+    <form id="add-endpoint">
+      <h3>Add an endpoint</h3>
+      <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks"></label>
+      <label>Description <input name="description" maxlength="1024"></label>
+      <fieldset id="event-type-choices"><legend>Event types (none selected: all)</legend></fieldset>
+      <button type="submit">Add endpoint</button>
+    </form>
+  </section>
+  <section id="send-test-section">
+    <h2>Send a test event</h2>
+    <form id="send-test"><select name="event_type" id="test-event-type"></select> <button type="submit">Send test event</button></form>
+  </section>
+  <section>
+    <h2>Recent messages</h2>
+    <table id="messages"><thead><tr><th>Message</th><th>Event type</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
+  </section>
+  <section id="deliveries-section" hidden>
+    <h2>Deliveries of <code id="deliveries-of"></code></h2>
+    <div id="deliveries"></div>
+  </section>
+</main>
+<script src="/portal-assets/portal.js"></script>
+</body>
+</html>`;
+}
+
+export const PORTAL_CSS = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2433; background: #f6f7fb; }
+header { display: flex; align-items: center; gap: 1rem; padding: 1rem 2rem; background: #1d2433; color: #fff; }
+header h1 { font-size: 1.2rem; margin: 0; }
+.badge { padding: .1rem .5rem; border-radius: 1rem; font-size: .8rem; background: #ffd166; color: #1d2433; }
+main { max-width: 1100px; margin: 0 auto; padding: 1rem 2rem 3rem; }
+section { background: #fff; border: 1px solid #e3e6ef; border-radius: 8px; padding: 1rem 1.25rem; margin-top: 1rem; }
+h2 { font-size: 1.05rem; margin-top: 0; } h3 { font-size: .95rem; }
+table { width: 100%; border-collapse: collapse; } th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #eef0f5; vertical-align: top; }
+td code, code { font-size: .85rem; word-break: break-all; }
+label { display: block; margin: .4rem 0; } input[type=url], input[name=description] { width: 100%; max-width: 520px; padding: .3rem; }
+fieldset { border: 1px solid #e3e6ef; margin: .5rem 0; } fieldset label { display: inline-block; margin-right: 1rem; }
+button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; }
+button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
+.status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
+#notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
+#notice.error { background: #fff1f0; border-color: #ffb4ab; }
+.delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+`;
+
+export const PORTAL_JS = `
+'use strict';
+(function () {
+  var base = location.pathname.replace(/\\/$/, '') + '/api/';
+  var notice = document.getElementById('notice');
+
+  function show(text, isError) {
+    notice.textContent = text;
+    notice.className = isError ? 'error' : '';
+    notice.hidden = false;
+  }
+
+  function call(method, path, body) {
+    var init = { method: method, headers: {} };
+    if (body !== undefined) { init.headers['content-type'] = 'application/json'; init.body = JSON.stringify(body); }
+    return fetch(base + path, init).then(function (response) {
+      return response.json().then(function (data) {
+        if (!response.ok) throw new Error((data.error && data.error.message) || ('HTTP ' + response.status));
+        return data;
+      });
+    });
+  }
+
+  function el(tag, text, className) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (className) node.className = className;
+    return node;
+  }
+
+  function button(label, onClick) {
+    var node = el('button', label);
+    node.type = 'button';
+    node.addEventListener('click', onClick);
+    return node;
+  }
+
+  function fail(error) { show(error.message, true); }
+
+  function loadEndpoints() {
+    return call('GET', 'endpoints').then(function (page) {
+      var body = document.querySelector('#endpoints tbody');
+      body.textContent = '';
+      page.data.forEach(function (endpoint) {
+        var row = el('tr');
+        row.dataset.endpointId = endpoint.id;
+        var url = el('td'); url.appendChild(el('code', endpoint.url));
+        if (endpoint.description) url.appendChild(el('div', endpoint.description));
+        row.appendChild(url);
+        row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
+        row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
+        var actions = el('td');
+        var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
+        actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', function () {
+          call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(loadEndpoints).catch(fail);
+        }));
+        actions.appendChild(button('Rotate secret', function () {
+          call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
+            show('New signing secret (shown once): ' + result.signing_secret + '\\nThe previous secret keeps working until ' + result.previous_valid_until + '.');
+          }).catch(fail);
+        }));
+        row.appendChild(actions);
+        body.appendChild(row);
+      });
+    });
+  }
+
+  function loadMessages() {
+    return call('GET', 'messages').then(function (page) {
+      var body = document.querySelector('#messages tbody');
+      body.textContent = '';
+      page.data.forEach(function (message) {
+        var row = el('tr');
+        row.dataset.messageId = message.id;
+        var id = el('td'); id.appendChild(el('code', message.id)); row.appendChild(id);
+        row.appendChild(el('td', message.event_type));
+        row.appendChild(el('td', new Date(message.created_at).toLocaleString()));
+        var actions = el('td');
+        actions.appendChild(button('Deliveries', function () { loadDeliveries(message.id).catch(fail); }));
+        row.appendChild(actions);
+        body.appendChild(row);
+      });
+    });
+  }
+
+  function loadDeliveries(messageId) {
+    return call('GET', 'messages/' + messageId + '/deliveries').then(function (page) {
+      document.getElementById('deliveries-section').hidden = false;
+      document.getElementById('deliveries-of').textContent = messageId;
+      var box = document.getElementById('deliveries');
+      box.textContent = '';
+      if (page.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
+      page.data.forEach(function (delivery) {
+        var item = el('div', null, 'delivery');
+        item.dataset.deliveryId = delivery.id;
+        var head = el('div');
+        head.appendChild(el('code', delivery.id));
+        head.appendChild(document.createTextNode(' → ' + delivery.endpoint_id + ' · '));
+        head.appendChild(el('span', delivery.status, 'status-' + delivery.status));
+        head.appendChild(document.createTextNode(' · ' + delivery.attempt_count + ' attempt(s) '));
+        head.appendChild(button('Retry', function () {
+          call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
+            show('Retry queued as attempt ' + result.attempt_number + '.');
+            setTimeout(function () { loadDeliveries(messageId).catch(fail); }, 700);
+          }).catch(fail);
+        }));
+        item.appendChild(head);
+        var attempts = el('ul', null, 'attempts');
+        delivery.attempts.forEach(function (attempt) {
+          attempts.appendChild(el('li', '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
+            (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
+            (attempt.error ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString()));
+        });
+        item.appendChild(attempts);
+        box.appendChild(item);
+      });
+    });
+  }
+
+  document.getElementById('add-endpoint').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    var chosen = Array.prototype.map.call(form.querySelectorAll('input[name=event_type]:checked'), function (box) { return box.value; });
+    var body = { url: form.url.value, event_types: chosen };
+    if (form.description.value) body.description = form.description.value;
+    call('POST', 'endpoints', body).then(function (endpoint) {
+      show('Endpoint added. Its signing secret (shown once): ' + endpoint.signing_secret);
+      form.reset();
+      return loadEndpoints();
+    }).catch(fail);
+  });
+
+  document.getElementById('send-test').addEventListener('submit', function (event) {
+    event.preventDefault();
+    call('POST', 'send-test', { event_type: document.getElementById('test-event-type').value }).then(function (result) {
+      show('Test event ' + result.id + ' sent to ' + result.delivery_ids.length + ' endpoint(s).');
+      return loadMessages();
+    }).catch(fail);
+  });
+
+  call('GET', 'app').then(function (app) {
+    document.getElementById('mode').textContent = app.livemode ? 'Live' : 'Test';
+    document.getElementById('send-test-section').hidden = app.livemode;
+    var choices = document.getElementById('event-type-choices');
+    var select = document.getElementById('test-event-type');
+    app.event_types.forEach(function (type) {
+      var label = el('label');
+      var box = document.createElement('input');
+      box.type = 'checkbox'; box.name = 'event_type'; box.value = type.name;
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(' ' + type.name));
+      choices.appendChild(label);
+      var option = el('option', type.name);
+      option.value = type.name;
+      option.selected = type.name === 'invoice.paid';
+      select.appendChild(option);
+    });
+    return Promise.all([loadEndpoints(), loadMessages()]);
+  }).catch(fail);
+})();
+`;

@@ -1,0 +1,184 @@
+import { Type } from 'typebox';
+import type { FastifyReply } from 'fastify';
+import type { RoutePlugin } from '../api/deps.js';
+import { HttpError, invalid, notFound } from '../api/errors.js';
+import { attemptToApi, deliveryToApi, endpointToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
+import { IdParams } from '../api/schemas.js';
+import { endpointUrlProblem } from '../domain/urls.js';
+import type { ApplicationRow } from '../store/schema.js';
+import type { Scope, Store } from '../store/index.js';
+import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
+
+// The customer portal: `portal_path` (/portal/<token>) opens a page for one application, and the page calls
+// the JSON routes under /portal/<token>/api. The token is the only credential and grants that one
+// application: every read and write below is checked against it.
+
+const TokenParams = Type.Object({ token: Type.String({ minLength: 20, maxLength: 128 }) });
+const TokenIdParams = Type.Object({ token: TokenParams.properties.token, id: IdParams.properties.id });
+
+interface PortalContext {
+  app: ApplicationRow;
+  scope: Scope;
+}
+
+async function portalContext(store: Store, token: string): Promise<PortalContext> {
+  const app = await store.applications.getByPortalToken(token);
+  if (!app) throw new HttpError(404, 'not_found', 'portal not found');
+  return { app, scope: { orgId: app.org_id, livemode: Boolean(app.livemode) } };
+}
+
+/** The token must not leak through caches or the Referer header of links the customer follows. */
+function privatePage(reply: FastifyReply): void {
+  reply.header('cache-control', 'no-store').header('referrer-policy', 'no-referrer');
+}
+
+const publicRoute = { config: { public: true }, schema: { hide: true } } as const;
+
+export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
+  const context = (request: { params: { token: string } }) => portalContext(store, request.params.token);
+
+  /** An endpoint of the portal's application, or 404. */
+  async function ownEndpoint(ctx: PortalContext, id: string) {
+    const endpoint = await store.endpoints.get(ctx.scope, id);
+    if (!endpoint || endpoint.app_id !== ctx.app.id) throw notFound(`endpoint ${id}`);
+    return endpoint;
+  }
+
+  async function ownDelivery(ctx: PortalContext, id: string) {
+    const delivery = await store.deliveries.get(ctx.scope, id);
+    if (!delivery || delivery.app_id !== ctx.app.id) throw notFound(`delivery ${id}`);
+    return delivery;
+  }
+
+  app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(PORTAL_JS));
+  app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) => reply.type('text/css; charset=utf-8').send(PORTAL_CSS));
+
+  app.get('/portal/:token', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+    privatePage(reply);
+    reply.header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'");
+    const found = await store.applications.getByPortalToken(request.params.token);
+    if (!found) return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><p>This portal link is not valid.</p>');
+    return reply.type('text/html; charset=utf-8').send(portalHtml(found.name));
+  });
+
+  app.get('/portal/:token/api/app', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    const catalog = await store.eventTypes.list(ctx.scope, { limit: 250 });
+    return {
+      id: ctx.app.id,
+      name: ctx.app.name,
+      livemode: ctx.scope.livemode,
+      created_at: iso(ctx.app.created_at),
+      event_types: catalog.items.map(eventTypeToApi).map(({ name, description }) => ({ name, description })),
+    };
+  });
+
+  app.get('/portal/:token/api/endpoints', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), endpointToApi);
+  });
+
+  app.post(
+    '/portal/:token/api/endpoints',
+    {
+      ...publicRoute,
+      schema: {
+        hide: true,
+        params: TokenParams,
+        body: Type.Object({
+          url: Type.String({ minLength: 1, maxLength: 2048 }),
+          description: Type.Optional(Type.String({ maxLength: 1024 })),
+          event_types: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true })),
+        }),
+      },
+    },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const problem = endpointUrlProblem(request.body.url, ctx.scope.livemode, config.ssrfAllow);
+      if (problem) throw invalid(problem);
+      const unknown = await store.eventTypes.unknownNames(ctx.scope, request.body.event_types ?? []);
+      if (unknown.length > 0) throw invalid(`event_types not in the event catalog: ${unknown.join(', ')}`);
+      const { row, secret } = await store.endpoints.create(ctx.scope, {
+        appId: ctx.app.id,
+        url: request.body.url,
+        description: request.body.description,
+        eventTypes: request.body.event_types,
+      });
+      reply.code(201);
+      return { ...endpointToApi(row), signing_secret: secret };
+    },
+  );
+
+  app.patch(
+    '/portal/:token/api/endpoints/:id',
+    {
+      ...publicRoute,
+      schema: { hide: true, params: TokenIdParams, body: Type.Object({ status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]) }) },
+    },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      await ownEndpoint(ctx, request.params.id);
+      const row = await store.endpoints.update(ctx.scope, request.params.id, { status: request.body.status });
+      if (!row) throw notFound(`endpoint ${request.params.id}`);
+      return endpointToApi(row);
+    },
+  );
+
+  app.post('/portal/:token/api/endpoints/:id/rotate-secret', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    await ownEndpoint(ctx, request.params.id);
+    const rotated = await store.endpoints.rotateSecret(ctx.scope, request.params.id, config.secretGraceMs);
+    if (!rotated) throw notFound(`endpoint ${request.params.id}`);
+    return { id: request.params.id, signing_secret: rotated.secret, previous_valid_until: iso(rotated.previousValidUntil) };
+  });
+
+  app.get('/portal/:token/api/messages', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    return list(await store.messages.list(ctx.scope, { limit: 50 }, { appId: ctx.app.id }), messageToApi);
+  });
+
+  app.get('/portal/:token/api/messages/:id/deliveries', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    const message = await store.messages.get(ctx.scope, request.params.id);
+    if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
+    const page = await store.deliveries.list(ctx.scope, { limit: 250 }, { messageId: message.id });
+    const data = await Promise.all(
+      page.items.map(async (delivery) => ({ ...deliveryToApi(delivery), attempts: (await store.deliveries.recentAttempts(delivery.id)).map(attemptToApi) })),
+    );
+    return { object: 'list', data };
+  });
+
+  app.post('/portal/:token/api/deliveries/:id/retry', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
+    privatePage(reply);
+    const ctx = await context(request);
+    await ownDelivery(ctx, request.params.id);
+    const attemptNumber = await store.deliveries.retry(ctx.scope, request.params.id);
+    if (attemptNumber === undefined) throw notFound(`delivery ${request.params.id}`);
+    return { delivery_id: request.params.id, status: 'enqueued', attempt_number: attemptNumber };
+  });
+
+  app.post(
+    '/portal/:token/api/send-test',
+    { ...publicRoute, schema: { hide: true, params: TokenParams, body: Type.Object({ event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }) } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      // A sample event must never reach a live receiver.
+      if (ctx.scope.livemode) throw new HttpError(403, 'test_mode_only', 'Test events can only be sent from a Test application');
+      const eventType = request.body.event_type ?? 'invoice.paid';
+      const entry = await store.eventTypes.get(ctx.scope, eventType);
+      if (!entry) throw invalid(`event_type "${eventType}" is not in the event catalog`);
+      const result = await store.messages.emit({ scope: ctx.scope, appId: ctx.app.id, eventType, payloadJson: entry.example_json, idempotencyKey: null });
+      if (!result.ok) throw notFound('application');
+      reply.code(202);
+      return { id: result.message.id, status: 'accepted', event_type: eventType, delivery_ids: result.deliveryIds };
+    },
+  );
+};
