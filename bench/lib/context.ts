@@ -1,0 +1,87 @@
+import type { ReceiverProcess } from './receiver.js';
+
+// What every scenario gets, and the shape of what it returns.
+
+export interface Sizes {
+  ingestSeconds: number;
+  warmupSeconds: number;
+  ingestConcurrency: number;
+  deliveries: number;
+  e2eRate: number;
+  e2eSeconds: number;
+  fanoutEndpoints: number;
+  fanoutRounds: number;
+  backlog: number;
+  backlogSamples: number;
+  slowSeconds: number;
+}
+
+export const FULL: Sizes = {
+  ingestSeconds: 10,
+  warmupSeconds: 2,
+  ingestConcurrency: 64,
+  deliveries: 20_000,
+  e2eRate: 1_000,
+  e2eSeconds: 10,
+  fanoutEndpoints: 1_000,
+  fanoutRounds: 3,
+  backlog: 1_000_000,
+  backlogSamples: 200,
+  slowSeconds: 10,
+};
+
+export const QUICK: Sizes = {
+  ingestSeconds: 1.5,
+  warmupSeconds: 0.5,
+  ingestConcurrency: 64,
+  deliveries: 1_500,
+  e2eRate: 1_000,
+  e2eSeconds: 1.5,
+  fanoutEndpoints: 200,
+  fanoutRounds: 1,
+  backlog: 20_000,
+  backlogSamples: 30,
+  slowSeconds: 1.5,
+};
+
+export interface Target {
+  name: string;
+  /** Human-readable goal, e.g. ">= 8000/s". */
+  goal: string;
+  value: number;
+  pass: boolean;
+}
+
+export interface ScenarioResult {
+  name: string;
+  title: string;
+  store: 'sqlite' | 'postgres';
+  /** Herald's figures (rates per second, latencies in ms, times in ms, sizes in MB). */
+  figures: Record<string, number>;
+  /** The baseline's figures measured in the same run. */
+  baseline: Record<string, number>;
+  /** Herald / baseline (or scenario / reference) ratios. */
+  ratios: Record<string, number>;
+  /** Peak RSS of the service process(es), MB: the largest one process reached. */
+  peakRssMb: number;
+  targets: Target[];
+  notes: string[];
+  seconds: number;
+}
+
+export interface Context {
+  quick: boolean;
+  sizes: Sizes;
+  receiver: ReceiverProcess;
+  logDir: string;
+  profileDir: string | undefined;
+  /** Results so far in this run (the slow-endpoint scenario compares with end-to-end). */
+  results: Map<string, ScenarioResult>;
+  log(message: string): void;
+}
+
+export const mb = (bytes: number) => Math.round((bytes / 1024 / 1024) * 10) / 10;
+
+export function target(name: string, goal: string, value: number, pass: boolean): Target {
+  return { name, goal, value, pass: Number.isFinite(value) && pass };
+}

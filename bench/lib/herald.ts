@@ -1,0 +1,136 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool, request } from 'undici';
+import { freePort, REPO, spawnNode, type Child } from './procs.js';
+import { sleep } from './stats.js';
+
+// Starting Herald as a child process (so its peak RSS can be read) and talking to its API.
+
+export interface HeraldOptions {
+  name: string;
+  role: 'api' | 'worker' | 'all';
+  dataDir: string;
+  logDir: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+  /** Write a V8 CPU profile of this process into this directory when it exits. */
+  profileDir?: string;
+}
+
+export interface Herald {
+  child: Child;
+  url: string | null;
+  stop(): Promise<void>;
+}
+
+const SECRET = 'bench-secret-key-that-is-long-enough-0123456789';
+
+export async function startHerald(options: HeraldOptions): Promise<Herald> {
+  const port = options.role === 'worker' ? 0 : await freePort();
+  const env: Record<string, string> = {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    HERALD_DATA_DIR: options.dataDir,
+    HERALD_SECRET_KEY: SECRET,
+    HERALD_ROLE: options.role,
+    HERALD_DEFAULT_PLAN: 'unlimited',
+    HERALD_DATABASE_URL: options.databaseUrl ?? '',
+    ...options.env,
+  };
+  // One directory per process: the main thread's profile and the module-loader thread's land side by side.
+  const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
+  const child = spawnNode({ name: options.name, script: join(REPO, 'src', 'main.ts'), args: ['serve'], env, logDir: options.logDir, nodeFlags });
+  const url = options.role === 'worker' ? null : `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  let exitCode: number | null | undefined;
+  void child.exited.then((code) => (exitCode = code));
+  for (;;) {
+    if (exitCode !== undefined) throw new Error(`${options.name} exited (${exitCode}) during start; see ${child.logFile}:\n${tail(child.logFile)}`);
+    if (Date.now() > deadline) throw new Error(`${options.name} did not start in 30 s; see ${child.logFile}`);
+    if (url) {
+      const ok = await request(`${url}/healthz`).then(
+        async (r) => (await r.body.dump(), r.statusCode === 200),
+        () => false,
+      );
+      if (ok) break;
+    } else if (readFileSync(child.logFile, 'utf8').includes('Herald worker running')) {
+      break;
+    }
+    await sleep(50);
+  }
+  return { child, url, stop: () => child.stop(10_000) };
+}
+
+function tail(file: string): string {
+  try {
+    return readFileSync(file, 'utf8').split('\n').slice(-15).join('\n');
+  } catch {
+    return '';
+  }
+}
+
+/** A minimal JSON client for setup calls. */
+export class Api {
+  constructor(
+    readonly baseUrl: string,
+    readonly key = '',
+  ) {}
+
+  async post<T = any>(path: string, body: unknown, expect = [200, 201]): Promise<T> {
+    const response = await request(this.baseUrl + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(this.key ? { authorization: `Bearer ${this.key}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    const text = await response.body.text();
+    if (!expect.includes(response.statusCode)) throw new Error(`POST ${path}: ${response.statusCode} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as T;
+  }
+}
+
+export interface Setup {
+  orgId: string;
+  key: string;
+  appIds: string[];
+  endpointIds: string[];
+  secrets: string[];
+}
+
+/**
+ * Bootstraps an organization and creates `apps` applications, each with `endpointsPerApp` endpoints whose
+ * URL comes from `urlOf(appIndex, endpointIndex)`.
+ */
+export async function setupOrg(baseUrl: string, apps: number, endpointsPerApp: number, urlOf: (app: number, endpoint: number) => string): Promise<Setup> {
+  const boot = await new Api(baseUrl).post('/api/v1/dev/bootstrap', { name: 'Bench' });
+  const key = boot.test_key.key as string;
+  const api = new Api(baseUrl, key);
+  const appIds: string[] = [];
+  const endpointIds: string[] = [];
+  const secrets: string[] = [];
+  for (let a = 0; a < apps; a++) {
+    const app = await api.post('/api/v1/applications', { name: `Bench app ${a}` });
+    appIds.push(app.id);
+    // Endpoints of one app are created a few at a time.
+    for (let start = 0; start < endpointsPerApp; start += 16) {
+      const batch = [];
+      for (let e = start; e < Math.min(endpointsPerApp, start + 16); e++) batch.push(api.post('/api/v1/endpoints', { app_id: app.id, url: urlOf(a, e) }));
+      for (const endpoint of await Promise.all(batch)) {
+        endpointIds.push(endpoint.id);
+        secrets.push(endpoint.signing_secret);
+      }
+    }
+  }
+  return { orgId: boot.organization.id as string, key, appIds, endpointIds, secrets };
+}
+
+export function emitBody(appId: string, n: number): string {
+  return JSON.stringify({
+    app_id: appId,
+    event_type: 'invoice.paid',
+    payload: { invoice_id: `inv_${n}`, amount: 4200, currency: 'usd', customer: 'cus_8Dj2kL', lines: [{ sku: 'pro-monthly', qty: 1 }] },
+  });
+}
+
+export function emitPool(url: string, connections: number): Pool {
+  return new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 60_000 });
+}

@@ -1,0 +1,40 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { onCleanup } from './procs.js';
+
+// A fresh PostgreSQL database per use, dropped at the end of the run (or on failure, through cleanup()).
+export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return await run(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function postgresAvailable(): Promise<boolean> {
+  return admin(async (client) => (await client.query('select 1'), true)).catch(() => false);
+}
+
+export interface BenchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function createDatabase(label: string): Promise<BenchDatabase> {
+  const name = `herald_bench_${label}_${randomBytes(4).toString('hex')}`;
+  await admin((client) => client.query(`create database ${name}`));
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  let dropped = false;
+  const drop = async () => {
+    if (dropped) return;
+    dropped = true;
+    await admin((client) => client.query(`drop database if exists ${name} with (force)`));
+  };
+  onCleanup(drop);
+  return { url: url.toString(), drop };
+}

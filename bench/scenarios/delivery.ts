@@ -1,0 +1,139 @@
+import { createHmac } from 'node:crypto';
+import { Pool } from 'undici';
+import { emitBody, setupOrg, type Herald } from '../lib/herald.js';
+import { tempDir } from '../lib/procs.js';
+import { createDatabase } from '../lib/pg.js';
+import { nowMs, round } from '../lib/stats.js';
+import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
+import { closeTargets, emitCount, emitTargets, heraldOptions, startHerald, stopAll } from './common.js';
+
+const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONCURRENCY, set explicitly below
+
+interface DeliveryRun {
+  /** Deliveries per second from the first arrival to the last. */
+  rate: number;
+  /** Deliveries per second from the worker's spawn to the last arrival (start-up included). */
+  rateFromSpawn: number;
+  startupMs: number;
+  peak: number;
+}
+
+/** Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain. */
+async function drain(ctx: Context, label: string, count: number, workers: number, databaseUrl?: string): Promise<DeliveryRun> {
+  const dataDir = tempDir('herald-bench-delivery-');
+  const env = { HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
+  const api = await startHerald(heraldOptions(ctx, { name: `${label}-api`, role: 'api', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) }));
+  const setup = await setupOrg(api.url!, 1, 1, () => `${ctx.receiver.url}/delivery/0`);
+  const targets = emitTargets([api.url!], setup.key, 32);
+  ctx.log(`  emitting ${count} with the worker off`);
+  await emitCount(targets, count, 32, (n) => emitBody(setup.appIds[0]!, n));
+  await closeTargets(targets);
+  let peak = await stopAll(api);
+
+  await ctx.receiver.reset();
+  const spawnedAt = nowMs();
+  const started: Herald[] = [];
+  try {
+    for (let i = 0; i < workers; i++) {
+      started.push(await startHerald(heraldOptions(ctx, { name: `${label}-worker${workers > 1 ? `-${i}` : ''}`, role: 'worker', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) })));
+    }
+    const last = await ctx.receiver.waitFor(count, 180_000);
+    const arrivals = await ctx.receiver.arrivals();
+    const first = Math.min(...arrivals.map((a) => a[1]));
+    const unique = new Set(arrivals.map((a) => a[0])).size;
+    if (unique < count) throw new Error(`receiver got ${unique} distinct messages of ${count}`);
+    peak = Math.max(peak, await stopAll(...started));
+    return {
+      rate: round((count / (last - first)) * 1000, 0),
+      rateFromSpawn: round((count / (last - spawnedAt)) * 1000, 0),
+      startupMs: round(first - spawnedAt, 0),
+      peak,
+    };
+  } finally {
+    await stopAll(...started);
+  }
+}
+
+/** The same number of signed POSTs of the same bodies to the same receiver, with undici, at the same concurrency. */
+async function rawUndici(ctx: Context, count: number): Promise<number> {
+  await ctx.receiver.reset();
+  const secret = Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64');
+  const pool = new Pool(ctx.receiver.url, { connections: ENDPOINT_CONCURRENCY, keepAliveTimeout: 4_000 });
+  const createdAt = new Date().toISOString();
+  let next = 0;
+  const started = nowMs();
+  try {
+    await Promise.all(
+      Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
+        while (next < count) {
+          const n = next++;
+          const payload = JSON.stringify((JSON.parse(emitBody('app', n)) as { payload: unknown }).payload);
+          const body = `{"type":"invoice.paid","timestamp":${JSON.stringify(createdAt)},"data":${payload}}`;
+          const id = `evt_baseline${String(n).padStart(14, '0')}`;
+          const timestamp = Math.floor(Date.now() / 1000);
+          const signature = createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64');
+          const response = await pool.request({
+            method: 'POST',
+            path: '/delivery/0',
+            headers: { 'content-type': 'application/json', 'user-agent': 'bench', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` },
+            body,
+          });
+          await response.body.text();
+          if (response.statusCode !== 200) throw new Error(`receiver answered ${response.statusCode}`);
+        }
+      }),
+    );
+    const last = await ctx.receiver.waitFor(count, 60_000);
+    return round((count / (Math.max(last, nowMs()) - started)) * 1000, 0);
+  } finally {
+    await pool.close();
+  }
+}
+
+export async function delivery(ctx: Context): Promise<ScenarioResult> {
+  const count = ctx.sizes.deliveries;
+  const run = await drain(ctx, 'delivery', count, 1);
+  ctx.log('  baseline: raw undici');
+  const raw = await rawUndici(ctx, count);
+  const ratio = round(run.rate / raw);
+  return {
+    name: 'delivery',
+    title: 'Delivery from a backlog (SQLite, worker role)',
+    store: 'sqlite',
+    figures: { deliveries: count, deliveriesPerSec: run.rate, deliveriesPerSecFromSpawn: run.rateFromSpawn, workerStartupMs: run.startupMs },
+    baseline: { deliveriesPerSec: raw },
+    ratios: { deliveryVsRawUndici: ratio },
+    peakRssMb: mb(run.peak),
+    targets: [
+      target('delivery vs raw undici', '>= 0.50x', ratio, ratio >= 0.5),
+      target('delivery peak RSS', '< 300 MB', mb(run.peak), mb(run.peak) < 300),
+    ],
+    notes: [`one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY}; rate measured from the first arrival to the last (start-up reported apart)`],
+    seconds: 0,
+  };
+}
+
+export async function pgDelivery(ctx: Context): Promise<ScenarioResult> {
+  const count = ctx.sizes.deliveries;
+  const oneDb = await createDatabase('dlv1');
+  const one = await drain(ctx, 'pg-delivery', count, 1, oneDb.url);
+  await oneDb.drop();
+  const twoDb = await createDatabase('dlv2');
+  const two = await drain(ctx, 'pg-delivery2', count, 2, twoDb.url);
+  await twoDb.drop();
+  ctx.log('  baseline: raw undici');
+  const raw = await rawUndici(ctx, count);
+  const ratio = round(one.rate / raw);
+  return {
+    name: 'pg-delivery',
+    title: 'Delivery from a backlog (PostgreSQL, 1 and 2 workers)',
+    store: 'postgres',
+    figures: { deliveries: count, deliveriesPerSec1Worker: one.rate, deliveriesPerSec2Workers: two.rate, workerStartupMs: one.startupMs },
+    baseline: { deliveriesPerSec: raw },
+    ratios: { delivery1WorkerVsRawUndici: ratio, delivery2WorkersVsRawUndici: round(two.rate / raw) },
+    peakRssMb: mb(Math.max(one.peak, two.peak)),
+    targets: [target('PostgreSQL delivery (1 worker) vs raw undici', '>= 0.50x', ratio, ratio >= 0.5)],
+    notes: [`one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY} per worker process; the raw baseline uses ${ENDPOINT_CONCURRENCY} connections`],
+    seconds: 0,
+  };
+}

@@ -1,0 +1,169 @@
+import { Api, emitBody, setupOrg, type Herald } from '../lib/herald.js';
+import { tempDir } from '../lib/procs.js';
+import { createDatabase } from '../lib/pg.js';
+import { nowMs, round, summarize } from '../lib/stats.js';
+import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
+import { heraldOptions, measureEndToEnd, startHerald, stopAll, type E2eFigures } from './common.js';
+
+const APPS = 10;
+
+async function e2eRun(ctx: Context, name: string, databaseUrl?: string, split = false, slow = false): Promise<{ e2e: E2eFigures; peak: number }> {
+  const dataDir = tempDir('herald-bench-e2e-');
+  const db = databaseUrl ? { databaseUrl } : {};
+  const services: Herald[] = [];
+  try {
+    if (split) {
+      for (const role of ['api', 'api', 'worker', 'worker'] as const) {
+        services.push(await startHerald(heraldOptions(ctx, { name: `${name}-${role}-${services.length}`, role, dataDir, ...db })));
+      }
+    } else {
+      services.push(await startHerald(heraldOptions(ctx, { name, role: 'all', dataDir, ...db })));
+    }
+    const urls = services.filter((s) => s.url).map((s) => s.url!);
+    // Slow-endpoint run: 5 applications, the first one's endpoint answers after 5 s (20% of the traffic).
+    const apps = slow ? 5 : APPS;
+    const setup = await setupOrg(urls[0]!, apps, 1, (a) => `${ctx.receiver.url}/${slow && a === 0 ? 'slow' : 'e2e'}/${a}`);
+    const seconds = slow ? ctx.sizes.slowSeconds : ctx.sizes.e2eSeconds;
+    const e2e = await measureEndToEnd(ctx, urls, setup.key, setup.appIds, ctx.sizes.e2eRate, seconds, slow ? (a) => a !== 0 : undefined);
+    return { e2e, peak: Math.max(...services.map((s) => s.child.peakRss())) };
+  } finally {
+    await stopAll(...services);
+  }
+}
+
+function e2eFigures(e2e: E2eFigures): Record<string, number> {
+  return {
+    offeredPerSec: e2e.offered,
+    achievedPerSec: e2e.achieved,
+    sent: e2e.sent,
+    delivered: e2e.delivered,
+    sustained: e2e.sustained,
+    p50Ms: e2e.p50,
+    p99Ms: e2e.p99,
+    maxMs: e2e.max,
+    emitP99Ms: e2e.emitP99,
+    errors: e2e.errors,
+    drainMs: e2e.drainMs,
+  };
+}
+
+export async function endToEnd(ctx: Context): Promise<ScenarioResult> {
+  const { e2e, peak } = await e2eRun(ctx, 'e2e-herald');
+  return {
+    name: 'e2e',
+    title: `End to end at ${ctx.sizes.e2eRate}/s (SQLite, role all)`,
+    store: 'sqlite',
+    figures: e2eFigures(e2e),
+    baseline: {},
+    ratios: {},
+    peakRssMb: mb(peak),
+    targets: [
+      target(`end to end ${ctx.sizes.e2eRate}/s sustained`, 'yes', e2e.sustained, e2e.sustained === 1),
+      target('end to end p99', '< 50 ms', e2e.p99, e2e.p99 < 50),
+      target('end-to-end peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
+    ],
+    notes: [`open loop, ${ctx.sizes.e2eSeconds}s, ${APPS} applications with one endpoint each; latency = receiver arrival - emit send time`],
+    seconds: 0,
+  };
+}
+
+export async function slowEndpoint(ctx: Context): Promise<ScenarioResult> {
+  let reference = ctx.results.get('e2e');
+  if (!reference) {
+    ctx.log('  measuring the end-to-end reference first');
+    reference = await endToEnd(ctx);
+    ctx.results.set('e2e', reference);
+  }
+  const { e2e, peak } = await e2eRun(ctx, 'slow-herald', undefined, false, true);
+  const ratio = round(e2e.p99 / reference.figures.p99Ms!);
+  return {
+    name: 'slow',
+    title: 'One endpoint answers in 5 s, 20% of the traffic (SQLite, role all)',
+    store: 'sqlite',
+    figures: { ...e2eFigures(e2e), othersP50Ms: e2e.p50, othersP99Ms: e2e.p99 },
+    baseline: { e2eP99Ms: reference.figures.p99Ms! },
+    ratios: { othersP99VsEndToEnd: ratio },
+    peakRssMb: mb(peak),
+    targets: [
+      target("others' p99 vs scenario 3 (end to end)", '<= 2.0x', ratio, ratio <= 2),
+      target('slow-endpoint peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
+    ],
+    notes: [`${ctx.sizes.e2eRate}/s open loop for ${ctx.sizes.slowSeconds}s over 5 applications; figures are for the 4 fast endpoints only`],
+    seconds: 0,
+  };
+}
+
+export async function pgEndToEnd(ctx: Context): Promise<ScenarioResult> {
+  const oneDb = await createDatabase('e2e1');
+  const one = await e2eRun(ctx, 'pg-e2e', oneDb.url);
+  await oneDb.drop();
+  const splitDb = await createDatabase('e2e4');
+  const split = await e2eRun(ctx, 'pg-e2e-split', splitDb.url, true);
+  await splitDb.drop();
+  const figures: Record<string, number> = {};
+  for (const [suffix, run] of [['1Proc', one.e2e], ['2Api2Worker', split.e2e]] as const) {
+    figures[`achievedPerSec${suffix}`] = run.achieved;
+    figures[`sustained${suffix}`] = run.sustained;
+    figures[`p50Ms${suffix}`] = run.p50;
+    figures[`p99Ms${suffix}`] = run.p99;
+    figures[`maxMs${suffix}`] = run.max;
+  }
+  return {
+    name: 'pg-e2e',
+    title: `End to end at ${ctx.sizes.e2eRate}/s (PostgreSQL, 1 process and 2 API + 2 workers)`,
+    store: 'postgres',
+    figures,
+    baseline: {},
+    ratios: {},
+    peakRssMb: mb(Math.max(one.peak, split.peak)),
+    targets: [
+      target('PostgreSQL end to end sustained (1 process)', 'yes', one.e2e.sustained, one.e2e.sustained === 1),
+      target('PostgreSQL end to end p99 (1 process)', '< 50 ms', one.e2e.p99, one.e2e.p99 < 50),
+      target('PostgreSQL end to end p99 (2 API + 2 workers)', '< 50 ms', split.e2e.p99, split.e2e.p99 < 50),
+    ],
+    notes: ['targets for PostgreSQL are the embedded ones, applied for comparison'],
+    seconds: 0,
+  };
+}
+
+/** Fan-out: one message to an application with N endpoints (same receiver, different paths). */
+export async function fanout(ctx: Context): Promise<ScenarioResult> {
+  const n = ctx.sizes.fanoutEndpoints;
+  const dataDir = tempDir('herald-bench-fanout-');
+  const herald = await startHerald(heraldOptions(ctx, { name: 'fanout-herald', role: 'all', dataDir }));
+  try {
+    ctx.log(`  creating ${n} endpoints`);
+    const setup = await setupOrg(herald.url!, 1, n, (_, e) => `${ctx.receiver.url}/fan/${e}`);
+    const api = new Api(herald.url!, setup.key);
+    const times: number[] = [];
+    const emits: number[] = [];
+    for (let r = 0; r < ctx.sizes.fanoutRounds; r++) {
+      await ctx.receiver.reset();
+      const sent = nowMs();
+      const reply = await api.post('/api/v1/messages', JSON.parse(emitBody(setup.appIds[0]!, r)));
+      emits.push(nowMs() - sent);
+      if (reply.delivery_ids.length !== n) throw new Error(`fan-out emit made ${reply.delivery_ids.length} deliveries, expected ${n}`);
+      const last = await ctx.receiver.waitFor(n, 60_000);
+      times.push(last - sent);
+    }
+    const summary = summarize(times);
+    const peak = await stopAll(herald);
+    return {
+      name: 'fanout',
+      title: `Fan-out: one message to ${n} endpoints (SQLite, role all)`,
+      store: 'sqlite',
+      figures: { endpoints: n, rounds: times.length, lastArrivalMedianMs: summary.p50, lastArrivalMaxMs: summary.max, emitMaxMs: round(Math.max(...emits)) },
+      baseline: {},
+      ratios: {},
+      peakRssMb: mb(peak),
+      targets: [
+        target(`fan-out to ${n} endpoints, last arrival (worst round)`, '< 1000 ms', summary.max, summary.max < 1000),
+        target('fan-out peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
+      ],
+      notes: [`${times.length} round(s); time from the emit's send to the last arrival`],
+      seconds: 0,
+    };
+  } finally {
+    await stopAll(herald);
+  }
+}
