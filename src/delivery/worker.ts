@@ -38,7 +38,10 @@ export class DeliveryWorker {
   ) {
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
-      connectionsPerOrigin: config.endpointConcurrency,
+      // Many endpoints can share a host (one SaaS receiver for many customers): capping sockets per
+      // origin at one endpoint's share would let a hanging endpoint starve its neighbours. The worker
+      // already bounds requests per endpoint and overall, so the pool never needs more than that.
+      connectionsPerOrigin: config.concurrency,
       responseBodyLimit: config.responseBodyLimit,
       ssrfAllow: config.ssrfAllow,
     });

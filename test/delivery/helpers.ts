@@ -178,6 +178,7 @@ export class SocketReceiver {
   }
 
   async stop(): Promise<void> {
+    if (!this.server.listening) return;
     this.release();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));

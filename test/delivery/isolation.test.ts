@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, SocketReceiver } from './helpers.js';
+import { eventually } from '../support/receiver.js';
+import type { TestContext } from 'node:test';
+
+// A slow or silent endpoint only ever holds its own slots: deliveries to healthy endpoints go on while
+// it hangs, even on the same host. Each endpoint has at most HERALD_ENDPOINT_CONCURRENCY requests open,
+// and connections are reused.
+
+async function socketReceiver(t: TestContext, holdMs: (path: string) => number): Promise<SocketReceiver> {
+  const receiver = await new SocketReceiver().start();
+  receiver.holdMs = holdMs;
+  t.after(() => receiver.stop());
+  return receiver;
+}
+
+test('a slow endpoint and a silent one do not delay a healthy endpoint', async (t) => {
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '2', HERALD_CONCURRENCY: '8', HERALD_ATTEMPT_TIMEOUT: '30s' });
+  const slow = await socketReceiver(t, () => 10_000);
+  const silent = await socketReceiver(t, () => Infinity);
+  const healthy = await socketReceiver(t, () => 0);
+  await s.endpoint(`${slow.url}/slow`);
+  await s.endpoint(`${silent.url}/silent`);
+  await s.endpoint(`${healthy.url}/healthy`);
+  const messages = 12;
+  // Emitting first to the stuck endpoints lines their attempts up ahead of the healthy ones.
+  for (let i = 0; i < messages; i++) await s.emit({ i });
+  await eventually(async () => healthy.requests.length >= messages, 20_000, 'healthy endpoint to get every message');
+  // Ordering, not timing: all of that happened while the slow and silent endpoints still held every request.
+  assert.ok(slow.requests.length >= 1 && slow.open === slow.requests.length, 'slow endpoint has answered nothing yet');
+  assert.ok(silent.requests.length >= 1 && silent.open === silent.requests.length, 'silent endpoint has answered nothing');
+  assert.ok(slow.maxOpen <= 2 && silent.maxOpen <= 2, 'the stuck endpoints never held more than their share');
+  // Hung-up receivers end the stuck attempts, so the service stops without waiting for their timeout.
+  await Promise.all([slow.stop(), silent.stop()]);
+});
+
+test('a hanging endpoint does not delay another endpoint on the same host', async (t) => {
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '2', HERALD_ATTEMPT_TIMEOUT: '30s' });
+  const receiver = await socketReceiver(t, (path) => (path.startsWith('/hang') ? Infinity : 0));
+  await s.endpoint(`${receiver.url}/hang`);
+  await s.endpoint(`${receiver.url}/ok`);
+  const messages = 6;
+  for (let i = 0; i < messages; i++) await s.emit({ i });
+  await eventually(async () => receiver.count('/ok') >= messages, 20_000, 'the healthy endpoint on the same host to get every message');
+  assert.equal(receiver.count('/hang'), 2, 'the hanging endpoint holds its two slots and no more');
+  await receiver.stop();
+});
+
+test('per-endpoint concurrency is bounded by HERALD_ENDPOINT_CONCURRENCY and connections are reused', async (t) => {
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '2' });
+  const receiver = await socketReceiver(t, () => 150);
+  await s.endpoint(`${receiver.url}/hook`);
+  const messages = 16;
+  await Promise.all(Array.from({ length: messages }, (_, i) => s.emit({ i })));
+  await eventually(async () => receiver.requests.length >= messages && receiver.open === 0, 30_000, 'every message delivered');
+  assert.ok(receiver.maxOpen <= 2, `at most 2 requests open at once (saw ${receiver.maxOpen})`);
+  assert.equal(receiver.maxOpen, 2, 'the two slots were used in parallel');
+  assert.ok(receiver.sockets.size < receiver.requests.length, `connections reused: ${receiver.sockets.size} sockets for ${receiver.requests.length} requests`);
+  assert.ok(receiver.sockets.size <= 4, `few sockets: ${receiver.sockets.size}`);
+});
