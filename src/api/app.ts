@@ -43,6 +43,22 @@ function installJsonParser(app: FastifyInstance, maxPayloadBytes: number): void 
   });
 }
 
+// Text the stores cannot keep as sent: PostgreSQL refuses NUL characters in text, and an unpaired
+// surrogate is not Unicode (it would be stored as U+FFFD and no longer match what the client sent).
+const UNSTORABLE_TEXT = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The first field of a request part (params, query or body) whose text cannot be stored, as `part/name`. */
+function unstorableField(part: string, value: unknown): string | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null;
+  // Only strings and lists of strings: free-form objects (payload, example_json) are stored as JSON
+  // text, where such characters are escaped and harmless.
+  for (const [name, field] of Object.entries(value)) {
+    const strings = typeof field === 'string' ? [field] : Array.isArray(field) ? field.filter((item) => typeof item === 'string') : [];
+    if (strings.some((text) => UNSTORABLE_TEXT.test(text))) return `${part}/${name}`;
+  }
+  return null;
+}
+
 export async function buildApi(store: Store, config: Config, logger: Logger) {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -62,6 +78,12 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   // required fields are named in the error ("body must have required property 'app_id'").
   app.addHook('preValidation', async (request) => {
     if (request.body === undefined) request.body = {};
+  });
+  app.addHook('preValidation', async (request) => {
+    for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', request.body]] as const) {
+      const field = unstorableField(part, value);
+      if (field) throw invalid(`${field} must not contain NUL characters or unpaired surrogates`);
+    }
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -61,53 +61,15 @@ export async function idsOf(client: Client, path: string, field = 'id'): Promise
   return (await listAll(client, path, 50)).map((item) => item[field]);
 }
 
-/** Inputs no route should answer with a 5xx: wrong types, odd strings, deep nesting, NUL bytes. */
-export const ODD_VALUES: unknown[] = [
-  null,
-  true,
-  0,
-  -1,
-  1e308,
-  '',
-  ' ',
-  'x'.repeat(5000),
-  '\u0000',
-  'a\u0000b',
-  '\ud800',
-  '💥',
-  '../../etc/passwd',
-  "' or 1=1 --",
-  'https://127.0.0.1',
-  [],
-  [null],
-  ['\u0000'],
-  {},
-  { $gt: '' },
-  { __proto__: { polluted: true } },
-];
+/** Inputs no route should answer with a 5xx: wrong types, odd strings, NUL and unpaired surrogates, operators. */
+export const ODD_VALUES: unknown[] = [null, true, -1, 1e308, '', 'x'.repeat(5000), 'a\u0000b', '\ud800', '../../etc/passwd', [], ['\u0000'], { $gt: '' }];
 
 /** Whole bodies (sent as raw text) that are not what a route expects. */
-export const ODD_BODIES: string[] = [
-  '',
-  'null',
-  '[]',
-  '"text"',
-  '42',
-  '{',
-  '{"a":',
-  '{"__proto__":{"x":1}}',
-  '{"constructor":{"prototype":{"x":1}}}',
-  '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
-  '\u0000',
-  '{"a":"\\u0000"}',
-];
+export const ODD_BODIES: string[] = ['', 'null', '[]', '{', '{"__proto__":{"x":1}}', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'];
 
-/** Bodies built from a route's field names with every odd value in every field. */
+/** Bodies that each put one odd value in one of a route's fields. */
 export function oddBodiesFor(fields: string[]): unknown[] {
-  const bodies: unknown[] = [];
-  for (const field of fields) for (const value of ODD_VALUES) bodies.push({ [field]: value });
-  for (const value of ODD_VALUES) bodies.push(Object.fromEntries(fields.map((f) => [f, value])));
-  return bodies;
+  return fields.flatMap((field) => ODD_VALUES.map((value) => ({ [field]: value })));
 }
 
 /** Every route of /api/v1 behind an API key, as OpenAPI writes paths. The openapi test checks this list is complete. */

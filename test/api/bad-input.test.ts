@@ -1,0 +1,190 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestService, type TestService } from '../support/service.js';
+import { bootstrap, type Client } from '../support/client.js';
+import { assertError, AUTHENTICATED_ROUTES, concrete, createApp, createEndpoint, emit, idsOf, ODD_BODIES, ODD_VALUES, oddBodiesFor } from './helpers.js';
+
+const MAX_BODY = 4096;
+
+// Bad input gets a clear 4xx envelope and changes nothing; no input yields a 5xx.
+describe('bad input', () => {
+  let service: TestService;
+  let api: Client;
+  let live: Client;
+  let app: any;
+  let liveApp: any;
+  let endpoint: any;
+  let message: any;
+
+  before(async () => {
+    service = await startTestService({ HERALD_ROLE: 'api', HERALD_MAX_PAYLOAD_BYTES: String(MAX_BODY) });
+    ({ test: api, live } = await bootstrap(service.url));
+    app = await createApp(api, { name: 'Target', uid: 'target' });
+    liveApp = await createApp(live, { name: 'Live target' });
+    endpoint = await createEndpoint(api, app.id);
+    message = await emit(api, app.id);
+  });
+  after(async () => service?.stop());
+
+  /** Everything a client can list, in both environments, to prove a refused request stored nothing. */
+  async function snapshot() {
+    const state: Record<string, unknown> = {};
+    for (const [env, client] of [['test', api], ['live', live]] as const) {
+      for (const path of ['/api/v1/messages', '/api/v1/applications', '/api/v1/endpoints', '/api/v1/deliveries', '/api/v1/api-keys']) {
+        state[`${env} ${path}`] = await idsOf(client, path);
+      }
+      state[`${env} event types`] = (await client.get('/api/v1/event-types?limit=250')).body.data.map((e: any) => `${e.name}@${e.version}:${e.description}`);
+      state[`${env} endpoint details`] = (await client.get('/api/v1/endpoints?limit=250')).body.data.map((e: any) => `${e.url}|${e.status}|${e.description}|${e.event_types}`);
+      state[`${env} application details`] = (await client.get('/api/v1/applications?limit=250')).body.data.map((a: any) => `${a.name}|${a.uid}`);
+    }
+    return state;
+  }
+
+  async function refusedAndUnchanged(run: () => Promise<void>) {
+    const before = await snapshot();
+    await run();
+    assert.deepEqual(await snapshot(), before, 'a refused request changed stored data');
+  }
+
+  const emitBody = (extra: Record<string, unknown>) => ({ app_id: app.id, event_type: 'invoice.paid', payload: {}, ...extra });
+
+  test('malformed JSON and non-object bodies are 400 invalid_request on every body route', async () => {
+    await refusedAndUnchanged(async () => {
+      for (const path of ['/api/v1/messages', '/api/v1/messages/send-test', '/api/v1/applications', '/api/v1/endpoints', '/api/v1/event-types', '/api/v1/api-keys']) {
+        assertError(await api.post(path, '{"app_id": '), 400, 'invalid_request', /JSON/);
+        assertError(await api.post(path, "{'single': 'quotes'}"), 400, 'invalid_request', /JSON/);
+        for (const text of ['null', '[]', '[{"name":"x"}]', '"a string"', '42', 'true']) {
+          assertError(await api.post(path, text), 400, 'invalid_request', /body/);
+        }
+      }
+      assertError(await api.patch(`/api/v1/applications/${app.id}`, '{oops'), 400, 'invalid_request', /JSON/);
+      assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, '[1]'), 400, 'invalid_request', /body/);
+      assertError(await api.patch('/api/v1/event-types/invoice.paid', 'null'), 400, 'invalid_request', /body/);
+    });
+  });
+
+  test('emit: wrong types and missing fields are 400 naming the field', async () => {
+    await refusedAndUnchanged(async () => {
+      assertError(await api.post('/api/v1/messages', emitBody({ app_id: 42 })), 400, 'invalid_request', /app_id/);
+      assertError(await api.post('/api/v1/messages', emitBody({ payload: [1, 2] })), 400, 'invalid_request', /payload/);
+      assertError(await api.post('/api/v1/messages', emitBody({ payload: 'text' })), 400, 'invalid_request', /payload/);
+      assertError(await api.post('/api/v1/messages', emitBody({ payload: null })), 400, 'invalid_request', /payload/);
+      assertError(await api.post('/api/v1/messages', emitBody({ event_type: ['invoice.paid'] })), 400, 'invalid_request', /event_type/);
+      assertError(await api.post('/api/v1/messages', { event_type: 'invoice.paid', payload: {} }), 400, 'invalid_request', /app_id/);
+      assertError(await api.post('/api/v1/messages', { app_id: app.id, payload: {} }), 400, 'invalid_request', /event_type/);
+      assertError(await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid' }), 400, 'invalid_request', /payload/);
+      assertError(await api.post('/api/v1/messages', emitBody({ event_type: 'not.in.catalog' })), 400, 'invalid_request', /not\.in\.catalog/);
+      assertError(await api.post('/api/v1/messages', emitBody({ app_id: 'app_missing' })), 404, 'not_found', /app_missing/);
+      assertError(await api.post('/api/v1/messages/send-test', { app_id: app.id, payload: [1] }), 400, 'invalid_request', /payload/);
+    });
+  });
+
+  test('applications, endpoints, event types: wrong types, missing fields, bad URLs, conflicts', async () => {
+    await refusedAndUnchanged(async () => {
+      assertError(await api.post('/api/v1/applications', { uid: 'x' }), 400, 'invalid_request', /name/);
+      assertError(await api.post('/api/v1/applications', { name: ['a'] }), 400, 'invalid_request', /name/);
+      // PostgreSQL cannot store NUL in text and an unpaired surrogate is not Unicode: refused on both stores.
+      assertError(await api.post('/api/v1/applications', { name: 'a\u0000b' }), 400, 'invalid_request', /body\/name/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: ['\ud800'] }), 400, 'invalid_request', /body\/event_types/);
+      assertError(await api.post('/api/v1/messages', emitBody({ idempotency_key: 'k\udc00' })), 400, 'invalid_request', /body\/idempotency_key/);
+      assertError(await api.get('/api/v1/messages?app_id=%00'), 400, 'invalid_request', /querystring\/app_id/);
+      assertError(await api.get('/api/v1/applications/a%00'), 400, 'invalid_request', /params\/id/);
+      assertError(await api.post('/api/v1/applications', { name: 'Dup', uid: 'target' }), 409, 'conflict', /target/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: 'invoice.paid' }), 400, 'invalid_request', /event_types/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: ['invoice.paid', 'ghost.event'] }), 400, 'invalid_request', /ghost\.event/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: [1] }), 400, 'invalid_request', /event_types/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 42 }), 400, 'invalid_request', /url/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'example.com/hook' }), 400, 'invalid_request', /url/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'file:///etc/passwd' }), 400, 'invalid_request', /http/);
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'ws://example.com' }), 400, 'invalid_request', /http/);
+      assertError(await api.post('/api/v1/endpoints', { url: 'https://example.com' }), 400, 'invalid_request', /app_id/);
+      for (const url of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://10.0.0.1/hook', 'https://localhost/hook', 'https://[::ffff:127.0.0.1]/', 'https://0x7f.1/']) {
+        assertError(await live.post('/api/v1/endpoints', { app_id: liveApp.id, url }), 400, 'invalid_request', /https|localhost|private|reserved/);
+      }
+      assertError(await api.post('/api/v1/event-types', { name: 'invoice.paid' }), 409, 'conflict');
+      assertError(await api.post('/api/v1/event-types', { name: 5 }), 400, 'invalid_request', /name/);
+      assertError(await api.patch('/api/v1/event-types/invoice.paid', { description: 5 }), 400, 'invalid_request', /description/);
+      assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, { event_types: ['ghost.event'] }), 400, 'invalid_request', /ghost\.event/);
+    });
+  });
+
+  test('a body over HERALD_MAX_PAYLOAD_BYTES is 413 payload_too_large', async () => {
+    await refusedAndUnchanged(async () => {
+      const big = emitBody({ payload: { blob: 'x'.repeat(MAX_BODY) } });
+      assertError(await api.post('/api/v1/messages', big), 413, 'payload_too_large');
+      assertError(await api.post('/api/v1/applications', { name: 'x'.repeat(MAX_BODY + 10) }), 413, 'payload_too_large');
+    });
+    // Just under the limit is fine.
+    const fits = emitBody({ payload: { blob: 'x'.repeat(MAX_BODY - 200) } });
+    assert.ok(JSON.stringify(fits).length <= MAX_BODY);
+    assert.equal((await api.post('/api/v1/messages', fits)).status, 201);
+  });
+
+  test('bad query parameters on every list are 400 naming the parameter', async () => {
+    const lists = AUTHENTICATED_ROUTES.filter(([method, path]) => method === 'GET' && !path.includes('{')).map(([, path]) => path);
+    lists.push(`/api/v1/messages/${message.id}/deliveries`);
+    for (const path of lists) {
+      for (const query of ['limit=0', 'limit=abc', 'limit=-1', 'limit=1.5', 'limit=100000']) {
+        assertError(await api.get(`${path}?${query}`), 400, 'invalid_request', /limit/);
+      }
+    }
+    assertError(await api.get('/api/v1/deliveries?status=everything'), 400, 'invalid_request', /status/);
+  });
+
+  test('a content type other than JSON is refused with the envelope', async () => {
+    await refusedAndUnchanged(async () => {
+      const reply = await api.post('/api/v1/applications', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
+      assert.ok(reply.status === 400 || reply.status === 415, String(reply.status));
+      assertError(reply, reply.status, 'invalid_request', /Content-Type/);
+    });
+  });
+
+  test('no odd input makes any POST or PATCH route answer 5xx', async () => {
+    const bodyRoutes: [method: string, path: string, fields: string[]][] = [
+      ['POST', '/api/v1/messages', ['app_id', 'event_type', 'payload', 'idempotency_key']],
+      ['POST', '/api/v1/messages/send-test', ['app_id', 'event_type', 'payload']],
+      ['POST', `/api/v1/messages/${message.id}/replay`, []],
+      ['POST', '/api/v1/applications', ['name', 'uid']],
+      ['PATCH', `/api/v1/applications/${app.id}`, ['name', 'uid']],
+      ['POST', '/api/v1/endpoints', ['app_id', 'url', 'description', 'event_types']],
+      ['PATCH', `/api/v1/endpoints/${endpoint.id}`, ['url', 'description', 'event_types', 'status']],
+      ['POST', `/api/v1/endpoints/${endpoint.id}/rotate-secret`, []],
+      ['POST', `/api/v1/deliveries/${message.delivery_ids[0]}/retry`, []],
+      ['POST', '/api/v1/event-types', ['name', 'description', 'example_json']],
+      ['PATCH', '/api/v1/event-types/invoice.paid', ['description', 'example_json']],
+      ['POST', '/api/v1/api-keys', ['name']],
+    ];
+    const failures: string[] = [];
+    const requests: [method: string, path: string, body: unknown, headers?: Record<string, string>][] = [];
+    const check = async (method: string, path: string, body: unknown, headers?: Record<string, string>) => void requests.push([method, path, body, headers]);
+    for (const [method, path, fields] of bodyRoutes) {
+      for (const text of ODD_BODIES) await check(method, path, text);
+      // A valid body with one odd field, on top of required fields that are fine.
+      const valid: Record<string, unknown> =
+        path === '/api/v1/messages' ? emitBody({}) : path === '/api/v1/endpoints' ? { app_id: app.id, url: 'https://example.com' } : path.endsWith('send-test') ? { app_id: app.id } : path === '/api/v1/event-types' ? { name: 'odd.ok' } : {};
+      for (const body of oddBodiesFor(fields)) await check(method, path, { ...valid, ...(body as object) });
+    }
+    for (const key of ['x'.repeat(300), ' ', 'ÿ', "' or 1=1 --"]) await check('POST', '/api/v1/messages', emitBody({}), { 'Idempotency-Key': key });
+    // Odd path parameters and query strings on every route.
+    for (const [method, path] of AUTHENTICATED_ROUTES) {
+      for (const id of ['%00', '%ED%A0%80', 'x'.repeat(300), '..%2f..']) {
+        await check(method, concrete(path, id), method === 'GET' || method === 'DELETE' ? undefined : {});
+      }
+      if (method === 'GET') {
+        for (const query of ['cursor=%00', 'cursor=%ED%A0%80', 'app_id=%00', 'cursor=' + 'z'.repeat(300), 'limit=1&limit=2', 'app_id[]=x']) {
+          await check(method, `${concrete(path, app.id)}?${query}`, undefined);
+        }
+      }
+    }
+    // A few at a time: quicker than one by one, gentle on a loaded machine.
+    for (let i = 0; i < requests.length; i += 8) {
+      await Promise.all(
+        requests.slice(i, i + 8).map(async ([method, path, body, headers]) => {
+          const reply = await api.request(method, path, body, headers);
+          if (reply.status >= 500) failures.push(`${method} ${path} ${JSON.stringify(body)} → ${reply.status} ${JSON.stringify(reply.body)}`);
+        }),
+      );
+    }
+    assert.deepEqual(failures, []);
+  });
+});
