@@ -41,7 +41,7 @@ export async function listAll(client: Client, path: string, limit: number): Prom
   let cursor: string | null = null;
   for (let pages = 0; pages < 1000; pages++) {
     const separator = path.includes('?') ? '&' : '?';
-    const reply = await client.get(`${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const reply: Reply = await client.get(`${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
     assert.equal(reply.body.object, 'list');
     assert.ok(reply.body.data.length <= limit, `page of ${reply.body.data.length} items for limit ${limit}`);
