@@ -1,11 +1,12 @@
 import type { Socket } from 'node:net';
+import { StringDecoder } from 'node:string_decoder';
 import { Agent, buildConnector, request } from 'undici';
 import { allowListed, isPublicAddress } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
 // Sends one signed webhook request. Live endpoints go through a connector that checks the address the
 // socket actually connected to, after DNS, so IP literals, numeric host forms, IPv4-mapped IPv6 and names
-// that resolve (or re-resolve) to private addresses are all refused before a byte of the request is sent.
+// that resolve (or re-resolve) to private addresses are all refused before a byte is sent.
 
 export interface SendRequest {
   url: string;
@@ -37,15 +38,31 @@ export class BlockedAddressError extends Error {
 
 type Connector = ReturnType<typeof buildConnector>;
 
+/**
+ * Connects in two steps so that nothing, not even a TLS hello, reaches a non-public address: a plain TCP
+ * connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then TLS over it.
+ */
 function guardedConnector(base: Connector, allow: string[]): Connector {
-  return (options, callback) =>
-    base(options, (error, socket) => {
+  return (options, callback) => {
+    const https = options.protocol === 'https:';
+    const port = options.port || (https ? '443' : '80');
+    base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return callback(error ?? new Error('connect failed'), null);
       const address = (socket as Socket).remoteAddress ?? '';
-      if (isPublicAddress(address) || allowListed(address, allow) || allow.includes(options.hostname)) return callback(null, socket);
-      socket.destroy();
-      callback(new BlockedAddressError(`refused to connect to non-public address ${address} (Live endpoints must resolve to public addresses)`), null);
+      if (!isPublicAddress(address) && !allowListed(address, allow) && !allow.includes(options.hostname)) {
+        socket.destroy();
+        return callback(new BlockedAddressError(`refused to connect to non-public address ${address} (Live endpoints must resolve to public addresses)`), null);
+      }
+      if (!https) return callback(null, socket);
+      base({ ...options, port, httpSocket: socket as Socket }, (tlsError, tlsSocket) => {
+        if (tlsError || !tlsSocket) {
+          socket.destroy();
+          return callback(tlsError ?? new Error('TLS connect failed'), null);
+        }
+        callback(null, tlsSocket);
+      });
     });
+  };
 }
 
 function describe(error: unknown, timeoutMs: number): string {
@@ -112,7 +129,8 @@ export class Sender {
       }
     }
     if (size === 0) return null;
-    return Buffer.concat(parts).toString('utf8');
+    // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
+    return new StringDecoder('utf8').write(Buffer.concat(parts));
   }
 
   async close(): Promise<void> {

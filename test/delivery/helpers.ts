@@ -35,6 +35,7 @@ export interface Setup {
   service: TestService;
   api: Client;
   live: Client;
+  orgId: string;
   appId: string;
   liveAppId: string;
   /** Creates a Test endpoint (via the API) and returns its id and signing secret. */
@@ -49,7 +50,7 @@ export interface Setup {
 export async function setup(t: TestContext, env: Record<string, string> = {}): Promise<Setup> {
   const service = await startTestService({ HERALD_RETRY_SCHEDULE: '0s,200ms,400ms', ...env });
   t.after(() => service.stop());
-  const { test: api, live } = await bootstrap(service.url);
+  const { test: api, live, org } = await bootstrap(service.url);
   const app = await api.post('/api/v1/applications', { name: 'Acme' });
   if (app.status !== 201) throw new Error(`application: ${app.status}`);
   const liveApp = await live.post('/api/v1/applications', { name: 'Acme live' });
@@ -57,6 +58,7 @@ export async function setup(t: TestContext, env: Record<string, string> = {}): P
     service,
     api,
     live,
+    orgId: org.id,
     appId: app.body.id,
     liveAppId: liveApp.body.id,
     async endpoint(url, body = {}) {

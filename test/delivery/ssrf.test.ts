@@ -1,0 +1,112 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server, type Socket } from 'node:net';
+import { setup, startReceiver, verifies } from './helpers.js';
+
+// Live endpoints may only reach public addresses, checked on the connected socket (after DNS), so a URL
+// that passed the API check and then resolves, or is changed in the database, to a loopback address
+// still gets nothing. Only loopback addresses are contacted here.
+
+/** A raw TCP listener on 127.0.0.1 and ::1 (same port) that records connections and any byte sent. */
+async function trap(t: TestContext): Promise<{ port: number; connections: number; bytes: number }> {
+  const state = { port: 0, connections: 0, bytes: 0 };
+  const sockets = new Set<Socket>();
+  const onConnection = (socket: Socket) => {
+    state.connections++;
+    sockets.add(socket);
+    socket.on('data', (chunk) => (state.bytes += chunk.length));
+    socket.on('error', () => {});
+  };
+  const servers: Server[] = [createServer(onConnection)];
+  await new Promise<void>((resolve) => servers[0]!.listen(0, '127.0.0.1', resolve));
+  state.port = (servers[0]!.address() as { port: number }).port;
+  const v6 = createServer(onConnection);
+  await new Promise<void>((resolve) => v6.once('error', () => resolve()).listen(state.port, '::1', () => (servers.push(v6), resolve())));
+  t.after(async () => {
+    for (const socket of sockets) socket.destroy();
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+  return state;
+}
+
+test('Live endpoints that reach a loopback address at connect time are refused, in every spelling, before a byte is sent', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  const target = await trap(t);
+  const p = target.port;
+  const spellings = [
+    `http://127.0.0.1:${p}/`,
+    `http://localhost:${p}/`,
+    `http://[::1]:${p}/`,
+    `http://[::ffff:127.0.0.1]:${p}/`,
+    `http://2130706433:${p}/`,
+    `http://0x7f000001:${p}/`,
+    `https://127.0.0.1:${p}/`,
+    `https://localhost:${p}/`,
+  ];
+  // The API refuses these hosts for Live endpoints …
+  for (const url of spellings) {
+    const reply = await s.live.post('/api/v1/endpoints', { app_id: s.liveAppId, url: url.replace('http:', 'https:') });
+    assert.equal(reply.status, 400, `API must refuse ${url}`);
+    assert.equal(reply.body.error.code, 'invalid_request');
+  }
+  // … so they are written straight into the store, as DNS rebinding or a later change would leave them.
+  const scope = { orgId: s.orgId, livemode: true };
+  const urlOf = new Map<string, string>();
+  for (const url of spellings) urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
+
+  const emitted = await s.live.post('/api/v1/messages', { app_id: s.liveAppId, event_type: 'invoice.paid', payload: { secret: 'metadata' } });
+  assert.equal(emitted.status, 201);
+  assert.equal(emitted.body.delivery_ids.length, spellings.length);
+  for (const id of emitted.body.delivery_ids as string[]) {
+    const d = await (async () => {
+      for (;;) {
+        const reply = await s.live.get(`/api/v1/deliveries/${id}`);
+        if (reply.body.status !== 'pending') return reply.body;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    })();
+    const url = urlOf.get(d.endpoint_id);
+    assert.equal(d.status, 'failed', url);
+    assert.equal(d.attempts[0].response_status, null);
+    assert.match(d.attempts[0].error, /non-public address/, `${url}: ${d.attempts[0].error}`);
+  }
+  assert.equal(target.bytes, 0, 'not a byte (not even a TLS hello) reached the loopback listener');
+});
+
+test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the listed address only', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s', HERALD_SSRF_ALLOW: '127.0.0.1' });
+  const receiver = await startReceiver(t);
+  const target = await trap(t);
+  const created = await s.live.post('/api/v1/endpoints', { app_id: s.liveAppId, url: `https://127.0.0.1:${target.port}/` });
+  assert.equal(created.status, 201, 'allow-listed address accepted by the API');
+  await s.live.patch(`/api/v1/endpoints/${created.body.id}`, { status: 'disabled' });
+
+  const scope = { orgId: s.orgId, livemode: true };
+  const allowed = await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url: `${receiver.url}/live` });
+  const other = await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url: `http://[::1]:${target.port}/` });
+  const emitted = await s.live.post('/api/v1/messages', { app_id: s.liveAppId, event_type: 'invoice.paid', payload: { live: true } });
+  await receiver.waitFor(1);
+  assert.equal(receiver.received[0]!.path, '/live');
+  assert.ok(verifies(receiver.received[0]!, allowed.secret));
+  const deliveries = await s.live.get(`/api/v1/messages/${emitted.body.id}/deliveries`);
+  const toOther = deliveries.body.data.find((d: { endpoint_id: string }) => d.endpoint_id === other.row.id);
+  for (;;) {
+    const read = await s.live.get(`/api/v1/deliveries/${toOther.id}`);
+    if (read.body.status !== 'pending') {
+      assert.match(read.body.attempts[0].error, /non-public address ::1/);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  assert.equal(target.bytes, 0);
+});
+
+test('Test endpoints may reach localhost', async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t);
+  const port = new URL(receiver.url).port;
+  await s.endpoint(`http://localhost:${port}/test`);
+  await s.emit();
+  await receiver.waitFor(1);
+  assert.equal(receiver.received[0]!.path, '/test');
+});
