@@ -13,7 +13,12 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
   // Without an offline queue, commands sent before the connection is up fail (and skipOnError lets those
   // requests through uncounted): wait briefly for it, but never refuse to start because Redis is away.
   if (redis) await waitForReady(redis, 3_000);
-  const limitOf = (plan: string | undefined) => (plan === undefined ? null : (config.plans[plan] ?? config.plans[config.defaultPlan] ?? null));
+  // Requests per second for a plan; null is no limit (the `unlimited` plan). A plan the configuration no
+  // longer lists falls back to the default plan. (Not `??`: it would skip past unlimited's null.)
+  const limitOf = (plan: string | undefined): number | null => {
+    if (plan === undefined) return null;
+    return (Object.hasOwn(config.plans, plan) ? config.plans[plan] : config.plans[config.defaultPlan]) ?? null;
+  };
   await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',
