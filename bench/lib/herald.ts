@@ -15,6 +15,8 @@ export interface HeraldOptions {
   env?: Record<string, string>;
   /** Write a V8 CPU profile of this process into this directory when it exits. */
   profileDir?: string;
+  /** Time every SQLite statement and write the totals into this directory when the process exits. */
+  sqlStatsDir?: string;
 }
 
 export interface Herald {
@@ -39,6 +41,10 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
   };
   // One directory per process: the main thread's profile and the module-loader thread's land side by side.
   const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
+  if (options.sqlStatsDir) {
+    nodeFlags.push('--import', join(REPO, 'bench', 'lib', 'sql-stats.ts'));
+    env.BENCH_SQL_STATS = join(options.sqlStatsDir, `${options.name}.sql.json`);
+  }
   const child = spawnNode({ name: options.name, script: join(REPO, 'src', 'main.ts'), args: ['serve'], env, logDir: options.logDir, nodeFlags });
   const url = options.role === 'worker' ? null : `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { onCleanup } from './procs.js';
+import { assertOpen, onCleanup } from './procs.js';
 
 // A fresh PostgreSQL database per use, dropped at the end of the run (or on failure, through cleanup()).
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -25,16 +25,22 @@ export interface BenchDatabase {
 }
 
 export async function createDatabase(label: string): Promise<BenchDatabase> {
+  assertOpen();
   const name = `herald_bench_${label}_${randomBytes(4).toString('hex')}`;
-  await admin((client) => client.query(`create database ${name}`));
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
   let dropped = false;
   const drop = async () => {
     if (dropped) return;
     dropped = true;
     await admin((client) => client.query(`drop database if exists ${name} with (force)`));
   };
-  onCleanup(drop);
+  // Cleanup waits for a creation in flight, then drops: no database outlives the run.
+  const creating = admin((client) => client.query(`create database ${name}`));
+  onCleanup(async () => {
+    await creating.catch(() => {});
+    await drop();
+  });
+  await creating;
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
   return { url: url.toString(), drop };
 }

@@ -14,6 +14,12 @@ const WATCH = join(REPO, 'bench', 'lib', 'parent-watch.ts');
 const children = new Set<Child>();
 const tempDirs = new Set<string>();
 const cleanups: (() => Promise<void>)[] = [];
+let closing = false;
+
+/** Throws once cleanup has begun, so a scenario still running cannot start anything new. */
+export function assertOpen(): void {
+  if (closing) throw new Error('bench is stopping');
+}
 
 export interface Child {
   name: string;
@@ -49,10 +55,11 @@ function readStatus(pid: number): number {
 }
 
 export function spawnNode(options: SpawnOptions): Child {
+  assertOpen();
   mkdirSync(options.logDir, { recursive: true });
   const logFile = join(options.logDir, `${options.name}.log`);
   const fd = openSync(logFile, 'a');
-  const proc = spawn(process.execPath, [...(options.nodeFlags ?? []), '--import', 'tsx', '--import', WATCH, options.script, ...(options.args ?? [])], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', '--import', WATCH, ...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])], {
     cwd: REPO,
     env: { ...process.env, ...options.env },
     stdio: options.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
@@ -97,6 +104,7 @@ export function spawnNode(options: SpawnOptions): Child {
 }
 
 export function tempDir(prefix: string): string {
+  assertOpen();
   const dir = mkdtempSync(join(tmpdir(), prefix));
   tempDirs.add(dir);
   return dir;
@@ -128,6 +136,7 @@ export async function stopAll(): Promise<void> {
 
 /** Ends every child, removes temp dirs, runs registered cleanups (e.g. dropping PostgreSQL databases). */
 export async function cleanup(): Promise<void> {
+  closing = true;
   await stopAll();
   for (const fn of cleanups.splice(0)) await fn().catch((error) => console.error('cleanup:', (error as Error).message));
   for (const dir of [...tempDirs]) removeTempDir(dir);

@@ -7,7 +7,7 @@ import { round, sleep, summarize } from '../lib/stats.js';
 import type { Context } from '../lib/context.js';
 
 export function heraldOptions(ctx: Context, options: Omit<HeraldOptions, 'logDir' | 'profileDir'>): HeraldOptions {
-  return { ...options, logDir: ctx.logDir, ...(ctx.profileDir ? { profileDir: ctx.profileDir } : {}) };
+  return { ...options, logDir: ctx.logDir, ...(ctx.profileDir ? { profileDir: ctx.profileDir, sqlStatsDir: ctx.profileDir } : {}) };
 }
 
 export function emitTargets(urls: string[], key: string, connections: number): LoadTarget[] {

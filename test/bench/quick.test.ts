@@ -1,0 +1,55 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+// `npm run bench -- --quick` end to end, into a temp dir (never over the committed results): the run
+// finishes, and its JSON holds every embedded-store scenario with numeric figures and the machine info.
+// Timings are benchmarks, never assertions: only the shape of the output is checked. The PostgreSQL
+// scenarios are left out to keep this test short; the bench runs once, in the SQLite pass only.
+
+const REPO = resolve(import.meta.dirname, '..', '..');
+const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow'];
+const TIMEOUT_MS = 240_000;
+
+test('bench --quick writes valid results for every scenario', { skip: process.env.HERALD_TEST_STORE === 'postgres' ? 'bench runs in the sqlite pass only' : false, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
+  const out = mkdtempSync(join(tmpdir(), 'herald-bench-test-'));
+  t.after(() => rmSync(out, { recursive: true, force: true }));
+
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--skip-postgres', '--out', out, '--time-limit', String(TIMEOUT_MS / 1000 - 10)], {
+    cwd: REPO,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+  const timer = setTimeout(() => child.kill('SIGTERM'), TIMEOUT_MS);
+  const code = await new Promise<number | null>((done) => child.on('exit', done));
+  clearTimeout(timer);
+  assert.equal(code, 0, `bench exited with ${code}:\n${output.slice(-3000)}`);
+
+  const results = JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8'));
+  assert.equal(results.quick, true);
+  assert.equal(typeof results.machine.cores, 'number');
+  assert.ok(results.machine.cores >= 1);
+  assert.match(results.machine.node, /^v\d+\./);
+  assert.ok(!Number.isNaN(Date.parse(results.date)), 'date is an ISO timestamp');
+  assert.deepEqual(results.failures, []);
+  for (const name of SCENARIOS) {
+    const scenario = results.scenarios[name];
+    assert.ok(scenario, `scenario ${name} is in the results`);
+    assert.ok(Object.keys(scenario.figures).length > 0, `${name} has figures`);
+    for (const [key, value] of Object.entries({ ...scenario.figures, ...scenario.baseline, ...scenario.ratios, peakRssMb: scenario.peakRssMb })) {
+      assert.equal(typeof value, 'number', `${name}.${key} is a number`);
+      assert.ok(Number.isFinite(value as number), `${name}.${key} is finite (${value})`);
+    }
+    assert.ok(scenario.peakRssMb > 0, `${name} reports the service's peak RSS`);
+    for (const target of scenario.targets) assert.equal(typeof target.pass, 'boolean');
+  }
+  for (const name of ['ingest', 'delivery', 'backlog', 'slow']) {
+    assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
+  }
+  assert.ok(readFileSync(join(out, 'benchmarks.md'), 'utf8').includes('| target |'));
+});
