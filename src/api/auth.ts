@@ -24,7 +24,9 @@ const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
 export function installAuth(app: FastifyInstance, store: Store): void {
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request) => {
-    if (request.routeOptions.config.public) return;
+    // A path with no route answers 404 without a key, so a missing route (such as the dev bootstrap
+    // route in production) reads as missing rather than as "send a key".
+    if (request.routeOptions.config.public || request.is404) return;
     const header = request.headers.authorization;
     if (!header) throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
     const match = BEARER.exec(header.trim());

@@ -36,6 +36,19 @@ describe('api keys', () => {
     assertError(await new Client(service.url).post('/api/v1/dev/bootstrap', { name: 5 }), 400, 'invalid_request', /name/);
   });
 
+  test('in production the dev bootstrap route does not exist: 404 with the envelope', async () => {
+    const production = await startTestService({ HERALD_ROLE: 'api', HERALD_MODE: 'production', HERALD_SECRET_KEY: 'production-secret-key-0123456789-abcdefghij' });
+    try {
+      const anonymous = new Client(production.url);
+      assertError(await anonymous.post('/api/v1/dev/bootstrap', { name: 'Nope' }), 404, 'not_found');
+      assertError(await anonymous.post('/api/v1/dev/bootstrap'), 404, 'not_found');
+      assert.deepEqual(await production.store.organizations.list(), [], 'no organization was created');
+      assert.equal((await anonymous.get('/healthz')).status, 200);
+    } finally {
+      await production.stop();
+    }
+  });
+
   test('create: 201 with the plaintext key once; the new key acts on the same organization and environment', async () => {
     const { test: api, live } = await bootstrap(service.url);
     const app = await createApp(api, { name: 'Shared' });
