@@ -1,0 +1,80 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startTestService, type TestService } from '../support/service.js';
+import { Client } from '../support/client.js';
+import { AUTHENTICATED_ROUTES, PUBLIC_ROUTES } from './helpers.js';
+
+// The OpenAPI document is generated from the route schemas; it must list every route with its statuses.
+describe('openapi.json', () => {
+  let service: TestService;
+  let doc: any;
+
+  before(async () => {
+    service = await startTestService({ HERALD_ROLE: 'api' });
+    const reply = await new Client(service.url).get('/api/v1/openapi.json');
+    assert.equal(reply.status, 200, 'openapi.json needs no key');
+    doc = reply.body;
+  });
+  after(async () => service?.stop());
+
+  const operations = () =>
+    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
+
+  test('is an OpenAPI 3 document with exactly the documented routes, all registered', async () => {
+    assert.match(doc.openapi, /^3\./);
+    assert.equal(typeof doc.info.title, 'string');
+    const expected = [...AUTHENTICATED_ROUTES, ...PUBLIC_ROUTES].map(([method, path]) => `${method} ${path}`).sort();
+    assert.deepEqual(operations().sort(), expected);
+    for (const [method, path] of [...AUTHENTICATED_ROUTES, ...PUBLIC_ROUTES]) {
+      const url = path.replace(/\{([a-z_]+)\}/g, ':$1');
+      assert.ok(service.api!.hasRoute({ method: method as 'GET', url }), `${method} ${url} is registered`);
+    }
+  });
+
+  test('every operation has a summary and documents its success and error statuses', async () => {
+    const statuses = (method: string, path: string) => Object.keys(doc.paths[path][method.toLowerCase()].responses).sort();
+    for (const [method, path] of [...AUTHENTICATED_ROUTES, ...PUBLIC_ROUTES]) {
+      const op = doc.paths[path][method.toLowerCase()];
+      assert.equal(typeof op.summary, 'string', `${method} ${path} summary`);
+      const codes = statuses(method, path);
+      assert.ok(codes.some((c) => c.startsWith('2')), `${method} ${path} documents a success status`);
+    }
+    for (const [method, path] of AUTHENTICATED_ROUTES) {
+      assert.ok(statuses(method, path).includes('401'), `${method} ${path} documents 401`);
+      assert.ok(statuses(method, path).includes('429'), `${method} ${path} documents 429`);
+    }
+    // The statuses api-v1.md lists for each operation.
+    const contract: Record<string, string[]> = {
+      'GET /api/v1/messages': ['200', '401'],
+      'POST /api/v1/messages': ['200', '201', '400', '401', '404', '413', '429'],
+      'GET /api/v1/messages/{id}': ['200', '401', '404'],
+      'POST /api/v1/messages/{id}/replay': ['200', '401', '404'],
+      'POST /api/v1/messages/send-test': ['202', '400', '401', '403', '404'],
+      'GET /api/v1/applications': ['200', '401'],
+      'POST /api/v1/applications': ['201', '400', '401', '409'],
+      'GET /api/v1/endpoints': ['200', '401'],
+      'POST /api/v1/endpoints': ['201', '400', '401', '404'],
+      'POST /api/v1/endpoints/{id}/rotate-secret': ['200', '401', '404'],
+      'GET /api/v1/deliveries/{id}': ['200', '401', '404'],
+      'POST /api/v1/deliveries/{id}/retry': ['200', '401', '404'],
+      'GET /api/v1/event-types': ['200', '401'],
+      'POST /api/v1/api-keys': ['201', '401'],
+      'POST /api/v1/event-types': ['201', '409'],
+      'POST /api/v1/dev/bootstrap': ['201'],
+    };
+    for (const [operation, codes] of Object.entries(contract)) {
+      const [method, path] = operation.split(' ') as [string, string];
+      for (const code of codes) assert.ok(statuses(method, path).includes(code), `${operation} documents ${code}`);
+    }
+  });
+
+  test('error responses use the envelope and the bearer scheme is declared', async () => {
+    const error = doc.paths['/api/v1/messages'].post.responses['400'].content['application/json'].schema;
+    assert.deepEqual(error.required, ['error']);
+    assert.deepEqual(error.properties.error.required.sort(), ['code', 'message']);
+    assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
+    const emit = doc.paths['/api/v1/messages'].post;
+    assert.ok(emit.parameters.some((p: any) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'));
+    assert.deepEqual(emit.requestBody.content['application/json'].schema.required.sort(), ['app_id', 'event_type', 'payload']);
+  });
+});
