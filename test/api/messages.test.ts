@@ -131,7 +131,7 @@ describe('messages', () => {
     assert.equal(replay.body.delivery_ids.length, 2);
     for (const id of replay.body.delivery_ids) assert.ok(!emitted.delivery_ids.includes(id));
 
-    const deliveries = await listAll(api, `/api/v1/messages/${emitted.id}/deliveries`, 50);
+    const deliveries = await listAll(api, `/api/v1/messages/${emitted.id}/deliveries`, 1);
     assert.equal(deliveries.length, 3);
     const replayed = deliveries.filter((d) => replay.body.delivery_ids.includes(d.id)).map((d) => d.endpoint_id).sort();
     assert.deepEqual(replayed, [first.id, second.id].sort());

@@ -1,0 +1,106 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '../support/service.js';
+import { Client } from '../support/client.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SECRET = 'cli-test-secret-key-0123456789-abcdefghijkl';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the real command line in its own process, as an operator would. */
+function herald(args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+      cwd: ROOT,
+      // Only what the command needs: no settings leak in from the test runner's environment.
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HERALD_LOG_LEVEL: 'silent', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+// The operator CLI: org create and keys create print JSON with working keys; bad settings stop it with one line.
+describe('command line', () => {
+  let database: TestDatabase;
+  let service: TestService;
+  let env: Record<string, string>;
+
+  before(async () => {
+    database = await createTestDatabase();
+    env = { ...database.env, HERALD_MODE: 'production', HERALD_SECRET_KEY: SECRET };
+    service = await startTestService({ HERALD_ROLE: 'api', HERALD_MODE: 'production', HERALD_SECRET_KEY: SECRET }, database);
+  });
+  after(async () => {
+    await service?.stop();
+    await database?.drop();
+  });
+
+  test('org create prints JSON with a working Test and Live key; keys create --live issues another', async () => {
+    const created = await herald(['org', 'create', '--name', 'CLI Org'], env);
+    assert.equal(created.code, 0, created.stderr);
+    const org = JSON.parse(created.stdout);
+    assert.match(org.organization.id, /^org_/);
+    assert.equal(org.organization.name, 'CLI Org');
+    assert.ok(org.test_key.key.startsWith('sk_test_'));
+    assert.ok(org.live_key.key.startsWith('sk_live_'));
+
+    const testClient = new Client(service.url, org.test_key.key);
+    const liveClient = new Client(service.url, org.live_key.key);
+    const app = await testClient.post('/api/v1/applications', { name: 'From CLI key' });
+    assert.equal(app.status, 201);
+    assert.equal((await liveClient.get(`/api/v1/applications/${app.body.id}`)).status, 404, 'the live key acts on Live');
+    assert.equal((await liveClient.get('/api/v1/applications')).status, 200);
+
+    const issued = await herald(['keys', 'create', org.organization.id, '--live', '--name', 'deploy'], env);
+    assert.equal(issued.code, 0, issued.stderr);
+    const key = JSON.parse(issued.stdout);
+    assert.match(key.id, /^key_/);
+    assert.equal(key.livemode, true);
+    assert.equal(key.name, 'deploy');
+    assert.ok(key.key.startsWith('sk_live_'));
+    const listed = await new Client(service.url, key.key).get('/api/v1/api-keys');
+    assert.equal(listed.status, 200);
+    assert.ok(listed.body.data.some((k: any) => k.id === org.live_key.id), 'the new key belongs to the same organization and environment');
+
+    const unknown = await herald(['keys', 'create', 'org_doesnotexist'], env);
+    assert.notEqual(unknown.code, 0);
+    assert.match(unknown.stderr, /org_doesnotexist/);
+  });
+
+  test('bad configuration exits non-zero with one clear line naming the variable', async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ HERALD_RETRY_SCHEDULE: 'abc' }, /HERALD_RETRY_SCHEDULE/],
+      [{ HERALD_SECRET_KEY: '' }, /HERALD_SECRET_KEY/],
+    ];
+    // In parallel: each process spends most of its time starting up.
+    const runs = await Promise.all(cases.map(([override]) => herald(['org', 'create', '--name', 'Never'], { ...env, ...override })));
+    for (const [i, [override, variable]] of cases.entries()) {
+      const run = runs[i]!;
+      assert.notEqual(run.code, 0, `${JSON.stringify(override)} must fail`);
+      const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      assert.equal(lines.length, 1, `one line on stderr, got: ${run.stderr}`);
+      assert.match(lines[0]!, variable);
+      assert.equal(run.stdout.trim(), '');
+    }
+    // Nothing was created by the refused runs.
+    const names = (await service.store.organizations.list()).map((o) => o.name);
+    assert.ok(!names.includes('Never'));
+  });
+});
