@@ -9,21 +9,35 @@ export interface PurgeCounts {
 }
 
 /**
- * Removes what is older than the retention period: payloads, attempt history, settled deliveries and
- * their messages, and idempotency keys past their window. A delivery still waiting for an attempt is
- * kept with its message and payload, so nothing in flight is lost.
+ * Removes what is older than the retention period: attempt history, settled deliveries, payloads and
+ * messages, and idempotency keys past their window. A message with a delivery still to be attempted
+ * (pending, or with an attempt queued such as a manual retry) keeps its payload and record, whatever its
+ * age: a replay of an old message creates fresh deliveries that still need them.
  */
 export async function purgeExpired(ctx: StoreContext, retentionMs: number): Promise<PurgeCounts> {
   const now = ctx.now();
   const cutoff = now - retentionMs;
-  const db = ctx.db;
-  const inFlight = db.selectFrom('deliveries').select('message_id').where('status', '=', 'pending').where('created_at', '<', cutoff);
   const count = (r: { numDeletedRows: bigint }) => Number(r.numDeletedRows);
-  return db.transaction().execute(async (trx) => ({
-    attempts: count(await trx.deleteFrom('attempts').where('created_at', '<', cutoff).executeTakeFirst()),
-    payloads: count(await trx.deleteFrom('payloads').where('created_at', '<', cutoff).where('message_id', 'not in', inFlight).executeTakeFirst()),
-    deliveries: count(await trx.deleteFrom('deliveries').where('created_at', '<', cutoff).where('status', '!=', 'pending').executeTakeFirst()),
-    messages: count(await trx.deleteFrom('messages').where('created_at', '<', cutoff).where('id', 'not in', inFlight).executeTakeFirst()),
-    idempotencyKeys: count(await trx.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst()),
-  }));
+  return ctx.db.transaction().execute(async (trx) => {
+    const queued = trx.selectFrom('delivery_tasks').select('delivery_tasks.delivery_id');
+    const unsettled = trx
+      .selectFrom('deliveries')
+      .select('deliveries.message_id')
+      .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), eb('deliveries.id', 'in', queued)]));
+    const attempts = count(await trx.deleteFrom('attempts').where('created_at', '<', cutoff).executeTakeFirst());
+    const deliveries = count(
+      await trx.deleteFrom('deliveries').where('created_at', '<', cutoff).where('status', '!=', 'pending').where('id', 'not in', queued).executeTakeFirst(),
+    );
+    const payloads = count(await trx.deleteFrom('payloads').where('created_at', '<', cutoff).where('message_id', 'not in', unsettled).executeTakeFirst());
+    // A message goes once none of its deliveries is left (a recent replay's deliveries keep it readable).
+    const messages = count(
+      await trx
+        .deleteFrom('messages')
+        .where('created_at', '<', cutoff)
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.message_id', '=', 'messages.id'))))
+        .executeTakeFirst(),
+    );
+    const idempotencyKeys = count(await trx.deleteFrom('idempotency_keys').where('expires_at', '<=', now).executeTakeFirst());
+    return { payloads, attempts, deliveries, messages, idempotencyKeys };
+  });
 }
