@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 
 // Summarizes a V8 .cpuprofile (from node --cpu-prof, e.g. `npm run bench -- --profile`): the functions
 // with the most self time, and the most inclusive time, with file:line.
-// usage: node --import tsx bench/profile-summary.ts FILE [TOP]
+// usage: node --import tsx bench/profile-summary.ts FILE [TOP] [SKIP_SECONDS]
+// SKIP_SECONDS leaves out the start of the profile (module loading and set-up before the load).
 
 interface Node {
   id: number;
@@ -18,7 +19,7 @@ interface Profile {
   timeDeltas: number[];
 }
 
-const [file, topText] = process.argv.slice(2);
+const [file, topText, skipText] = process.argv.slice(2);
 if (!file) {
   console.error('usage: node --import tsx bench/profile-summary.ts FILE [TOP]');
   process.exit(2);
@@ -30,7 +31,12 @@ const parent = new Map<number, number>();
 for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
 // Time per sample from timeDeltas.
 const selfUs = new Map<number, number>();
-profile.samples.forEach((id, i) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0)));
+const skipUs = Number(skipText ?? 0) * 1e6;
+let clock = 0;
+profile.samples.forEach((id, i) => {
+  clock += profile.timeDeltas[i] ?? 0;
+  if (clock >= skipUs) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const label = (n: Node) => {

@@ -26,6 +26,8 @@ export interface Herald {
 }
 
 const SECRET = 'bench-secret-key-that-is-long-enough-0123456789';
+/** Where the service's src/main.ts lives: this repo, or a patched copy to compare (BENCH_SERVICE_ROOT). */
+const SERVICE_ROOT = process.env.BENCH_SERVICE_ROOT ?? REPO;
 
 export async function startHerald(options: HeraldOptions): Promise<Herald> {
   const port = options.role === 'worker' ? 0 : await freePort();
@@ -45,7 +47,7 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
     nodeFlags.push('--import', join(REPO, 'bench', 'lib', 'sql-stats.ts'));
     env.BENCH_SQL_STATS = join(options.sqlStatsDir, `${options.name}.sql.json`);
   }
-  const child = spawnNode({ name: options.name, script: join(REPO, 'src', 'main.ts'), args: ['serve'], env, logDir: options.logDir, nodeFlags });
+  const child = spawnNode({ name: options.name, script: join(SERVICE_ROOT, 'src', 'main.ts'), args: ['serve'], env, logDir: options.logDir, nodeFlags });
   const url = options.role === 'worker' ? null : `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   let exitCode: number | null | undefined;

@@ -1,4 +1,4 @@
-import { Api, emitBody, setupOrg } from '../lib/herald.js';
+import { Api, emitBody, setupOrg, type Setup } from '../lib/herald.js';
 import { insertBacklog } from '../lib/backlog.js';
 import { tempDir } from '../lib/procs.js';
 import { nowMs, round, summarize } from '../lib/stats.js';
@@ -15,25 +15,27 @@ interface Probe {
   peak: number;
 }
 
+interface Org {
+  dataDir: string;
+  setup: Setup;
+}
+
 /**
- * Sets up a store, fills it with `rows` future deliveries (straight into the SQLite file, service
- * stopped), starts Herald (role all) and sends `samples` emits one at a time: emit latency, and the time
+ * Starts Herald (role all) on `dataDir` and sends `samples` emits one at a time: emit latency, and the time
  * from the emit's send until the receiver has it (claim + load + send of a due attempt).
  */
-async function probe(ctx: Context, label: string, rows: number): Promise<Probe> {
-  const dataDir = tempDir('herald-bench-backlog-');
-  const first = await startHerald(heraldOptions(ctx, { name: `${label}-setup`, role: 'api', dataDir }));
-  const setup = await setupOrg(first.url!, 1, 1, () => `${ctx.receiver.url}/backlog/0`);
-  let peak = await stopAll(first);
+async function probe(ctx: Context, label: string, org: Org | null, rows: number): Promise<Probe & Org> {
+  const dataDir = org?.dataDir ?? tempDir('herald-bench-backlog-');
   let insertSeconds = 0;
-  if (rows > 0) {
+  if (org && rows > 0) {
     ctx.log(`  inserting ${rows} future deliveries`);
-    insertSeconds = insertBacklog(dataDir, rows, { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]! });
+    insertSeconds = insertBacklog(dataDir, rows, { orgId: org.setup.orgId, appId: org.setup.appIds[0]!, endpointId: org.setup.endpointIds[0]! });
   }
   const spawned = nowMs();
   const herald = await startHerald(heraldOptions(ctx, { name: label, role: 'all', dataDir }));
   const startupMs = nowMs() - spawned;
   try {
+    const setup = org?.setup ?? (await setupOrg(herald.url!, 1, 1, () => `${ctx.receiver.url}/backlog/0`));
     const api = new Api(herald.url!, setup.key);
     await ctx.receiver.reset();
     const emits: number[] = [];
@@ -51,8 +53,8 @@ async function probe(ctx: Context, label: string, rows: number): Promise<Probe> 
     }
     const e = summarize(emits);
     const d = summarize(deliveries);
-    peak = Math.max(peak, await stopAll(herald));
-    return { emitP50: e.p50, emitP99: e.p99, deliverP50: d.p50, deliverP99: d.p99, startupMs: round(startupMs, 0), insertSeconds: round(insertSeconds, 1), peak };
+    const peak = await stopAll(herald);
+    return { dataDir, setup, emitP50: e.p50, emitP99: e.p99, deliverP50: d.p50, deliverP99: d.p99, startupMs: round(startupMs, 0), insertSeconds: round(insertSeconds, 1), peak };
   } finally {
     await stopAll(herald);
   }
@@ -60,8 +62,9 @@ async function probe(ctx: Context, label: string, rows: number): Promise<Probe> 
 
 export async function backlog(ctx: Context): Promise<ScenarioResult> {
   const rows = ctx.sizes.backlog;
-  const empty = await probe(ctx, 'backlog-empty', 0);
-  const full = await probe(ctx, 'backlog-full', rows);
+  // The same store twice: first empty, then (service stopped) filled with the future deliveries.
+  const empty = await probe(ctx, 'backlog-empty', null, 0);
+  const full = await probe(ctx, 'backlog-full', empty, rows);
   const emitRatio = round(full.emitP50 / empty.emitP50);
   const deliverRatio = round(full.deliverP50 / empty.deliverP50);
   return {
