@@ -14,11 +14,14 @@ import { signedRequest } from './request.js';
 const IDLE_POLL_MS = 500;
 /** Most attempts one claim takes. */
 const CLAIM_BATCH = 100;
+/** Times an outcome is written before the attempt is left to its lease. */
+const RECORD_TRIES = 4;
 
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
   private readonly sender: Sender;
-  private readonly completions: GroupCommit<{ input: AttemptInput; result: AttemptResult }, boolean>;
+  /** Outcomes waiting to be recorded; each resolves to whether we still owned the task, or the error. */
+  private readonly completions: GroupCommit<{ input: AttemptInput; result: AttemptResult }, boolean | Error>;
   /** Claimed and not yet finished, per endpoint: queued ones first in line. */
   private readonly queued = new Map<string, ClaimedTask[]>();
   private readonly inFlightByEndpoint = new Map<string, number>();
@@ -46,7 +49,8 @@ export class DeliveryWorker {
       ssrfAllow: config.ssrfAllow,
     });
     this.completions = new GroupCommit(
-      (batch) => Promise.all(batch.map(({ input, result }) => store.queue.complete(input, result, this.owner))),
+      // One failed transaction must not fail the others of its batch.
+      (batch) => Promise.all(batch.map(({ input, result }) => this.record(input, result))),
       store.dialect === 'sqlite' ? 1 : 4,
     );
   }
@@ -104,35 +108,53 @@ export class DeliveryWorker {
     return (this.inFlightByEndpoint.get(endpointId) ?? 0) + (this.queued.get(endpointId)?.length ?? 0);
   }
 
+  /** Claimed attempts one endpoint may hold here: a wave in flight and one waiting. */
+  private get endpointShare(): number {
+    return this.config.endpointConcurrency * 2;
+  }
+
+  /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
+  private busyEndpoints(): string[] {
+    return [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
+  }
+
   private async claimLoop(): Promise<void> {
     // Claimed-but-waiting attempts are bounded too, so one process never hoards the queue.
     const maxClaimed = this.config.concurrency * 2;
     while (this.running) {
       try {
         const room = maxClaimed - this.claimed;
-        if (room <= 0) {
-          await this.sleep(IDLE_POLL_MS);
-          continue;
+        const busy = this.busyEndpoints();
+        if (room > 0) {
+          const tasks = await this.store.queue.claim(this.owner, Math.min(room, CLAIM_BATCH), busy);
+          if (tasks.length > 0) {
+            await this.accept(tasks);
+            continue;
+          }
         }
-        // Endpoints with two waves of work already here are left for later (or for other workers).
-        const busyEndpoints = [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter(
-          (id) => this.endpointLoad(id) >= this.config.endpointConcurrency * 2,
-        );
-        const tasks = await this.store.queue.claim(this.owner, Math.min(room, CLAIM_BATCH), busyEndpoints);
-        if (tasks.length > 0) {
-          for (const task of tasks) this.enqueue(task);
-          this.pump();
-          continue;
-        }
-        const nextDue = await this.store.queue.nextDueAt();
-        const wait = nextDue === null ? IDLE_POLL_MS : Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
-        await this.sleep(wait);
+        // Asleep until the next attempt we could take is due; a finished attempt or new work wakes us sooner.
+        const nextDue = room > 0 ? await this.store.queue.nextDueAt(busy) : null;
+        await this.sleep(nextDue === null ? IDLE_POLL_MS : Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS)));
       } catch (error) {
         // The database may be away for a while; keep trying without spinning.
         this.log.warn({ err: error }, 'claim failed; retrying');
         await this.sleep(1_000);
       }
     }
+  }
+
+  /**
+   * Keeps each endpoint's share of a claim and gives the rest back at once: a backlog for one endpoint
+   * must not fill the slots every other endpoint needs (the next claim skips that endpoint).
+   */
+  private async accept(tasks: ClaimedTask[]): Promise<void> {
+    const excess: ClaimedTask[] = [];
+    for (const task of tasks) {
+      if (this.endpointLoad(task.endpoint_id) < this.endpointShare) this.enqueue(task);
+      else excess.push(task);
+    }
+    this.pump();
+    if (excess.length > 0) await this.store.queue.release(excess, this.owner);
   }
 
   private enqueue(task: ClaimedTask): void {
@@ -179,10 +201,26 @@ export class DeliveryWorker {
       if (!input) return void (await this.store.queue.drop(task));
       const result = await this.send(input);
       const owned = await this.completions.submit({ input, result });
-      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'lease lost during attempt; another worker owns it');
+      if (owned instanceof Error) throw owned;
+      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'task was taken or cancelled during the attempt; recorded anyway');
     } catch (error) {
       // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
       this.log.error({ err: error, delivery_id: task.delivery_id }, 'attempt could not be recorded; it will be retried after its lease');
+    }
+  }
+
+  /**
+   * Records one outcome. A deadlock, serialization failure or busy database rolls the transaction back,
+   * so trying again is safe; giving up only means the attempt is repeated after its lease.
+   */
+  private async record(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
+    for (let tries = 1; ; tries++) {
+      try {
+        return await this.store.queue.complete(input, result, this.owner);
+      } catch (error) {
+        if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
+        await new Promise((resolve) => setTimeout(resolve, 50 * tries));
+      }
     }
   }
 

@@ -3,7 +3,7 @@ import { newId } from '../domain/ids.js';
 import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
-import type { StoreContext, Executor } from './common.js';
+import { chunks, type StoreContext, type Executor } from './common.js';
 import type { TaskRow } from './schema.js';
 
 // The worker's side of the store: claim due attempts under a lease, load what sending needs, and record
@@ -72,9 +72,11 @@ export class Queue {
     return rows.map((row) => ({ ...row, leaseUntil })).sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 
-  /** When the next queued attempt is due, or null when nothing is queued. */
-  async nextDueAt(): Promise<number | null> {
-    const row = await this.ctx.db.selectFrom('delivery_tasks').select((eb) => eb.fn.min('run_at').as('due')).executeTakeFirst();
+  /** When the next queued attempt (outside `excludeEndpoints`) is due, or null when nothing is queued. */
+  async nextDueAt(excludeEndpoints: string[] = []): Promise<number | null> {
+    let query = this.ctx.db.selectFrom('delivery_tasks').select((eb) => eb.fn.min('run_at').as('due'));
+    if (excludeEndpoints.length > 0) query = query.where('endpoint_id', 'not in', excludeEndpoints);
+    const row = await query.executeTakeFirst();
     return row?.due == null ? null : Number(row.due);
   }
 
@@ -94,16 +96,21 @@ export class Queue {
     return true;
   }
 
-  /** Gives claimed tasks back so they are due again at once (used when a worker stops). */
+  /** Gives claimed tasks back so they are due again at once (when a worker stops, or claimed too many). */
   async release(tasks: ClaimedTask[], owner: string): Promise<void> {
-    for (const task of tasks) {
-      await this.ctx.db
-        .updateTable('delivery_tasks')
-        .set({ run_at: this.ctx.now(), lease_owner: null })
-        .where('id', '=', task.id)
-        .where('lease_owner', '=', owner)
-        .where('run_at', '=', task.leaseUntil)
-        .execute();
+    // Tasks of one claim share their lease end, so this is one statement per claim.
+    const byLease = new Map<number, string[]>();
+    for (const task of tasks) byLease.set(task.leaseUntil, [...(byLease.get(task.leaseUntil) ?? []), task.id]);
+    for (const [leaseUntil, ids] of byLease) {
+      for (const part of chunks(ids)) {
+        await this.ctx.db
+          .updateTable('delivery_tasks')
+          .set({ run_at: this.ctx.now(), lease_owner: null })
+          .where('id', 'in', part)
+          .where('lease_owner', '=', owner)
+          .where('run_at', '=', leaseUntil)
+          .execute();
+      }
     }
   }
 
@@ -198,7 +205,12 @@ export class Queue {
         .set((eb) => ({ attempt_count: eb('attempt_count', '+', 1), updated_at: now }))
         .where('id', '=', task.delivery_id)
         .execute();
-      if (Number(owned.numDeletedRows) === 0) return false;
+      if (Number(owned.numDeletedRows) === 0) {
+        // Another worker has the task now, or it was cancelled (endpoint disabled or deleted). Either way
+        // the schedule is not ours to move, but a request that got a 2xx did deliver the message.
+        if (result.ok) await this.markDelivered(trx, task.delivery_id, now);
+        return false;
+      }
 
       const exhausted = await this.settleDelivery(trx, input, result);
       if (input.endpoint && input.endpoint.status !== 'disabled') await this.updateHealth(trx, input.endpoint.id, result, exhausted);
@@ -217,9 +229,12 @@ export class Queue {
       .executeTakeFirstOrThrow();
 
     if (result.ok) {
-      // Delivered: the remaining scheduled attempt is no longer needed (manual ones were asked for).
-      await trx.deleteFrom('delivery_tasks').where('delivery_id', '=', task.delivery_id).where('trigger', '=', 'scheduled').execute();
-      await this.setDelivery(trx, task.delivery_id, { status: 'success' }, now);
+      await this.markDelivered(trx, task.delivery_id, now);
+      return false;
+    }
+    // Already delivered by another attempt: a failure now changes nothing.
+    if (delivery.status === 'success') {
+      await this.setDelivery(trx, task.delivery_id, {}, now);
       return false;
     }
 
@@ -255,6 +270,12 @@ export class Queue {
       await this.setDelivery(trx, task.delivery_id, {}, now);
     }
     return false;
+  }
+
+  /** Delivered: the remaining scheduled attempt is no longer needed (manual ones were asked for). */
+  private async markDelivered(trx: Executor, deliveryId: string, now: number): Promise<void> {
+    await trx.deleteFrom('delivery_tasks').where('delivery_id', '=', deliveryId).where('trigger', '=', 'scheduled').execute();
+    await this.setDelivery(trx, deliveryId, { status: 'success' }, now);
   }
 
   private async nextQueuedAt(trx: Executor, deliveryId: string): Promise<number | null> {

@@ -59,3 +59,24 @@ test('per-endpoint concurrency is bounded by HERALD_ENDPOINT_CONCURRENCY and con
   assert.ok(receiver.sockets.size < receiver.requests.length, `connections reused: ${receiver.sockets.size} sockets for ${receiver.requests.length} requests`);
   assert.ok(receiver.sockets.size <= 4, `few sockets: ${receiver.sockets.size}`);
 });
+
+test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoint behind it is still served', async (t) => {
+  // Few slots overall, one per endpoint, and every first attempt held back for an hour so the test can
+  // release the whole backlog at once (as after an outage): the stuck endpoint's 30 attempts come first.
+  const s = await setup(t, { HERALD_CONCURRENCY: '3', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_ATTEMPT_TIMEOUT: '30s', HERALD_RETRY_SCHEDULE: '1h' });
+  const stuck = await socketReceiver(t, () => Infinity);
+  const healthy = await socketReceiver(t, () => 0);
+  const stuckEndpoint = await s.endpoint(`${stuck.url}/stuck`, { event_types: ['customer.created'] });
+  await s.endpoint(`${healthy.url}/healthy`, { event_types: ['invoice.paid'] });
+  for (let i = 0; i < 30; i++) await s.emit({ i }, 'customer.created');
+  for (let i = 0; i < 5; i++) await s.emit({ i }, 'invoice.paid');
+  const db = s.service.store.ctx.db;
+  const now = Date.now();
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 60_000 }).where('endpoint_id', '=', stuckEndpoint.id).execute();
+    await trx.updateTable('delivery_tasks').set({ run_at: now }).where('endpoint_id', '!=', stuckEndpoint.id).execute();
+  });
+  await eventually(async () => healthy.requests.length >= 5, 20_000, 'healthy endpoint served despite the backlog');
+  assert.equal(stuck.requests.length, 1, 'the stuck endpoint holds its single slot');
+  await stuck.stop();
+});
