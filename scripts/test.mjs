@@ -14,9 +14,28 @@ function find(dir) {
   });
 }
 
+/**
+ * Each test drops its PostgreSQL database and stops its own PostgreSQL server in t.after, also when it
+ * fails. A test process that is killed (timeout, Ctrl-C, OOM) cannot; this removes what such processes
+ * left behind, before and after the run. Databases and servers of live processes (someone else's run
+ * on this machine) are never touched: their names carry the pid of the process that made them.
+ */
+function sweepStale() {
+  const code = `
+    const { sweepStaleDatabases } = await import('./test/support/service.ts');
+    const { sweepStaleClusters } = await import('./test/support/pg-cluster.ts');
+    const dbs = await sweepStaleDatabases().catch((e) => (console.error('sweep: ' + e.message), []));
+    const clusters = await sweepStaleClusters().catch((e) => (console.error('sweep: ' + e.message), []));
+    if (dbs.length + clusters.length > 0) console.log('removed leftovers of killed test runs: ' + [...dbs, ...clusters].join(', '));
+  `;
+  spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: 'inherit', env: process.env });
+}
+
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : find('test').sort();
 const stores = (process.env.HERALD_TEST_STORES ?? 'sqlite,postgres').split(',');
 let failed = false;
+const usesPostgres = stores.includes('postgres');
+if (usesPostgres) sweepStale();
 for (const store of stores) {
   console.log(`\n=== store: ${store} ===`);
   const result = spawnSync(
@@ -26,4 +45,5 @@ for (const store of stores) {
   );
   if (result.status !== 0) failed = true;
 }
+if (usesPostgres) sweepStale();
 process.exit(failed ? 1 : 0);

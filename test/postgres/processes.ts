@@ -138,7 +138,7 @@ export class LoadClient {
   ) {
     this.agent = new Agent({ connections, keepAliveTimeout: 30_000 });
   }
-  async post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  async post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
     const response = await request(this.baseUrl + path, {
       method: 'POST',
       dispatcher: this.agent,
@@ -154,7 +154,7 @@ export class LoadClient {
     } catch {
       // keep text
     }
-    return { status: response.statusCode, body: parsed };
+    return { status: response.statusCode, headers: response.headers, body: parsed };
   }
   close(): Promise<void> {
     return this.agent.close();

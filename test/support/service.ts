@@ -24,7 +24,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   if (TEST_STORE === 'sqlite') {
     return { env: { HERALD_DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
-  const name = `herald_test_${randomToken(8).toLowerCase()}`;
+  // The creating process's pid is in the name, so a sweep can tell a leftover of a killed run from a
+  // database another test run is using right now (see sweepStaleDatabases).
+  const name = `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
   await admin.connect();
   await admin.query(`create database ${name}`);
@@ -34,13 +36,45 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   return {
     env: { HERALD_DATA_DIR: dataDir, HERALD_DATABASE_URL: url.toString() },
     drop: async () => {
-      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await client.connect();
-      await client.query(`drop database if exists ${name} with (force)`);
-      await client.end();
       rmSync(dataDir, { recursive: true, force: true });
+      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+      try {
+        await client.connect();
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end().catch(() => {});
+      }
     },
   };
+}
+
+const processAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/**
+ * Drops test databases left behind by test processes that no longer exist (killed before their t.after
+ * ran). Databases of live processes, other people's concurrent runs included, are left alone.
+ */
+export async function sweepStaleDatabases(adminUrl = PG_ADMIN_URL): Promise<string[]> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ datname: string }>(`select datname from pg_database where datname like 'herald\_test\_%'`);
+    const stale = rows.map((r) => r.datname).filter((name) => {
+      const pid = /^herald_test_(\d+)_[a-z0-9]+$/.exec(name)?.[1];
+      return pid !== undefined && !processAlive(Number(pid));
+    });
+    for (const name of stale) await client.query(`drop database if exists "${name}" with (force)`);
+    return stale;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 export interface TestService extends Service {
@@ -71,8 +105,11 @@ export async function startTestService(env: Record<string, string> = {}, databas
     url: service.url ?? '',
     database: db,
     stop: async () => {
-      await service.close();
-      if (!database) await db.drop();
+      try {
+        await service.close();
+      } finally {
+        if (!database) await db.drop();
+      }
     },
   };
 }
