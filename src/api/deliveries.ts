@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { pageOf, type RoutePlugin } from './deps.js';
+import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import { Delivery, DeliveryStatus, DeliveryWithAttempts, errors, IdParams, ListOf, PageQuery } from './schemas.js';
 import { attemptToApi, deliveryToApi, list } from './serialize.js';
 
@@ -24,7 +24,9 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
     },
     async (request) => {
       const { message_id, endpoint_id, app_id, status } = request.query;
-      const page = await store.deliveries.list(scopeOf(request), pageOf(request.query), { messageId: message_id, endpointId: endpoint_id, appId: app_id, status });
+      const scope = scopeOf(request);
+      const appId = await appIdFilter(store, scope, app_id);
+      const page = await store.deliveries.list(scope, pageOf(request.query), { messageId: message_id, endpointId: endpoint_id, appId, status });
       return list(page, deliveryToApi);
     },
   );

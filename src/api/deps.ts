@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
-import type { Store } from '../store/index.js';
+import type { Scope, Store } from '../store/index.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
@@ -13,4 +13,13 @@ export type RoutePlugin = FastifyPluginAsyncTypebox<ApiDeps>;
 /** Page request from list query parameters (default 50 per page). */
 export function pageOf(query: { limit?: number | undefined; cursor?: string | undefined }) {
   return { limit: query.limit ?? 50, cursor: query.cursor };
+}
+
+/**
+ * The application id an `app_id` filter means: applications may be named by id or by uid, as on emit.
+ * An unknown name stays as given, so the filter simply matches nothing.
+ */
+export async function appIdFilter(store: Store, scope: Scope, appId: string | undefined): Promise<string | undefined> {
+  if (appId === undefined) return undefined;
+  return (await store.applications.get(scope, appId))?.id ?? appId;
 }

@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { pageOf, type RoutePlugin } from './deps.js';
+import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import { Endpoint, EndpointWithSecret, errors, IdParams, ListOf, PageQuery, Timestamp } from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
@@ -39,7 +39,11 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         response: { 200: ListOf(Endpoint), ...errors(400, 401, 429) },
       },
     },
-    async (request) => list(await store.endpoints.list(scopeOf(request), pageOf(request.query), { appId: request.query.app_id }), endpointToApi),
+    async (request) => {
+      const scope = scopeOf(request);
+      const appId = await appIdFilter(store, scope, request.query.app_id);
+      return list(await store.endpoints.list(scope, pageOf(request.query), { appId }), endpointToApi);
+    },
   );
 
   app.post(

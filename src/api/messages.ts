@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { invalid, notFound, HttpError } from './errors.js';
 import { scopeOf } from './auth.js';
-import { pageOf, type RoutePlugin } from './deps.js';
+import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import { Delivery, EmitResponse, errors, IdParams, ListOf, Message, PageQuery } from './schemas.js';
 import { deliveryToApi, list, messageToApi } from './serialize.js';
 import type { EmitResult } from '../store/messages.js';
@@ -66,7 +66,9 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
       },
     },
     async (request) => {
-      const page = await store.messages.list(scopeOf(request), pageOf(request.query), { appId: request.query.app_id, eventType: request.query.event_type });
+      const scope = scopeOf(request);
+      const appId = await appIdFilter(store, scope, request.query.app_id);
+      const page = await store.messages.list(scope, pageOf(request.query), { appId, eventType: request.query.event_type });
       return list(page, messageToApi);
     },
   );

@@ -117,4 +117,20 @@ describe('applications', () => {
     assertError(await fresh.get('/api/v1/applications?limit=0'), 400, 'invalid_request', /limit/);
     assertError(await fresh.get('/api/v1/applications?limit=abc'), 400, 'invalid_request', /limit/);
   });
+
+  test('app_id filters on lists accept the uid as well as the id', async () => {
+    const app = await createApp(api, { name: 'Filtered', uid: 'filter-by-uid' });
+    const other = await createApp(api, { name: 'Other' });
+    const endpoint = await createEndpoint(api, app.id);
+    await createEndpoint(api, other.id);
+    const message = await emit(api, app.id);
+    await emit(api, other.id);
+
+    for (const name of [app.id, 'filter-by-uid']) {
+      assert.deepEqual(await idsOf(api, `/api/v1/endpoints?app_id=${name}`), [endpoint.id]);
+      assert.deepEqual(await idsOf(api, `/api/v1/messages?app_id=${name}`), [message.id]);
+      assert.deepEqual(await idsOf(api, `/api/v1/deliveries?app_id=${name}`), message.delivery_ids);
+    }
+    assert.deepEqual(await idsOf(api, '/api/v1/endpoints?app_id=no-such-app'), []);
+  });
 });
