@@ -38,15 +38,23 @@ export class GroupCommit<In, Out> {
     if (this.running >= this.maxParallel || this.queue.length === 0) return;
     const batch = this.queue.splice(0, this.maxBatch);
     this.running++;
-    this.writeBatch(batch.map((w) => w.input))
-      .then(
-        (outputs) => batch.forEach((w, i) => w.resolve(outputs[i]!)),
-        (error) => batch.forEach((w) => w.reject(error)),
-      )
-      .finally(() => {
-        this.running--;
-        this.schedule();
-      });
+    this.write(batch).finally(() => {
+      this.running--;
+      this.schedule();
+    });
     this.schedule();
+  }
+
+  private async write(batch: Waiting<In, Out>[]): Promise<void> {
+    try {
+      const outputs = await this.writeBatch(batch.map((w) => w.input));
+      batch.forEach((w, i) => w.resolve(outputs[i]!));
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.reject(error);
+      // One bad input must not fail the requests that happened to share its transaction: write each alone.
+      for (const waiting of batch) {
+        await this.writeBatch([waiting.input]).then(([output]) => waiting.resolve(output!), waiting.reject);
+      }
+    }
   }
 }
