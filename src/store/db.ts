@@ -54,6 +54,13 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
+  // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is
+  // between statements (inside a transaction, or holding the migration lock) when the server goes away
+  // emits 'error' with no query to fail. Without a listener that crashes the process. The client is
+  // unusable afterwards: its next query fails (the API answers 503) and the pool discards it on release.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', pool };
 }

@@ -138,14 +138,15 @@ export class LoadClient {
   ) {
     this.agent = new Agent({ connections, keepAliveTimeout: 30_000 });
   }
-  async post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  /** `timeoutMs` bounds the wait for the answer's headers and then for its body. */
+  async post(path: string, body: unknown, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
     const response = await request(this.baseUrl + path, {
       method: 'POST',
       dispatcher: this.agent,
       headers: { authorization: `Bearer ${this.key}`, 'content-type': 'application/json', ...headers },
       body: JSON.stringify(body),
-      headersTimeout: 30_000,
-      bodyTimeout: 30_000,
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
     });
     const text = await response.body.text();
     let parsed: unknown = text;
