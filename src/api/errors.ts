@@ -34,8 +34,11 @@ export const conflict = (message: string) => new HttpError(409, 'conflict', mess
 function isDatabaseUnavailable(error: unknown): boolean {
   const e = error as { code?: string; message?: string } | null;
   if (!e) return false;
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', '57P01', '57P02', '57P03', '08006', '08001', '08003', 'SQLITE_BUSY'].includes(e.code ?? '')) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/i.test(e.message ?? '');
+  // Network (the server or its address is gone), PostgreSQL class 08 (connection exception), 57P01-03
+  // (shut down / restarting) and 53300 (too many connections): the database is away for now, retry shortly.
+  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'];
+  if (codes.includes(e.code ?? '') || /^08...$/.test(e.code ?? '')) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(e.message ?? '');
 }
 
 function classify(error: FastifyError | HttpError | Error): HttpError {
