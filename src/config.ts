@@ -105,6 +105,13 @@ function secretKey(env: Env, mode: Mode, dataDir: string): string {
   return key;
 }
 
+/** Retention may not be shorter than the idempotency window: a repeated key must find its message. */
+function retention(env: Env): number {
+  const retentionMs = duration(env, 'HERALD_RETENTION', '30d');
+  if (retentionMs < duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h')) throw new ConfigError('HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL');
+  return retentionMs;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
   const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
@@ -142,7 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
     disableAfterMs: duration(env, 'HERALD_DISABLE_AFTER', '5d'),
     idempotencyTtlMs: duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h'),
     maxPayloadBytes: integer(env, 'HERALD_MAX_PAYLOAD_BYTES', 524288, 1024),
-    retentionMs: duration(env, 'HERALD_RETENTION', '30d'),
+    retentionMs: retention(env),
     leaseMs,
     concurrency: integer(env, 'HERALD_CONCURRENCY', 256, 1, 100_000),
     endpointConcurrency: integer(env, 'HERALD_ENDPOINT_CONCURRENCY', 16, 1, 10_000),

@@ -145,21 +145,24 @@ export class Endpoints {
 
   /** Rotates the signing secret: the new one signs from now on, the old one until `previousValidUntil`. */
   async rotateSecret(scope: Scope, id: string, graceMs: number): Promise<{ secret: string; previousValidUntil: number } | undefined> {
-    const current = await this.get(scope, id);
-    if (!current) return undefined;
     const now = this.ctx.now();
     const secret = generateSigningSecret();
     const previousValidUntil = now + graceMs;
-    await this.ctx.db
+    // One statement: the outgoing secret is read and replaced atomically, so two concurrent rotations
+    // cannot both keep the same previous secret.
+    const result = await this.ctx.db
       .updateTable('endpoints')
-      .set({
+      .set((eb) => ({
+        previous_secret_sealed: eb.ref('secret_sealed'),
         secret_sealed: this.secrets.seal(secret),
-        previous_secret_sealed: current.secret_sealed,
         previous_valid_until: previousValidUntil,
         updated_at: now,
-      })
+      }))
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
       .where('id', '=', id)
-      .execute();
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return undefined;
     return { secret, previousValidUntil };
   }
 

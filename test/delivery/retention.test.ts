@@ -7,7 +7,7 @@ import { setup, startReceiver } from './helpers.js';
 // deliveries and messages, while anything still to be delivered keeps what it needs, however old.
 
 test('retention removes old history and keeps what is still to be delivered', async (t) => {
-  const s = await setup(t, { HERALD_RETENTION: '1s', HERALD_RETRY_SCHEDULE: '0s,1h' });
+  const s = await setup(t, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s', HERALD_RETRY_SCHEDULE: '0s,1h' });
   let failing = true;
   const receiver = await startReceiver(t, (r) => ({ status: r.path === '/ok' || !failing ? 200 : 500 }));
   await s.endpoint(`${receiver.url}/ok`, { event_types: ['invoice.paid'] });
