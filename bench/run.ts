@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -38,13 +38,14 @@ const { values } = parseArgs({
     scenario: { type: 'string', multiple: true },
     'skip-postgres': { type: 'boolean', default: false },
     out: { type: 'string' },
+    merge: { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     'time-limit': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log(`usage: npm run bench -- [--quick] [--scenario ${Object.keys(SCENARIOS).join('|')}]... [--skip-postgres] [--out DIR] [--profile] [--time-limit SECONDS]`);
+  console.log(`usage: npm run bench -- [--quick] [--scenario ${Object.keys(SCENARIOS).join('|')}]... [--skip-postgres] [--out DIR] [--merge] [--profile] [--time-limit SECONDS]`);
   process.exit(0);
 }
 for (const name of values.scenario ?? []) {
@@ -134,20 +135,40 @@ async function main(): Promise<number> {
   };
   printTable(ordered, failures);
   const targets = ordered.flatMap((r) => r.targets.map((t) => ({ scenario: r.name, ...t })));
-  const document = {
+  let document = {
     ...info,
-    scenarios: Object.fromEntries(ordered.map((r) => [r.name, r])),
+    scenarios: Object.fromEntries(ordered.map((r) => [r.name, r])) as Record<string, ScenarioResult>,
     targets,
     failures,
+    merged: [] as string[],
   };
+  // --merge: the scenarios run now replace theirs in the existing results; the rest is kept as it was.
+  if (values.merge && existsSync(join(outDir, 'latest.json'))) {
+    const before = JSON.parse(readFileSync(join(outDir, 'latest.json'), 'utf8')) as typeof document;
+    const scenarios = { ...before.scenarios, ...document.scenarios };
+    const all = Object.keys(SCENARIOS).map((n) => scenarios[n]).filter((r): r is ScenarioResult => r !== undefined);
+    const keptFailures = (before.failures ?? []).filter((f) => !names.includes(f.name) && !scenarios[f.name]);
+    document = {
+      ...before,
+      scenarios: Object.fromEntries(all.map((r) => [r.name, r])),
+      targets: all.flatMap((r) => r.targets.map((t) => ({ scenario: r.name, ...t }))),
+      failures: [...keptFailures, ...failures],
+      merged: [...(before.merged ?? []), ...names.map((n) => `${n} at ${info.date}`)],
+    };
+    ordered.splice(0, ordered.length, ...all);
+    failures.splice(0, failures.length, ...document.failures);
+  }
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'latest.json'), JSON.stringify(document, null, 2) + '\n');
   console.log(`\nwrote ${join(outDir, 'latest.json')}`);
-  const everything = !values.scenario?.length && !values['skip-postgres'] && !quick;
+  const everything = (values.merge || (!values.scenario?.length && !values['skip-postgres'])) && !quick;
   if (values.out) {
     writeDoc(join(outDir, 'benchmarks.md'), markdown(info, ordered, failures));
   } else if (everything) {
-    writeDoc(join(REPO, 'docs', 'benchmarks.md'), markdown(info, ordered, failures));
+    const docInfo: RunInfo = values.merge
+      ? { date: `${document.date} (re-run afterwards: ${document.merged.join('; ')})`, quick: document.quick, machine: document.machine, seconds: document.seconds }
+      : info;
+    writeDoc(join(REPO, 'docs', 'benchmarks.md'), markdown(docInfo, ordered, failures));
     console.log(`wrote ${join(REPO, 'docs', 'benchmarks.md')}`);
   }
   if (profileDir) console.log(`CPU profiles in ${profileDir} (summarize with: node --import tsx bench/profile-summary.ts FILE)`);

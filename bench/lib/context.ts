@@ -7,6 +7,8 @@ export interface Sizes {
   warmupSeconds: number;
   ingestConcurrency: number;
   deliveries: number;
+  /** PostgreSQL delivery backlog (smaller: the worker drains it far more slowly there). */
+  pgDeliveries: number;
   e2eRate: number;
   e2eSeconds: number;
   fanoutEndpoints: number;
@@ -21,6 +23,7 @@ export const FULL: Sizes = {
   warmupSeconds: 2,
   ingestConcurrency: 64,
   deliveries: 20_000,
+  pgDeliveries: 5_000,
   e2eRate: 1_000,
   e2eSeconds: 10,
   fanoutEndpoints: 1_000,
@@ -35,6 +38,7 @@ export const QUICK: Sizes = {
   warmupSeconds: 0.5,
   ingestConcurrency: 64,
   deliveries: 1_500,
+  pgDeliveries: 500,
   e2eRate: 1_000,
   e2eSeconds: 1.5,
   fanoutEndpoints: 200,

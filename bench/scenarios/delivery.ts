@@ -16,7 +16,11 @@ interface DeliveryRun {
   rateFromSpawn: number;
   startupMs: number;
   peak: number;
+  /** Deliveries that arrived before the time limit (all of them unless the drain timed out). */
+  delivered: number;
 }
+
+const DRAIN_LIMIT_MS = 120_000;
 
 /** Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain. */
 async function drain(ctx: Context, label: string, count: number, workers: number, databaseUrl?: string): Promise<DeliveryRun> {
@@ -37,17 +41,21 @@ async function drain(ctx: Context, label: string, count: number, workers: number
     for (let i = 0; i < workers; i++) {
       started.push(await startHerald(heraldOptions(ctx, { name: `${label}-worker${workers > 1 ? `-${i}` : ''}`, role: 'worker', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) })));
     }
-    const last = await ctx.receiver.waitFor(count, 180_000);
+    // A drain that does not finish in time is reported with what arrived (and a note), not dropped.
+    const last = await ctx.receiver.waitFor(count, DRAIN_LIMIT_MS).catch(() => null);
     const arrivals = await ctx.receiver.arrivals();
     const first = Math.min(...arrivals.map((a) => a[1]));
     const unique = new Set(arrivals.map((a) => a[0])).size;
-    if (unique < count) throw new Error(`receiver got ${unique} distinct messages of ${count}`);
+    const end = last ?? Math.max(...arrivals.map((a) => a[1]));
+    if (last !== null && unique < count) throw new Error(`receiver got ${unique} distinct messages of ${count}`);
+    if (last === null) ctx.log(`  drain not finished after ${DRAIN_LIMIT_MS / 1000}s: ${unique} of ${count} delivered`);
     peak = Math.max(peak, await stopAll(...started));
     return {
-      rate: round((count / (last - first)) * 1000, 0),
-      rateFromSpawn: round((count / (last - spawnedAt)) * 1000, 0),
+      rate: round((arrivals.length / (end - first)) * 1000, 0),
+      rateFromSpawn: round((arrivals.length / (end - spawnedAt)) * 1000, 0),
       startupMs: round(first - spawnedAt, 0),
       peak,
+      delivered: unique,
     };
   } finally {
     await stopAll(...started);
@@ -100,7 +108,7 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
     name: 'delivery',
     title: 'Delivery from a backlog (SQLite, worker role)',
     store: 'sqlite',
-    figures: { deliveries: count, deliveriesPerSec: run.rate, deliveriesPerSecFromSpawn: run.rateFromSpawn, workerStartupMs: run.startupMs },
+    figures: { deliveries: count, delivered: run.delivered, deliveriesPerSec: run.rate, deliveriesPerSecFromSpawn: run.rateFromSpawn, workerStartupMs: run.startupMs },
     baseline: { deliveriesPerSec: raw },
     ratios: { deliveryVsRawUndici: ratio },
     peakRssMb: mb(run.peak),
@@ -114,7 +122,7 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
 }
 
 export async function pgDelivery(ctx: Context): Promise<ScenarioResult> {
-  const count = ctx.sizes.deliveries;
+  const count = ctx.sizes.pgDeliveries;
   const oneDb = await createDatabase('dlv1');
   const one = await drain(ctx, 'pg-delivery', count, 1, oneDb.url);
   await oneDb.drop();
@@ -128,12 +136,22 @@ export async function pgDelivery(ctx: Context): Promise<ScenarioResult> {
     name: 'pg-delivery',
     title: 'Delivery from a backlog (PostgreSQL, 1 and 2 workers)',
     store: 'postgres',
-    figures: { deliveries: count, deliveriesPerSec1Worker: one.rate, deliveriesPerSec2Workers: two.rate, workerStartupMs: one.startupMs },
+    figures: {
+      deliveries: count,
+      delivered1Worker: one.delivered,
+      deliveriesPerSec1Worker: one.rate,
+      delivered2Workers: two.delivered,
+      deliveriesPerSec2Workers: two.rate,
+      workerStartupMs: one.startupMs,
+    },
     baseline: { deliveriesPerSec: raw },
     ratios: { delivery1WorkerVsRawUndici: ratio, delivery2WorkersVsRawUndici: round(two.rate / raw) },
     peakRssMb: mb(Math.max(one.peak, two.peak)),
     targets: [target('PostgreSQL delivery (1 worker) vs raw undici', '>= 0.50x', ratio, ratio >= 0.5)],
-    notes: [`one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY} per worker process; the raw baseline uses ${ENDPOINT_CONCURRENCY} connections`],
+    notes: [
+      `${count} deliveries to one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY} per worker process; the raw baseline uses ${ENDPOINT_CONCURRENCY} connections`,
+      `each drain is cut at ${DRAIN_LIMIT_MS / 1000}s; the rate is then what arrived over the time taken`,
+    ],
     seconds: 0,
   };
 }
