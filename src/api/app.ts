@@ -68,6 +68,9 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     logController: new LogController({ requestIdLogLabel: 'request_id' }) as never,
     // Keep-alive connections from load balancers outlive Node's 5 s default.
     keepAliveTimeout: 65_000,
+    // Two info lines per request (incoming, completed) were a tenth of an emit's cost; one line per
+    // request is written below instead, with the same request_id.
+    disableRequestLogging: true,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = validators();
@@ -84,6 +87,9 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
       const field = unstorableField(part, value);
       if (field) throw invalid(`${field} must not contain NUL characters or unpaired surrogates`);
     }
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

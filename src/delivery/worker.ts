@@ -26,13 +26,23 @@ export class DeliveryWorker {
   private readonly queued = new Map<string, ClaimedTask[]>();
   private readonly inFlightByEndpoint = new Map<string, number>();
   private claimed = 0;
+  /** Endpoints that reached their full share here; claims skip them until they are topped up. */
+  private readonly wasBusy = new Set<string>();
+  private readonly loaded = new Map<string, AttemptInput>();
   private inFlight = 0;
   private running = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
   private woken = false;
   private readonly idle = new Set<() => void>();
-  private readonly onQueued = () => this.wake();
+  private readonly onQueued = () => {
+    this.newWork = true;
+    this.wake();
+  };
+  /** New work was queued (or the idle poll ran out): the next pass runs a general claim. */
+  private newWork = true;
+  /** Endpoints that left their full share since the last pass: topped up with a claim of their own. */
+  private readonly topUp = new Set<string>();
 
   constructor(
     private readonly store: Store,
@@ -50,7 +60,7 @@ export class DeliveryWorker {
     });
     this.completions = new GroupCommit(
       // One failed transaction must not fail the others of its batch.
-      (batch) => Promise.all(batch.map(({ input, result }) => this.record(input, result))),
+      (batch) => this.recordMany(batch),
       store.dialect === 'sqlite' ? 1 : 4,
     );
   }
@@ -88,20 +98,22 @@ export class DeliveryWorker {
     this.wakeUp?.();
   }
 
-  private async sleep(ms: number): Promise<void> {
+  /** Sleeps up to `ms`; true when woken before the time ran out. */
+  private async sleep(ms: number): Promise<boolean> {
     if (this.woken) {
       this.woken = false;
-      return;
+      return true;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
+    const woken = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
       this.wakeUp = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
     this.wakeUp = null;
     this.woken = false;
+    return woken;
   }
 
   private endpointLoad(endpointId: string): number {
@@ -123,18 +135,30 @@ export class DeliveryWorker {
     const maxClaimed = this.config.concurrency * 2;
     while (this.running) {
       try {
+        // Top-ups: an endpoint that drained to one wave gets its next share with a claim of its own, which
+        // reads only that endpoint's due tasks instead of scanning past them.
+        for (const endpointId of [...this.topUp]) {
+          this.topUp.delete(endpointId);
+          const want = Math.min(maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
+          if (want > 0) await this.accept(await this.store.queue.claim(this.owner, want, [], endpointId));
+        }
         const room = maxClaimed - this.claimed;
-        const busy = this.busyEndpoints();
-        if (room > 0) {
+        let wait = IDLE_POLL_MS;
+        // A general claim (every endpoint but the busy ones) only when there may be new work: it scans
+        // past the due tasks of busy endpoints, so it must not run on every finished attempt.
+        if (room > 0 && this.newWork) {
+          const busy = this.busyEndpoints();
           const tasks = await this.store.queue.claim(this.owner, Math.min(room, CLAIM_BATCH), busy);
           if (tasks.length > 0) {
             await this.accept(tasks);
             continue;
           }
+          this.newWork = false;
+          const nextDue = await this.store.queue.nextDueAt(busy);
+          if (nextDue !== null) wait = Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
         }
-        // Asleep until the next attempt we could take is due; a finished attempt or new work wakes us sooner.
-        const nextDue = room > 0 ? await this.store.queue.nextDueAt(busy) : null;
-        await this.sleep(nextDue === null ? IDLE_POLL_MS : Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS)));
+        // Asleep until the next attempt we could take is due; new work or a drained endpoint wakes us sooner.
+        if (!(await this.sleep(wait))) this.newWork = true;
       } catch (error) {
         // The database may be away for a while; keep trying without spinning.
         this.log.warn({ err: error }, 'claim failed; retrying');
@@ -153,8 +177,12 @@ export class DeliveryWorker {
       if (this.endpointLoad(task.endpoint_id) < this.endpointShare) this.enqueue(task);
       else excess.push(task);
     }
-    this.pump();
+    for (const task of tasks) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare) this.wasBusy.add(task.endpoint_id);
     if (excess.length > 0) await this.store.queue.release(excess, this.owner);
+    // What sending needs, for the whole claim in one query instead of one per attempt.
+    const kept = tasks.filter((t) => !excess.includes(t));
+    for (const input of await this.store.queue.load(kept)) this.loaded.set(input.task.id, input);
+    this.pump();
   }
 
   private enqueue(task: ClaimedTask): void {
@@ -187,8 +215,16 @@ export class DeliveryWorker {
     for (const resolve of this.idle) resolve();
     this.idle.clear();
     this.pump();
-    // A freed slot may let the claim loop take work for an endpoint it skipped.
-    this.wake();
+    // Wake the claim loop only when this endpoint just left its full share (claims skipped it) or the
+    // worker just got room again; waking it on every finish re-ran a claim that scans every due task of
+    // the busy endpoint only to skip them all.
+    if (this.endpointLoad(task.endpoint_id) === this.config.endpointConcurrency && this.wasBusy.delete(task.endpoint_id)) {
+      this.topUp.add(task.endpoint_id);
+      this.wake();
+    } else if (this.claimed === this.config.concurrency * 2 - 1) {
+      this.newWork = true;
+      this.wake();
+    }
   }
 
   private async attempt(task: ClaimedTask): Promise<void> {
@@ -197,7 +233,9 @@ export class DeliveryWorker {
       if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
         if (!(await this.store.queue.extendLease(task, this.owner))) return;
       }
-      const [input] = await this.store.queue.load([task]);
+      const preloaded = this.loaded.get(task.id);
+      this.loaded.delete(task.id);
+      const [input] = preloaded ? [preloaded] : await this.store.queue.load([task]);
       if (!input) return void (await this.store.queue.drop(task));
       const result = await this.send(input);
       const owned = await this.completions.submit({ input, result });
@@ -213,6 +251,17 @@ export class DeliveryWorker {
    * Records one outcome. A deadlock, serialization failure or busy database rolls the transaction back,
    * so trying again is safe; giving up only means the attempt is repeated after its lease.
    */
+  private async recordMany(batch: { input: AttemptInput; result: AttemptResult }[]): Promise<(boolean | Error)[]> {
+    if (batch.length > 1) {
+      try {
+        return await this.store.queue.completeMany(batch, this.owner);
+      } catch {
+        // One bad outcome must not fail the others: fall back to one transaction each.
+      }
+    }
+    return Promise.all(batch.map(({ input, result }) => this.record(input, result)));
+  }
+
   private async record(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
     for (let tries = 1; ; tries++) {
       try {

@@ -5,6 +5,7 @@ import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
 import * as initial from './migrations/001_initial.js';
+import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -18,6 +19,7 @@ export interface OpenedDatabase {
 // Migrations are listed here in order; a new one is a new file and a new line.
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
+  '002_tasks_by_endpoint': tasksByEndpoint,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

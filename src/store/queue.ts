@@ -51,7 +51,7 @@ export class Queue {
    * busy in this worker). A claim moves `run_at` to the lease end, so a worker that dies frees its tasks
    * when the lease runs out.
    */
-  async claim(owner: string, limit: number, excludeEndpoints: string[]): Promise<ClaimedTask[]> {
+  async claim(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string): Promise<ClaimedTask[]> {
     const now = this.ctx.now();
     const leaseUntil = now + this.policy.leaseMs;
     let due = this.ctx.db
@@ -61,6 +61,8 @@ export class Queue {
       .orderBy('run_at')
       .limit(limit);
     if (excludeEndpoints.length > 0) due = due.where('endpoint_id', 'not in', excludeEndpoints);
+    // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
+    if (onlyEndpoint !== undefined) due = due.where('endpoint_id', '=', onlyEndpoint);
     // PostgreSQL: workers in other processes skip rows being claimed instead of waiting on them.
     if (this.ctx.dialect === 'postgres') due = due.forUpdate().skipLocked();
     const rows = await this.ctx.db
@@ -176,9 +178,22 @@ export class Queue {
    * worker owns the task now); the attempt is still recorded, since it was made.
    */
   async complete(input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
+    return this.ctx.db.transaction().execute((trx) => this.completeIn(trx, input, result, owner));
+  }
+
+  /** Records several outcomes in one transaction (one commit for the batch). */
+  async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
+    return this.ctx.db.transaction().execute(async (trx) => {
+      const owned: boolean[] = [];
+      for (const { input, result } of items) owned.push(await this.completeIn(trx, input, result, owner));
+      return owned;
+    });
+  }
+
+  private async completeIn(trx: Executor, input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
     const { task } = input;
     const now = result.at;
-    return this.ctx.db.transaction().execute(async (trx) => {
+    {
       await trx
         .insertInto('attempts')
         .values({
@@ -215,7 +230,7 @@ export class Queue {
       const exhausted = await this.settleDelivery(trx, input, result);
       if (input.endpoint && input.endpoint.status !== 'disabled') await this.updateHealth(trx, input.endpoint.id, result, exhausted);
       return true;
-    });
+    }
   }
 
   /** Moves the delivery on after an attempt. Returns true when this failure used up the schedule. */
