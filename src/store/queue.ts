@@ -1,4 +1,3 @@
-import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
@@ -178,63 +177,79 @@ export class Queue {
    * worker owns the task now); the attempt is still recorded, since it was made.
    */
   async complete(input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
-    return this.ctx.db.transaction().execute((trx) => this.completeIn(trx, input, result, owner));
+    const [owned] = await this.completeMany([{ input, result }], owner);
+    return owned!;
   }
 
-  /** Records several outcomes in one transaction (one commit for the batch). */
+  /**
+   * Records the outcomes of several attempts in one transaction with a few statements for the whole batch
+   * (the common case, a 2xx, needs no per-attempt statement); failures move their schedule one by one.
+   * Returns, per item, whether we still owned its task.
+   */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     return this.ctx.db.transaction().execute(async (trx) => {
-      const owned: boolean[] = [];
-      for (const { input, result } of items) owned.push(await this.completeIn(trx, input, result, owner));
-      return owned;
+      const now = this.ctx.now();
+      for (const part of chunks(items)) await trx.insertInto('attempts').values(part.map(({ input, result }) => attemptRow(input.task, result))).execute();
+      const owned = await this.takeOwnedTasks(trx, items.map((i) => i.input.task), owner);
+      await this.countAttempts(trx, items.map((i) => i.input.task.delivery_id), now);
+      // A 2xx delivered the message even when the task was taken or cancelled meanwhile.
+      await this.markDelivered(trx, [...new Set(items.filter((i) => i.result.ok).map((i) => i.input.task.delivery_id))], now);
+      const exhausted = new Set<AttemptInput>();
+      for (const { input, result } of items) {
+        if (!result.ok && owned.has(input.task.id) && (await this.settleFailure(trx, input, result))) exhausted.add(input);
+      }
+      const healthFrom = items.filter(({ input }) => owned.has(input.task.id) && input.endpoint !== null && input.endpoint.status !== 'disabled');
+      await this.updateHealth(trx, healthFrom, exhausted);
+      return items.map(({ input }) => owned.has(input.task.id));
     });
   }
 
-  private async completeIn(trx: Executor, input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
-    const { task } = input;
-    const now = result.at;
-    {
-      await trx
-        .insertInto('attempts')
-        .values({
-          id: newId('attempt', now),
-          delivery_id: task.delivery_id,
-          attempt_number: task.attempt_number,
-          trigger: task.trigger,
-          status: result.ok ? 'success' : 'failed',
-          response_status: result.responseStatus,
-          response_body: result.responseBody,
-          error: result.error,
-          duration_ms: result.durationMs,
-          created_at: now,
-        })
-        .execute();
-      const owned = await trx
+  /** Deletes the tasks we still hold (same owner, same lease end); returns their ids. */
+  private async takeOwnedTasks(trx: Executor, tasks: ClaimedTask[], owner: string): Promise<Set<string>> {
+    const owned = new Set<string>();
+    for (const part of chunks(tasks, 200)) {
+      const rows = await trx
         .deleteFrom('delivery_tasks')
-        .where('id', '=', task.id)
         .where('lease_owner', '=', owner)
-        .where('run_at', '=', task.leaseUntil)
-        .executeTakeFirst();
-      await trx
-        .updateTable('deliveries')
-        .set((eb) => ({ attempt_count: eb('attempt_count', '+', 1), updated_at: now }))
-        .where('id', '=', task.delivery_id)
+        .where((eb) => eb.or(part.map((task) => eb.and([eb('id', '=', task.id), eb('run_at', '=', task.leaseUntil)]))))
+        .returning('id')
         .execute();
-      if (Number(owned.numDeletedRows) === 0) {
-        // Another worker has the task now, or it was cancelled (endpoint disabled or deleted). Either way
-        // the schedule is not ours to move, but a request that got a 2xx did deliver the message.
-        if (result.ok) await this.markDelivered(trx, task.delivery_id, now);
-        return false;
-      }
+      for (const row of rows) owned.add(row.id);
+    }
+    return owned;
+  }
 
-      const exhausted = await this.settleDelivery(trx, input, result);
-      if (input.endpoint && input.endpoint.status !== 'disabled') await this.updateHealth(trx, input.endpoint.id, result, exhausted);
-      return true;
+  /** attempt_count + n per delivery (a delivery may have a scheduled and a manual attempt in one batch). */
+  private async countAttempts(trx: Executor, deliveryIds: string[], now: number): Promise<void> {
+    const counts = new Map<string, number>();
+    for (const id of deliveryIds) counts.set(id, (counts.get(id) ?? 0) + 1);
+    const byCount = new Map<number, string[]>();
+    for (const [id, n] of counts) byCount.set(n, [...(byCount.get(n) ?? []), id]);
+    for (const [n, ids] of byCount) {
+      for (const part of chunks(ids)) {
+        await trx.updateTable('deliveries').set((eb) => ({ attempt_count: eb('attempt_count', '+', n), updated_at: now })).where('id', 'in', part).execute();
+      }
     }
   }
 
-  /** Moves the delivery on after an attempt. Returns true when this failure used up the schedule. */
-  private async settleDelivery(trx: Executor, input: AttemptInput, result: AttemptResult): Promise<boolean> {
+  /** Delivered: `success`, and the remaining scheduled attempt is dropped (manual ones were asked for). */
+  private async markDelivered(trx: Executor, deliveryIds: string[], now: number): Promise<void> {
+    for (const part of chunks(deliveryIds)) {
+      await trx.deleteFrom('delivery_tasks').where('delivery_id', 'in', part).where('trigger', '=', 'scheduled').execute();
+      await trx
+        .updateTable('deliveries')
+        .set((eb) => ({
+          status: 'success',
+          next_attempt_at: eb.selectFrom('delivery_tasks').select((q) => q.fn.min('run_at').as('due')).whereRef('delivery_tasks.delivery_id', '=', 'deliveries.id'),
+          updated_at: now,
+        }))
+        .where('id', 'in', part)
+        .execute();
+    }
+  }
+
+  /** Moves the delivery on after a failed attempt. Returns true when this failure used up the schedule. */
+  private async settleFailure(trx: Executor, input: AttemptInput, result: AttemptResult): Promise<boolean> {
     const { task } = input;
     const now = result.at;
     const delivery = await trx
@@ -242,11 +257,6 @@ export class Queue {
       .select(['status', 'schedule_step', 'attempt_seq'])
       .where('id', '=', task.delivery_id)
       .executeTakeFirstOrThrow();
-
-    if (result.ok) {
-      await this.markDelivered(trx, task.delivery_id, now);
-      return false;
-    }
     // Already delivered by another attempt: a failure now changes nothing.
     if (delivery.status === 'success') {
       await this.setDelivery(trx, task.delivery_id, {}, now);
@@ -287,12 +297,6 @@ export class Queue {
     return false;
   }
 
-  /** Delivered: the remaining scheduled attempt is no longer needed (manual ones were asked for). */
-  private async markDelivered(trx: Executor, deliveryId: string, now: number): Promise<void> {
-    await trx.deleteFrom('delivery_tasks').where('delivery_id', '=', deliveryId).where('trigger', '=', 'scheduled').execute();
-    await this.setDelivery(trx, deliveryId, { status: 'success' }, now);
-  }
-
   private async nextQueuedAt(trx: Executor, deliveryId: string): Promise<number | null> {
     const row = await trx.selectFrom('delivery_tasks').select((eb) => eb.fn.min('run_at').as('due')).where('delivery_id', '=', deliveryId).executeTakeFirst();
     return row?.due == null ? null : Number(row.due);
@@ -312,20 +316,41 @@ export class Queue {
       .execute();
   }
 
-  private async updateHealth(trx: Executor, endpointId: string, result: AttemptResult, exhausted: boolean): Promise<void> {
-    const current = await trx.selectFrom('endpoints').select(['status', 'failing_since']).where('id', '=', endpointId).executeTakeFirst();
-    if (!current) return;
-    const health = nextEndpointHealth(
-      { status: current.status as EndpointStatus, failingSince: current.failing_since },
-      { ok: result.ok, responseStatus: result.responseStatus, exhausted, at: result.at },
-      this.policy.disableAfterMs,
-    );
-    if (health.status === current.status && health.failingSince === current.failing_since) return;
-    await this.endpoints.recordHealth(trx, endpointId, health, result.at);
+  /** Endpoint health after a batch: each endpoint read once, its outcomes applied in order, written if changed. */
+  private async updateHealth(trx: Executor, items: { input: AttemptInput; result: AttemptResult }[], exhausted: Set<AttemptInput>): Promise<void> {
+    const ids = [...new Set(items.map(({ input }) => input.endpoint!.id))];
+    if (ids.length === 0) return;
+    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since']).where('id', 'in', ids).execute();
+    const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since }]));
+    const after = new Map(before);
+    let at = 0;
+    for (const { input, result } of items) {
+      const current = after.get(input.endpoint!.id);
+      if (!current) continue; // deleted meanwhile
+      at = Math.max(at, result.at);
+      after.set(
+        input.endpoint!.id,
+        nextEndpointHealth(current, { ok: result.ok, responseStatus: result.responseStatus, exhausted: exhausted.has(input), at: result.at }, this.policy.disableAfterMs),
+      );
+    }
+    for (const [id, health] of after) {
+      const was = before.get(id)!;
+      if (health.status !== was.status || health.failingSince !== was.failingSince) await this.endpoints.recordHealth(trx, id, health, at);
+    }
   }
+}
 
-  /** PostgreSQL: wakes idle workers in every process once the surrounding transaction commits. */
-  static async notify(db: Executor): Promise<void> {
-    await sql`select pg_notify('herald_tasks', '')`.execute(db);
-  }
+function attemptRow(task: ClaimedTask, result: AttemptResult) {
+  return {
+    id: newId('attempt', result.at),
+    delivery_id: task.delivery_id,
+    attempt_number: task.attempt_number,
+    trigger: task.trigger,
+    status: result.ok ? 'success' : 'failed',
+    response_status: result.responseStatus,
+    response_body: result.responseBody,
+    error: result.error,
+    duration_ms: result.durationMs,
+    created_at: result.at,
+  };
 }
