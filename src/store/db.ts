@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
@@ -41,6 +41,23 @@ function withStatementCache(database: SQLite.Database): SQLite.Database {
   return database;
 }
 
+/**
+ * SQLite transactions take the write lock at BEGIN (BEGIN IMMEDIATE). A deferred BEGIN reads first and
+ * upgrades at its first write, which fails at once (SQLITE_BUSY) when another process wrote in between;
+ * with IMMEDIATE a second process waits for the lock (busy_timeout) instead. Our transactions all write.
+ */
+function immediateTransactions(dialect: SqliteDialect): SqliteDialect {
+  const createDriver = dialect.createDriver.bind(dialect);
+  dialect.createDriver = () => {
+    const driver = createDriver();
+    driver.beginTransaction = async (connection) => {
+      await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    return driver;
+  };
+  return dialect;
+}
+
 export function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
   const database = new SQLite(join(dataDir, 'herald.db'));
@@ -48,7 +65,7 @@ export function openSqlite(dataDir: string): OpenedDatabase {
   // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
   return { db, dialect: 'sqlite', pool: null };
 }
 
