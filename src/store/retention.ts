@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { StoreContext } from './common.js';
 
 export interface PurgeCounts {
@@ -7,6 +8,9 @@ export interface PurgeCounts {
   messages: number;
   idempotencyKeys: number;
 }
+
+/** Advisory lock key of the retention purge (any constant unique to Herald). */
+const PURGE_LOCK = 0x4845524c; // "HERL"
 
 /**
  * Removes what is older than the retention period: attempt history, settled deliveries, payloads and
@@ -19,6 +23,12 @@ export async function purgeExpired(ctx: StoreContext, retentionMs: number): Prom
   const cutoff = now - retentionMs;
   const count = (r: { numDeletedRows: bigint }) => Number(r.numDeletedRows);
   return ctx.db.transaction().execute(async (trx) => {
+    // Every worker process runs the purge; on PostgreSQL one at a time is enough, and two at once would
+    // only block or deadlock each other. The lock ends with the transaction.
+    if (ctx.dialect === 'postgres') {
+      const lock = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(${PURGE_LOCK}) as got`.execute(trx);
+      if (!lock.rows[0]?.got) return { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 };
+    }
     const queued = trx.selectFrom('delivery_tasks').select('delivery_tasks.delivery_id');
     const unsettled = trx
       .selectFrom('deliveries')

@@ -60,3 +60,32 @@ test('retention removes old history and keeps what is still to be delivered', as
   const data = receiver.received.slice(before).map((r) => JSON.parse(r.body).data.case).sort();
   assert.deepEqual(data, ['pending', 'replayed']);
 });
+
+test('on PostgreSQL one purge runs at a time: a purge that finds another running does nothing', {
+  skip: process.env.HERALD_TEST_STORE !== 'postgres' ? 'PostgreSQL advisory lock' : false,
+}, async (t) => {
+  const s = await setup(t, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
+  const receiver = await startReceiver(t);
+  await s.endpoint(`${receiver.url}/ok`);
+  const old = await s.emit({ case: 'old' });
+  await s.until(old.deliveryIds[0]!, (d) => d.status === 'success', 'delivered');
+  await sleep(1_300);
+
+  const pool = s.service.store.pool!;
+  const holder = await pool.connect();
+  try {
+    // Another process's purge, in the middle of its transaction.
+    await holder.query('begin');
+    await holder.query('select pg_advisory_xact_lock(1212502604)');
+    const skipped = await s.service.store.purgeExpired();
+    assert.deepEqual(skipped, { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 });
+    assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 200, 'nothing was removed');
+    await holder.query('commit');
+  } finally {
+    // Released before the service's pool closes, which waits for every checked-out client.
+    holder.release();
+  }
+  const counts = await s.service.store.purgeExpired();
+  assert.ok(counts.messages >= 1, JSON.stringify(counts));
+  assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 404);
+});
