@@ -17,7 +17,7 @@ const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
 });
 
 /** Checks the URL and the subscribed event types against the rules of the caller's environment. */
-async function checkEndpointInput(store: Store, config: Config, scope: Scope, input: { url?: string | undefined; event_types?: string[] | undefined }) {
+export async function checkEndpointInput(store: Store, config: Config, scope: Scope, input: { url?: string | undefined; event_types?: string[] | undefined }) {
   if (input.url !== undefined) {
     const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow);
     if (problem) throw invalid(problem);

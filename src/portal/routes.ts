@@ -4,7 +4,7 @@ import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import { attemptToApi, deliveryToApi, endpointToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
 import { IdParams } from '../api/schemas.js';
-import { endpointUrlProblem } from '../domain/urls.js';
+import { checkEndpointInput } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
@@ -97,10 +97,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      const problem = endpointUrlProblem(request.body.url, ctx.scope.livemode, config.ssrfAllow);
-      if (problem) throw invalid(problem);
-      const unknown = await store.eventTypes.unknownNames(ctx.scope, request.body.event_types ?? []);
-      if (unknown.length > 0) throw invalid(`event_types not in the event catalog: ${unknown.join(', ')}`);
+      await checkEndpointInput(store, config, ctx.scope, request.body);
       const { row, secret } = await store.endpoints.create(ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
