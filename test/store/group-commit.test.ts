@@ -46,3 +46,28 @@ test('batches wait for the one in flight when parallelism is 1 (group commit)', 
   await Promise.all([first, ...later]);
   assert.deepEqual(batches, [[1], [2, 3, 4]]);
 });
+
+test('with a minimum spacing, requests arriving soon after a commit wait and share the next batch', async () => {
+  const batches: number[][] = [];
+  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), 1, 500, 60);
+  // A batch of two: requests are arriving faster than one at a time, so the spacing applies.
+  await Promise.all([commit.submit(0), commit.submit(0)]);
+  // Three requests in three separate event-loop turns, all within the spacing after the first commit.
+  const later: Promise<number>[] = [];
+  for (const n of [1, 2, 3]) {
+    later.push(commit.submit(n));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  await Promise.all(later);
+  assert.deepEqual(batches, [[0, 0], [1, 2, 3]]);
+});
+
+test('a client sending one request at a time is not held back by the spacing', async () => {
+  const batches: number[][] = [];
+  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), 1, 500, 5_000);
+  const started = performance.now();
+  for (const n of [1, 2, 3, 4]) await commit.submit(n);
+  // Each batch held one request, so none waited 5 s after the previous commit.
+  assert.ok(performance.now() - started < 2_000, 'sequential requests waited for the spacing');
+  assert.deepEqual(batches, [[1], [2], [3], [4]]);
+});
