@@ -1,0 +1,18 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { newId, orderedId } from '../../src/domain/ids.js';
+
+test('ids carry their prefix, are 26 characters of Crockford base32, and strictly increase', () => {
+  const ids = Array.from({ length: 5_000 }, () => newId('message'));
+  for (const id of ids) assert.match(id, /^evt_[0-9a-hjkmnp-tv-z]{26}$/);
+  for (let i = 1; i < ids.length; i++) assert.ok(ids[i - 1]! < ids[i]!, `${ids[i - 1]} !< ${ids[i]}`);
+  assert.equal(new Set(ids).size, ids.length);
+});
+
+test('each millisecond starts from fresh randomness (the random pool advances and refills)', () => {
+  // 600 different milliseconds use more than the 4 KB pool (256 ids' worth), so it must refill.
+  const randomParts = Array.from({ length: 600 }, (_, i) => orderedId(Date.now() + 10_000 + i).slice(10));
+  assert.equal(new Set(randomParts).size, randomParts.length, 'two milliseconds got the same random part');
+  // The digits are spread over the alphabet, not stuck (a pool of zeros would give only "0").
+  assert.ok(new Set(randomParts.join('')).size > 20);
+});
