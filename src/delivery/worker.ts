@@ -26,9 +26,14 @@ export class DeliveryWorker {
   private readonly queued = new Map<string, ClaimedTask[]>();
   private readonly inFlightByEndpoint = new Map<string, number>();
   private claimed = 0;
-  /** Endpoints that reached their full share here; claims skip them until they are topped up. */
-  private readonly wasBusy = new Set<string>();
-  private readonly loaded = new Map<string, AttemptInput>();
+  /**
+   * Endpoints that may have more due tasks than we hold: their last claim was cut by their share or by its
+   * limit. When such an endpoint drains to one wave it is topped up; a top-up that finds fewer tasks than it
+   * asked for clears the mark (new work wakes the general claim instead).
+   */
+  private readonly moreDue = new Set<string>();
+  /** What sending needs, loaded with the claim (null: the delivery is gone). */
+  private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
   private running = false;
   private loop: Promise<void> | null = null;
@@ -81,6 +86,7 @@ export class DeliveryWorker {
     await this.loop;
     const notStarted = [...this.queued.values()].flat();
     this.queued.clear();
+    for (const task of notStarted) this.loaded.delete(task.id);
     this.claimed -= notStarted.length;
     await this.store.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
@@ -140,7 +146,11 @@ export class DeliveryWorker {
         for (const endpointId of [...this.topUp]) {
           this.topUp.delete(endpointId);
           const want = Math.min(maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
-          if (want > 0) await this.accept(await this.store.queue.claim(this.owner, want, [], endpointId));
+          if (want <= 0) continue;
+          const claimed = await this.store.queue.claimLoaded(this.owner, want, [], endpointId);
+          if (claimed.length < want) this.moreDue.delete(endpointId);
+          else this.moreDue.add(endpointId);
+          await this.accept(claimed);
         }
         const room = maxClaimed - this.claimed;
         let wait = IDLE_POLL_MS;
@@ -148,7 +158,7 @@ export class DeliveryWorker {
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
         if (room > 0 && this.newWork) {
           const busy = this.busyEndpoints();
-          const tasks = await this.store.queue.claim(this.owner, Math.min(room, CLAIM_BATCH), busy);
+          const tasks = await this.store.queue.claimLoaded(this.owner, Math.min(room, CLAIM_BATCH), busy);
           if (tasks.length > 0) {
             await this.accept(tasks);
             continue;
@@ -171,18 +181,20 @@ export class DeliveryWorker {
    * Keeps each endpoint's share of a claim and gives the rest back at once: a backlog for one endpoint
    * must not fill the slots every other endpoint needs (the next claim skips that endpoint).
    */
-  private async accept(tasks: ClaimedTask[]): Promise<void> {
+  private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
-    for (const task of tasks) {
-      if (this.endpointLoad(task.endpoint_id) < this.endpointShare) this.enqueue(task);
-      else excess.push(task);
+    for (const { task, input } of claimed) {
+      if (this.endpointLoad(task.endpoint_id) < this.endpointShare) {
+        this.loaded.set(task.id, input);
+        this.enqueue(task);
+      } else {
+        excess.push(task);
+      }
     }
-    for (const task of tasks) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare) this.wasBusy.add(task.endpoint_id);
-    if (excess.length > 0) await this.store.queue.release(excess, this.owner);
-    // What sending needs, for the whole claim in one query instead of one per attempt.
-    const kept = tasks.filter((t) => !excess.includes(t));
-    for (const input of await this.store.queue.load(kept)) this.loaded.set(input.task.id, input);
+    for (const { task } of claimed) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare) this.moreDue.add(task.endpoint_id);
+    // Start what we kept before giving the rest back.
     this.pump();
+    if (excess.length > 0) await this.store.queue.release(excess, this.owner);
   }
 
   private enqueue(task: ClaimedTask): void {
@@ -199,29 +211,39 @@ export class DeliveryWorker {
         const task = list.shift()!;
         this.inFlight++;
         this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
-        void this.attempt(task).finally(() => this.finished(task));
+        void this.attempt(task).finally(() => this.recorded());
       }
       if (list.length === 0) this.queued.delete(endpointId);
       if (this.inFlight >= this.config.concurrency) break;
     }
   }
 
-  private finished(task: ClaimedTask): void {
+  /**
+   * The request to the endpoint is over (or was never made): its slot is free for the next one. The
+   * outcome may still be waiting to be recorded; that holds the task (`claimed`), not the endpoint's slot.
+   */
+  private sent(task: ClaimedTask): void {
     this.inFlight--;
-    this.claimed--;
     const left = (this.inFlightByEndpoint.get(task.endpoint_id) ?? 1) - 1;
     if (left > 0) this.inFlightByEndpoint.set(task.endpoint_id, left);
     else this.inFlightByEndpoint.delete(task.endpoint_id);
-    for (const resolve of this.idle) resolve();
-    this.idle.clear();
     this.pump();
-    // Wake the claim loop only when this endpoint just left its full share (claims skipped it) or the
-    // worker just got room again; waking it on every finish re-ran a claim that scans every due task of
-    // the busy endpoint only to skip them all.
-    if (this.endpointLoad(task.endpoint_id) === this.config.endpointConcurrency && this.wasBusy.delete(task.endpoint_id)) {
+    // Wake the claim loop for a top-up only when this endpoint is down to one wave and may have more due
+    // tasks; waking it on every finish re-ran a claim that scans every due task of a busy endpoint only
+    // to skip them all.
+    if (this.endpointLoad(task.endpoint_id) <= this.config.endpointConcurrency && this.moreDue.has(task.endpoint_id) && !this.topUp.has(task.endpoint_id)) {
       this.topUp.add(task.endpoint_id);
       this.wake();
-    } else if (this.claimed === this.config.concurrency * 2 - 1) {
+    }
+  }
+
+  /** The attempt is over and its outcome recorded (or left to its lease). */
+  private recorded(): void {
+    this.claimed--;
+    for (const resolve of this.idle) resolve();
+    this.idle.clear();
+    // The worker just got room again: look for work beyond the endpoints we hold.
+    if (this.claimed === this.config.concurrency * 2 - 1) {
       this.newWork = true;
       this.wake();
     }
@@ -229,15 +251,21 @@ export class DeliveryWorker {
 
   private async attempt(task: ClaimedTask): Promise<void> {
     try {
-      // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
-      if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
-        if (!(await this.store.queue.extendLease(task, this.owner))) return;
+      let input: AttemptInput | null | undefined;
+      let result: AttemptResult;
+      try {
+        // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
+        if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
+          if (!(await this.store.queue.extendLease(task, this.owner))) return;
+        }
+        input = this.loaded.get(task.id);
+        this.loaded.delete(task.id);
+        if (input === undefined) [input = null] = await this.store.queue.load([task]);
+        if (!input) return void (await this.store.queue.drop(task));
+        result = await this.send(input);
+      } finally {
+        this.sent(task);
       }
-      const preloaded = this.loaded.get(task.id);
-      this.loaded.delete(task.id);
-      const [input] = preloaded ? [preloaded] : await this.store.queue.load([task]);
-      if (!input) return void (await this.store.queue.drop(task));
-      const result = await this.send(input);
       const owned = await this.completions.submit({ input, result });
       if (owned instanceof Error) throw owned;
       if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'task was taken or cancelled during the attempt; recorded anyway');
