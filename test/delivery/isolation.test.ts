@@ -80,3 +80,33 @@ test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoin
   assert.equal(stuck.requests.length, 1, 'the stuck endpoint holds its single slot');
   await stuck.stop();
 });
+
+test('a backlog for one endpoint drains without waiting for the idle poll between top-ups', async (t) => {
+  // Every first attempt held back for an hour, then released at once: 240 due attempts for one endpoint
+  // with four slots, so the worker tops the endpoint up again and again while attempts keep finishing.
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '4', HERALD_RETRY_SCHEDULE: '1h' });
+  const receiver = await socketReceiver(t, () => 0);
+  const endpoint = await s.endpoint(`${receiver.url}/hook`);
+  const messages = 240;
+  for (let i = 0; i < messages; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => s.emit({ i: i + j })));
+  // Claims answer 30 ms late (a busy database), so attempts keep finishing while a top-up is under way.
+  const queue = s.service.store.queue;
+  const slow = <A extends unknown[], R>(claim: (...args: A) => Promise<R>) => async (...args: A) => {
+    const result = await claim.apply(queue, args);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    return result;
+  };
+  queue.claim = slow(queue.claim);
+  queue.claimLoaded = slow(queue.claimLoaded);
+  const db = s.service.store.ctx.db;
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).where('endpoint_id', '=', endpoint.id).execute();
+  // The first claim may wait for one idle poll (nothing announced the released backlog).
+  await eventually(async () => receiver.requests.length >= 1, 5_000, 'the first attempt');
+  await eventually(async () => receiver.requests.length >= messages, 60_000, 'every message delivered');
+  // A top-up that is not followed by the next one when the endpoint drains leaves the worker asleep until
+  // its 500 ms poll: a gap of ~0.5 s between two requests, many times over. Claims take ~30 ms here.
+  const gaps = receiver.requests.slice(1).map((r, i) => r.at - receiver.requests[i]!.at);
+  const long = gaps.filter((gap) => gap >= 400);
+  assert.ok(long.length <= 1, `requests waited for the idle poll ${long.length} times: ${long.join(', ')} ms`);
+  assert.ok(receiver.maxOpen <= 4, `at most 4 requests open at once (saw ${receiver.maxOpen})`);
+});
