@@ -66,7 +66,10 @@ export class DeliveryWorker {
     this.completions = new GroupCommit(
       // One failed transaction must not fail the others of its batch.
       (batch) => this.recordMany(batch),
-      store.dialect === 'sqlite' ? 1 : 4,
+      // Outcomes that arrive while a batch is written wait for the next one, so fewer lanes make bigger
+      // batches (fewer statements per outcome); a second lane on PostgreSQL keeps a batch of failures
+      // (several statements each) from holding up the rest. An endpoint's slot does not wait for this.
+      store.dialect === 'sqlite' ? 1 : 2,
     );
   }
 
