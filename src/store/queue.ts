@@ -110,6 +110,7 @@ export class Queue {
       ])
       .execute();
     const now = this.ctx.now();
+    const secrets = new Map<string, SigningSecrets>();
     return rows
       .map((row) => {
         const task: ClaimedTask = {
@@ -138,7 +139,7 @@ export class Queue {
             secret_sealed: row.secret_sealed,
             previous_secret_sealed: row.previous_secret_sealed,
             previous_valid_until: row.previous_valid_until,
-          }, now),
+          }, now, secrets),
         };
       })
       .sort((a, b) => (a.task.id < b.task.id ? -1 : 1));
@@ -231,14 +232,19 @@ export class Queue {
       .execute();
     const byId = new Map(rows.map((row) => [row.id, row]));
     const now = this.ctx.now();
+    const secrets = new Map<string, SigningSecrets>();
     return tasks.flatMap((task) => {
       const row = byId.get(task.delivery_id);
       if (!row) return []; // removed by retention meanwhile; complete() drops the task
-      return [this.toInput(task, row, now)];
+      return [this.toInput(task, row, now, secrets)];
     });
   }
 
-  private toInput(task: ClaimedTask, row: LoadedRow, now: number): AttemptInput {
+  /**
+   * `secrets` memoizes the opened secrets within one load: the tasks of a claim mostly share a few
+   * endpoints, and opening a sealed secret is a decryption.
+   */
+  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets>): AttemptInput {
     return {
       task,
       delivery: { id: row.id, messageId: row.message_id, eventType: row.event_type, createdAt: row.created_at, livemode: Boolean(row.livemode) },
@@ -249,13 +255,23 @@ export class Queue {
               id: row.endpoint_id,
               url: row.url!,
               status: row.endpoint_status as EndpointStatus,
-              secrets: this.endpoints.signingSecrets(
-                { secret_sealed: row.secret_sealed!, previous_secret_sealed: row.previous_secret_sealed, previous_valid_until: row.previous_valid_until },
-                now,
-              ),
+              secrets: this.secretsOf(row, now, secrets),
             },
       payloadJson: row.body ?? null,
     };
+  }
+
+  private secretsOf(row: LoadedRow, now: number, memo: Map<string, SigningSecrets>): SigningSecrets {
+    const key = `${row.secret_sealed}\n${row.previous_secret_sealed}\n${row.previous_valid_until}`;
+    let secrets = memo.get(key);
+    if (!secrets) {
+      secrets = this.endpoints.signingSecrets(
+        { secret_sealed: row.secret_sealed!, previous_secret_sealed: row.previous_secret_sealed, previous_valid_until: row.previous_valid_until },
+        now,
+      );
+      memo.set(key, secrets);
+    }
+    return secrets;
   }
 
   /** Drops a task whose delivery no longer exists. */
@@ -304,10 +320,17 @@ export class Queue {
     const owned = new Set<string>();
     for (const part of chunks(tasks, 200)) {
       const deliveredHere = [...new Set(part.filter((t) => delivered.has(t.delivery_id)).map((t) => t.delivery_id))];
+      // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
+      const byLease = new Map<number, string[]>();
+      for (const task of part) {
+        const ids = byLease.get(task.leaseUntil);
+        if (ids) ids.push(task.id);
+        else byLease.set(task.leaseUntil, [task.id]);
+      }
       const rows = await trx
         .deleteFrom('delivery_tasks')
         .where((eb) => {
-          const ours = eb.and([eb('lease_owner', '=', owner), eb.or(part.map((task) => eb.and([eb('id', '=', task.id), eb('run_at', '=', task.leaseUntil)])))]);
+          const ours = eb.and([eb('lease_owner', '=', owner), eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)])))]);
           return deliveredHere.length === 0 ? ours : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
         })
         .returning(['id', 'lease_owner', 'run_at'])
