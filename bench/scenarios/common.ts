@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { request } from 'undici';
 import { emitBody, emitPool, startHerald, type Herald, type HeraldOptions } from '../lib/herald.js';
-import { closedLoop, openLoop, type LoadResult, type Target as LoadTarget } from '../lib/load.js';
+import { openLoop, rawClosedLoop, rawOpenLoop, type LoadResult, type Target as LoadTarget } from '../lib/load.js';
 import { freePort, REPO, spawnNode, type Child } from '../lib/procs.js';
 import { round, sleep, summarize } from '../lib/stats.js';
 import type { Context } from '../lib/context.js';
@@ -82,13 +82,11 @@ export function closedFigures(result: LoadResult): ClosedFigures {
 /** Closed-loop emits at the scenario's concurrency against one or more API processes. */
 export async function measureClosed(ctx: Context, urls: string[], key: string, appIds: string[]): Promise<ClosedFigures> {
   const { ingestConcurrency, ingestSeconds, warmupSeconds } = ctx.sizes;
-  const targets = emitTargets(urls, key, ingestConcurrency);
-  try {
-    const result = await closedLoop(targets, ingestConcurrency, ingestSeconds * 1000, warmupSeconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
-    return closedFigures(result);
-  } finally {
-    await closeTargets(targets);
-  }
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  const result = await rawClosedLoop(urls, '/api/v1/messages', headers, ingestConcurrency, ingestSeconds * 1000, warmupSeconds * 1000, (n) =>
+    emitBody(appIds[n % appIds.length]!, n),
+  );
+  return closedFigures(result);
 }
 
 export interface OpenFigures {
@@ -102,22 +100,18 @@ export interface OpenFigures {
 }
 
 export async function measureOpen(urls: string[], key: string, appIds: string[], rate: number, seconds: number, connections = 128): Promise<OpenFigures> {
-  const targets = emitTargets(urls, key, connections);
-  try {
-    const result = await openLoop(targets, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
-    const latency = summarize(result.sent.map((s) => s.latencyMs));
-    return {
-      offered: round(rate, 0),
-      achieved: round((result.sent.length + result.errors) / result.seconds, 0),
-      p50: latency.p50,
-      p99: latency.p99,
-      max: latency.max,
-      errors: result.errors,
-      maxSendLagMs: round(result.maxSendLagMs ?? 0),
-    };
-  } finally {
-    await closeTargets(targets);
-  }
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+  const result = await rawOpenLoop(urls, '/api/v1/messages', headers, connections, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
+  const latency = summarize(result.sent.map((s) => s.latencyMs));
+  return {
+    offered: round(rate, 0),
+    achieved: round((result.sent.length + result.errors) / result.seconds, 0),
+    p50: latency.p50,
+    p99: latency.p99,
+    max: latency.max,
+    errors: result.errors,
+    maxSendLagMs: round(result.maxSendLagMs ?? 0),
+  };
 }
 
 export interface E2eFigures {
