@@ -1,4 +1,4 @@
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import type { Dispatcher, Pool } from 'undici';
 import { nowMs, sleep } from './stats.js';
 
@@ -78,6 +78,31 @@ export async function openLoop(
   return { sent: ok, errors: pending.length - ok.length, seconds, maxSendLagMs: maxLag };
 }
 
+const headerLines = (headers: Record<string, string>) =>
+  Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+
+const postRequest = (url: URL, path: string, head: string, body: string) =>
+  `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+
+/** Calls `onAnswer(status)` for each complete HTTP/1.1 answer on `socket` (answers must carry content-length). */
+function onAnswers(socket: Socket, onAnswer: (status: number) => void): void {
+  let buffer = '';
+  socket.on('data', (chunk) => {
+    buffer += chunk.toString('latin1');
+    for (;;) {
+      const headEnd = buffer.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buffer.slice(0, headEnd))?.[1] ?? 0);
+      if (buffer.length < headEnd + 4 + length) return;
+      const status = Number(buffer.slice(9, 12));
+      buffer = buffer.slice(headEnd + 4 + length);
+      onAnswer(status);
+    }
+  });
+}
+
 /**
  * Closed loop for `warmupMs + durationMs` (only requests sent after the warm-up count): `concurrency`
  * callers each send, wait for the answer, send again. Over plain keep-alive sockets instead of undici:
@@ -102,38 +127,26 @@ export async function rawClosedLoop(
   const sent: Sent[] = [];
   let errors = 0;
   let n = 0;
-  const head = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
-  const requestOf = (url: URL, body: string) =>
-    `POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+  const head = headerLines(headers);
 
   const caller = (url: URL) =>
     new Promise<void>((resolve) => {
       const socket = connect(Number(url.port), url.hostname);
       socket.setNoDelay(true);
-      let buffer = '';
       let sentAt = 0;
       let at = 0;
       const next = () => {
         if (performance.now() >= end) return void socket.end(resolve);
         sentAt = performance.now();
         at = nowMs();
-        socket.write(requestOf(url, bodyOf(n++)));
+        socket.write(postRequest(url, path, head, bodyOf(n++)));
       };
       socket.on('connect', next);
       socket.on('error', () => {
         errors++;
         resolve();
       });
-      socket.on('data', (chunk) => {
-        buffer += chunk.toString('latin1');
-        const headEnd = buffer.indexOf('\r\n\r\n');
-        if (headEnd < 0) return;
-        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buffer.slice(0, headEnd))?.[1] ?? 0);
-        if (buffer.length < headEnd + 4 + length) return;
-        const status = Number(buffer.slice(9, 12));
-        buffer = buffer.slice(headEnd + 4 + length);
+      onAnswers(socket, (status) => {
         const done = performance.now();
         if (sentAt >= measureFrom && done <= end) {
           if (status >= 200 && status < 300) sent.push({ at, latencyMs: done - sentAt, status });
@@ -161,9 +174,7 @@ export async function rawOpenLoop(
   durationMs: number,
   bodyOf: (n: number) => string,
 ): Promise<LoadResult> {
-  const head = Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('');
+  const head = headerLines(headers);
   const total = Math.round((rate * durationMs) / 1000);
   const sent: Sent[] = [];
   let errors = 0;
@@ -180,12 +191,10 @@ export async function rawOpenLoop(
     const url = new URL(urls[i % urls.length]!);
     const socket = connect(Number(url.port), url.hostname);
     socket.setNoDelay(true);
-    let buffer = '';
     let current: { n: number; scheduled: number; at: number } | null = null;
     const run = (job: { n: number; scheduled: number; at: number }) => {
       current = job;
-      const body = bodyOf(job.n);
-      socket.write(`POST ${path} HTTP/1.1\r\nhost: ${url.host}\r\n${head}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      socket.write(postRequest(url, path, head, bodyOf(job.n)));
     };
     const free = () => {
       const next = waiting.shift();
@@ -196,14 +205,8 @@ export async function rawOpenLoop(
     socket.on('error', () => {
       if (current) (errors++, settle(), (current = null));
     });
-    socket.on('data', (chunk) => {
-      buffer += chunk.toString('latin1');
-      const headEnd = buffer.indexOf('\r\n\r\n');
-      if (headEnd < 0 || !current) return;
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buffer.slice(0, headEnd))?.[1] ?? 0);
-      if (buffer.length < headEnd + 4 + length) return;
-      const status = Number(buffer.slice(9, 12));
-      buffer = buffer.slice(headEnd + 4 + length);
+    onAnswers(socket, (status) => {
+      if (!current) return;
       if (status >= 200 && status < 300) sent.push({ at: current.at, latencyMs: performance.now() - current.scheduled, status });
       else errors++;
       current = null;
