@@ -1,7 +1,7 @@
 import { CompiledQuery } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
-import type { Executor } from './common.js';
+import { chunks, type Executor } from './common.js';
 
 // Multi-row inserts on the hot paths (emit, fan-out, attempt outcomes), without kysely's query builder.
 // Building an insert through the builder costs ~20 µs plus ~6 µs per row (node objects, freezing, the
@@ -28,15 +28,17 @@ function insertText(dialect: Dialect, table: string, columns: readonly string[],
 }
 
 /**
- * Inserts `rows` in one statement, with the columns of the first row (every row has the same fields:
- * values are read by name, so their order in each object does not matter). Callers keep batches within
- * the drivers' parameter limits (`chunks`).
+ * Inserts `rows` with the columns of the first row (every row has the same fields: values are read by
+ * name, so their order in each object does not matter), one statement per `chunks` part so no statement
+ * passes the drivers' parameter limits.
  */
 export async function insertRows<T extends keyof Database>(db: Executor, dialect: Dialect, table: T, rows: readonly Database[T][]): Promise<void> {
   if (rows.length === 0) return;
   const columns = Object.keys(rows[0]!);
-  const parameters: unknown[] = new Array(rows.length * columns.length);
-  let i = 0;
-  for (const row of rows) for (const column of columns) parameters[i++] = row[column as keyof typeof row];
-  await db.executeQuery(CompiledQuery.raw(insertText(dialect, table, columns, rows.length), parameters));
+  for (const part of chunks([...rows])) {
+    const parameters: unknown[] = new Array(part.length * columns.length);
+    let i = 0;
+    for (const row of part) for (const column of columns) parameters[i++] = row[column as keyof typeof row];
+    await db.executeQuery(CompiledQuery.raw(insertText(dialect, table, columns, part.length), parameters));
+  }
 }

@@ -47,10 +47,8 @@ export class Messages {
     private readonly onQueued: () => void,
   ) {
     // SQLite has one writer, so one batch at a time; PostgreSQL takes a few in parallel.
-    this.emits =
-      ctx.dialect === 'sqlite'
-        ? new GroupCommit((batch) => this.emitBatch(batch), 1, 500, SQLITE_EMIT_SPACING_MS)
-        : new GroupCommit((batch) => this.emitBatch(batch), 4);
+    const sqlite = ctx.dialect === 'sqlite';
+    this.emits = new GroupCommit((batch) => this.emitBatch(batch), sqlite ? 1 : 4, 500, sqlite ? SQLITE_EMIT_SPACING_MS : 0);
   }
 
   /** Emits one message. Concurrent calls share one transaction (group commit). */
@@ -107,10 +105,9 @@ export class Messages {
         if (lostRaces.has(index)) results[index] = lostRaces.get(index);
       }
 
-      for (const part of chunks(created.map((c) => c.message))) await insertRows(trx, this.ctx.dialect, 'messages', part);
-      for (const part of chunks(created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now })))) {
-        await insertRows(trx, this.ctx.dialect, 'payloads', part);
-      }
+      await insertRows(trx, this.ctx.dialect, 'messages', created.map((c) => c.message));
+      const payloads = created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now }));
+      await insertRows(trx, this.ctx.dialect, 'payloads', payloads);
       const deliveryIds = await this.fanOut(trx, created.map((c) => c.message), now);
       for (const { index, message } of created) {
         results[index] = { ok: true, message, deliveryIds: deliveryIds.get(message.id) ?? [], idempotent: false };
@@ -305,8 +302,8 @@ export class Messages {
       }
       byMessage.set(message.id, ids);
     }
-    for (const part of chunks(deliveries)) await insertRows(db, this.ctx.dialect, 'deliveries', part);
-    for (const part of chunks(tasks)) await insertRows(db, this.ctx.dialect, 'delivery_tasks', part);
+    await insertRows(db, this.ctx.dialect, 'deliveries', deliveries);
+    await insertRows(db, this.ctx.dialect, 'delivery_tasks', tasks);
     return byMessage;
   }
 

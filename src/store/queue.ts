@@ -4,6 +4,7 @@ import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
 import { chunks, type StoreContext, type Executor } from './common.js';
+import { insertRows } from './insert-rows.js';
 import type { TaskRow } from './schema.js';
 
 // The worker's side of the store: claim due attempts under a lease, load what sending needs, and record
@@ -297,7 +298,7 @@ export class Queue {
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     return this.ctx.db.transaction().execute(async (trx) => {
       const now = this.ctx.now();
-      for (const part of chunks(items)) await trx.insertInto('attempts').values(part.map(({ input, result }) => attemptRow(input.task, result))).execute();
+      await insertRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)));
       // A 2xx delivered the message even when the task was taken or cancelled meanwhile.
       const delivered = new Set(items.filter((i) => i.result.ok).map((i) => i.input.task.delivery_id));
       const owned = await this.takeOwnedTasks(trx, items.map((i) => i.input.task), owner, delivered);
