@@ -62,7 +62,7 @@ export async function endToEnd(ctx: Context): Promise<ScenarioResult> {
       target('end to end p99', '< 50 ms', e2e.p99, e2e.p99 < 50),
       target('end-to-end peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
-    notes: [`open loop, ${ctx.sizes.e2eSeconds}s, ${APPS} applications with one endpoint each; latency = receiver arrival - emit send time`],
+    notes: [`open loop, ${ctx.sizes.e2eSeconds}s after ${ctx.sizes.warmupSeconds}s warm-up, ${APPS} applications with one endpoint each; latency = receiver arrival - emit send time`],
     seconds: 0,
   };
 }
