@@ -1,5 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
@@ -14,6 +15,8 @@ export interface OpenedDatabase {
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and health checks. */
   pool: pg.Pool | null;
+  /** Closes the database and whatever runs beside it. */
+  close(): Promise<void>;
 }
 
 // Migrations are listed here in order; a new one is a new file and a new line.
@@ -65,8 +68,46 @@ export function openSqlite(dataDir: string): OpenedDatabase {
   // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
+  database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+  const checkpoints = startCheckpointThread(join(dataDir, 'herald.db'));
   const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
-  return { db, dialect: 'sqlite', pool: null };
+  return {
+    db,
+    dialect: 'sqlite',
+    pool: null,
+    async close() {
+      // The thread's connection goes first, so that closing the last one folds the WAL into the database.
+      await checkpoints.stop();
+      await db.destroy();
+    },
+  };
+}
+
+/**
+ * SQLite copies committed pages from the WAL into the database file in checkpoints. Left to the commit
+ * that crosses wal_autocheckpoint, a checkpoint ran on the event loop at ~10 µs per page: under steady
+ * ingest 15 ms every ~50 ms, a quarter of the writer's time and most of the emit p99 (docs/benchmarks.md).
+ * A thread with its own connection does that copying; the service's connection keeps a backstop at this
+ * many pages (16 MB), where it checkpoints the few pages the thread has not reached yet itself, so the WAL
+ * starts over even when commits never leave the thread a moment to catch up.
+ */
+const BACKSTOP_CHECKPOINT_PAGES = 4000;
+
+function startCheckpointThread(file: string): { stop(): Promise<void> } {
+  // execArgv: the thread runs plain JavaScript and needs none of the process's loaders (tsx).
+  const thread = new Worker(new URL('./checkpoint-thread.mjs', import.meta.url), { workerData: { file }, execArgv: [] });
+  // Never what keeps the process alive; and if the thread fails, the backstop above still checkpoints.
+  thread.unref();
+  thread.on('error', () => {});
+  const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
+  return {
+    async stop() {
+      thread.postMessage('stop');
+      const timer = setTimeout(() => void thread.terminate(), 2_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
 }
 
 export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
@@ -81,7 +122,7 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
     client.on('error', () => {});
   });
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', pool };
+  return { db, dialect: 'postgres', pool, close: () => db.destroy() };
 }
 
 export async function migrate(db: Kysely<any>): Promise<string[]> {

@@ -65,7 +65,7 @@ export class Store {
     try {
       await migrate(opened.db);
     } catch (error) {
-      await opened.db.destroy().catch(() => {});
+      await opened.close().catch(() => {});
       throw error;
     }
     return new Store(opened, config);
@@ -116,6 +116,6 @@ export class Store {
     this.notifier?.close();
     await this.listener?.stop();
     this.listener = null;
-    await this.opened.db.destroy();
+    await this.opened.close();
   }
 }

@@ -1,0 +1,33 @@
+// Runs on a worker thread started by openSqlite (db.ts): copies committed WAL pages into the database
+// file with a connection of its own, so that work happens on another core instead of inside a commit on
+// the event loop. PASSIVE checkpoints never wait for the service's connection and never block it.
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+/** Between looks when nothing changed; commits are copied within this long. */
+const IDLE_MS = 20;
+
+const db = new Database(workerData.file, { fileMustExist: true });
+let last = '';
+let timer = setTimeout(checkpoint, IDLE_MS);
+
+function checkpoint() {
+  let changed = true;
+  try {
+    const [result] = db.pragma('wal_checkpoint(PASSIVE)');
+    const now = `${result.busy}|${result.log}|${result.checkpointed}`;
+    // Still busy, or the WAL moved since the last look: look again at once. Catching up right after a
+    // commit is what lets the next commit start the WAL over from its beginning.
+    changed = now !== last || result.busy !== 0;
+    last = now;
+  } catch {
+    // Locked for a moment (a schema change, say): try again shortly.
+  }
+  timer = setTimeout(checkpoint, changed ? 1 : IDLE_MS);
+}
+
+parentPort.on('message', () => {
+  clearTimeout(timer);
+  db.close();
+  parentPort.close();
+});
