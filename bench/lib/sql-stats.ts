@@ -1,13 +1,22 @@
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 
-// Preloaded into a service process with `npm run bench -- --sql-stats`: times every better-sqlite3
-// statement by SQL text and writes the totals to $BENCH_SQL_STATS when the process exits. Tells which
-// queries the embedded store spends its time on (a CPU profile shows them all as kysely's executeQuery).
+// Preloaded into a service process with `npm run bench -- --profile`: times every statement by SQL text
+// and writes the totals to $BENCH_SQL_STATS when the process exits. Tells which queries the store spends
+// its time on (a CPU profile shows them all as kysely's executeQuery). better-sqlite3: time on the event
+// loop. pg: wall time from sending to the answer (round trip, server time and waiting included).
 const require = createRequire(import.meta.url);
 const Database = require('better-sqlite3') as { prototype: { prepare(sql: string): any } };
 const totals = new Map<string, { calls: number; ms: number; rows: number }>();
 const out = process.env.BENCH_SQL_STATS;
+
+function record(sql: string, started: number, rows: number): void {
+  const entry = totals.get(sql) ?? { calls: 0, ms: 0, rows: 0 };
+  entry.calls++;
+  entry.ms += performance.now() - started;
+  entry.rows += rows;
+  totals.set(sql, entry);
+}
 
 const prepare = Database.prototype.prepare;
 Database.prototype.prepare = function (this: unknown, sql: string) {
@@ -18,15 +27,25 @@ Database.prototype.prepare = function (this: unknown, sql: string) {
     statement[method] = function (this: unknown, ...args: unknown[]) {
       const started = performance.now();
       const result = original.apply(this, args);
-      const entry = totals.get(sql) ?? { calls: 0, ms: 0, rows: 0 };
-      entry.calls++;
-      entry.ms += performance.now() - started;
-      entry.rows += Array.isArray(result) ? result.length : 1;
-      totals.set(sql, entry);
+      record(sql, started, Array.isArray(result) ? result.length : 1);
       return result;
     };
   }
   return statement;
+};
+
+// kysely calls client.query(text, values) and awaits the promise.
+const pgClient = (require('pg') as { Client: { prototype: { query(...args: any[]): any } } }).Client.prototype;
+const query = pgClient.query;
+pgClient.query = function (this: unknown, ...args: any[]) {
+  const result = query.apply(this, args);
+  const text = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+  if (typeof text !== 'string' || !result || typeof result.then !== 'function') return result;
+  const started = performance.now();
+  return result.then((answer: { rows?: unknown[] }) => {
+    record(text, started, answer?.rows?.length ?? 0);
+    return answer;
+  });
 };
 
 if (out) {
