@@ -34,15 +34,36 @@ export interface AttemptResult {
   at: number;
 }
 
-/** The columns `load` reads per delivery (nullable where a left join may find nothing). */
+/**
+ * What sending an attempt needs: its delivery, message, payload and endpoint. One selection for `load`
+ * and `claimLoaded`, so the two cannot drift apart; ids are aliased because the claimed task has an `id`.
+ */
+const INPUT_COLUMNS = [
+  'deliveries.id as d_id',
+  'deliveries.message_id',
+  'deliveries.livemode',
+  'messages.id as m_id',
+  'messages.event_type',
+  'messages.created_at',
+  'payloads.body',
+  'endpoints.id as e_id',
+  'endpoints.url',
+  'endpoints.status as endpoint_status',
+  'endpoints.secret_sealed',
+  'endpoints.previous_secret_sealed',
+  'endpoints.previous_valid_until',
+] as const;
+
+/** A row of INPUT_COLUMNS (nullable where a left join may find nothing). */
 interface LoadedRow {
-  id: string;
-  message_id: string;
-  livemode: number | boolean;
-  event_type: string;
-  created_at: number;
+  d_id: string | null;
+  message_id: string | null;
+  livemode: number | boolean | null;
+  m_id: string | null;
+  event_type: string | null;
+  created_at: number | null;
   body: string | null;
-  endpoint_id: string | null;
+  e_id: string | null;
   url: string | null;
   endpoint_status: string | null;
   secret_sealed: string | null;
@@ -94,21 +115,7 @@ export class Queue {
       .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
       .selectAll('claimed')
-      .select([
-        'deliveries.id as d_id',
-        'deliveries.message_id',
-        'deliveries.livemode',
-        'messages.id as m_id',
-        'messages.event_type',
-        'messages.created_at',
-        'payloads.body',
-        'endpoints.id as e_id',
-        'endpoints.url',
-        'endpoints.status as endpoint_status',
-        'endpoints.secret_sealed',
-        'endpoints.previous_secret_sealed',
-        'endpoints.previous_valid_until',
-      ])
+      .select(INPUT_COLUMNS)
       .execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
@@ -124,24 +131,7 @@ export class Queue {
           lease_owner: row.lease_owner,
           leaseUntil,
         };
-        if (row.d_id === null || row.m_id === null) return { task, input: null };
-        return {
-          task,
-          input: this.toInput(task, {
-            id: row.d_id,
-            message_id: row.message_id!,
-            livemode: row.livemode!,
-            event_type: row.event_type!,
-            created_at: row.created_at!,
-            body: row.body,
-            endpoint_id: row.e_id,
-            url: row.url,
-            endpoint_status: row.endpoint_status,
-            secret_sealed: row.secret_sealed,
-            previous_secret_sealed: row.previous_secret_sealed,
-            previous_valid_until: row.previous_valid_until,
-          }, now, secrets),
-        };
+        return { task, input: this.toInput(task, row, now, secrets) };
       })
       .sort((a, b) => (a.task.id < b.task.id ? -1 : 1));
   }
@@ -215,29 +205,16 @@ export class Queue {
       .innerJoin('messages', 'messages.id', 'deliveries.message_id')
       .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
-      .select([
-        'deliveries.id',
-        'deliveries.message_id',
-        'deliveries.livemode',
-        'messages.event_type',
-        'messages.created_at',
-        'payloads.body',
-        'endpoints.id as endpoint_id',
-        'endpoints.url',
-        'endpoints.status as endpoint_status',
-        'endpoints.secret_sealed',
-        'endpoints.previous_secret_sealed',
-        'endpoints.previous_valid_until',
-      ])
+      .select(INPUT_COLUMNS)
       .where('deliveries.id', 'in', tasks.map((t) => t.delivery_id))
       .execute();
-    const byId = new Map(rows.map((row) => [row.id, row]));
+    const byId = new Map(rows.map((row) => [row.d_id, row]));
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
     return tasks.flatMap((task) => {
       const row = byId.get(task.delivery_id);
-      if (!row) return []; // removed by retention meanwhile; complete() drops the task
-      return [this.toInput(task, row, now, secrets)];
+      const input = row && this.toInput(task, row, now, secrets);
+      return input ? [input] : []; // removed by retention meanwhile; complete() drops the task
     });
   }
 
@@ -245,15 +222,17 @@ export class Queue {
    * `secrets` memoizes the opened secrets within one load: the tasks of a claim mostly share a few
    * endpoints, and opening a sealed secret is a decryption.
    */
-  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets>): AttemptInput {
+  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets>): AttemptInput | null {
+    // The delivery or its message is gone (retention, or a deleted application).
+    if (row.d_id === null || row.m_id === null) return null;
     return {
       task,
-      delivery: { id: row.id, messageId: row.message_id, eventType: row.event_type, createdAt: row.created_at, livemode: Boolean(row.livemode) },
+      delivery: { id: row.d_id, messageId: row.message_id!, eventType: row.event_type!, createdAt: row.created_at!, livemode: Boolean(row.livemode) },
       endpoint:
-        row.endpoint_id === null
+        row.e_id === null
           ? null
           : {
-              id: row.endpoint_id,
+              id: row.e_id,
               url: row.url!,
               status: row.endpoint_status as EndpointStatus,
               secrets: this.secretsOf(row, now, secrets),
