@@ -29,11 +29,7 @@ export interface MessagePolicy {
   idempotencyTtlMs: number;
 }
 
-/**
- * SQLite: at least this long between two emit transactions. A commit costs ~0.4 ms of WAL writes
- * whether it holds one emit or fifty (docs/benchmarks.md), so under load it pays to let the next batch
- * gather for a moment; a lone emit on a quiet service is not delayed (see GroupCommit).
- */
+/** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
 
 const scopeKey = (scope: Scope, part: string) => `${scope.orgId}|${liveFlag(scope)}|${part}`;
