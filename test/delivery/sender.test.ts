@@ -1,0 +1,49 @@
+import { test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Sender } from '../../src/delivery/sender.js';
+
+// The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
+// the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
+
+async function server(t: TestContext, handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+  const http = createServer((req, res) => req.resume().on('end', () => handle(req, res)));
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
+  return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+}
+
+function sender(t: TestContext, attemptTimeoutMs: number): Sender {
+  const s = new Sender({ attemptTimeoutMs, connectionsPerOrigin: 8, responseBodyLimit: 1024, ssrfAllow: [] });
+  t.after(() => s.close());
+  return s;
+}
+
+const request = (url: string) => ({ url, body: '{}', headers: { 'content-type': 'application/json' }, livemode: false });
+
+test('an answer whose body never ends fails as timed out, at the attempt timeout', { timeout: 10_000 }, async (t) => {
+  const url = await server(t, (_req, res) => {
+    // Headers at once, then a trickle that never completes.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write('still going');
+  });
+  const result = await sender(t, 400).send(request(`${url}/trickle`));
+  assert.equal(result.ok, false);
+  assert.match(result.error ?? '', /timed out after 400ms/);
+  assert.ok(result.durationMs >= 350 && result.durationMs < 2_000, `ended at the deadline (${result.durationMs} ms)`);
+});
+
+test("each attempt has its own deadline: one started later is not cut at an earlier attempt's", async (t) => {
+  const url = await server(t, (req, res) => {
+    setTimeout(() => res.end('ok'), req.url === '/slowish' ? 250 : 0);
+  });
+  const s = sender(t, 400);
+  const first = await s.send(request(`${url}/quick`));
+  assert.equal(first.ok, true);
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  // Started 250 ms after the first, so it runs past the first attempt's deadline (400 ms) but not its own.
+  const second = await s.send(request(`${url}/slowish`));
+  assert.equal(second.ok, true, `second attempt succeeded: ${second.error}`);
+  assert.equal(second.responseBody, 'ok');
+});
