@@ -275,6 +275,7 @@ export class Queue {
    * Returns, per item, whether we still owned its task.
    */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
+    if (this.ctx.dialect === 'postgres' && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
     return this.ctx.db.transaction().execute(async (trx) => {
       const now = this.ctx.now();
       await insertRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)));
@@ -293,35 +294,69 @@ export class Queue {
   }
 
   /**
+   * PostgreSQL, a batch of 2xx outcomes only (the common case): what the general path does for it, in one
+   * statement of data-modifying CTEs, so one round trip instead of six (begin, four statements, commit); a
+   * statement is atomic on its own. Its parts all see the same snapshot: the next attempt left to a
+   * delivered delivery is therefore looked up without the tasks the statement itself deletes, and the
+   * endpoints are marked healthy only for tasks it found still ours. Batches are at most a few hundred
+   * outcomes (GroupCommit), well within PostgreSQL's parameter limit.
+   */
+  private async completeDelivered(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
+    const db = this.ctx.db;
+    const now = this.ctx.now();
+    const tasks = items.map(({ input }) => input.task);
+    const counts = new Map<string, number>();
+    for (const task of tasks) counts.set(task.delivery_id, (counts.get(task.delivery_id) ?? 0) + 1);
+    const parts = [
+      sql`attempts_in as (${db.insertInto('attempts').values(items.map(({ input, result }) => attemptRow(input.task, result)))})`,
+      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(counts.keys())).returning(['id', 'lease_owner', 'run_at'])})`,
+      sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
+        next_attempt_at = (select ${minRunAt()} from ${sql.table('delivery_tasks')} where delivery_tasks.delivery_id = deliveries.id and delivery_tasks.id not in (select id from taken)),
+        updated_at = ${now}
+        from (values ${sql.join([...counts].map(([id, n]) => sql`(${id}, ${n}::int)`))}) as c(id, n) where deliveries.id = c.id)`,
+    ];
+    // As updateHealth does for an all-success batch: active, no failure streak, unless disabled.
+    const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
+    if (healthFrom.length > 0) {
+      const at = Math.max(...healthFrom.map(({ result }) => result.at));
+      const ours = sql.join(healthFrom.map(({ input }) => sql`(${input.task.id}, ${input.task.leaseUntil}::bigint, ${input.endpoint!.id})`));
+      parts.push(sql`healthy as (update ${sql.table('endpoints')} set status = 'active', failing_since = null, updated_at = ${at}
+        where id in (select e.endpoint_id from (values ${ours}) as e(task_id, lease_until, endpoint_id)
+          join taken on taken.id = e.task_id and taken.lease_owner = ${owner} and taken.run_at = e.lease_until)
+        and status != 'disabled' and (status != 'active' or failing_since is not null))`);
+    }
+    const { rows } = await sql<{ id: string; lease_owner: string | null; run_at: number }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`.execute(db);
+    const owned = ownedTasks(tasks, rows, owner);
+    return items.map(({ input }) => owned.has(input.task.id));
+  }
+
+  /**
    * Deletes the tasks we still hold (same owner, same lease end) and returns their ids; in the same
    * statement, drops the remaining scheduled attempts of `delivered` deliveries (manual ones were asked for).
    */
   private async takeOwnedTasks(trx: Executor, tasks: ClaimedTask[], owner: string, delivered: Set<string>): Promise<Set<string>> {
     const owned = new Set<string>();
     for (const part of chunks(tasks, 200)) {
-      const deliveredHere = [...new Set(part.filter((t) => delivered.has(t.delivery_id)).map((t) => t.delivery_id))];
-      // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
-      const byLease = new Map<number, string[]>();
-      for (const task of part) {
-        const ids = byLease.get(task.leaseUntil);
-        if (ids) ids.push(task.id);
-        else byLease.set(task.leaseUntil, [task.id]);
-      }
-      const rows = await trx
-        .deleteFrom('delivery_tasks')
-        .where((eb) => {
-          const ours = eb.and([eb('lease_owner', '=', owner), eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)])))]);
-          return deliveredHere.length === 0 ? ours : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
-        })
-        .returning(['id', 'lease_owner', 'run_at'])
-        .execute();
-      const byId = new Map(part.map((task) => [task.id, task]));
-      for (const row of rows) {
-        const task = byId.get(row.id);
-        if (task && row.lease_owner === owner && Number(row.run_at) === task.leaseUntil) owned.add(row.id);
-      }
+      const rows = await this.takeTasks(trx, part, owner, delivered).returning(['id', 'lease_owner', 'run_at']).execute();
+      for (const id of ownedTasks(part, rows, owner)) owned.add(id);
     }
     return owned;
+  }
+
+  /** The delete of takeOwnedTasks, for one part of the tasks. */
+  private takeTasks(db: Executor, tasks: ClaimedTask[], owner: string, delivered: Set<string>) {
+    const deliveredHere = [...new Set(tasks.filter((t) => delivered.has(t.delivery_id)).map((t) => t.delivery_id))];
+    // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
+    const byLease = new Map<number, string[]>();
+    for (const task of tasks) {
+      const ids = byLease.get(task.leaseUntil);
+      if (ids) ids.push(task.id);
+      else byLease.set(task.leaseUntil, [task.id]);
+    }
+    return db.deleteFrom('delivery_tasks').where((eb) => {
+      const ours = eb.and([eb('lease_owner', '=', owner), eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)])))]);
+      return deliveredHere.length === 0 ? ours : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
+    });
   }
 
   /**
@@ -473,6 +508,17 @@ function minRunAt() {
 
 function nextRunAt(deliveryId: Expression<string>) {
   return sql<number | null>`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId})`;
+}
+
+/** Ids of the deleted `rows` that were still ours: same owner, same lease end as when we claimed them. */
+function ownedTasks(tasks: ClaimedTask[], rows: { id: string; lease_owner: string | null; run_at: number }[], owner: string): Set<string> {
+  const byId = new Map(tasks.map((task) => [task.id, task]));
+  const owned = new Set<string>();
+  for (const row of rows) {
+    const task = byId.get(row.id);
+    if (task && row.lease_owner === owner && Number(row.run_at) === task.leaseUntil) owned.add(row.id);
+  }
+  return owned;
 }
 
 function attemptRow(task: ClaimedTask, result: AttemptResult) {
