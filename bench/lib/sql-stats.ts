@@ -37,11 +37,13 @@ Database.prototype.prepare = function (this: unknown, sql: string) {
 // kysely calls client.query(text, values) and awaits the promise.
 const pgClient = (require('pg') as { Client: { prototype: { query(...args: any[]): any } } }).Client.prototype;
 const query = pgClient.query;
+// Keyed by the full SQL text, like the SQLite side: a statement whose text grows with its rows (multi-row
+// inserts, the completion statement) shows once per row count.
 pgClient.query = function (this: unknown, ...args: any[]) {
+  const started = performance.now();
   const result = query.apply(this, args);
   const text = typeof args[0] === 'string' ? args[0] : args[0]?.text;
   if (typeof text !== 'string' || !result || typeof result.then !== 'function') return result;
-  const started = performance.now();
   return result.then((answer: { rows?: unknown[] }) => {
     record(text, started, answer?.rows?.length ?? 0);
     return answer;

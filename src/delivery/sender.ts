@@ -84,30 +84,43 @@ class AttemptTimeout extends Error {
   override readonly name = 'TimeoutError';
 }
 
+type DeadlineSignal = EventEmitter & { reason?: Error };
+
 /**
  * The whole-attempt timeout of every attempt in flight, on one timer. An `AbortSignal.timeout` per attempt
  * (a timer, an AbortSignal and an EventTarget listener in undici) cost ~40 µs of CPU per request, more than
  * undici's own work. Every deadline is now + the same timeout, so they come due in the order they were
  * made: a queue, swept from its front. undici takes an EventEmitter with `reason` as its signal.
  */
-type DeadlineSignal = EventEmitter & { reason?: Error };
-
 class AttemptDeadlines {
-  /** Attempts in order of their deadline; `signal` is null once the attempt is over. */
-  private readonly queue: { at: number; signal: DeadlineSignal | null }[] = [];
+  /** Attempts in order of their deadline from `head` on; `signal` is null once the attempt is over. */
+  private queue: { at: number; signal: DeadlineSignal | null }[] = [];
+  private head = 0;
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly timeoutMs: number) {}
 
   /** A signal that aborts after the timeout, and `done` to call when the attempt is over. */
   start(): { signal: EventEmitter; done: () => void } {
-    // Attempts mostly end in the order they started: drop the finished ones at the front as we go.
-    while (this.queue.length > 0 && this.queue[0]!.signal === null) this.queue.shift();
+    // Attempts mostly end in the order they started: step over the finished ones at the front.
+    while (this.head < this.queue.length && this.queue[this.head]!.signal === null) this.head++;
+    this.compact();
     const signal: DeadlineSignal = new EventEmitter();
     const entry: { at: number; signal: DeadlineSignal | null } = { at: performance.now() + this.timeoutMs, signal };
     this.queue.push(entry);
     if (!this.timer) this.schedule(this.timeoutMs);
     return { signal, done: () => void (entry.signal = null) };
+  }
+
+  /**
+   * Drops the entries before `head` once they are half the array. An index rather than shift(): behind a
+   * hung attempt thousands of finished ones wait, and shift() on a large array copies it every time.
+   */
+  private compact(): void {
+    if (this.head > 1024 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
   }
 
   private schedule(ms: number): void {
@@ -118,14 +131,23 @@ class AttemptDeadlines {
   private sweep(): void {
     this.timer = null;
     const now = performance.now();
-    while (this.queue.length > 0 && (this.queue[0]!.signal === null || this.queue[0]!.at <= now)) {
-      const { signal } = this.queue.shift()!;
-      if (signal) {
-        signal.reason = new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`);
+    while (this.head < this.queue.length && (this.queue[this.head]!.signal === null || this.queue[this.head]!.at <= now)) {
+      const { signal } = this.queue[this.head++]!;
+      if (!signal) continue;
+      signal.reason = new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`);
+      try {
         signal.emit('abort');
+      } catch {
+        // A listener that throws must not stop the sweep: later attempts still need their timeouts.
       }
     }
-    if (this.queue.length > 0) this.schedule(Math.max(1, this.queue[0]!.at - now));
+    this.compact();
+    if (this.head < this.queue.length) {
+      this.schedule(Math.max(1, this.queue[this.head]!.at - now));
+    } else {
+      this.queue = [];
+      this.head = 0;
+    }
   }
 
   close(): void {
@@ -204,7 +226,8 @@ export class Sender {
   }
 
   async close(): Promise<void> {
-    this.deadlines.close();
+    // The agents wait for the requests in flight, which keep their deadlines until then.
     await Promise.all([this.test.close(), this.live.close()]);
+    this.deadlines.close();
   }
 }

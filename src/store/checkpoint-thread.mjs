@@ -6,24 +6,30 @@ import Database from 'better-sqlite3';
 
 /** Between looks when nothing changed; commits are copied within this long. */
 const IDLE_MS = 20;
+/** Checkpoints failing in a row before the thread gives up; the service then checkpoints itself (db.ts). */
+const MAX_FAILURES = 50;
 
 const db = new Database(workerData.file, { fileMustExist: true });
 let last = '';
+let failures = 0;
 let timer = setTimeout(checkpoint, IDLE_MS);
 
 function checkpoint() {
-  let changed = true;
+  let delay = IDLE_MS;
   try {
     const [result] = db.pragma('wal_checkpoint(PASSIVE)');
     const now = `${result.busy}|${result.log}|${result.checkpointed}`;
     // Still busy, or the WAL moved since the last look: look again at once. Catching up right after a
-    // commit is what lets the next commit start the WAL over from its beginning.
-    changed = now !== last || result.busy !== 0;
+    // commit is what lets the next commit start the WAL over from its beginning. (Each checkpoint that
+    // copies pages syncs the WAL and the database file: up to about two syncs per commit under load.)
+    if (now !== last || result.busy !== 0) delay = 1;
     last = now;
-  } catch {
-    // Locked for a moment (a schema change, say): try again shortly.
+    failures = 0;
+  } catch (error) {
+    // Locked for a moment (a schema change, say) is fine; an error that persists ends the thread.
+    if (++failures >= MAX_FAILURES) throw error;
   }
-  timer = setTimeout(checkpoint, changed ? 1 : IDLE_MS);
+  timer = setTimeout(checkpoint, delay);
 }
 
 parentPort.on('message', () => {

@@ -69,7 +69,11 @@ export function openSqlite(dataDir: string): OpenedDatabase {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-  const checkpoints = startCheckpointThread(join(dataDir, 'herald.db'));
+  // Should the thread fail or end, the service's connection checkpoints on its own again, as SQLite does
+  // by default (inside the commit that crosses 1,000 pages).
+  const checkpoints = startCheckpointThread(join(dataDir, 'herald.db'), () => {
+    if (database.open) database.pragma('wal_autocheckpoint = 1000');
+  });
   const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
   return {
     db,
@@ -93,15 +97,23 @@ export function openSqlite(dataDir: string): OpenedDatabase {
  */
 const BACKSTOP_CHECKPOINT_PAGES = 4000;
 
-function startCheckpointThread(file: string): { stop(): Promise<void> } {
+/** Starts the checkpoint thread on `file`; `onFailed` runs if it ends before `stop()` (exported for tests). */
+export function startCheckpointThread(file: string, onFailed: () => void): { stop(): Promise<void> } {
   // execArgv: the thread runs plain JavaScript and needs none of the process's loaders (tsx).
   const thread = new Worker(new URL('./checkpoint-thread.mjs', import.meta.url), { workerData: { file }, execArgv: [] });
-  // Never what keeps the process alive; and if the thread fails, the backstop above still checkpoints.
+  // Never what keeps the process alive.
   thread.unref();
-  thread.on('error', () => {});
-  const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
+  let stopping = false;
+  thread.on('error', () => {}); // followed by 'exit'
+  const exited = new Promise<void>((resolve) =>
+    thread.once('exit', () => {
+      if (!stopping) onFailed();
+      resolve();
+    }),
+  );
   return {
     async stop() {
+      stopping = true;
       thread.postMessage('stop');
       const timer = setTimeout(() => void thread.terminate(), 2_000);
       await exited;

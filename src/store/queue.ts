@@ -271,11 +271,12 @@ export class Queue {
 
   /**
    * Records the outcomes of several attempts in one transaction with a few statements for the whole batch
-   * (the common case, a 2xx, needs no per-attempt statement); failures move their schedule one by one.
-   * Returns, per item, whether we still owned its task.
+   * (the common case, a 2xx, needs no per-attempt statement; on PostgreSQL a batch of only those is one
+   * statement, see completeDelivered); failures move their schedule one by one. Returns, per item, whether
+   * we still owned its task.
    */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
-    if (this.ctx.dialect === 'postgres' && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
+    if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
     return this.ctx.db.transaction().execute(async (trx) => {
       const now = this.ctx.now();
       await insertRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)));
@@ -298,8 +299,9 @@ export class Queue {
    * statement of data-modifying CTEs, so one round trip instead of six (begin, four statements, commit); a
    * statement is atomic on its own. Its parts all see the same snapshot: the next attempt left to a
    * delivered delivery is therefore looked up without the tasks the statement itself deletes, and the
-   * endpoints are marked healthy only for tasks it found still ours. Batches are at most a few hundred
-   * outcomes (GroupCommit), well within PostgreSQL's parameter limit.
+   * endpoints are marked healthy only for tasks it found still ours (their `updated_at` is the latest
+   * outcome of the batch, ours or not). Batches are at most a few hundred outcomes (GroupCommit), well
+   * within PostgreSQL's parameter limit.
    */
   private async completeDelivered(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     const db = this.ctx.db;
@@ -311,19 +313,16 @@ export class Queue {
       sql`attempts_in as (${db.insertInto('attempts').values(items.map(({ input, result }) => attemptRow(input.task, result)))})`,
       sql`taken as (${this.takeTasks(db, tasks, owner, new Set(counts.keys())).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
-        next_attempt_at = (select ${minRunAt()} from ${sql.table('delivery_tasks')} where delivery_tasks.delivery_id = deliveries.id and delivery_tasks.id not in (select id from taken)),
-        updated_at = ${now}
+        next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
         from (values ${sql.join([...counts].map(([id, n]) => sql`(${id}, ${n}::int)`))}) as c(id, n) where deliveries.id = c.id)`,
     ];
-    // As updateHealth does for an all-success batch: active, no failure streak, unless disabled.
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
-      const at = Math.max(...healthFrom.map(({ result }) => result.at));
       const ours = sql.join(healthFrom.map(({ input }) => sql`(${input.task.id}, ${input.task.leaseUntil}::bigint, ${input.endpoint!.id})`));
-      parts.push(sql`healthy as (update ${sql.table('endpoints')} set status = 'active', failing_since = null, updated_at = ${at}
-        where id in (select e.endpoint_id from (values ${ours}) as e(task_id, lease_until, endpoint_id)
-          join taken on taken.id = e.task_id and taken.lease_owner = ${owner} and taken.run_at = e.lease_until)
-        and status != 'disabled' and (status != 'active' or failing_since is not null))`);
+      // In parentheses: kysely writes a raw expression after `in` as it is.
+      const ownedEndpoints = sql<string>`(select e.endpoint_id from (values ${ours}) as e(task_id, lease_until, endpoint_id)
+        join taken on taken.id = e.task_id and taken.lease_owner = ${owner} and taken.run_at = e.lease_until)`;
+      parts.push(sql`healthy as (${markHealthy(db, ownedEndpoints, Math.max(...healthFrom.map(({ result }) => result.at)))})`);
     }
     const { rows } = await sql<{ id: string; lease_owner: string | null; run_at: number }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`.execute(db);
     const owned = ownedTasks(tasks, rows, owner);
@@ -343,7 +342,7 @@ export class Queue {
     return owned;
   }
 
-  /** The delete of takeOwnedTasks, for one part of the tasks. */
+  /** The delete of takeOwnedTasks (without its `returning`), for the given tasks. */
   private takeTasks(db: Executor, tasks: ClaimedTask[], owner: string, delivered: Set<string>) {
     const deliveredHere = [...new Set(tasks.filter((t) => delivered.has(t.delivery_id)).map((t) => t.delivery_id))];
     // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
@@ -465,13 +464,7 @@ export class Queue {
     const healthy = [...new Set(items.map(({ input }) => input.endpoint!.id))].filter((id) => !failed.has(id));
     if (healthy.length > 0) {
       const at = Math.max(...items.filter(({ input }) => !failed.has(input.endpoint!.id)).map(({ result }) => result.at));
-      await trx
-        .updateTable('endpoints')
-        .set({ status: 'active', failing_since: null, updated_at: at })
-        .where('id', 'in', healthy)
-        .where('status', '!=', 'disabled')
-        .where((eb) => eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]))
-        .execute();
+      await markHealthy(trx, healthy, at).execute();
       items = items.filter(({ input }) => failed.has(input.endpoint!.id));
     }
     const ids = [...failed];
@@ -506,8 +499,23 @@ function minRunAt() {
   return sql<number | null>`min(${sql.ref('delivery_tasks.run_at')} + 0)`;
 }
 
-function nextRunAt(deliveryId: Expression<string>) {
-  return sql<number | null>`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId})`;
+/** When the delivery's next queued attempt runs (null: none left), leaving out the task ids of `except`. */
+function nextRunAt(deliveryId: Expression<string>, except?: Expression<string>) {
+  const left = except ? sql` and ${sql.ref('delivery_tasks.id')} not in (${except})` : sql``;
+  return sql<number | null>`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId}${left})`;
+}
+
+/**
+ * Endpoints after outcomes that were all successes: `active` with no failure streak, whatever they were,
+ * unless disabled (which an outcome never undoes). Only rows that change are written.
+ */
+function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<string>, at: number) {
+  return db
+    .updateTable('endpoints')
+    .set({ status: 'active', failing_since: null, updated_at: at })
+    .where('id', 'in', endpointIds)
+    .where('status', '!=', 'disabled')
+    .where((eb) => eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]));
 }
 
 /** Ids of the deleted `rows` that were still ours: same owner, same lease end as when we claimed them. */

@@ -47,3 +47,23 @@ test("each attempt has its own deadline: one started later is not cut at an earl
   assert.equal(second.ok, true, `second attempt succeeded: ${second.error}`);
   assert.equal(second.responseBody, 'ok');
 });
+
+test('attempts keep their deadlines behind a hung one and after thousands that finished', { timeout: 20_000 }, async (t) => {
+  const url = await server(t, (req, res) => {
+    if (req.url !== '/hang') res.end('ok');
+  });
+  const s = sender(t, 600);
+  const hungFirst = s.send(request(`${url}/hang`));
+  let next = 0;
+  const quick: boolean[] = [];
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next++ < 2_000) quick.push((await s.send(request(`${url}/ok`))).ok);
+    }),
+  );
+  assert.equal(quick.filter(Boolean).length, 2_000, 'every quick attempt succeeded');
+  const hungLater = await s.send(request(`${url}/hang`));
+  assert.match((await hungFirst).error ?? '', /timed out after 600ms/);
+  assert.match(hungLater.error ?? '', /timed out after 600ms/);
+  assert.ok(hungLater.durationMs >= 550, `the later one ran to its own deadline (${hungLater.durationMs} ms)`);
+});

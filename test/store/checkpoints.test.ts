@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { startCheckpointThread } from '../../src/store/db.js';
 import { createTestDatabase, startTestService, TEST_STORE } from '../support/service.js';
 import { bootstrap } from '../support/client.js';
 import { eventually } from '../support/receiver.js';
@@ -40,4 +41,25 @@ test('committed pages reach the database file without the service checkpointing,
   stopped = true;
   await service.close();
   assert.equal(existsSync(`${file}-wal`), false, 'the WAL is folded in and removed on close');
+});
+
+test('a checkpoint thread that ends on its own hands checkpoints back; one that is stopped does not', {
+  skip: TEST_STORE !== 'sqlite' ? 'about the embedded store' : false,
+}, async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  // No database file there: the thread fails at start, as it would on a lasting error.
+  let failed = 0;
+  const broken = startCheckpointThread(join(database.env.HERALD_DATA_DIR!, 'missing.db'), () => failed++);
+  await eventually(async () => failed === 1, 5_000, 'the failure to be reported');
+  await broken.stop();
+  assert.equal(failed, 1);
+
+  const service = await startTestService({ HERALD_ROLE: 'api' }, database);
+  await service.close();
+  let stoppedFailures = 0;
+  const healthy = startCheckpointThread(join(database.env.HERALD_DATA_DIR!, 'herald.db'), () => stoppedFailures++);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  await healthy.stop();
+  assert.equal(stoppedFailures, 0, 'stopping is not a failure');
 });
