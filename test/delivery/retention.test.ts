@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { purgeExpired } from '../../src/store/retention.js';
 import { setup, startReceiver } from './helpers.js';
 
 // Payloads live apart from message records, and retention removes old payloads, attempts and settled
@@ -88,4 +89,27 @@ test('on PostgreSQL one purge runs at a time: a purge that finds another running
   const counts = await s.service.store.purgeExpired();
   assert.ok(counts.messages >= 1, JSON.stringify(counts));
   assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 404);
+});
+
+test('the purge works in small transactions and still removes everything that is due', async (t) => {
+  const s = await setup(t, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
+  const receiver = await startReceiver(t);
+  await s.endpoint(`${receiver.url}/ok`);
+  const ids: string[] = [];
+  for (let i = 0; i < 23; i++) {
+    const reply = await s.api.post('/api/v1/messages', { app_id: s.appId, event_type: 'invoice.paid', payload: { i } }, { 'idempotency-key': `purge-${i}` });
+    assert.equal(reply.status, 201);
+    ids.push(reply.body.delivery_ids[0]);
+  }
+  for (const id of ids) await s.until(id, (d) => d.status === 'success', 'delivered');
+  await sleep(1_300);
+
+  // Batches of 5: every table takes several transactions (23 rows each: 5 + 5 + 5 + 5 + 3).
+  const counts = await purgeExpired(s.service.store.ctx, 1_000, 5);
+  assert.deepEqual(counts, { attempts: 23, deliveries: 23, payloads: 23, messages: 23, idempotencyKeys: 23 });
+  const db = s.service.store.ctx.db;
+  for (const table of ['attempts', 'deliveries', 'payloads', 'messages', 'idempotency_keys'] as const) {
+    const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    assert.equal(Number(row.n), 0, `${table} is empty`);
+  }
 });
