@@ -107,10 +107,10 @@ function onAnswers(socket: Socket, onAnswer: (status: number) => void): void {
  * Closed loop for `warmupMs + durationMs` (only requests sent after the warm-up count): `concurrency`
  * callers each send, wait for the answer, send again. Over plain keep-alive sockets instead of undici:
  * each caller owns one connection, writes a complete HTTP/1.1 request and reads the answer by its
- * content-length. On this
- * 2-core machine the generator shares the CPU with the service it measures; undici spent ~60% of a core
- * at 3,000 requests/s, this ~30%, so more of the machine goes to the service (and to the baseline, which
- * is measured with the same generator). Answers must carry content-length (fastify's do).
+ * content-length. On this 2-core machine the generator shares the CPU with the service it measures;
+ * undici spent ~60% of a core at 3,000 requests/s, this ~30%, so more of the machine goes to the service
+ * (and to the baseline, which is measured with the same generator). Answers must carry content-length
+ * (fastify's do).
  */
 export async function rawClosedLoop(
   urls: string[],

@@ -10,11 +10,14 @@ export function heraldOptions(ctx: Context, options: Omit<HeraldOptions, 'logDir
   return { ...options, logDir: ctx.logDir, ...(ctx.profileDir ? { profileDir: ctx.profileDir, sqlStatsDir: ctx.profileDir } : {}) };
 }
 
+/** Headers of an emit request with this API key. */
+const emitHeaders = (key: string) => ({ 'content-type': 'application/json', authorization: `Bearer ${key}` });
+
 export function emitTargets(urls: string[], key: string, connections: number): LoadTarget[] {
   return urls.map((url) => ({
     pool: emitPool(url, Math.max(1, Math.ceil(connections / urls.length))),
     path: '/api/v1/messages',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    headers: emitHeaders(key),
   }));
 }
 
@@ -82,8 +85,7 @@ export function closedFigures(result: LoadResult): ClosedFigures {
 /** Closed-loop emits at the scenario's concurrency against one or more API processes. */
 export async function measureClosed(ctx: Context, urls: string[], key: string, appIds: string[]): Promise<ClosedFigures> {
   const { ingestConcurrency, ingestSeconds, warmupSeconds } = ctx.sizes;
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-  const result = await rawClosedLoop(urls, '/api/v1/messages', headers, ingestConcurrency, ingestSeconds * 1000, warmupSeconds * 1000, (n) =>
+  const result = await rawClosedLoop(urls, '/api/v1/messages', emitHeaders(key), ingestConcurrency, ingestSeconds * 1000, warmupSeconds * 1000, (n) =>
     emitBody(appIds[n % appIds.length]!, n),
   );
   return closedFigures(result);
@@ -100,8 +102,7 @@ export interface OpenFigures {
 }
 
 export async function measureOpen(urls: string[], key: string, appIds: string[], rate: number, seconds: number, connections = 128): Promise<OpenFigures> {
-  const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
-  const result = await rawOpenLoop(urls, '/api/v1/messages', headers, connections, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
+  const result = await rawOpenLoop(urls, '/api/v1/messages', emitHeaders(key), connections, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
   const latency = summarize(result.sent.map((s) => s.latencyMs));
   return {
     offered: round(rate, 0),

@@ -182,9 +182,7 @@ export class Queue {
   /** Gives claimed tasks back so they are due again at once (when a worker stops, or claimed too many). */
   async release(tasks: ClaimedTask[], owner: string): Promise<void> {
     // Tasks of one claim share their lease end, so this is one statement per claim.
-    const byLease = new Map<number, string[]>();
-    for (const task of tasks) byLease.set(task.leaseUntil, [...(byLease.get(task.leaseUntil) ?? []), task.id]);
-    for (const [leaseUntil, ids] of byLease) {
+    for (const [leaseUntil, ids] of idsByLease(tasks)) {
       for (const part of chunks(ids)) {
         await this.ctx.db
           .updateTable('delivery_tasks')
@@ -346,12 +344,7 @@ export class Queue {
   private takeTasks(db: Executor, tasks: ClaimedTask[], owner: string, delivered: Set<string>) {
     const deliveredHere = [...new Set(tasks.filter((t) => delivered.has(t.delivery_id)).map((t) => t.delivery_id))];
     // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
-    const byLease = new Map<number, string[]>();
-    for (const task of tasks) {
-      const ids = byLease.get(task.leaseUntil);
-      if (ids) ids.push(task.id);
-      else byLease.set(task.leaseUntil, [task.id]);
-    }
+    const byLease = idsByLease(tasks);
     return db.deleteFrom('delivery_tasks').where((eb) => {
       const ours = eb.and([eb('lease_owner', '=', owner), eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)])))]);
       return deliveredHere.length === 0 ? ours : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
@@ -516,6 +509,17 @@ function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<s
     .where('id', 'in', endpointIds)
     .where('status', '!=', 'disabled')
     .where((eb) => eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]));
+}
+
+/** Task ids grouped by the lease end their claim wrote. */
+function idsByLease(tasks: ClaimedTask[]): Map<number, string[]> {
+  const byLease = new Map<number, string[]>();
+  for (const task of tasks) {
+    const ids = byLease.get(task.leaseUntil);
+    if (ids) ids.push(task.id);
+    else byLease.set(task.leaseUntil, [task.id]);
+  }
+  return byLease;
 }
 
 /** Ids of the deleted `rows` that were still ours: same owner, same lease end as when we claimed them. */
