@@ -3,6 +3,8 @@ import type { Config } from './config.js';
 import { Store } from './store/index.js';
 import { buildApi, type Api } from './api/app.js';
 import { DeliveryWorker } from './delivery/worker.js';
+import { QueueThread } from './store/queue-thread.js';
+import { sqliteFile } from './store/db.js';
 
 export interface Service {
   config: Config;
@@ -37,9 +39,14 @@ export async function startService(config: Config, logger: Logger = createLogger
   let url: string | null = null;
   let worker: DeliveryWorker | null = null;
   let retentionTimer: NodeJS.Timeout | null = null;
+  let queueThread: QueueThread | null = null;
 
   if (config.role !== 'api') {
-    worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }));
+    // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
+    if (config.role === 'worker' && store.dialect === 'sqlite') {
+      queueThread = new QueueThread({ file: sqliteFile(config.dataDir), secretKey: config.secretKey, policy: { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs } });
+    }
+    worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }), queueThread ?? store.queue);
     // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
     const listenLog = logger.child({ component: 'listen' });
     store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
@@ -70,6 +77,7 @@ export async function startService(config: Config, logger: Logger = createLogger
         if (retentionTimer) clearInterval(retentionTimer);
         if (api) await api.close();
         if (worker) await worker.stop();
+        await queueThread?.close();
         await store.close();
       })();
       return closing;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
-import type { AttemptInput, AttemptResult, ClaimedTask } from '../store/queue.js';
+import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue.js';
 import { randomToken } from '../domain/ids.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { Sender } from './sender.js';
@@ -53,6 +53,8 @@ export class DeliveryWorker {
     private readonly store: Store,
     private readonly config: Config,
     private readonly log: Logger,
+    /** The store's queue, or on the embedded store in the `worker` role a QueueThread (queue-thread.ts). */
+    private readonly queue: WorkerQueue = store.queue,
   ) {
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
@@ -91,7 +93,7 @@ export class DeliveryWorker {
     this.queued.clear();
     for (const task of notStarted) this.loaded.delete(task.id);
     this.claimed -= notStarted.length;
-    await this.store.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
+    await this.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
     while (this.claimed > 0 && Date.now() < deadline) await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
     await this.sender.close();
@@ -150,7 +152,7 @@ export class DeliveryWorker {
           this.topUp.delete(endpointId);
           const want = Math.min(maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
           if (want <= 0) continue;
-          const claimed = await this.store.queue.claimLoaded(this.owner, want, [], endpointId);
+          const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
           if (claimed.length < want) this.moreDue.delete(endpointId);
           else this.moreDue.add(endpointId);
           await this.accept(claimed);
@@ -161,13 +163,13 @@ export class DeliveryWorker {
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
         if (room > 0 && this.newWork) {
           const busy = this.busyEndpoints();
-          const tasks = await this.store.queue.claimLoaded(this.owner, Math.min(room, CLAIM_BATCH), busy);
+          const tasks = await this.queue.claimLoaded(this.owner, Math.min(room, CLAIM_BATCH), busy);
           if (tasks.length > 0) {
             await this.accept(tasks);
             continue;
           }
           this.newWork = false;
-          const nextDue = await this.store.queue.nextDueAt(busy);
+          const nextDue = await this.queue.nextDueAt(busy);
           if (nextDue !== null) wait = Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
         }
         // Asleep until the next attempt we could take is due; new work or a drained endpoint wakes us sooner.
@@ -197,7 +199,7 @@ export class DeliveryWorker {
     for (const { task } of claimed) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare) this.moreDue.add(task.endpoint_id);
     // Start what we kept before giving the rest back.
     this.pump();
-    if (excess.length > 0) await this.store.queue.release(excess, this.owner);
+    if (excess.length > 0) await this.queue.release(excess, this.owner);
   }
 
   private enqueue(task: ClaimedTask): void {
@@ -259,12 +261,12 @@ export class DeliveryWorker {
       try {
         // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
         if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
-          if (!(await this.store.queue.extendLease(task, this.owner))) return;
+          if (!(await this.queue.extendLease(task, this.owner))) return;
         }
         input = this.loaded.get(task.id);
         this.loaded.delete(task.id);
-        if (input === undefined) [input = null] = await this.store.queue.load([task]);
-        if (!input) return void (await this.store.queue.drop(task));
+        if (input === undefined) [input = null] = await this.queue.load([task]);
+        if (!input) return void (await this.queue.drop(task));
         result = await this.send(input);
       } finally {
         this.sent(task);
@@ -285,7 +287,7 @@ export class DeliveryWorker {
   private async recordMany(batch: { input: AttemptInput; result: AttemptResult }[]): Promise<(boolean | Error)[]> {
     if (batch.length > 1) {
       try {
-        return await this.store.queue.completeMany(batch, this.owner);
+        return await this.queue.completeMany(batch, this.owner);
       } catch {
         // One bad outcome must not fail the others: fall back to one transaction each.
       }
@@ -296,7 +298,7 @@ export class DeliveryWorker {
   private async record(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
     for (let tries = 1; ; tries++) {
       try {
-        return await this.store.queue.complete(input, result, this.owner);
+        return await this.queue.complete(input, result, this.owner);
       } catch (error) {
         if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
         await new Promise((resolve) => setTimeout(resolve, 50 * tries));

@@ -63,18 +63,13 @@ function immediateTransactions(dialect: SqliteDialect): SqliteDialect {
 
 export function openSqlite(dataDir: string): OpenedDatabase {
   mkdirSync(dataDir, { recursive: true });
-  const database = new SQLite(join(dataDir, 'herald.db'));
-  database.pragma('journal_mode = WAL');
-  // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.
-  database.pragma('synchronous = NORMAL');
-  database.pragma('busy_timeout = 5000');
-  database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+  const file = sqliteFile(dataDir);
+  const { database, db } = connectSqlite(file);
   // Should the thread fail or end, the service's connection checkpoints on its own again, as SQLite does
   // by default (inside the commit that crosses 1,000 pages).
-  const checkpoints = startCheckpointThread(join(dataDir, 'herald.db'), () => {
+  const checkpoints = startCheckpointThread(file, () => {
     if (database.open) database.pragma('wal_autocheckpoint = 1000');
   });
-  const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
   return {
     db,
     dialect: 'sqlite',
@@ -85,6 +80,22 @@ export function openSqlite(dataDir: string): OpenedDatabase {
       await db.destroy();
     },
   };
+}
+
+export function sqliteFile(dataDir: string): string {
+  return join(dataDir, 'herald.db');
+}
+
+/** One connection to the embedded store's file, set up as every connection of the service is. */
+export function connectSqlite(file: string, options: { fileMustExist?: boolean } = {}): { database: SQLite.Database; db: Kysely<Database> } {
+  const database = new SQLite(file, options);
+  database.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
+  const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
+  return { database, db };
 }
 
 /**

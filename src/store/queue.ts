@@ -71,6 +71,9 @@ interface LoadedRow {
   previous_valid_until: number | null;
 }
 
+/** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
+export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'drop' | 'completeMany' | 'complete'>;
+
 export interface QueuePolicy {
   retryScheduleMs: number[];
   disableAfterMs: number;

@@ -1,0 +1,98 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import { QueueThread } from '../../src/store/queue-thread.js';
+import { sqliteFile } from '../../src/store/db.js';
+import type { AttemptResult } from '../../src/store/queue.js';
+import { BASE_ENV } from '../delivery/child.js';
+import { TEST_STORE } from '../support/service.js';
+
+// A worker process on the embedded store runs its queue on a thread (src/store/queue-thread.ts). These
+// check what the thread boundary could break; delivery through it end to end is in crash.test.ts
+// ("a worker-only process delivers ...").
+
+const skip = TEST_STORE !== 'sqlite' ? 'about the embedded store' : false;
+const OWNER = 'wrk_thread_test';
+
+function ok(): AttemptResult {
+  return { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
+}
+
+async function seeded(dataDir: string, messages: number) {
+  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir });
+  const store = await Store.open(config);
+  const org = await store.organizations.create('thread', 'unlimited');
+  const scope = { orgId: org.id, livemode: false };
+  const app = await store.applications.create(scope, { name: 'thread' });
+  const { secret } = await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
+  for (let i = 0; i < messages; i++) {
+    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null });
+    assert.ok(emitted.ok);
+  }
+  const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
+  return { store, config, secret, thread: new QueueThread({ file: sqliteFile(dataDir), secretKey: config.secretKey, policy }) };
+}
+
+test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  const { store, secret, thread } = await seeded(dataDir, 3);
+  t.after(async () => {
+    await thread.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const claimed = await thread.claimLoaded(OWNER, 10, []);
+  assert.equal(claimed.length, 3);
+  for (const { task, input } of claimed) {
+    // One object on this side too, so a lease change reaches what completeMany sends back.
+    assert.equal(input!.task, task);
+    assert.equal(input!.endpoint!.secrets.current, secret, 'the thread opens the sealed secret with the service key');
+    assert.match(input!.payloadJson!, /^\{"i":\d\}$/);
+  }
+
+  const [first] = claimed;
+  const before = first!.task.leaseUntil;
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal(await thread.extendLease(first!.task, OWNER), true);
+  assert.ok(first!.task.leaseUntil > before, 'the new lease end is applied to the caller\'s task');
+  // Completing requires the lease end the task holds now: with the old one it would count as lost.
+  const owned = await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
+  assert.deepEqual(owned, [true, true, true]);
+
+  const statuses = await store.ctx.db.selectFrom('deliveries').select('status').execute();
+  assert.deepEqual(statuses.map((row) => row.status), ['success', 'success', 'success']);
+  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
+});
+
+test('a queue thread that ends fails the calls under way, and the next call starts a new one', { skip }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir });
+  const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
+  // No database yet: the thread cannot open it and ends.
+  const thread = new QueueThread({ file: sqliteFile(dataDir), secretKey: config.secretKey, policy });
+  t.after(() => thread.close());
+  await assert.rejects(thread.nextDueAt(), /queue thread ended/);
+
+  const store = await Store.open(config);
+  t.after(() => store.close());
+  assert.equal(await thread.nextDueAt(), null, 'a new thread serves the call once the database exists');
+});
+
+test('close lets the calls under way finish, then refuses new ones', { skip }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  const { store, thread } = await seeded(dataDir, 2);
+  t.after(async () => {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const claiming = thread.claimLoaded(OWNER, 10, []);
+  await thread.close();
+  assert.equal((await claiming).length, 2);
+  await assert.rejects(thread.nextDueAt(), /closed/);
+});
