@@ -4,7 +4,6 @@ import { Store } from './store/index.js';
 import { buildApi, type Api } from './api/app.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { QueueThread } from './store/queue-thread.js';
-import { sqliteFile } from './store/db.js';
 
 export interface Service {
   config: Config;
@@ -43,16 +42,14 @@ export async function startService(config: Config, logger: Logger = createLogger
 
   if (config.role !== 'api') {
     // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
-    if (config.role === 'worker' && store.dialect === 'sqlite') {
-      queueThread = new QueueThread({ file: sqliteFile(config.dataDir), secretKey: config.secretKey, policy: { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs } });
-    }
+    if (config.role === 'worker' && store.dialect === 'sqlite') queueThread = QueueThread.forConfig(config);
     worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }), queueThread ?? store.queue);
     // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
     const listenLog = logger.child({ component: 'listen' });
     store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
     worker.start();
     const purge = () =>
-      store.purgeExpired().then(
+      (queueThread ?? store).purgeExpired().then(
         (counts) => logger.info({ counts }, 'retention purge done'),
         (error) => logger.warn({ err: error }, 'retention purge failed'),
       );

@@ -298,7 +298,8 @@ export class DeliveryWorker {
   private async record(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
     for (let tries = 1; ; tries++) {
       try {
-        return await this.queue.complete(input, result, this.owner);
+        const [owned] = await this.queue.completeMany([{ input, result }], this.owner);
+        return owned!;
       } catch (error) {
         if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
         await new Promise((resolve) => setTimeout(resolve, 50 * tries));

@@ -2,20 +2,30 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { SecretBox } from '../domain/secrets.js';
 import { connectSqlite } from './db.js';
 import { Endpoints } from './endpoints.js';
-import { Queue, type QueuePolicy } from './queue.js';
+import { Queue } from './queue.js';
+import { purgeExpired } from './retention.js';
 import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
 // Runs on the queue thread (queue-thread.ts): a Queue on a connection of its own, serving the calls the
-// service's event loop posts. Calls run concurrently as they would on the event loop; the driver takes
-// them through the one connection in turn.
+// service's event loop posts, one reply per call.
 
-const { file, secretKey, policy } = workerData as QueueThreadData;
-// The service opened (and migrated) the file before starting the thread.
-const { db } = connectSqlite(file, { fileMustExist: true });
+const { file, secretKey, policy, retentionMs } = workerData as QueueThreadData;
+const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
-const queue = new Queue(ctx, new Endpoints(ctx, new SecretBox(secretKey)), policy satisfies QueuePolicy);
+const queue = new Queue(ctx, new Endpoints(ctx, new SecretBox(secretKey)), policy);
 const port = parentPort!;
+const underWay = new Set<Promise<void>>();
+
+function open() {
+  try {
+    // The service opened (and migrated) the file before starting the thread.
+    return connectSqlite(file, { fileMustExist: true });
+  } catch (error) {
+    // A plain Error: better-sqlite3's own loses its message on the way to the service's thread.
+    throw new Error(`cannot open ${file}: ${(error as Error).message}`);
+  }
+}
 
 async function run(call: QueueCall): Promise<unknown> {
   switch (call.method) {
@@ -36,20 +46,27 @@ async function run(call: QueueCall): Promise<unknown> {
       return queue.drop(...call.args);
     case 'completeMany':
       return queue.completeMany(...call.args);
+    case 'purgeExpired':
+      return purgeExpired(ctx, retentionMs);
   }
 }
 
 port.on('message', (message: { id: number; call: QueueCall } | 'close') => {
   if (message === 'close') {
-    void db.destroy().finally(() => port.close());
+    // Answer what is under way first (the purge yields between its batches), then close the connection.
+    void Promise.allSettled(underWay)
+      .then(() => db.destroy())
+      .finally(() => port.close());
     return;
   }
   const { id, call } = message;
-  run(call).then(
+  const done = run(call).then(
     (result) => port.postMessage({ id, result } satisfies QueueReply),
     (error: unknown) => {
       const { message: text, code } = error instanceof Error ? (error as Error & { code?: string }) : { message: String(error), code: undefined };
       port.postMessage({ id, error: { message: text, code } } satisfies QueueReply);
     },
   );
+  underWay.add(done);
+  void done.finally(() => underWay.delete(done));
 });

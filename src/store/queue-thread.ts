@@ -1,28 +1,41 @@
 import { Worker } from 'node:worker_threads';
-import type { AttemptInput, AttemptResult, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
+import type { Config } from '../config.js';
+import { sqliteFile } from './db.js';
+import type { PurgeCounts } from './retention.js';
+import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
+
+/** How long close() gives the thread to finish its calls and close its connection. */
+const CLOSE_TIMEOUT_MS = 10_000;
 
 /**
  * The worker's queue on a thread of its own (embedded store, `worker` role). On SQLite every statement
  * runs on the calling thread, and in a delivery worker the queue's statements (and building them) were
  * about half of the event loop's time: here they run on a second core with the thread's own connection,
- * and the event loop only sends. Each call is one message each way. Not for the `all` role: two writing
- * connections in one process would make the API's commits wait on the thread's (SQLite's busy wait blocks
- * the event loop), so there the worker shares the service's connection.
+ * and the event loop only signs and sends. Each call is one message each way. The hourly retention purge
+ * goes through the thread too, so that the event loop never waits for the thread's write lock (SQLite
+ * waits for a lock by sleeping on the calling thread). Not for the `all` role, for that same reason: the
+ * API's commits would wait for the thread's on the event loop.
  */
 export class QueueThread implements WorkerQueue {
-  private thread: Worker | null = null;
+  private thread: { worker: Worker; exited: Promise<void> } | null = null;
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 0;
   private closed = false;
 
   constructor(private readonly data: QueueThreadData) {}
 
+  /** The queue thread for a service's configuration. */
+  static forConfig(config: Config): QueueThread {
+    const policy: QueuePolicy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
+    return new QueueThread({ file: sqliteFile(config.dataDir), secretKey: config.secretKey, policy, retentionMs: config.retentionMs });
+  }
+
   claimLoaded(...args: Parameters<Queue['claimLoaded']>) {
     return this.call<Awaited<ReturnType<Queue['claimLoaded']>>>({ method: 'claimLoaded', args });
   }
 
-  release(...args: Parameters<Queue['release']>) {
-    return this.call<void>({ method: 'release', args });
+  async release(...args: Parameters<Queue['release']>) {
+    if (args[0].length > 0) await this.call<void>({ method: 'release', args });
   }
 
   nextDueAt(...args: Parameters<Queue['nextDueAt']>) {
@@ -30,6 +43,7 @@ export class QueueThread implements WorkerQueue {
   }
 
   async extendLease(task: ClaimedTask, owner: string): Promise<boolean> {
+    // The thread extends a copy of the task: the new lease end is applied to this one here.
     const leaseUntil = await this.call<number | null>({ method: 'extendLease', args: [task, owner] });
     if (leaseUntil === null) return false;
     task.leaseUntil = leaseUntil;
@@ -49,66 +63,86 @@ export class QueueThread implements WorkerQueue {
     return this.call<boolean[]>({ method: 'completeMany', args });
   }
 
-  async complete(input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
-    const [owned] = await this.completeMany([{ input, result }], owner);
-    return owned!;
+  /** The retention purge (Store.purgeExpired), on the thread's connection. */
+  purgeExpired() {
+    return this.call<PurgeCounts>({ method: 'purgeExpired', args: [] });
   }
 
-  /** Waits for the calls under way, then closes the thread's connection. */
+  /** Refuses new calls; the thread answers those under way, then closes its connection (or is terminated). */
   async close(): Promise<void> {
     this.closed = true;
     const thread = this.thread;
     if (!thread) return;
-    while (this.pending.size > 0) await new Promise((resolve) => setTimeout(resolve, 5));
-    const exited = new Promise((resolve) => thread.once('exit', resolve));
-    thread.postMessage('close');
-    const timer = setTimeout(() => void thread.terminate(), 2_000);
-    await exited;
+    thread.worker.postMessage('close');
+    const timer = setTimeout(() => void thread.worker.terminate(), CLOSE_TIMEOUT_MS);
+    await thread.exited;
     clearTimeout(timer);
   }
 
   private call<T>(call: QueueCall): Promise<T> {
-    if (this.closed) return Promise.reject(new Error('queue thread is closed'));
-    const thread = (this.thread ??= this.start());
-    const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
+      if (this.closed) return reject(new Error('queue thread is closed'));
+      const id = this.nextId++;
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      thread.postMessage({ id, call });
+      try {
+        (this.thread ??= this.start()).worker.postMessage({ id, call });
+      } catch (error) {
+        this.pending.delete(id);
+        reject(error instanceof Error ? error : new Error(String(error)));
+      }
     });
   }
 
   /** Starts the thread; one that ends on its own fails the calls under way, and the next call starts another. */
-  private start(): Worker {
-    // execArgv: the entry registers the loader it needs itself, whichever way the process was started;
-    // a CPU profile of the process (the benchmark's --profile) covers the thread too.
-    const execArgv = process.execArgv.filter((flag, i, all) => flag.startsWith('--cpu-prof') || all[i - 1] === '--cpu-prof-dir');
-    const thread = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), { workerData: this.data, execArgv });
-    thread.on('message', ({ id, result, error }: QueueReply) => {
+  private start(): { worker: Worker; exited: Promise<void> } {
+    // The entry registers the loader it needs itself, whichever way the process was started; a CPU
+    // profile of the process (the benchmark's --profile) covers the thread too.
+    const worker = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), { workerData: this.data, execArgv: profilingFlags() });
+    let failure: Error | null = null;
+    worker.on('message', ({ id, result, error }: QueueReply) => {
       const waiting = this.pending.get(id);
       this.pending.delete(id);
       if (!waiting) return;
       if (error) waiting.reject(Object.assign(new Error(error.message), error.code ? { code: error.code } : {}));
       else waiting.resolve(result);
     });
-    thread.on('error', () => {}); // followed by 'exit'
-    thread.once('exit', (code) => {
-      if (this.thread === thread) this.thread = null;
-      for (const { reject } of this.pending.values()) reject(new Error(`queue thread ended (exit code ${code})`));
-      this.pending.clear();
-    });
-    return thread;
+    // Followed by 'exit'; kept so that the failed calls say why the thread ended.
+    worker.on('error', (error) => (failure = error instanceof Error ? error : new Error(String((error as { code?: string }).code ?? error))));
+    const exited = new Promise<void>((resolve) =>
+      worker.once('exit', (code) => {
+        if (this.thread?.worker === worker) this.thread = null;
+        const reason = `queue thread ended (exit code ${code})${failure ? `: ${failure.message}` : ''}`;
+        for (const { reject } of this.pending.values()) reject(new Error(reason, { cause: failure ?? undefined }));
+        this.pending.clear();
+        resolve();
+      }),
+    );
+    return { worker, exited };
   }
+}
+
+/** The process's --cpu-prof flags (and their values), which a thread accepts; it takes no other flags. */
+function profilingFlags(): string[] {
+  const flags: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    if (!argv[i]!.startsWith('--cpu-prof')) continue;
+    flags.push(argv[i]!);
+    if (argv[i] !== '--cpu-prof' && !argv[i]!.includes('=') && i + 1 < argv.length) flags.push(argv[++i]!);
+  }
+  return flags;
 }
 
 export interface QueueThreadData {
   file: string;
   secretKey: string;
   policy: QueuePolicy;
+  retentionMs: number;
 }
 
-/** A call to the queue thread: a method of the queue and its arguments. */
-export type QueueCall = {
-  [M in keyof WorkerQueue]: { method: M; args: Parameters<WorkerQueue[M]> };
-}[Exclude<keyof WorkerQueue, 'complete'>];
+/** A call to the queue thread: a method of the queue (or the purge) and its arguments. */
+export type QueueCall =
+  | { [M in keyof WorkerQueue]: { method: M; args: Parameters<WorkerQueue[M]> } }[keyof WorkerQueue]
+  | { method: 'purgeExpired'; args: [] };
 
 export type QueueReply = { id: number; result?: unknown; error?: { message: string; code: string | undefined } };

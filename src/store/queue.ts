@@ -72,7 +72,7 @@ interface LoadedRow {
 }
 
 /** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
-export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'drop' | 'completeMany' | 'complete'>;
+export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'drop' | 'completeMany'>;
 
 export interface QueuePolicy {
   retryScheduleMs: number[];
@@ -261,20 +261,10 @@ export class Queue {
   }
 
   /**
-   * Records one attempt and everything that follows from it, atomically: the attempt row, the delivery's
-   * status and next attempt, and the endpoint's health. Returns false when the lease was lost (another
-   * worker owns the task now); the attempt is still recorded, since it was made.
-   */
-  async complete(input: AttemptInput, result: AttemptResult, owner: string): Promise<boolean> {
-    const [owned] = await this.completeMany([{ input, result }], owner);
-    return owned!;
-  }
-
-  /**
    * Records the outcomes of several attempts in one transaction with a few statements for the whole batch
    * (the common case, a 2xx, needs no per-attempt statement; on PostgreSQL a batch of only those is one
    * statement, see completeDelivered); failures move their schedule one by one. Returns, per item, whether
-   * we still owned its task.
+   * we still owned its task (another worker may own it now); the attempt is recorded either way, since it was made.
    */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
 import { QueueThread } from '../../src/store/queue-thread.js';
-import { sqliteFile } from '../../src/store/db.js';
 import type { AttemptResult } from '../../src/store/queue.js';
 import { BASE_ENV } from '../delivery/child.js';
 import { TEST_STORE } from '../support/service.js';
@@ -16,14 +15,15 @@ import { TEST_STORE } from '../support/service.js';
 // ("a worker-only process delivers ...").
 
 const skip = TEST_STORE !== 'sqlite' ? 'about the embedded store' : false;
+const timeout = 60_000;
 const OWNER = 'wrk_thread_test';
 
 function ok(): AttemptResult {
   return { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
 }
 
-async function seeded(dataDir: string, messages: number) {
-  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir });
+async function seeded(dataDir: string, messages: number, env: Record<string, string> = {}) {
+  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir, ...env });
   const store = await Store.open(config);
   const org = await store.organizations.create('thread', 'unlimited');
   const scope = { orgId: org.id, livemode: false };
@@ -33,11 +33,10 @@ async function seeded(dataDir: string, messages: number) {
     const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null });
     assert.ok(emitted.ok);
   }
-  const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
-  return { store, config, secret, thread: new QueueThread({ file: sqliteFile(dataDir), secretKey: config.secretKey, policy }) };
+  return { store, config, secret, thread: QueueThread.forConfig(config) };
 }
 
-test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip }, async (t) => {
+test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip, timeout }, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   const { store, secret, thread } = await seeded(dataDir, 3);
   t.after(async () => {
@@ -69,22 +68,21 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
 });
 
-test('a queue thread that ends fails the calls under way, and the next call starts a new one', { skip }, async (t) => {
+test('a queue thread that ends fails the calls under way, and the next call starts a new one', { skip, timeout }, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir });
-  const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
-  // No database yet: the thread cannot open it and ends.
-  const thread = new QueueThread({ file: sqliteFile(dataDir), secretKey: config.secretKey, policy });
+  // No database yet: the thread cannot open it and ends, and the failed call says why.
+  const thread = QueueThread.forConfig(config);
   t.after(() => thread.close());
-  await assert.rejects(thread.nextDueAt(), /queue thread ended/);
+  await assert.rejects(thread.nextDueAt(), /queue thread ended \(exit code 1\): .*cannot open .*herald.db/);
 
   const store = await Store.open(config);
   t.after(() => store.close());
   assert.equal(await thread.nextDueAt(), null, 'a new thread serves the call once the database exists');
 });
 
-test('close lets the calls under way finish, then refuses new ones', { skip }, async (t) => {
+test('close lets the calls under way finish, then refuses new ones', { skip, timeout }, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   const { store, thread } = await seeded(dataDir, 2);
   t.after(async () => {
@@ -95,4 +93,20 @@ test('close lets the calls under way finish, then refuses new ones', { skip }, a
   await thread.close();
   assert.equal((await claiming).length, 2);
   await assert.rejects(thread.nextDueAt(), /closed/);
+});
+
+test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  const { store, thread } = await seeded(dataDir, 2, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
+  t.after(async () => {
+    await thread.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const claimed = await thread.claimLoaded(OWNER, 10, []);
+  assert.deepEqual(await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER), [true, true]);
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+  const counts = await thread.purgeExpired();
+  assert.deepEqual([counts.attempts, counts.deliveries, counts.messages], [2, 2, 2]);
+  assert.equal((await store.ctx.db.selectFrom('messages').select('id').execute()).length, 0);
 });
