@@ -16,6 +16,15 @@ const IDLE_POLL_MS = 500;
 const CLAIM_BATCH = 100;
 /** Times an outcome is written before the attempt is left to its lease. */
 const RECORD_TRIES = 4;
+/**
+ * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight
+ * and three waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
+ * before that wave is done or its slots idle; with two waves a fast receiver outran the claims, above all
+ * with the queue on a thread, where a claim may wait behind outcomes being recorded (docs/benchmarks.md).
+ * The worker's whole claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints fill its
+ * request slots before they fill its budget.
+ */
+const WAVES_HELD = 4;
 
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
@@ -131,9 +140,14 @@ export class DeliveryWorker {
     return (this.inFlightByEndpoint.get(endpointId) ?? 0) + (this.queued.get(endpointId)?.length ?? 0);
   }
 
-  /** Claimed attempts one endpoint may hold here: a wave in flight and one waiting. */
+  /** Claimed attempts one endpoint may hold here. */
   private get endpointShare(): number {
-    return this.config.endpointConcurrency * 2;
+    return this.config.endpointConcurrency * WAVES_HELD;
+  }
+
+  /** Claimed attempts this worker may hold: claimed-but-waiting ones are bounded, so one process never hoards the queue. */
+  private get maxClaimed(): number {
+    return this.config.concurrency * WAVES_HELD;
   }
 
   /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
@@ -142,22 +156,20 @@ export class DeliveryWorker {
   }
 
   private async claimLoop(): Promise<void> {
-    // Claimed-but-waiting attempts are bounded too, so one process never hoards the queue.
-    const maxClaimed = this.config.concurrency * 2;
     while (this.running) {
       try {
         // Top-ups: an endpoint that drained to one wave gets its next share with a claim of its own, which
         // reads only that endpoint's due tasks instead of scanning past them.
         for (const endpointId of [...this.topUp]) {
           this.topUp.delete(endpointId);
-          const want = Math.min(maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
+          const want = Math.min(this.maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
           if (want <= 0) continue;
           const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
           if (claimed.length < want) this.moreDue.delete(endpointId);
           else this.moreDue.add(endpointId);
           await this.accept(claimed);
         }
-        const room = maxClaimed - this.claimed;
+        const room = this.maxClaimed - this.claimed;
         let wait = IDLE_POLL_MS;
         // A general claim (every endpoint but the busy ones) only when there may be new work: it scans
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
@@ -248,7 +260,7 @@ export class DeliveryWorker {
     for (const resolve of this.idle) resolve();
     this.idle.clear();
     // The worker just got room again: look for work beyond the endpoints we hold.
-    if (this.claimed === this.config.concurrency * 2 - 1) {
+    if (this.claimed === this.maxClaimed - 1) {
       this.newWork = true;
       this.wake();
     }
