@@ -4,6 +4,13 @@ import { sqliteFile } from './db.js';
 import type { PurgeCounts } from './retention.js';
 import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
 
+/**
+ * The thread's young generation (V8's default is several times this). What a call allocates is garbage
+ * once it is answered, so a small one is collected as cheaply and keeps the worker process ~25 MB smaller
+ * (measured: delivery peak RSS 305 → 279 MB, the same rate).
+ */
+const THREAD_YOUNG_GENERATION_MB = 4;
+
 /** How long close() gives the thread to finish its calls and close its connection. */
 const CLOSE_TIMEOUT_MS = 10_000;
 
@@ -97,7 +104,11 @@ export class QueueThread implements WorkerQueue {
   private start(): { worker: Worker; exited: Promise<void> } {
     // The entry registers the loader it needs itself, whichever way the process was started; a CPU
     // profile of the process (the benchmark's --profile) covers the thread too.
-    const worker = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), { workerData: this.data, execArgv: profilingFlags() });
+    const worker = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), {
+      workerData: this.data,
+      execArgv: profilingFlags(),
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+    });
     let failure: Error | null = null;
     worker.on('message', ({ id, result, error }: QueueReply) => {
       const waiting = this.pending.get(id);
