@@ -17,14 +17,15 @@ const CLAIM_BATCH = 100;
 /** Times an outcome is written before the attempt is left to its lease. */
 const RECORD_TRIES = 4;
 /**
- * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight
- * and three waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
- * before that wave is done or its slots idle; with two waves a fast receiver outran the claims, above all
- * with the queue on a thread, where a claim may wait behind outcomes being recorded (docs/benchmarks.md).
- * The worker's whole claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints fill its
- * request slots before they fill its budget.
+ * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight and
+ * the rest waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
+ * before that wave is done or its slots idle. With the queue on a thread a claim may wait behind outcomes
+ * being recorded, and two waves left a fast receiver's slots idle; elsewhere two are kept, because what
+ * one worker holds another cannot take (with two PostgreSQL workers, four waves raised the end-to-end p99
+ * by a quarter). The worker's whole claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints
+ * fill its request slots before they fill its budget. Measured: docs/benchmarks.md.
  */
-const WAVES_HELD = 4;
+const WAVES_HELD = { sameThread: 2, queueThread: 4 };
 
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
@@ -57,6 +58,8 @@ export class DeliveryWorker {
   private newWork = true;
   /** Endpoints that left their full share since the last pass: topped up with a claim of their own. */
   private readonly topUp = new Set<string>();
+  /** WAVES_HELD for this worker's queue. */
+  private readonly wavesHeld: number;
 
   constructor(
     private readonly store: Store,
@@ -65,6 +68,7 @@ export class DeliveryWorker {
     /** The store's queue, or on the embedded store in the `worker` role a QueueThread (queue-thread.ts). */
     private readonly queue: WorkerQueue = store.queue,
   ) {
+    this.wavesHeld = queue === store.queue ? WAVES_HELD.sameThread : WAVES_HELD.queueThread;
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
       // Many endpoints can share a host (one SaaS receiver for many customers): capping sockets per
@@ -142,12 +146,12 @@ export class DeliveryWorker {
 
   /** Claimed attempts one endpoint may hold here. */
   private get endpointShare(): number {
-    return this.config.endpointConcurrency * WAVES_HELD;
+    return this.config.endpointConcurrency * this.wavesHeld;
   }
 
   /** Claimed attempts this worker may hold: claimed-but-waiting ones are bounded, so one process never hoards the queue. */
   private get maxClaimed(): number {
-    return this.config.concurrency * WAVES_HELD;
+    return this.config.concurrency * this.wavesHeld;
   }
 
   /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
