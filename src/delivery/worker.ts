@@ -5,6 +5,7 @@ import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../s
 import { randomToken } from '../domain/ids.js';
 import { GroupCommit } from '../store/group-commit.js';
 import { Sender } from './sender.js';
+import { QueueThread } from '../store/queue-thread.js';
 import { signedRequest } from './request.js';
 
 // The delivery loop, in four small parts: claim due attempts (under a lease), dispatch them with bounds
@@ -20,12 +21,25 @@ const RECORD_TRIES = 4;
  * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight and
  * the rest waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
  * before that wave is done or its slots idle. With the queue on a thread a claim may wait behind outcomes
- * being recorded, and two waves left a fast receiver's slots idle; elsewhere two are kept, because what
+ * being recorded, and two waves left a fast receiver's slots idle; in process two are kept, because what
  * one worker holds another cannot take (with two PostgreSQL workers, four waves raised the end-to-end p99
- * by a quarter). The worker's whole claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints
- * fill its request slots before they fill its budget. Measured: docs/benchmarks.md.
+ * by a quarter). The worker's claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints
+ * use up its request slots and its budget in the same proportion whatever the waves. Measured:
+ * docs/benchmarks.md.
  */
-const WAVES_HELD = { sameThread: 2, queueThread: 4 };
+const WAVES_HELD = { inProcess: 2, queueThread: 4 };
+/** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * WAVES_HELD for this worker's queue, as many as fit in a lease: the last wave may wait for the ones before
+ * it to take their whole timeout, and must still hold its lease when it starts (then it extends it).
+ */
+export function wavesHeld(queue: WorkerQueue, config: Config): number {
+  const wanted = queue instanceof QueueThread ? WAVES_HELD.queueThread : WAVES_HELD.inProcess;
+  const fitting = 1 + Math.floor((config.leaseMs - LEASE_MARGIN_MS) / config.attemptTimeoutMs);
+  return Math.max(WAVES_HELD.inProcess, Math.min(wanted, fitting));
+}
 
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
@@ -58,7 +72,7 @@ export class DeliveryWorker {
   private newWork = true;
   /** Endpoints that left their full share since the last pass: topped up with a claim of their own. */
   private readonly topUp = new Set<string>();
-  /** WAVES_HELD for this worker's queue. */
+  /** Waves of HERALD_ENDPOINT_CONCURRENCY an endpoint may hold claimed here (WAVES_HELD). */
   private readonly wavesHeld: number;
 
   constructor(
@@ -68,7 +82,7 @@ export class DeliveryWorker {
     /** The store's queue, or on the embedded store in the `worker` role a QueueThread (queue-thread.ts). */
     private readonly queue: WorkerQueue = store.queue,
   ) {
-    this.wavesHeld = queue === store.queue ? WAVES_HELD.sameThread : WAVES_HELD.queueThread;
+    this.wavesHeld = wavesHeld(queue, config);
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
       // Many endpoints can share a host (one SaaS receiver for many customers): capping sockets per
@@ -276,7 +290,7 @@ export class DeliveryWorker {
       let result: AttemptResult;
       try {
         // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
-        if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + 5_000) {
+        if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + LEASE_MARGIN_MS) {
           if (!(await this.queue.extendLease(task, this.owner))) return;
         }
         input = this.loaded.get(task.id);

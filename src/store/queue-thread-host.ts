@@ -3,7 +3,7 @@ import { SecretBox } from '../domain/secrets.js';
 import { connectSqlite } from './db.js';
 import { Endpoints } from './endpoints.js';
 import { Queue } from './queue.js';
-import { purgeExpired } from './retention.js';
+import { PURGE_BATCH, purgeExpired } from './retention.js';
 import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
@@ -16,6 +16,7 @@ const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
 const queue = new Queue(ctx, new Endpoints(ctx, new SecretBox(secretKey)), policy);
 const port = parentPort!;
 const underWay = new Set<Promise<void>>();
+let closing = false;
 
 function open() {
   try {
@@ -47,13 +48,14 @@ async function run(call: QueueCall): Promise<unknown> {
     case 'completeMany':
       return queue.completeMany(...call.args);
     case 'purgeExpired':
-      return purgeExpired(ctx, retentionMs);
+      return purgeExpired(ctx, retentionMs, PURGE_BATCH, () => closing);
   }
 }
 
 port.on('message', (message: { id: number; call: QueueCall } | 'close') => {
   if (message === 'close') {
-    // Answer what is under way first (the purge yields between its batches), then close the connection.
+    // Answer what is under way first (a purge stops at its next batch), then close the connection.
+    closing = true;
     void Promise.allSettled(underWay)
       .then(() => db.destroy())
       .finally(() => port.close());

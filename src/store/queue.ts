@@ -215,7 +215,7 @@ export class Queue {
     return tasks.flatMap((task) => {
       const row = byId.get(task.delivery_id);
       const input = row && this.toInput(task, row, now, secrets);
-      return input ? [input] : []; // removed by retention meanwhile; complete() drops the task
+      return input ? [input] : []; // removed by retention meanwhile; the worker drops the task
     });
   }
 

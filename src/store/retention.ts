@@ -18,7 +18,7 @@ const PURGE_LOCK = 0x4845524c; // "HERL"
  * one transaction that held SQLite's write lock (and, better-sqlite3 being synchronous, the event loop)
  * for as long as it took. In small transactions, emits and outcomes get the database between them.
  */
-const PURGE_BATCH = 1_000;
+export const PURGE_BATCH = 1_000;
 
 type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promise<{ numDeletedRows: bigint }>;
 
@@ -90,8 +90,11 @@ const unsettled = (trx: Executor) =>
     .select('deliveries.message_id')
     .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), eb('deliveries.id', 'in', queued(trx))]));
 
-/** Removes what is older than the retention period (see STEPS), in transactions of at most `batch` rows. */
-export async function purgeExpired(ctx: StoreContext, retentionMs: number, batch = PURGE_BATCH): Promise<PurgeCounts> {
+/**
+ * Removes what is older than the retention period (see STEPS), in transactions of at most `batch` rows.
+ * `stopped` is asked between batches: a service that is closing ends the purge there (the next one goes on).
+ */
+export async function purgeExpired(ctx: StoreContext, retentionMs: number, batch = PURGE_BATCH, stopped = () => false): Promise<PurgeCounts> {
   const now = ctx.now();
   const cutoff = now - retentionMs;
   const counts: PurgeCounts = { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 };
@@ -104,6 +107,7 @@ export async function purgeExpired(ctx: StoreContext, retentionMs: number, batch
       if (removed < batch) break;
       // Whatever waits for the database goes before the next batch.
       await new Promise((resolve) => setImmediate(resolve));
+      if (stopped()) return counts;
     }
   }
   return counts;

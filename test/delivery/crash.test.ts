@@ -112,12 +112,17 @@ test('SIGKILL mid-delivery loses nothing: every acknowledged message arrives aft
   for (const id of accepted) assert.ok(counts.has(id));
 });
 
-test('SIGTERM drains: the process exits 0, in-flight attempts are recorded, and a restart delivers the rest', async (t) => {
+/**
+ * SIGTERM lets in-flight attempts finish and records them. `split`: an API process and a worker process
+ * (on the embedded store the worker then records through its queue thread, which must outlive the attempts).
+ */
+async function sigtermDrains(t: TestContext, split: boolean): Promise<void> {
   const db = await database(t);
   const hooks = await receiver(t, () => ({ status: 200, delayMs: 500 }));
   const env = { ...db.env, HERALD_ENDPOINT_CONCURRENCY: '4', HERALD_ATTEMPT_TIMEOUT: '5s' };
-  const first = await child(t, env);
-  const { api, appId } = await organization(first.url!, hooks.url);
+  const front = split ? await child(t, { ...env, HERALD_ROLE: 'api' }) : null;
+  const first = await child(t, split ? { ...env, HERALD_ROLE: 'worker' } : env);
+  const { api, appId } = await organization((front ?? first).url!, hooks.url);
   const accepted = await emitMany(api, appId, 24, 4);
   assert.equal(accepted.length, 24);
   await eventually(async () => hooks.received.length >= 6, 30_000, 'attempts in flight');
@@ -139,8 +144,12 @@ test('SIGTERM drains: the process exits 0, in-flight attempts are recorded, and 
     await store.close();
   }
 
-  await child(t, { ...env, PORT: new URL(first.url!).port });
+  await child(t, split ? { ...env, HERALD_ROLE: 'worker' } : { ...env, PORT: new URL(first.url!).port });
   await eventually(async () => accepted.every((id) => arrivals(hooks).has(id)), 60_000, 'the rest delivered after restart');
   const duplicates = hooks.received.length - arrivals(hooks).size;
   assert.equal(duplicates, 0, 'a clean stop repeats nothing');
-});
+}
+
+test('SIGTERM drains: the process exits 0, in-flight attempts are recorded, and a restart delivers the rest', (t) => sigtermDrains(t, false));
+
+test('SIGTERM drains a worker-only process beside an API-only one the same way', (t) => sigtermDrains(t, true));

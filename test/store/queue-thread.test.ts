@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
 import { QueueThread } from '../../src/store/queue-thread.js';
-import type { AttemptResult } from '../../src/store/queue.js';
+import type { AttemptResult, WorkerQueue } from '../../src/store/queue.js';
+import { wavesHeld } from '../../src/delivery/worker.js';
+import { PURGE_BATCH } from '../../src/store/retention.js';
 import { BASE_ENV } from '../delivery/child.js';
 import { TEST_STORE } from '../support/service.js';
 
@@ -109,4 +111,41 @@ test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
   const counts = await thread.purgeExpired();
   assert.deepEqual([counts.attempts, counts.deliveries, counts.messages], [2, 2, 2]);
   assert.equal((await store.ctx.db.selectFrom('messages').select('id').execute()).length, 0);
+});
+
+test('closing stops a purge under way at its next batch, and the purge still answers', { skip, timeout }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  // More settled history than one purge batch (PURGE_BATCH rows per table).
+  const total = PURGE_BATCH + 100;
+  const { store, thread } = await seeded(dataDir, 0, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
+  t.after(async () => {
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const [app] = await store.ctx.db.selectFrom('applications').select(['id', 'org_id']).execute();
+  const scope = { orgId: app!.org_id, livemode: false };
+  await Promise.all(Array.from({ length: total }, (_, i) => store.messages.emit({ scope, appId: app!.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })));
+  for (let claimed = await thread.claimLoaded(OWNER, 200, []); claimed.length > 0; claimed = await thread.claimLoaded(OWNER, 200, [])) {
+    await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 1_100));
+
+  const purging = thread.purgeExpired();
+  await thread.close();
+  const counts = await purging;
+  const removed = Object.values(counts).reduce((sum, n) => sum + n, 0);
+  assert.ok(removed > 0 && removed <= PURGE_BATCH, `stopped after its first batch: ${JSON.stringify(counts)}`);
+  assert.equal((await store.ctx.db.selectFrom('messages').select('id').execute()).length, total, 'later tables are left for the next purge');
+});
+
+test('a worker holds four waves per endpoint with the queue thread, two in process, never more than fit in a lease', () => {
+  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir() });
+  const thread = QueueThread.forConfig(config); // not started: a thread starts with its first call
+  const inProcess = {} as WorkerQueue;
+  assert.equal(wavesHeld(inProcess, config), 2);
+  assert.equal(wavesHeld(thread, config), 4, `default lease ${config.leaseMs} ms, timeout ${config.attemptTimeoutMs} ms`);
+  // The last wave may wait three timeouts: with 30 s timeouts (a 90 s lease) only three waves fit.
+  assert.equal(wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '30s' })), 3);
+  // A lease barely longer than one attempt: never fewer than two.
+  assert.equal(wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_LEASE: '2500ms' })), 2);
 });
