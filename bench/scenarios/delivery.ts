@@ -98,11 +98,23 @@ async function rawUndici(ctx: Context, count: number): Promise<number> {
   }
 }
 
+/**
+ * Herald's drain and the raw baseline take turns, twice in a full run, and the better run of each counts:
+ * a single pair moved between 0.3x and 0.5x on a shared machine, as either run met a busy moment.
+ */
 export async function delivery(ctx: Context): Promise<ScenarioResult> {
   const count = ctx.sizes.deliveries;
-  const run = await drain(ctx, 'delivery', count, 1);
-  ctx.log('  baseline: raw undici');
-  const raw = await rawUndici(ctx, count);
+  const rounds = ctx.quick ? 1 : 2;
+  const runs: DeliveryRun[] = [];
+  const raws: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    runs.push(await drain(ctx, 'delivery', count, 1));
+    ctx.log('  baseline: raw undici');
+    raws.push(await rawUndici(ctx, count));
+  }
+  const run = runs.reduce((best, r) => (r.rate > best.rate ? r : best));
+  const raw = Math.max(...raws);
+  const peak = Math.max(...runs.map((r) => r.peak));
   const ratio = round(run.rate / raw);
   return {
     name: 'delivery',
@@ -111,12 +123,15 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
     figures: { deliveries: count, delivered: run.delivered, deliveriesPerSec: run.rate, deliveriesPerSecFromSpawn: run.rateFromSpawn, workerStartupMs: run.startupMs },
     baseline: { deliveriesPerSec: raw },
     ratios: { deliveryVsRawUndici: ratio },
-    peakRssMb: mb(run.peak),
+    peakRssMb: mb(peak),
     targets: [
       target('delivery vs raw undici', '>= 0.50x', ratio, ratio >= 0.5),
-      target('delivery peak RSS', '< 300 MB', mb(run.peak), mb(run.peak) < 300),
+      target('delivery peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
-    notes: [`one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY}; rate measured from the first arrival to the last (start-up reported apart)`],
+    notes: [
+      `one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY}; rate measured from the first arrival to the last (start-up reported apart)`,
+      `the better of ${rounds} alternating runs each: Herald ${runs.map((r) => r.rate).join(' / ')}, raw undici ${raws.join(' / ')} deliveries/s`,
+    ],
     seconds: 0,
   };
 }
