@@ -100,7 +100,7 @@ async function rawUndici(ctx: Context, count: number): Promise<number> {
 
 /**
  * Herald's drain and the raw baseline take turns, twice in a full run, and the better run of each counts:
- * a single pair moved between 0.3x and 0.5x on a shared machine, as either run met a busy moment.
+ * a single pair moved between 0.23x and 0.5x on a shared machine, as either run met a busy moment.
  */
 export async function delivery(ctx: Context): Promise<ScenarioResult> {
   const count = ctx.sizes.deliveries;
