@@ -125,12 +125,17 @@ export function startCheckpointThread(file: string, onFailed: () => void): { sto
   return {
     async stop() {
       stopping = true;
-      thread.postMessage('stop');
-      const timer = setTimeout(() => void thread.terminate(), 2_000);
-      await exited;
-      clearTimeout(timer);
+      await endThread(thread, exited, 2_000);
     },
   };
+}
+
+/** Asks a thread of the store to end ('close'), terminates it if it has not within `graceMs`, and waits for its exit. */
+export async function endThread(thread: Worker, exited: Promise<void>, graceMs: number): Promise<void> {
+  thread.postMessage('close');
+  const timer = setTimeout(() => void thread.terminate(), graceMs);
+  await exited;
+  clearTimeout(timer);
 }
 
 export function openPostgres(url: string, poolSize = 10): OpenedDatabase {

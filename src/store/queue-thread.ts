@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import { sqliteFile } from './db.js';
+import { endThread, sqliteFile } from './db.js';
 import type { PurgeCounts } from './retention.js';
 import type { SigningSecrets } from './endpoints.js';
 import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
@@ -87,12 +87,7 @@ export class QueueThread implements WorkerQueue {
   /** Refuses new calls; the thread answers those under way, then closes its connection (or is terminated). */
   async close(): Promise<void> {
     this.closed = true;
-    const thread = this.thread;
-    if (!thread) return;
-    thread.worker.postMessage('close');
-    const timer = setTimeout(() => void thread.worker.terminate(), CLOSE_TIMEOUT_MS);
-    await thread.exited;
-    clearTimeout(timer);
+    if (this.thread) await endThread(this.thread.worker, this.thread.exited, CLOSE_TIMEOUT_MS);
   }
 
   private call<T>(call: QueueCall): Promise<T> {
