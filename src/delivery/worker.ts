@@ -41,6 +41,9 @@ export function wavesHeld(queue: WorkerQueue, config: Config): number {
   return Math.max(WAVES_HELD.inProcess, Math.min(wanted, fitting));
 }
 
+/** What an attempt's payload costs to hold, about: its JSON text's length. */
+const payloadBytes = (input: AttemptInput | null): number => input?.payloadJson?.length ?? 0;
+
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
   private readonly sender: Sender;
@@ -74,6 +77,15 @@ export class DeliveryWorker {
   private readonly topUp = new Set<string>();
   /** Waves of HERALD_ENDPOINT_CONCURRENCY an endpoint may hold claimed here (WAVES_HELD). */
   private readonly wavesHeld: number;
+  /**
+   * Payload bytes of each attempt held here, from its claim until its outcome is recorded, and their sum:
+   * a claim is sized so the sum stays within HERALD_HELD_PAYLOAD_BYTES, since 1,024 held attempts of
+   * 512 KB payloads would be half a gigabyte.
+   */
+  private readonly heldBytes = new Map<string, number>();
+  private heldBytesTotal = 0;
+  /** Payload bytes per attempt in the latest claim (the largest allowed before the first one). */
+  private bytesPerAttempt: number;
 
   constructor(
     private readonly store: Store,
@@ -83,6 +95,7 @@ export class DeliveryWorker {
     private readonly queue: WorkerQueue = store.queue,
   ) {
     this.wavesHeld = wavesHeld(queue, config);
+    this.bytesPerAttempt = config.maxPayloadBytes;
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
       // Many endpoints can share a host (one SaaS receiver for many customers): capping sockets per
@@ -118,7 +131,10 @@ export class DeliveryWorker {
     await this.loop;
     const notStarted = [...this.queued.values()].flat();
     this.queued.clear();
-    for (const task of notStarted) this.loaded.delete(task.id);
+    for (const task of notStarted) {
+      this.loaded.delete(task.id);
+      this.releaseBytes(task);
+    }
     this.claimed -= notStarted.length;
     await this.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
@@ -168,6 +184,16 @@ export class DeliveryWorker {
     return this.config.concurrency * this.wavesHeld;
   }
 
+  /**
+   * Attempts the next claim may take within HERALD_HELD_PAYLOAD_BYTES, judging their size by the latest
+   * claim's (a claim of much larger payloads than the one before can pass the budget once). With nothing
+   * held, at least one: a payload larger than the whole budget is still delivered.
+   */
+  private get claimableByBytes(): number {
+    const fitting = Math.floor((this.config.heldPayloadBytes - this.heldBytesTotal) / this.bytesPerAttempt);
+    return this.heldBytesTotal === 0 ? Math.max(1, fitting) : Math.max(0, fitting);
+  }
+
   /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
   private busyEndpoints(): string[] {
     return [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
@@ -180,14 +206,14 @@ export class DeliveryWorker {
         // reads only that endpoint's due tasks instead of scanning past them.
         for (const endpointId of [...this.topUp]) {
           this.topUp.delete(endpointId);
-          const want = Math.min(this.maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
+          const want = Math.min(this.maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId), this.claimableByBytes);
           if (want <= 0) continue;
           const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
           if (claimed.length < want) this.moreDue.delete(endpointId);
           else this.moreDue.add(endpointId);
           await this.accept(claimed);
         }
-        const room = this.maxClaimed - this.claimed;
+        const room = Math.min(this.maxClaimed - this.claimed, this.claimableByBytes);
         let wait = IDLE_POLL_MS;
         // A general claim (every endpoint but the busy ones) only when there may be new work: it scans
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
@@ -218,9 +244,12 @@ export class DeliveryWorker {
    */
   private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
+    if (claimed.length > 0) this.bytesPerAttempt = Math.max(1, Math.ceil(claimed.reduce((sum, { input }) => sum + payloadBytes(input), 0) / claimed.length));
     for (const { task, input } of claimed) {
       if (this.endpointLoad(task.endpoint_id) < this.endpointShare) {
         this.loaded.set(task.id, input);
+        this.heldBytes.set(task.id, payloadBytes(input));
+        this.heldBytesTotal += payloadBytes(input);
         this.enqueue(task);
       } else {
         excess.push(task);
@@ -246,7 +275,7 @@ export class DeliveryWorker {
         const task = list.shift()!;
         this.inFlight++;
         this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
-        void this.attempt(task).finally(() => this.recorded());
+        void this.attempt(task).finally(() => this.recorded(task));
       }
       if (list.length === 0) this.queued.delete(endpointId);
       if (this.inFlight >= this.config.concurrency) break;
@@ -273,15 +302,22 @@ export class DeliveryWorker {
   }
 
   /** The attempt is over and its outcome recorded (or left to its lease). */
-  private recorded(): void {
+  private recorded(task: ClaimedTask): void {
+    const bytesWereFull = this.claimableByBytes === 0;
     this.claimed--;
+    this.releaseBytes(task);
     for (const resolve of this.idle) resolve();
     this.idle.clear();
     // The worker just got room again: look for work beyond the endpoints we hold.
-    if (this.claimed === this.maxClaimed - 1) {
+    if (this.claimed === this.maxClaimed - 1 || (bytesWereFull && this.claimableByBytes > 0)) {
       this.newWork = true;
       this.wake();
     }
+  }
+
+  private releaseBytes(task: ClaimedTask): void {
+    this.heldBytesTotal -= this.heldBytes.get(task.id) ?? 0;
+    this.heldBytes.delete(task.id);
   }
 
   private async attempt(task: ClaimedTask): Promise<void> {

@@ -75,6 +75,15 @@ export function newId(kind: IdKind, now?: number): string {
   return ID_PREFIX[kind] + orderedId(now);
 }
 
+/**
+ * An id of `kind` at `ms` whose random part is the one of `source` (an id made by newId): the same inputs
+ * always give the same id. An attempt's id comes from its task's (one task is one attempt) and the time it
+ * finished, so writing its outcome a second time finds the row already there.
+ */
+export function idFrom(kind: IdKind, ms: number, source: string): string {
+  return ID_PREFIX[kind] + encodeTime(ms) + source.slice(-RANDOM_CHARS);
+}
+
 /** An unguessable token of `bytes` random bytes, base62 so it is safe in URLs and keys. */
 export function randomToken(bytes: number): string {
   const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';

@@ -12,15 +12,15 @@ import { chunks, type Executor } from './common.js';
 const texts = new Map<string, string>();
 const MAX_SHAPES = 2000;
 
-function insertText(dialect: Dialect, table: string, columns: readonly string[], rowCount: number): string {
-  const key = `${dialect}|${table}|${columns.join(',')}|${rowCount}`;
+function insertText(dialect: Dialect, table: string, columns: readonly string[], rowCount: number, suffix: string): string {
+  const key = `${dialect}|${table}|${columns.join(',')}|${rowCount}|${suffix}`;
   let text = texts.get(key);
   if (text === undefined) {
     let n = 0;
     const placeholder = dialect === 'postgres' ? () => `$${++n}` : () => '?';
     const row = () => `(${columns.map(placeholder).join(', ')})`;
     const values = Array.from({ length: rowCount }, row).join(', ');
-    text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${values}`;
+    text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${values}${suffix}`;
     if (texts.size >= MAX_SHAPES) texts.clear();
     texts.set(key, text);
   }
@@ -33,12 +33,36 @@ function insertText(dialect: Dialect, table: string, columns: readonly string[],
  * passes the drivers' parameter limits.
  */
 export async function insertRows<T extends keyof Database>(db: Executor, dialect: Dialect, table: T, rows: readonly Database[T][]): Promise<void> {
-  if (rows.length === 0) return;
+  await insertChunks(db, dialect, table, rows, '');
+}
+
+/**
+ * insertRows for rows that may have been written before (an outcome recorded again after its first
+ * commit went unanswered): a row whose `key` exists already is left as it is. Returns the `returning`
+ * column of the rows written now.
+ */
+export async function insertNewRows<T extends keyof Database, C extends keyof Database[T] & string>(
+  db: Executor,
+  dialect: Dialect,
+  table: T,
+  rows: readonly Database[T][],
+  key: keyof Database[T] & string,
+  returning: C,
+): Promise<Database[T][C][]> {
+  const written = await insertChunks(db, dialect, table, rows, ` on conflict ("${key}") do nothing returning "${returning}"`);
+  return written.map((row) => row[returning] as Database[T][C]);
+}
+
+async function insertChunks<T extends keyof Database>(db: Executor, dialect: Dialect, table: T, rows: readonly Database[T][], suffix: string): Promise<Record<string, unknown>[]> {
+  if (rows.length === 0) return [];
   const columns = Object.keys(rows[0]!);
+  const written: Record<string, unknown>[] = [];
   for (const part of chunks([...rows])) {
     const parameters: unknown[] = new Array(part.length * columns.length);
     let i = 0;
     for (const row of part) for (const column of columns) parameters[i++] = row[column as keyof typeof row];
-    await db.executeQuery(CompiledQuery.raw(insertText(dialect, table, columns, part.length), parameters));
+    const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(insertText(dialect, table, columns, part.length, suffix), parameters));
+    for (const row of result.rows) written.push(row);
   }
+  return written;
 }

@@ -1,10 +1,10 @@
 import { sql, type Expression } from 'kysely';
-import { newId } from '../domain/ids.js';
+import { idFrom, newId } from '../domain/ids.js';
 import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
 import { chunks, type StoreContext, type Executor } from './common.js';
-import { insertRows } from './insert-rows.js';
+import { insertNewRows } from './insert-rows.js';
 import type { TaskRow } from './schema.js';
 
 // The worker's side of the store: claim due attempts under a lease, load what sending needs, and record
@@ -265,16 +265,18 @@ export class Queue {
    * (the common case, a 2xx, needs no per-attempt statement; on PostgreSQL a batch of only those is one
    * statement, see completeDelivered); failures move their schedule one by one. Returns, per item, whether
    * we still owned its task (another worker may own it now); the attempt is recorded either way, since it was made.
+   * Recording the same outcomes again (their first commit went unanswered: a queue thread that ended, a
+   * connection lost after COMMIT) changes nothing: their attempts exist already and are not counted again.
    */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
     return this.ctx.db.transaction().execute(async (trx) => {
       const now = this.ctx.now();
-      await insertRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)));
+      const written = await insertNewRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)), 'id', 'delivery_id');
       // A 2xx delivered the message even when the task was taken or cancelled meanwhile.
       const delivered = new Set(items.filter((i) => i.result.ok).map((i) => i.input.task.delivery_id));
       const owned = await this.takeOwnedTasks(trx, items.map((i) => i.input.task), owner, delivered);
-      await this.countAttempts(trx, items.map((i) => i.input.task.delivery_id), delivered, now);
+      await this.countAttempts(trx, written, delivered, now);
       const exhausted = new Set<AttemptInput>();
       for (const { input, result } of items) {
         if (!result.ok && owned.has(input.task.id) && (await this.settleFailure(trx, input, result))) exhausted.add(input);
@@ -298,14 +300,18 @@ export class Queue {
     const db = this.ctx.db;
     const now = this.ctx.now();
     const tasks = items.map(({ input }) => input.task);
-    const counts = new Map<string, number>();
-    for (const task of tasks) counts.set(task.delivery_id, (counts.get(task.delivery_id) ?? 0) + 1);
+    const attempts = db
+      .insertInto('attempts')
+      .values(items.map(({ input, result }) => attemptRow(input.task, result)))
+      .onConflict((oc) => oc.column('id').doNothing())
+      .returning('delivery_id');
     const parts = [
-      sql`attempts_in as (${db.insertInto('attempts').values(items.map(({ input, result }) => attemptRow(input.task, result)))})`,
-      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(counts.keys())).returning(['id', 'lease_owner', 'run_at'])})`,
+      // Only the attempts written now are counted: the same outcomes recorded again add nothing.
+      sql`attempts_in as (${attempts})`,
+      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(tasks.map((task) => task.delivery_id))).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
         next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
-        from (values ${sql.join([...counts].map(([id, n]) => sql`(${id}, ${n}::int)`))}) as c(id, n) where deliveries.id = c.id)`,
+        from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c where deliveries.id = c.id)`,
     ];
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
@@ -528,7 +534,8 @@ function ownedTasks(tasks: ClaimedTask[], rows: { id: string; lease_owner: strin
 
 function attemptRow(task: ClaimedTask, result: AttemptResult) {
   return {
-    id: newId('attempt', result.at),
+    // The same outcome recorded twice has one id: the second write finds its row (insertNewRows).
+    id: idFrom('attempt', result.at, task.id),
     delivery_id: task.delivery_id,
     attempt_number: task.attempt_number,
     trigger: task.trigger,

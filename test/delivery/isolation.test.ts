@@ -110,3 +110,21 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
   assert.ok(long.length <= 1, `requests waited for the idle poll ${long.length} times: ${long.join(', ')} ms`);
   assert.ok(receiver.maxOpen <= 4, `at most 4 requests open at once (saw ${receiver.maxOpen})`);
 });
+
+test('claims stop at HERALD_HELD_PAYLOAD_BYTES: large payloads are held a few at a time, and all are delivered', async (t) => {
+  // Ten ~100 KB payloads due at once for an endpoint with 16 slots, and a budget of 250 KB held: the
+  // worker may hold two of them at a time (claimed, in flight, or waiting to be recorded), not sixteen.
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '16', HERALD_HELD_PAYLOAD_BYTES: '250000', HERALD_RETRY_SCHEDULE: '1h' });
+  const receiver = await socketReceiver(t, () => 100);
+  const endpoint = await s.endpoint(`${receiver.url}/hook`);
+  const messages = 10;
+  const emitted = [];
+  for (let i = 0; i < messages; i++) emitted.push(await s.emit({ i, pad: 'x'.repeat(100_000) }));
+  await s.service.store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).where('endpoint_id', '=', endpoint.id).execute();
+  await eventually(async () => receiver.requests.length >= messages, 30_000, 'every message delivered');
+  assert.ok(receiver.maxOpen <= 2, `at most two 100 KB payloads held at once (saw ${receiver.maxOpen} requests open)`);
+  // A recorded outcome that frees room in the budget wakes the claim loop: no waits for the 500 ms idle poll.
+  const gaps = receiver.requests.slice(1).map((r, i) => r.at - receiver.requests[i]!.at);
+  assert.ok(gaps.filter((gap) => gap >= 400).length <= 1, `requests waited for the idle poll: gaps ${gaps.join(', ')} ms`);
+  for (const { deliveryIds } of emitted) await s.until(deliveryIds[0]!, (d) => d.status === 'success', 'delivery recorded as success');
+});

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { newId, orderedId } from '../../src/domain/ids.js';
+import { idFrom, newId, orderedId } from '../../src/domain/ids.js';
 
 test('ids carry their prefix, are 26 characters of Crockford base32, and strictly increase', () => {
   const ids = Array.from({ length: 5_000 }, () => newId('message'));
@@ -15,4 +15,14 @@ test('each millisecond starts from fresh randomness (the random pool advances an
   assert.equal(new Set(randomParts).size, randomParts.length, 'two milliseconds got the same random part');
   // The digits are spread over the alphabet, not stuck (a pool of zeros would give only "0").
   assert.ok(new Set(randomParts.join('')).size > 20);
+});
+
+test('an id made from another is the same for the same inputs, ordered by its own time, and well formed', () => {
+  const task = newId('task', Date.now() - 60_000);
+  const at = Date.now();
+  const id = idFrom('attempt', at, task);
+  assert.match(id, /^atm_[0-9a-hjkmnp-tv-z]{26}$/);
+  assert.equal(idFrom('attempt', at, task), id, 'recording an outcome again gives the same attempt id');
+  assert.notEqual(idFrom('attempt', at, newId('task', Date.now() - 60_000)), id, 'another task, another id');
+  assert.ok(idFrom('attempt', at - 1, task) < id && id < newId('attempt', at + 1), 'ordered by the attempt time, among other ids');
 });

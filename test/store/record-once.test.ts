@@ -1,0 +1,56 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import type { AttemptResult } from '../../src/store/queue.js';
+import { BASE_ENV } from '../delivery/child.js';
+import { createTestDatabase } from '../support/service.js';
+
+// An outcome can be recorded twice: its first commit went through but the answer never came back (the
+// queue thread ended in between, or the connection to PostgreSQL was lost after COMMIT), so the worker
+// writes it again. The second write must change nothing: one attempt in the history, counted once, and
+// one next attempt for a failure.
+
+const OWNER = 'wrk_record_once';
+
+function outcome(status: number): AttemptResult {
+  const ok = status >= 200 && status < 300;
+  return { ok, responseStatus: status, responseBody: ok ? 'ok' : 'no', error: ok ? null : `HTTP ${status}`, durationMs: 1, retryAfterMs: null, at: Date.now() };
+}
+
+test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
+  const database = await createTestDatabase();
+  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_RETRY_SCHEDULE: '0s,1h' }));
+  t.after(async () => {
+    await store.close();
+    await database.drop();
+  });
+  const org = await store.organizations.create('record-once', 'unlimited');
+  const scope = { orgId: org.id, livemode: false };
+  const app = await store.applications.create(scope, { name: 'record-once' });
+  await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
+  for (let i = 0; i < 3; i++) assert.ok((await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })).ok);
+
+  const claimed = await store.queue.claimLoaded(OWNER, 10, []);
+  assert.equal(claimed.length, 3);
+  const [first, second, third] = claimed.map(({ input }) => input!);
+  // Only 2xx outcomes (on PostgreSQL one statement), then a 2xx and a failure (the general path).
+  const batches = [[{ input: first!, result: outcome(200) }], [{ input: second!, result: outcome(200) }, { input: third!, result: outcome(500) }]];
+  for (const batch of batches) assert.deepEqual(await store.queue.completeMany(batch, OWNER), batch.map(() => true));
+  for (const batch of batches) assert.deepEqual(await store.queue.completeMany(batch, OWNER), batch.map(() => false), 'the tasks are gone after the first write');
+
+  const db = store.ctx.db;
+  const attempts = await db.selectFrom('attempts').select(['delivery_id', 'status']).execute();
+  assert.equal(attempts.length, 3, 'one attempt per outcome in the history');
+  const deliveries = await db.selectFrom('deliveries').select(['id', 'status', 'attempt_count']).orderBy('id').execute();
+  assert.deepEqual(
+    deliveries.map((d) => d.attempt_count),
+    [1, 1, 1],
+    'each delivery counts its attempt once',
+  );
+  const failed = deliveries.find((d) => d.id === third!.task.delivery_id)!;
+  assert.equal(failed.status, 'pending');
+  const next = await db.selectFrom('delivery_tasks').select(['delivery_id', 'attempt_number']).execute();
+  assert.deepEqual(next, [{ delivery_id: failed.id, attempt_number: 2 }], 'one next attempt for the failure, none for the successes');
+  assert.deepEqual(deliveries.filter((d) => d.id !== failed.id).map((d) => d.status), ['success', 'success']);
+});
