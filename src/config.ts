@@ -44,8 +44,6 @@ export interface Config {
   logLevel: string;
   /** Largest response body kept per attempt, in bytes. */
   responseBodyLimit: number;
-  /** Payload bytes a worker process holds in claimed attempts before it stops claiming more. */
-  heldPayloadBytes: number;
 }
 
 export class ConfigError extends Error {}
@@ -163,6 +161,5 @@ export function loadConfig(env: Env = process.env): Config {
     ssrfAllow: read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean),
     logLevel: read(env, 'HERALD_LOG_LEVEL', 'info'),
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
-    heldPayloadBytes: integer(env, 'HERALD_HELD_PAYLOAD_BYTES', 64 * 1024 * 1024, 1),
   };
 }

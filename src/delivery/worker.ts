@@ -30,6 +30,13 @@ const RECORD_TRIES = 4;
 const WAVES_HELD = { inProcess: 2, queueThread: 4 };
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
 const LEASE_MARGIN_MS = 5_000;
+/**
+ * Payloads longer than this (characters of JSON) are not kept from the claim to the attempt: the attempt
+ * loads its own when it starts. A worker may hold four waves of HERALD_CONCURRENCY claimed (1,024 by
+ * default), which with 512 KB payloads would be half a gigabyte; waiting attempts now hold at most 16 KB of
+ * payload each, and only the attempts in flight hold a large one.
+ */
+const HELD_PAYLOAD_LIMIT = 16 * 1024;
 
 /**
  * WAVES_HELD for this worker's queue, as many as fit in a lease: the last wave may wait for the ones before
@@ -40,9 +47,6 @@ export function wavesHeld(queue: WorkerQueue, config: Config): number {
   const fitting = 1 + Math.floor((config.leaseMs - LEASE_MARGIN_MS) / config.attemptTimeoutMs);
   return Math.max(WAVES_HELD.inProcess, Math.min(wanted, fitting));
 }
-
-/** What an attempt's payload costs to hold, about: its JSON text's length. */
-const payloadBytes = (input: AttemptInput | null): number => input?.payloadJson?.length ?? 0;
 
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
@@ -59,7 +63,7 @@ export class DeliveryWorker {
    * asked for clears the mark (new work wakes the general claim instead).
    */
   private readonly moreDue = new Set<string>();
-  /** What sending needs, loaded with the claim (null: the delivery is gone). */
+  /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
   private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
   private running = false;
@@ -77,15 +81,6 @@ export class DeliveryWorker {
   private readonly topUp = new Set<string>();
   /** Waves of HERALD_ENDPOINT_CONCURRENCY an endpoint may hold claimed here (WAVES_HELD). */
   private readonly wavesHeld: number;
-  /**
-   * Payload bytes of each attempt held here, from its claim until its outcome is recorded, and their sum:
-   * a claim is sized so the sum stays within HERALD_HELD_PAYLOAD_BYTES, since 1,024 held attempts of
-   * 512 KB payloads would be half a gigabyte.
-   */
-  private readonly heldBytes = new Map<string, number>();
-  private heldBytesTotal = 0;
-  /** Payload bytes per attempt in the latest claim (the largest allowed before the first one). */
-  private bytesPerAttempt: number;
 
   constructor(
     private readonly store: Store,
@@ -95,7 +90,6 @@ export class DeliveryWorker {
     private readonly queue: WorkerQueue = store.queue,
   ) {
     this.wavesHeld = wavesHeld(queue, config);
-    this.bytesPerAttempt = config.maxPayloadBytes;
     this.sender = new Sender({
       attemptTimeoutMs: config.attemptTimeoutMs,
       // Many endpoints can share a host (one SaaS receiver for many customers): capping sockets per
@@ -131,10 +125,7 @@ export class DeliveryWorker {
     await this.loop;
     const notStarted = [...this.queued.values()].flat();
     this.queued.clear();
-    for (const task of notStarted) {
-      this.loaded.delete(task.id);
-      this.releaseBytes(task);
-    }
+    for (const task of notStarted) this.loaded.delete(task.id);
     this.claimed -= notStarted.length;
     await this.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
@@ -145,6 +136,13 @@ export class DeliveryWorker {
   /** Attempts claimed and not yet recorded (for tests and metrics). */
   get busy(): number {
     return this.claimed;
+  }
+
+  /** Characters of payload held by claimed attempts that wait for a slot (for tests and metrics). */
+  get waitingPayloadChars(): number {
+    let chars = 0;
+    for (const input of this.loaded.values()) chars += input?.payloadJson?.length ?? 0;
+    return chars;
   }
 
   private wake(): void {
@@ -184,16 +182,6 @@ export class DeliveryWorker {
     return this.config.concurrency * this.wavesHeld;
   }
 
-  /**
-   * Attempts the next claim may take within HERALD_HELD_PAYLOAD_BYTES, judging their size by the latest
-   * claim's (a claim of much larger payloads than the one before can pass the budget once). With nothing
-   * held, at least one: a payload larger than the whole budget is still delivered.
-   */
-  private get claimableByBytes(): number {
-    const fitting = Math.floor((this.config.heldPayloadBytes - this.heldBytesTotal) / this.bytesPerAttempt);
-    return this.heldBytesTotal === 0 ? Math.max(1, fitting) : Math.max(0, fitting);
-  }
-
   /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
   private busyEndpoints(): string[] {
     return [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
@@ -206,14 +194,14 @@ export class DeliveryWorker {
         // reads only that endpoint's due tasks instead of scanning past them.
         for (const endpointId of [...this.topUp]) {
           this.topUp.delete(endpointId);
-          const want = Math.min(this.maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId), this.claimableByBytes);
+          const want = Math.min(this.maxClaimed - this.claimed, this.endpointShare - this.endpointLoad(endpointId));
           if (want <= 0) continue;
           const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
           if (claimed.length < want) this.moreDue.delete(endpointId);
           else this.moreDue.add(endpointId);
           await this.accept(claimed);
         }
-        const room = Math.min(this.maxClaimed - this.claimed, this.claimableByBytes);
+        const room = this.maxClaimed - this.claimed;
         let wait = IDLE_POLL_MS;
         // A general claim (every endpoint but the busy ones) only when there may be new work: it scans
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
@@ -244,12 +232,9 @@ export class DeliveryWorker {
    */
   private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
-    if (claimed.length > 0) this.bytesPerAttempt = Math.max(1, Math.ceil(claimed.reduce((sum, { input }) => sum + payloadBytes(input), 0) / claimed.length));
     for (const { task, input } of claimed) {
       if (this.endpointLoad(task.endpoint_id) < this.endpointShare) {
-        this.loaded.set(task.id, input);
-        this.heldBytes.set(task.id, payloadBytes(input));
-        this.heldBytesTotal += payloadBytes(input);
+        if ((input?.payloadJson?.length ?? 0) <= HELD_PAYLOAD_LIMIT) this.loaded.set(task.id, input);
         this.enqueue(task);
       } else {
         excess.push(task);
@@ -275,7 +260,7 @@ export class DeliveryWorker {
         const task = list.shift()!;
         this.inFlight++;
         this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
-        void this.attempt(task).finally(() => this.recorded(task));
+        void this.attempt(task).finally(() => this.recorded());
       }
       if (list.length === 0) this.queued.delete(endpointId);
       if (this.inFlight >= this.config.concurrency) break;
@@ -302,22 +287,15 @@ export class DeliveryWorker {
   }
 
   /** The attempt is over and its outcome recorded (or left to its lease). */
-  private recorded(task: ClaimedTask): void {
-    const bytesWereFull = this.claimableByBytes === 0;
+  private recorded(): void {
     this.claimed--;
-    this.releaseBytes(task);
     for (const resolve of this.idle) resolve();
     this.idle.clear();
     // The worker just got room again: look for work beyond the endpoints we hold.
-    if (this.claimed === this.maxClaimed - 1 || (bytesWereFull && this.claimableByBytes > 0)) {
+    if (this.claimed === this.maxClaimed - 1) {
       this.newWork = true;
       this.wake();
     }
-  }
-
-  private releaseBytes(task: ClaimedTask): void {
-    this.heldBytesTotal -= this.heldBytes.get(task.id) ?? 0;
-    this.heldBytes.delete(task.id);
   }
 
   private async attempt(task: ClaimedTask): Promise<void> {
@@ -331,15 +309,18 @@ export class DeliveryWorker {
         }
         input = this.loaded.get(task.id);
         this.loaded.delete(task.id);
-        if (input === undefined) [input = null] = await this.queue.load([task]);
+        // Not loaded with the claim (a large payload, HELD_PAYLOAD_LIMIT): loaded now, for this task object.
+        if (input === undefined) [input = null] = (await this.queue.load([task])).map((loaded) => ({ ...loaded, task }));
         if (!input) return void (await this.queue.drop(task));
         result = await this.send(input);
+        // Recording needs no payload: let it go now rather than when the outcome's batch is written.
+        input.payloadJson = null;
       } finally {
         this.sent(task);
       }
       const owned = await this.completions.submit({ input, result });
       if (owned instanceof Error) throw owned;
-      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'task was taken or cancelled during the attempt; recorded anyway');
+      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'task was no longer ours when its outcome was recorded (taken after its lease, cancelled, or written by an earlier try whose answer was lost); outcome kept');
     } catch (error) {
       // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
       this.log.error({ err: error, delivery_id: task.delivery_id }, 'attempt could not be recorded; it will be retried after its lease');

@@ -300,18 +300,21 @@ export class Queue {
     const db = this.ctx.db;
     const now = this.ctx.now();
     const tasks = items.map(({ input }) => input.task);
+    const delivered = [...new Set(tasks.map((task) => task.delivery_id))];
     const attempts = db
       .insertInto('attempts')
       .values(items.map(({ input, result }) => attemptRow(input.task, result)))
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('delivery_id');
     const parts = [
-      // Only the attempts written now are counted: the same outcomes recorded again add nothing.
+      // Only the attempts written now are counted (the same outcomes recorded again add nothing); every
+      // delivery of the batch becomes `success` all the same.
       sql`attempts_in as (${attempts})`,
-      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(tasks.map((task) => task.delivery_id))).returning(['id', 'lease_owner', 'run_at'])})`,
+      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(delivered)).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
         next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
-        from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c where deliveries.id = c.id)`,
+        from (select d.id, count(a.delivery_id)::int as n from (values ${sql.join(delivered.map((id) => sql`(${id})`))}) as d(id)
+          left join attempts_in a on a.delivery_id = d.id group by d.id) as c where deliveries.id = c.id)`,
     ];
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
@@ -351,12 +354,14 @@ export class Queue {
   }
 
   /**
-   * attempt_count + n per delivery (a delivery may have a scheduled and a manual attempt in one batch);
-   * delivered ones also become `success`, with their next attempt the earliest manual one left, if any.
+   * attempt_count + n per delivery, one for each attempt row written now (a delivery may have a scheduled
+   * and a manual attempt in one batch); delivered ones also become `success`, with their next attempt the
+   * earliest manual one left, if any, even when their attempt row was there already.
    */
-  private async countAttempts(trx: Executor, deliveryIds: string[], delivered: Set<string>, now: number): Promise<void> {
+  private async countAttempts(trx: Executor, writtenFor: string[], delivered: Set<string>, now: number): Promise<void> {
     const counts = new Map<string, number>();
-    for (const id of deliveryIds) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const id of writtenFor) counts.set(id, (counts.get(id) ?? 0) + 1);
+    for (const id of delivered) if (!counts.has(id)) counts.set(id, 0);
     const groups = new Map<string, { n: number; success: boolean; ids: string[] }>();
     for (const [id, n] of counts) {
       const success = delivered.has(id);

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
@@ -13,12 +13,12 @@ import { createTestDatabase } from '../support/service.js';
 
 const OWNER = 'wrk_record_once';
 
-function outcome(status: number): AttemptResult {
+function outcome(status: number, at = Date.now()): AttemptResult {
   const ok = status >= 200 && status < 300;
-  return { ok, responseStatus: status, responseBody: ok ? 'ok' : 'no', error: ok ? null : `HTTP ${status}`, durationMs: 1, retryAfterMs: null, at: Date.now() };
+  return { ok, responseStatus: status, responseBody: ok ? 'ok' : 'no', error: ok ? null : `HTTP ${status}`, durationMs: 1, retryAfterMs: null, at };
 }
 
-test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
+async function openStore(t: TestContext) {
   const database = await createTestDatabase();
   const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_RETRY_SCHEDULE: '0s,1h' }));
   t.after(async () => {
@@ -29,7 +29,15 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
   const scope = { orgId: org.id, livemode: false };
   const app = await store.applications.create(scope, { name: 'record-once' });
   await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
-  for (let i = 0; i < 3; i++) assert.ok((await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })).ok);
+  const emit = async (count: number) => {
+    for (let i = 0; i < count; i++) assert.ok((await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })).ok);
+  };
+  return { store, emit };
+}
+
+test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
+  const { store, emit } = await openStore(t);
+  await emit(3);
 
   const claimed = await store.queue.claimLoaded(OWNER, 10, []);
   assert.equal(claimed.length, 3);
@@ -53,4 +61,25 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
   const next = await db.selectFrom('delivery_tasks').select(['delivery_id', 'attempt_number']).execute();
   assert.deepEqual(next, [{ delivery_id: failed.id, attempt_number: 2 }], 'one next attempt for the failure, none for the successes');
   assert.deepEqual(deliveries.filter((d) => d.id !== failed.id).map((d) => d.status), ['success', 'success']);
+});
+
+test('a 2xx whose attempt row exists already still marks the delivery delivered', { timeout: 60_000 }, async (t) => {
+  // Two workers made the same attempt (the first one's lease ran out, the second claimed the task) and
+  // finished in the same millisecond: one attempt id. The failure is written first; the 2xx finds its
+  // row taken, and must still settle the delivery as delivered.
+  const { store, emit } = await openStore(t);
+  await emit(1);
+  const [stale] = await store.queue.claimLoaded('wrk_first', 10, []);
+  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).execute();
+  const [current] = await store.queue.claimLoaded('wrk_second', 10, []);
+  assert.equal(current!.task.id, stale!.task.id, 'the second worker claimed the same task');
+  const at = Date.now();
+  assert.deepEqual(await store.queue.completeMany([{ input: stale!.input!, result: outcome(500, at) }], 'wrk_first'), [false]);
+  assert.deepEqual(await store.queue.completeMany([{ input: current!.input!, result: outcome(200, at) }], 'wrk_second'), [true]);
+
+  const db = store.ctx.db;
+  const [delivery] = await db.selectFrom('deliveries').select(['status', 'attempt_count']).execute();
+  assert.equal(delivery!.status, 'success');
+  assert.equal(delivery!.attempt_count, 1, 'one attempt row, counted once');
+  assert.equal((await db.selectFrom('delivery_tasks').select('id').execute()).length, 0, 'nothing left to send');
 });
