@@ -33,8 +33,8 @@ const LEASE_MARGIN_MS = 5_000;
 /**
  * Payloads longer than this (characters of JSON) are not kept from the claim to the attempt: the attempt
  * loads its own when it starts. A worker may hold four waves of HERALD_CONCURRENCY claimed (1,024 by
- * default), which with 512 KB payloads would be half a gigabyte; waiting attempts now hold at most 16 KB of
- * payload each, and only the attempts in flight hold a large one.
+ * default), which with 512 KB payloads kept would be half a gigabyte; this way a waiting attempt holds at
+ * most 16 K characters of payload, and only requests in flight hold a large one.
  */
 const HELD_PAYLOAD_LIMIT = 16 * 1024;
 
@@ -138,7 +138,7 @@ export class DeliveryWorker {
     return this.claimed;
   }
 
-  /** Characters of payload held by claimed attempts that wait for a slot (for tests and metrics). */
+  /** Characters of payload held by claimed attempts that wait for a slot (what the tests check). */
   get waitingPayloadChars(): number {
     let chars = 0;
     for (const input of this.loaded.values()) chars += input?.payloadJson?.length ?? 0;
@@ -300,17 +300,17 @@ export class DeliveryWorker {
 
   private async attempt(task: ClaimedTask): Promise<void> {
     try {
-      let input: AttemptInput | null | undefined;
+      // Taken out first: however this attempt ends, nothing is left behind in `loaded`.
+      let input: AttemptInput | null | undefined = this.loaded.get(task.id);
+      this.loaded.delete(task.id);
       let result: AttemptResult;
       try {
         // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
         if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + LEASE_MARGIN_MS) {
           if (!(await this.queue.extendLease(task, this.owner))) return;
         }
-        input = this.loaded.get(task.id);
-        this.loaded.delete(task.id);
-        // Not loaded with the claim (a large payload, HELD_PAYLOAD_LIMIT): loaded now, for this task object.
-        if (input === undefined) [input = null] = (await this.queue.load([task])).map((loaded) => ({ ...loaded, task }));
+        // Not loaded with the claim (a large payload, HELD_PAYLOAD_LIMIT): loaded now.
+        if (input === undefined) [input = null] = await this.queue.load([task]);
         if (!input) return void (await this.queue.drop(task));
         result = await this.send(input);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.

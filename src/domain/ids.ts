@@ -1,4 +1,4 @@
-import { randomFillSync, randomInt } from 'node:crypto';
+import { createHash, randomFillSync, randomInt } from 'node:crypto';
 
 // Ids are time-ordered: 10 characters of millisecond time then 16 of randomness, in Crockford base32.
 // Ordered ids make inserts append to the index, give newest-first listing by id and cursors for free.
@@ -76,12 +76,16 @@ export function newId(kind: IdKind, now?: number): string {
 }
 
 /**
- * An id of `kind` at `ms` whose random part is the one of `source` (an id made by newId): the same inputs
- * always give the same id. An attempt's id comes from its task's (one task is one attempt) and the time it
- * finished, so writing its outcome a second time finds the row already there.
+ * An id of `kind` at `ms` whose second part is a digest of `seed` instead of randomness: the same inputs
+ * always give the same id. An attempt's id comes from the time it finished, its task and the worker that
+ * made it, so writing its outcome a second time finds the row already there, while two workers that made
+ * the same task's attempt (after a lease ran out) keep one row each.
  */
-export function idFrom(kind: IdKind, ms: number, source: string): string {
-  return ID_PREFIX[kind] + encodeTime(ms) + source.slice(-RANDOM_CHARS);
+export function idFrom(kind: IdKind, ms: number, seed: string): string {
+  const digest = createHash('sha256').update(seed).digest();
+  let tail = '';
+  for (let i = 0; i < RANDOM_CHARS; i++) tail += ALPHABET[digest[i]! & 31];
+  return ID_PREFIX[kind] + encodeTime(ms) + tail;
 }
 
 /** An unguessable token of `bytes` random bytes, base62 so it is safe in URLs and keys. */

@@ -61,8 +61,12 @@ export class QueueThread implements WorkerQueue {
     return true;
   }
 
-  load(...args: Parameters<Queue['load']>) {
-    return this.call<AttemptInput[]>({ method: 'load', args });
+  async load(tasks: ClaimedTask[]): Promise<AttemptInput[]> {
+    // Each input comes back with a copy of its task: it gets the caller's, as Queue.load gives it.
+    const inputs = await this.call<AttemptInput[]>({ method: 'load', args: [tasks] });
+    const byId = new Map(tasks.map((task) => [task.id, task]));
+    for (const input of inputs) input.task = byId.get(input.task.id) ?? input.task;
+    return inputs;
   }
 
   drop(...args: Parameters<Queue['drop']>) {
@@ -70,8 +74,8 @@ export class QueueThread implements WorkerQueue {
   }
 
   completeMany(items: Parameters<Queue['completeMany']>[0], owner: string) {
-    // Recording reads the task, the endpoint's id and status and the result: the payload and the opened
-    // signing secrets are not copied back to the thread.
+    // Recording reads the task, the endpoint's id and status and the result: the payload (the worker drops
+    // it after sending, but this does not rely on that) and the opened signing secrets stay here.
     const slim = items.map(({ input, result }) => ({
       input: { ...input, payloadJson: null, endpoint: input.endpoint && { ...input.endpoint, secrets: NO_SECRETS } },
       result,

@@ -19,6 +19,7 @@ export interface AttemptInput {
   task: ClaimedTask;
   delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
   endpoint: { id: string; url: string; status: EndpointStatus; secrets: SigningSecrets } | null;
+  /** Null when retention removed the payload before the attempt (and, in the worker, once it is sent). */
   payloadJson: string | null;
 }
 
@@ -272,11 +273,12 @@ export class Queue {
     if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
     return this.ctx.db.transaction().execute(async (trx) => {
       const now = this.ctx.now();
-      const written = await insertNewRows(trx, this.ctx.dialect, 'attempts', items.map(({ input, result }) => attemptRow(input.task, result)), 'id', 'delivery_id');
+      const rows = items.map(({ input, result }) => attemptRow(input.task, result, owner));
+      const newAttemptsOf = await insertNewRows(trx, this.ctx.dialect, 'attempts', rows, 'id', 'delivery_id');
       // A 2xx delivered the message even when the task was taken or cancelled meanwhile.
       const delivered = new Set(items.filter((i) => i.result.ok).map((i) => i.input.task.delivery_id));
       const owned = await this.takeOwnedTasks(trx, items.map((i) => i.input.task), owner, delivered);
-      await this.countAttempts(trx, written, delivered, now);
+      await this.countAttempts(trx, newAttemptsOf, delivered, now);
       const exhausted = new Set<AttemptInput>();
       for (const { input, result } of items) {
         if (!result.ok && owned.has(input.task.id) && (await this.settleFailure(trx, input, result))) exhausted.add(input);
@@ -300,21 +302,18 @@ export class Queue {
     const db = this.ctx.db;
     const now = this.ctx.now();
     const tasks = items.map(({ input }) => input.task);
-    const delivered = [...new Set(tasks.map((task) => task.delivery_id))];
     const attempts = db
       .insertInto('attempts')
-      .values(items.map(({ input, result }) => attemptRow(input.task, result)))
+      .values(items.map(({ input, result }) => attemptRow(input.task, result, owner)))
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('delivery_id');
     const parts = [
-      // Only the attempts written now are counted (the same outcomes recorded again add nothing); every
-      // delivery of the batch becomes `success` all the same.
+      // Only the attempts written now are counted: the same outcomes recorded again change nothing.
       sql`attempts_in as (${attempts})`,
-      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(delivered)).returning(['id', 'lease_owner', 'run_at'])})`,
+      sql`taken as (${this.takeTasks(db, tasks, owner, new Set(tasks.map((task) => task.delivery_id))).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
         next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
-        from (select d.id, count(a.delivery_id)::int as n from (values ${sql.join(delivered.map((id) => sql`(${id})`))}) as d(id)
-          left join attempts_in a on a.delivery_id = d.id group by d.id) as c where deliveries.id = c.id)`,
+        from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c where deliveries.id = c.id)`,
     ];
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
@@ -356,12 +355,11 @@ export class Queue {
   /**
    * attempt_count + n per delivery, one for each attempt row written now (a delivery may have a scheduled
    * and a manual attempt in one batch); delivered ones also become `success`, with their next attempt the
-   * earliest manual one left, if any, even when their attempt row was there already.
+   * earliest manual one left, if any. An outcome whose row existed already was counted when it was written.
    */
-  private async countAttempts(trx: Executor, writtenFor: string[], delivered: Set<string>, now: number): Promise<void> {
+  private async countAttempts(trx: Executor, newAttemptsOf: string[], delivered: Set<string>, now: number): Promise<void> {
     const counts = new Map<string, number>();
-    for (const id of writtenFor) counts.set(id, (counts.get(id) ?? 0) + 1);
-    for (const id of delivered) if (!counts.has(id)) counts.set(id, 0);
+    for (const id of newAttemptsOf) counts.set(id, (counts.get(id) ?? 0) + 1);
     const groups = new Map<string, { n: number; success: boolean; ids: string[] }>();
     for (const [id, n] of counts) {
       const success = delivered.has(id);
@@ -537,10 +535,11 @@ function ownedTasks(tasks: ClaimedTask[], rows: { id: string; lease_owner: strin
   return owned;
 }
 
-function attemptRow(task: ClaimedTask, result: AttemptResult) {
+function attemptRow(task: ClaimedTask, result: AttemptResult, owner: string) {
   return {
-    // The same outcome recorded twice has one id: the second write finds its row (insertNewRows).
-    id: idFrom('attempt', result.at, task.id),
+    // The same outcome recorded twice has one id, so the second write finds its row (insertNewRows); the
+    // same task's attempt made by another worker, after the lease ran out, has its own.
+    id: idFrom('attempt', result.at, `${task.id}|${owner}`),
     delivery_id: task.delivery_id,
     attempt_number: task.attempt_number,
     trigger: task.trigger,

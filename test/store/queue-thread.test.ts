@@ -57,6 +57,10 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   }
 
   const [first] = claimed;
+  // A later load (the worker's path for a large payload) hands back the caller's task as well.
+  const [reloaded] = await thread.load([first!.task]);
+  assert.equal(reloaded!.task, first!.task);
+  assert.equal(reloaded!.payloadJson, first!.input!.payloadJson);
   const before = first!.task.leaseUntil;
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(await thread.extendLease(first!.task, OWNER), true);
