@@ -30,13 +30,6 @@ const RECORD_TRIES = 4;
 const WAVES_HELD = { inProcess: 2, queueThread: 4 };
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
 const LEASE_MARGIN_MS = 5_000;
-/**
- * Payloads longer than this (characters of JSON) are not kept from the claim to the attempt: the attempt
- * loads its own when it starts. A worker may hold four waves of HERALD_CONCURRENCY claimed (1,024 by
- * default), which with 512 KB payloads kept would be half a gigabyte; this way a waiting attempt holds at
- * most 16 K characters of payload, and only requests in flight hold a large one.
- */
-const HELD_PAYLOAD_LIMIT = 16 * 1024;
 
 /**
  * WAVES_HELD for this worker's queue, as many as fit in a lease: the last wave may wait for the ones before
@@ -234,7 +227,8 @@ export class DeliveryWorker {
     const excess: ClaimedTask[] = [];
     for (const { task, input } of claimed) {
       if (this.endpointLoad(task.endpoint_id) < this.endpointShare) {
-        if ((input?.payloadJson?.length ?? 0) <= HELD_PAYLOAD_LIMIT) this.loaded.set(task.id, input);
+        // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT) is loaded when the attempt starts.
+        if (!input?.payloadLater) this.loaded.set(task.id, input);
         this.enqueue(task);
       } else {
         excess.push(task);
@@ -309,7 +303,7 @@ export class DeliveryWorker {
         if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + LEASE_MARGIN_MS) {
           if (!(await this.queue.extendLease(task, this.owner))) return;
         }
-        // Not loaded with the claim (a large payload, HELD_PAYLOAD_LIMIT): loaded now.
+        // Not in `loaded`: its payload was too large to come with the claim.
         if (input === undefined) [input = null] = await this.queue.load([task]);
         if (!input) return void (await this.queue.drop(task));
         result = await this.send(input);

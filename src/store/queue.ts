@@ -19,8 +19,10 @@ export interface AttemptInput {
   task: ClaimedTask;
   delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
   endpoint: { id: string; url: string; status: EndpointStatus; secrets: SigningSecrets } | null;
-  /** Null when retention removed the payload before the attempt (and, in the worker, once it is sent). */
+  /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
+  /** Too large to come with a claim (CLAIMED_PAYLOAD_LIMIT): `load` the input when the attempt starts. */
+  payloadLater: boolean;
 }
 
 export interface AttemptResult {
@@ -36,9 +38,13 @@ export interface AttemptResult {
 }
 
 /**
- * What sending an attempt needs: its delivery, message, payload and endpoint. One selection for `load`
- * and `claimLoaded`, so the two cannot drift apart; ids are aliased because the claimed task has an `id`.
+ * Payloads longer than this many bytes are left out of what a claim loads. A worker holds what it claims
+ * until a slot is free (up to four waves of HERALD_CONCURRENCY, 1,024 attempts by default), which with
+ * 512 KB payloads would be half a gigabyte; such an attempt loads its input when it starts instead.
  */
+export const CLAIMED_PAYLOAD_LIMIT = 16 * 1024;
+
+/** The columns of an attempt's input other than its payload (inputColumns). */
 const INPUT_COLUMNS = [
   'deliveries.id as d_id',
   'deliveries.message_id',
@@ -46,7 +52,6 @@ const INPUT_COLUMNS = [
   'messages.id as m_id',
   'messages.event_type',
   'messages.created_at',
-  'payloads.body',
   'endpoints.id as e_id',
   'endpoints.url',
   'endpoints.status as endpoint_status',
@@ -55,7 +60,19 @@ const INPUT_COLUMNS = [
   'endpoints.previous_valid_until',
 ] as const;
 
-/** A row of INPUT_COLUMNS (nullable where a left join may find nothing). */
+/**
+ * What sending an attempt needs: its delivery, message, payload and endpoint. One selection for `load`
+ * and `claimLoaded`, so the two cannot drift apart; ids are aliased because the claimed task has an `id`.
+ * With `payloadLimit`, a longer payload is left out: its body is null while `payload_id` says it exists
+ * (`octet_length` reads the stored length, not the text).
+ */
+function inputColumns(payloadLimit: number | null) {
+  const body =
+    payloadLimit === null ? sql<string | null>`payloads.body` : sql<string | null>`case when octet_length(payloads.body) <= ${payloadLimit} then payloads.body end`;
+  return [...INPUT_COLUMNS, body.as('body'), 'payloads.message_id as payload_id'] as const;
+}
+
+/** A row of inputColumns (nullable where a left join may find nothing). */
 interface LoadedRow {
   d_id: string | null;
   message_id: string | null;
@@ -64,6 +81,7 @@ interface LoadedRow {
   event_type: string | null;
   created_at: number | null;
   body: string | null;
+  payload_id: string | null;
   e_id: string | null;
   url: string | null;
   endpoint_status: string | null;
@@ -101,13 +119,13 @@ export class Queue {
 
   /**
    * `claim` and `load` together: each claimed task with what sending it needs (null when its delivery is
-   * gone). On PostgreSQL this is one statement (the claim is a data-modifying CTE joined to the inputs),
-   * so a claim costs one round trip instead of two.
+   * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later. On PostgreSQL this is one statement (the
+   * claim is a data-modifying CTE joined to the inputs), so a claim costs one round trip instead of two.
    */
   async claimLoaded(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
     if (this.ctx.dialect !== 'postgres') {
       const tasks = await this.claim(owner, limit, excludeEndpoints, onlyEndpoint);
-      const inputs = new Map((await this.load(tasks)).map((input) => [input.task.id, input]));
+      const inputs = new Map((await this.loadWith(tasks, CLAIMED_PAYLOAD_LIMIT)).map((input) => [input.task.id, input]));
       return tasks.map((task) => ({ task, input: inputs.get(task.id) ?? null }));
     }
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
@@ -119,7 +137,7 @@ export class Queue {
       .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
       .selectAll('claimed')
-      .select(INPUT_COLUMNS)
+      .select(inputColumns(CLAIMED_PAYLOAD_LIMIT))
       .execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
@@ -200,14 +218,18 @@ export class Queue {
   }
 
   /** Everything sending needs, for a batch of claimed tasks. */
-  async load(tasks: ClaimedTask[]): Promise<AttemptInput[]> {
+  load(tasks: ClaimedTask[]): Promise<AttemptInput[]> {
+    return this.loadWith(tasks, null);
+  }
+
+  private async loadWith(tasks: ClaimedTask[], payloadLimit: number | null): Promise<AttemptInput[]> {
     if (tasks.length === 0) return [];
     const rows = await this.ctx.db
       .selectFrom('deliveries')
       .innerJoin('messages', 'messages.id', 'deliveries.message_id')
       .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
-      .select(INPUT_COLUMNS)
+      .select(inputColumns(payloadLimit))
       .where('deliveries.id', 'in', tasks.map((t) => t.delivery_id))
       .execute();
     const byId = new Map(rows.map((row) => [row.d_id, row]));
@@ -240,6 +262,7 @@ export class Queue {
               secrets: this.secretsOf(row, now, secrets),
             },
       payloadJson: row.body ?? null,
+      payloadLater: row.body === null && row.payload_id !== null,
     };
   }
 

@@ -113,7 +113,7 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
 
 test('large payloads are not held while their attempts wait: each is loaded when its attempt starts', async (t) => {
   // A worker may hold several waves of its concurrency claimed; with 512 KB payloads that was half a
-  // gigabyte. Payloads over 16 KB are left out of what waits and loaded again just before sending.
+  // gigabyte. A claim leaves payloads over 16 KB out; such an attempt loads its input just before sending.
   const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '2' });
   let hold = Infinity;
   const receiver = await socketReceiver(t, () => hold);

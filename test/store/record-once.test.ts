@@ -1,10 +1,7 @@
-import { test, type TestContext } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig } from '../../src/config.js';
-import { Store } from '../../src/store/index.js';
 import type { AttemptResult } from '../../src/store/queue.js';
-import { BASE_ENV } from '../delivery/child.js';
-import { createTestDatabase } from '../support/service.js';
+import { openStore } from './helpers.js';
 
 // An outcome can be recorded twice: its first commit went through but the answer never came back (the
 // queue thread ended in between, or the connection to PostgreSQL was lost after COMMIT), so the worker
@@ -18,25 +15,8 @@ function outcome(status: number, at = Date.now()): AttemptResult {
   return { ok, responseStatus: status, responseBody: ok ? 'ok' : 'no', error: ok ? null : `HTTP ${status}`, durationMs: 1, retryAfterMs: null, at };
 }
 
-async function openStore(t: TestContext) {
-  const database = await createTestDatabase();
-  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_RETRY_SCHEDULE: '0s,1h' }));
-  t.after(async () => {
-    await store.close();
-    await database.drop();
-  });
-  const org = await store.organizations.create('record-once', 'unlimited');
-  const scope = { orgId: org.id, livemode: false };
-  const app = await store.applications.create(scope, { name: 'record-once' });
-  await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
-  const emit = async (count: number) => {
-    for (let i = 0; i < count; i++) assert.ok((await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })).ok);
-  };
-  return { store, emit };
-}
-
 test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
-  const { store, emit } = await openStore(t);
+  const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(3);
 
   const claimed = await store.queue.claimLoaded(OWNER, 10, []);
@@ -66,7 +46,7 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
 test('two workers that made the same attempt in the same millisecond both keep their row', { timeout: 60_000 }, async (t) => {
   // The first worker's lease ran out while it was sending, the second claimed the task and sent it too:
   // two requests were made, so the history has two attempts, even when both finished in one millisecond.
-  const { store, emit } = await openStore(t);
+  const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(1);
   const [stale] = await store.queue.claimLoaded('wrk_first', 10, []);
   await store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).execute();
