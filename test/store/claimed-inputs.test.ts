@@ -9,7 +9,7 @@ import { openStore } from './helpers.js';
 test('a claim leaves out payloads over the limit and marks them to load later; load brings them whole', { timeout: 60_000 }, async (t) => {
   const { store, emit } = await openStore(t);
   const large = `{"pad":"${'é'.repeat(CLAIMED_PAYLOAD_LIMIT / 2)}"}`; // fewer characters than the limit, more bytes
-  const small = `{"pad":"${'x'.repeat(CLAIMED_PAYLOAD_LIMIT - 20)}"}`;
+  const small = `{"pad":"${'x'.repeat(CLAIMED_PAYLOAD_LIMIT - 10)}"}`; // exactly the limit: still comes along
   const [largeId, smallId, goneId] = await emit(3, (i) => [large, small, '{"gone":true}'][i]!);
   // Retention removed this one's payload: no payload at all, which is not "later".
   await store.ctx.db.deleteFrom('payloads').where('message_id', '=', goneId!).execute();

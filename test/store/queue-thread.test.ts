@@ -24,7 +24,7 @@ function ok(): AttemptResult {
   return { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
 }
 
-async function seeded(dataDir: string, messages: number, env: Record<string, string> = {}) {
+async function seeded(dataDir: string, messages: number, env: Record<string, string> = {}, payloadOf = (i: number) => `{"i":${i}}`) {
   const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir, ...env });
   const store = await Store.open(config);
   const org = await store.organizations.create('thread', 'unlimited');
@@ -32,7 +32,7 @@ async function seeded(dataDir: string, messages: number, env: Record<string, str
   const app = await store.applications.create(scope, { name: 'thread' });
   const { secret } = await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
   for (let i = 0; i < messages; i++) {
-    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null });
+    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: payloadOf(i), idempotencyKey: null });
     assert.ok(emitted.ok);
   }
   return { store, config, secret, thread: QueueThread.forConfig(config) };
@@ -61,6 +61,7 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   const [reloaded] = await thread.load([first!.task]);
   assert.equal(reloaded!.task, first!.task);
   assert.equal(reloaded!.payloadJson, first!.input!.payloadJson);
+  assert.equal(first!.input!.payloadLater, false, 'a small payload comes with the claim');
   const before = first!.task.leaseUntil;
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(await thread.extendLease(first!.task, OWNER), true);
@@ -72,6 +73,22 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   const statuses = await store.ctx.db.selectFrom('deliveries').select('status').execute();
   assert.deepEqual(statuses.map((row) => row.status), ['success', 'success', 'success']);
   assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
+});
+
+test('a large payload stays out of a claim through the thread and comes with a later load', { skip, timeout }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
+  const large = `{"pad":"${'x'.repeat(40_000)}"}`;
+  const { store, thread } = await seeded(dataDir, 1, {}, () => large);
+  t.after(async () => {
+    await thread.close();
+    await store.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  const [claimed] = await thread.claimLoaded(OWNER, 10, []);
+  assert.deepEqual([claimed!.input!.payloadJson, claimed!.input!.payloadLater], [null, true]);
+  const [loaded] = await thread.load([claimed!.task]);
+  assert.equal(loaded!.payloadJson, large);
+  assert.equal(loaded!.task, claimed!.task, "the caller's task");
 });
 
 test('a queue thread that ends fails the calls under way, and the next call starts a new one', { skip, timeout }, async (t) => {
