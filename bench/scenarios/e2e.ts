@@ -107,6 +107,7 @@ export async function pgEndToEnd(ctx: Context): Promise<ScenarioResult> {
     figures[`p50Ms${suffix}`] = run.p50;
     figures[`p99Ms${suffix}`] = run.p99;
     figures[`maxMs${suffix}`] = run.max;
+    figures[`emitP99Ms${suffix}`] = run.emitP99;
   }
   return {
     name: 'pg-e2e',

@@ -199,15 +199,22 @@ export class DeliveryWorker {
         // A general claim (every endpoint but the busy ones) only when there may be new work: it scans
         // past the due tasks of busy endpoints, so it must not run on every finished attempt.
         if (room > 0 && this.newWork) {
+          // Cleared before the claim, not after it: work queued while the claim runs sets it again.
+          this.newWork = false;
           const busy = this.busyEndpoints();
-          const tasks = await this.queue.claimLoaded(this.owner, Math.min(room, CLAIM_BATCH), busy);
-          if (tasks.length > 0) {
-            await this.accept(tasks);
+          const want = Math.min(room, CLAIM_BATCH);
+          const tasks = await this.queue.claimLoaded(this.owner, want, busy);
+          if (tasks.length > 0) await this.accept(tasks);
+          // A full claim may have left due tasks behind; a short one took every due task it could, so
+          // claiming again at once would only find what was queued meanwhile (and that wakes us anyway).
+          if (tasks.length === want) {
+            this.newWork = true;
             continue;
           }
-          this.newWork = false;
-          const nextDue = await this.queue.nextDueAt(busy);
-          if (nextDue !== null) wait = Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
+          if (!this.newWork) {
+            const nextDue = await this.queue.nextDueAt(busy);
+            if (nextDue !== null) wait = Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
+          }
         }
         // Asleep until the next attempt we could take is due; new work or a drained endpoint wakes us sooner.
         if (!(await this.sleep(wait))) this.newWork = true;

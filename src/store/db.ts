@@ -12,6 +12,8 @@ export type Dialect = 'sqlite' | 'postgres';
 
 export interface OpenedDatabase {
   db: Kysely<Database>;
+  /** The delivery worker's queue statements: on PostgreSQL a pool of their own (openPostgres); on SQLite `db`. */
+  queueDb: Kysely<Database>;
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and health checks. */
   pool: pg.Pool | null;
@@ -72,6 +74,7 @@ export function openSqlite(dataDir: string): OpenedDatabase {
   });
   return {
     db,
+    queueDb: db,
     dialect: 'sqlite',
     pool: null,
     async close() {
@@ -138,8 +141,36 @@ export async function endThread(thread: Worker, exited: Promise<void>, graceMs: 
   clearTimeout(timer);
 }
 
+/**
+ * Most connections of the queue's pool: the claim loop, two lanes of outcomes, and one for lease
+ * extensions and late payload loads (they wait their turn in the pool).
+ */
+const QUEUE_POOL_SIZE = 4;
+
 export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize, connectionTimeoutMillis: 5000 });
+  const pool = newPool(url, poolSize);
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // The delivery worker's queue statements (claims, leases, outcomes) commit without waiting for the WAL
+  // flush: on a busy server that wait was the largest part of each claim. Only a server crash can lose
+  // such a commit, and what it loses is never acknowledged to anyone: a lost claim or release frees the
+  // task when its lease ends, a lost outcome repeats the attempt (at least once, as after a worker crash).
+  // Emits and every API write keep the default, synchronous commit. Connections open when first used, so a
+  // process without a worker opens none here.
+  const queuePool = newPool(url, Math.min(poolSize, QUEUE_POOL_SIZE), '-c synchronous_commit=off');
+  const queueDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queuePool }) });
+  return {
+    db,
+    queueDb,
+    dialect: 'postgres',
+    pool,
+    close: async () => {
+      await Promise.all([db.destroy(), queueDb.destroy()]);
+    },
+  };
+}
+
+function newPool(url: string, max: number, options?: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, ...(options ? { options } : {}) });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is
@@ -149,8 +180,7 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   pool.on('connect', (client) => {
     client.on('error', () => {});
   });
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', pool, close: () => db.destroy() };
+  return pool;
 }
 
 export async function migrate(db: Kysely<any>): Promise<string[]> {

@@ -56,7 +56,7 @@ export class Store {
     this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey));
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
-    this.queue = new Queue(this.ctx, this.endpoints, config);
+    this.queue = new Queue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
   }
 
   /** Opens the configured store and brings its schema up to date. */

@@ -2,9 +2,9 @@ import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
 import { subscribes } from '../domain/envelope.js';
 import { GroupCommit } from './group-commit.js';
-import { insertRows } from './insert-rows.js';
+import { insertTogether } from './insert-rows.js';
 import { chunks, liveFlag, parseJsonList, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
-import type { DeliveryRow, MessageRow, TaskRow } from './schema.js';
+import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -28,6 +28,9 @@ export interface MessagePolicy {
   retryScheduleMs: number[];
   idempotencyTtlMs: number;
 }
+
+/** An endpoint as fan-out needs it. */
+type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types'>;
 
 /** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
@@ -54,72 +57,89 @@ export class Messages {
 
   private async emitBatch(requests: EmitRequest[]): Promise<EmitResult[]> {
     const now = this.ctx.now();
-    const results = await this.ctx.db.transaction().execute(async (trx) => {
-      const results: (EmitResult | undefined)[] = new Array(requests.length);
-      const prior = await this.priorEmits(trx, requests, now);
-      const pending: number[] = [];
-      requests.forEach((request, i) => {
-        const earlier = request.idempotencyKey === null ? undefined : prior.get(scopeKey(request.scope, request.idempotencyKey));
-        if (earlier) results[i] = earlier;
-        else pending.push(i);
-      });
-
-      const apps = await this.existingApps(trx, pending.map((i) => requests[i]!));
-      const unknownTypes = await this.unknownEventTypes(trx, pending.map((i) => requests[i]!));
-      const accepted: { index: number; message: MessageRow }[] = [];
-      const claimedKeys = new Map<string, number>();
-      for (const i of pending) {
-        const request = requests[i]!;
-        if (!apps.has(scopeKey(request.scope, request.appId))) {
-          results[i] = { ok: false, reason: 'app_not_found' };
-          continue;
-        }
-        if (unknownTypes.has(scopeKey(request.scope, request.eventType))) {
-          results[i] = { ok: false, reason: 'unknown_event_type' };
-          continue;
-        }
-        // Two requests with one key in the same batch: the first creates, the second repeats it.
-        if (request.idempotencyKey !== null) {
-          const key = scopeKey(request.scope, request.idempotencyKey);
-          if (claimedKeys.has(key)) continue;
-          claimedKeys.set(key, i);
-        }
-        const message: MessageRow = {
-          id: newId('message', now),
-          org_id: request.scope.orgId,
-          livemode: liveFlag(request.scope),
-          app_id: apps.get(scopeKey(request.scope, request.appId))!,
-          event_type: request.eventType,
-          created_at: now,
-        };
-        accepted.push({ index: i, message });
-      }
-
-      const lostRaces = await this.claimIdempotencyKeys(trx, accepted.map(({ index, message }) => ({ index, request: requests[index]!, message })), now);
-      const created = accepted.filter(({ index }) => !lostRaces.has(index));
-      for (const { index } of accepted) {
-        if (lostRaces.has(index)) results[index] = lostRaces.get(index);
-      }
-
-      await insertRows(trx, this.ctx.dialect, 'messages', created.map((c) => c.message));
-      const payloads = created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now }));
-      await insertRows(trx, this.ctx.dialect, 'payloads', payloads);
-      const deliveryIds = await this.fanOut(trx, created.map((c) => c.message), now);
-      for (const { index, message } of created) {
-        results[index] = { ok: true, message, deliveryIds: deliveryIds.get(message.id) ?? [], idempotent: false };
-      }
-      await this.recordDeliveryIds(trx, created.map(({ index, message }) => ({ request: requests[index]!, message })), deliveryIds);
-
-      // Requests that repeated a key first seen in this batch get that emit's result.
-      requests.forEach((request, i) => {
-        if (results[i] || request.idempotencyKey === null) return;
-        const first = results[claimedKeys.get(scopeKey(request.scope, request.idempotencyKey))!];
-        results[i] = first && first.ok ? { ...first, idempotent: true } : first;
-      });
-      return results as EmitResult[];
-    });
+    // SQLite writes a batch with several statements, and its one transaction is the group commit.
+    // PostgreSQL writes a batch's rows with one statement (insertTogether), atomic by itself, and its
+    // reads see committed rows at read committed with or without a transaction: a batch needs one only
+    // for idempotency keys (a key taken must not outlive a write that failed).
+    const needsTransaction = this.ctx.dialect === 'sqlite' || requests.some((r) => r.idempotencyKey !== null);
+    const results = needsTransaction
+      ? await this.ctx.db.transaction().execute((trx) => this.emitWith(trx, requests, now))
+      : await this.emitWith(this.ctx.db, requests, now);
     if (results.some((r) => r.ok && !r.idempotent && r.deliveryIds.length > 0)) this.onQueued();
     return results;
+  }
+
+  private async emitWith(db: Executor, requests: EmitRequest[], now: number): Promise<EmitResult[]> {
+    const results: (EmitResult | undefined)[] = new Array(requests.length);
+    const prior = await this.priorEmits(db, requests, now);
+    const pending: number[] = [];
+    requests.forEach((request, i) => {
+      const earlier = request.idempotencyKey === null ? undefined : prior.get(scopeKey(request.scope, request.idempotencyKey));
+      if (earlier) results[i] = earlier;
+      else pending.push(i);
+    });
+
+    const pendingRequests = pending.map((i) => requests[i]!);
+    // Independent reads: on PostgreSQL outside a transaction they go on two connections at once.
+    const [{ apps, endpoints }, unknownTypes] = await Promise.all([
+      this.appsWithEndpoints(db, pendingRequests.map((r) => ({ scope: r.scope, name: r.appId }))),
+      this.unknownEventTypes(db, pendingRequests),
+    ]);
+    const accepted: { index: number; message: MessageRow }[] = [];
+    const claimedKeys = new Map<string, number>();
+    for (const i of pending) {
+      const request = requests[i]!;
+      if (!apps.has(scopeKey(request.scope, request.appId))) {
+        results[i] = { ok: false, reason: 'app_not_found' };
+        continue;
+      }
+      if (unknownTypes.has(scopeKey(request.scope, request.eventType))) {
+        results[i] = { ok: false, reason: 'unknown_event_type' };
+        continue;
+      }
+      // Two requests with one key in the same batch: the first creates, the second repeats it.
+      if (request.idempotencyKey !== null) {
+        const key = scopeKey(request.scope, request.idempotencyKey);
+        if (claimedKeys.has(key)) continue;
+        claimedKeys.set(key, i);
+      }
+      const message: MessageRow = {
+        id: newId('message', now),
+        org_id: request.scope.orgId,
+        livemode: liveFlag(request.scope),
+        app_id: apps.get(scopeKey(request.scope, request.appId))!,
+        event_type: request.eventType,
+        created_at: now,
+      };
+      accepted.push({ index: i, message });
+    }
+
+    const lostRaces = await this.claimIdempotencyKeys(db, accepted.map(({ index, message }) => ({ index, request: requests[index]!, message })), now);
+    const created = accepted.filter(({ index }) => !lostRaces.has(index));
+    for (const { index } of accepted) {
+      if (lostRaces.has(index)) results[index] = lostRaces.get(index);
+    }
+
+    const messages = created.map((c) => c.message);
+    const fanned = this.plannedDeliveries(messages, endpoints, now);
+    await insertTogether(db, this.ctx.dialect, [
+      { table: 'messages', rows: messages },
+      { table: 'payloads', rows: created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now })) },
+      { table: 'deliveries', rows: fanned.deliveries },
+      { table: 'delivery_tasks', rows: fanned.tasks },
+    ]);
+    for (const { index, message } of created) {
+      results[index] = { ok: true, message, deliveryIds: fanned.idsByMessage.get(message.id) ?? [], idempotent: false };
+    }
+    await this.recordDeliveryIds(db, created.map(({ index, message }) => ({ request: requests[index]!, message })), fanned.idsByMessage);
+
+    // Requests that repeated a key first seen in this batch get that emit's result.
+    requests.forEach((request, i) => {
+      if (results[i] || request.idempotencyKey === null) return;
+      const first = results[claimedKeys.get(scopeKey(request.scope, request.idempotencyKey))!];
+      results[i] = first && first.ok ? { ...first, idempotent: true } : first;
+    });
+    return results as EmitResult[];
   }
 
   /** Results of earlier emits whose idempotency key is still within its window. */
@@ -222,23 +242,37 @@ export class Messages {
     }
   }
 
-  /** Application ids keyed by scope + id or uid, for the applications these requests name. */
-  private async existingApps(db: Executor, requests: EmitRequest[]): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    if (requests.length === 0) return found;
-    const names = [...new Set(requests.map((r) => r.appId))];
-    const orgs = [...new Set(requests.map((r) => r.scope.orgId))];
+  /**
+   * The applications named (by id or uid) in their scopes, keyed by scope + id and scope + uid, and all
+   * their endpoints in id order: one statement for both.
+   */
+  private async appsWithEndpoints(db: Executor, named: { scope: Scope; name: string }[]): Promise<{ apps: Map<string, string>; endpoints: SubscriberRow[] }> {
+    const apps = new Map<string, string>();
+    const endpoints: SubscriberRow[] = [];
+    if (named.length === 0) return { apps, endpoints };
+    const names = [...new Set(named.map((n) => n.name))];
     const rows = await db
       .selectFrom('applications')
-      .select(['id', 'uid', 'org_id', 'livemode'])
-      .where('org_id', 'in', orgs)
-      .where((eb) => eb.or([eb('id', 'in', names), eb('uid', 'in', names)]))
+      .leftJoin('endpoints', 'endpoints.app_id', 'applications.id')
+      .select([
+        'applications.id as app_id',
+        'applications.uid',
+        'applications.org_id',
+        'applications.livemode',
+        'endpoints.id',
+        'endpoints.status',
+        'endpoints.event_types',
+      ])
+      .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
+      .where((eb) => eb.or([eb('applications.id', 'in', names), eb('applications.uid', 'in', names)]))
+      .orderBy('endpoints.id')
       .execute();
     for (const row of rows) {
-      found.set(`${row.org_id}|${row.livemode}|${row.id}`, row.id);
-      if (row.uid !== null) found.set(`${row.org_id}|${row.livemode}|${row.uid}`, row.id);
+      apps.set(`${row.org_id}|${row.livemode}|${row.app_id}`, row.app_id);
+      if (row.uid !== null) apps.set(`${row.org_id}|${row.livemode}|${row.uid}`, row.app_id);
+      if (row.id !== null) endpoints.push({ id: row.id, app_id: row.app_id, status: row.status!, event_types: row.event_types! });
     }
-    return found;
+    return { apps, endpoints };
   }
 
   /** Scope + name of every requested event type that is not in its environment's catalog. */
@@ -255,18 +289,11 @@ export class Messages {
   }
 
   /**
-   * Creates one delivery per endpoint subscribed now to each message, with its first attempt queued;
-   * an endpoint that is disabled gets a `disabled` delivery and no attempt. Returns the ids per message.
+   * One delivery per endpoint of the message's application subscribed to its event type, with its first
+   * attempt queued; an endpoint that is disabled gets a `disabled` delivery and no attempt.
    */
-  async fanOut(db: Executor, messages: MessageRow[], now: number): Promise<Map<string, string[]>> {
-    const byMessage = new Map<string, string[]>();
-    if (messages.length === 0) return byMessage;
-    const endpoints = await db
-      .selectFrom('endpoints')
-      .select(['id', 'app_id', 'status', 'event_types'])
-      .where('app_id', 'in', [...new Set(messages.map((m) => m.app_id))])
-      .orderBy('id')
-      .execute();
+  private plannedDeliveries(messages: MessageRow[], endpoints: SubscriberRow[], now: number): { deliveries: DeliveryRow[]; tasks: TaskRow[]; idsByMessage: Map<string, string[]> } {
+    const idsByMessage = new Map<string, string[]>();
     const deliveries: DeliveryRow[] = [];
     const tasks: TaskRow[] = [];
     for (const message of messages) {
@@ -296,21 +323,26 @@ export class Messages {
           tasks.push({ id: newId('task', now), delivery_id: delivery.id, endpoint_id: endpoint.id, trigger: 'scheduled', attempt_number: 1, run_at: runAt, lease_owner: null });
         }
       }
-      byMessage.set(message.id, ids);
+      idsByMessage.set(message.id, ids);
     }
-    await insertRows(db, this.ctx.dialect, 'deliveries', deliveries);
-    await insertRows(db, this.ctx.dialect, 'delivery_tasks', tasks);
-    return byMessage;
+    return { deliveries, tasks, idsByMessage };
   }
 
   /** New deliveries of an existing message for the endpoints subscribed now. */
   async replay(scope: Scope, id: string): Promise<string[] | undefined> {
-    const ids = await this.ctx.db.transaction().execute(async (trx) => {
-      const message = await this.getWith(trx, scope, id);
-      if (!message) return undefined;
-      return (await this.fanOut(trx, [message], this.ctx.now())).get(message.id) ?? [];
-    });
-    if (ids && ids.length > 0) this.onQueued();
+    const message = await this.get(scope, id);
+    if (!message) return undefined;
+    const now = this.ctx.now();
+    const { endpoints } = await this.appsWithEndpoints(this.ctx.db, [{ scope, name: message.app_id }]);
+    const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, now);
+    await this.ctx.db.transaction().execute((trx) =>
+      insertTogether(trx, this.ctx.dialect, [
+        { table: 'deliveries', rows: deliveries },
+        { table: 'delivery_tasks', rows: tasks },
+      ]),
+    );
+    const ids = idsByMessage.get(message.id) ?? [];
+    if (ids.length > 0) this.onQueued();
     return ids;
   }
 

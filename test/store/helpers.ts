@@ -29,5 +29,5 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
     }
     return ids;
   };
-  return { store, emit };
+  return { store, emit, scope, appId: app.id };
 }

@@ -1,0 +1,78 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { DeliveryWorker } from '../../src/delivery/worker.js';
+import type { WorkerQueue } from '../../src/store/queue.js';
+import { BASE_ENV } from './child.js';
+import { eventually, Receiver } from '../support/receiver.js';
+import { createTestDatabase } from '../support/service.js';
+import { Store } from '../../src/store/index.js';
+
+// The claim loop sleeps up to its idle poll (500 ms) when it finds nothing; work queued while a claim is
+// under way must still be claimed at once, and a claim that took everything due is not repeated at once.
+
+test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
+  const database = await createTestDatabase();
+  const config = loadConfig({ ...BASE_ENV, ...database.env });
+  const store = await Store.open(config);
+  const receiver = await new Receiver().start();
+  const org = await store.organizations.create('claim-loop', 'unlimited');
+  const scope = { orgId: org.id, livemode: false };
+  const app = await store.applications.create(scope, { name: 'claim-loop' });
+  await store.endpoints.create(scope, { appId: app.id, url: `${receiver.url}/hook` });
+  const emit = () => store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: '{"n":1}', idempotencyKey: null });
+
+  // The real queue, with an emit slipped in while the first empty claim is under way (before it answers).
+  const calls: string[] = [];
+  let emittedAt = 0;
+  const queue: WorkerQueue = {
+    ...bind(store.queue),
+    nextDueAt: (exclude) => {
+      calls.push('nextDueAt');
+      return store.queue.nextDueAt(exclude);
+    },
+    claimLoaded: async (owner, limit, exclude, only) => {
+      const claimed = await store.queue.claimLoaded(owner, limit, exclude, only);
+      calls.push(`claimed ${claimed.length}`);
+      if (claimed.length === 0 && emittedAt === 0) {
+        emittedAt = Date.now();
+        assert.ok((await emit()).ok);
+      }
+      return claimed;
+    },
+  };
+  const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
+  t.after(async () => {
+    await worker.stop();
+    await receiver.stop();
+    await store.close();
+    await database.drop();
+  });
+  worker.start();
+  await receiver.waitFor(1, 5_000);
+  const waited = receiver.received[0]!.at - emittedAt;
+  assert.ok(waited < 300, `delivered ${waited} ms after it was queued; the idle poll is 500 ms`);
+
+  // Three emits in one batch: the claim that takes them (fewer than it asked for) took all that was due,
+  // so the loop goes on to find when the next attempt is due instead of claiming again.
+  await Promise.all([emit(), emit(), emit()]);
+  await receiver.waitFor(4, 5_000);
+  const taken = calls.lastIndexOf('claimed 3');
+  assert.ok(taken >= 0, `one claim took the three: ${calls.join(', ')}`);
+  await eventually(async () => calls.length > taken + 1);
+  assert.equal(calls[taken + 1], 'nextDueAt', `after the claim that took the three: ${calls.slice(taken).join(', ')}`);
+});
+
+/** The queue's methods bound to it, to override one. */
+function bind(queue: Store['queue']): WorkerQueue {
+  return {
+    claimLoaded: queue.claimLoaded.bind(queue),
+    release: queue.release.bind(queue),
+    nextDueAt: queue.nextDueAt.bind(queue),
+    extendLease: queue.extendLease.bind(queue),
+    load: queue.load.bind(queue),
+    drop: queue.drop.bind(queue),
+    completeMany: queue.completeMany.bind(queue),
+  };
+}
