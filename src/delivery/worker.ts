@@ -221,6 +221,8 @@ export class DeliveryWorker {
       } catch (error) {
         // The database may be away for a while; keep trying without spinning.
         this.log.warn({ err: error }, 'claim failed; retrying');
+        // The claim that failed may have been a general one, whose mark was cleared when it started.
+        this.newWork = true;
         await this.sleep(1_000);
       }
     }

@@ -141,23 +141,22 @@ export async function endThread(thread: Worker, exited: Promise<void>, graceMs: 
   clearTimeout(timer);
 }
 
-/**
- * Most connections of the queue's pool: the claim loop, two lanes of outcomes, and one for lease
- * extensions and late payload loads (they wait their turn in the pool).
- */
-const QUEUE_POOL_SIZE = 4;
-
 export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   const pool = newPool(url, poolSize);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // The delivery worker's queue statements (claims, leases, outcomes) commit without waiting for the WAL
-  // flush: on a busy server that wait was the largest part of each claim. Only a server crash can lose
-  // such a commit, and what it loses is never acknowledged to anyone: a lost claim or release frees the
-  // task when its lease ends, a lost outcome repeats the attempt (at least once, as after a worker crash).
-  // Emits and every API write keep the default, synchronous commit. Connections open when first used, so a
-  // process without a worker opens none here.
-  const queuePool = newPool(url, Math.min(poolSize, QUEUE_POOL_SIZE), '-c synchronous_commit=off');
-  const queueDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queuePool }) });
+  // flush (docs/architecture.md: what a server crash can then undo, and why nothing is lost). Set per
+  // session rather than as a startup option, which would replace PGOPTIONS or the URL's `options` and
+  // which PgBouncer refuses. Emits and every API write keep synchronous commit. Connections open when
+  // first used, so a process without a worker opens none here.
+  const queueDb = new Kysely<Database>({
+    dialect: new PostgresDialect({
+      pool: newPool(url, poolSize),
+      onCreateConnection: async (connection) => {
+        await connection.executeQuery(CompiledQuery.raw('set synchronous_commit = off'));
+      },
+    }),
+  });
   return {
     db,
     queueDb,
@@ -169,8 +168,8 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   };
 }
 
-function newPool(url: string, max: number, options?: string): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, ...(options ? { options } : {}) });
+function newPool(url: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000 });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is

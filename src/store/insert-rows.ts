@@ -71,15 +71,17 @@ async function insertChunks<T extends keyof Database>(db: Executor, dialect: Dia
 export type TableRows = { [T in keyof Database]: { table: T; rows: readonly Database[T][] } }[keyof Database];
 
 /**
- * Inserts rows into several tables. PostgreSQL: one statement of data-modifying CTEs, atomic by itself,
- * so a batch needs neither a transaction nor a round trip per table (on a busy machine each round trip
- * is milliseconds); each table's rows go as one JSON parameter read with `json_populate_recordset`, so
- * no row count reaches the parameter limit and the text only depends on the tables and columns. SQLite
- * has no data-modifying CTEs: one insertRows per table, made atomic by the caller's transaction.
+ * Inserts rows into several tables, all or none. PostgreSQL: one statement of data-modifying CTEs,
+ * atomic by itself, so a batch needs neither a transaction nor a round trip per table (on a busy machine
+ * each round trip is milliseconds); each table's rows go as one JSON parameter read with
+ * `json_populate_recordset`, so no row count reaches the parameter limit and the text only depends on the
+ * tables and columns. SQLite has no data-modifying CTEs: one insertRows per table, in the caller's
+ * transaction or in one of its own.
  */
 export async function insertTogether(db: Executor, dialect: Dialect, parts: readonly TableRows[]): Promise<void> {
   const present = parts.filter((part) => part.rows.length > 0);
   if (dialect === 'sqlite') {
+    if (!db.isTransaction && present.length > 1) return db.transaction().execute((trx) => insertTogether(trx, dialect, present));
     for (const part of present) await insertRows(db, dialect, part.table, part.rows);
     return;
   }

@@ -50,7 +50,7 @@ export class Messages {
     this.emits = new GroupCommit((batch) => this.emitBatch(batch), sqlite ? 1 : 4, 500, sqlite ? SQLITE_EMIT_SPACING_MS : 0);
   }
 
-  /** Emits one message. Concurrent calls share one transaction (group commit). */
+  /** Emits one message. Concurrent calls are written together (group commit: one transaction on SQLite, one write statement on PostgreSQL). */
   emit(request: EmitRequest): Promise<EmitResult> {
     return this.emits.submit(request);
   }
@@ -335,12 +335,10 @@ export class Messages {
     const now = this.ctx.now();
     const { endpoints } = await this.appsWithEndpoints(this.ctx.db, [{ scope, name: message.app_id }]);
     const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, now);
-    await this.ctx.db.transaction().execute((trx) =>
-      insertTogether(trx, this.ctx.dialect, [
-        { table: 'deliveries', rows: deliveries },
-        { table: 'delivery_tasks', rows: tasks },
-      ]),
-    );
+    await insertTogether(this.ctx.db, this.ctx.dialect, [
+      { table: 'deliveries', rows: deliveries },
+      { table: 'delivery_tasks', rows: tasks },
+    ]);
     const ids = idsByMessage.get(message.id) ?? [];
     if (ids.length > 0) this.onQueued();
     return ids;

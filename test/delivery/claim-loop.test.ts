@@ -10,7 +10,8 @@ import { createTestDatabase } from '../support/service.js';
 import { Store } from '../../src/store/index.js';
 
 // The claim loop sleeps up to its idle poll (500 ms) when it finds nothing; work queued while a claim is
-// under way must still be claimed at once, and a claim that took everything due is not repeated at once.
+// under way must still be claimed at once, a claim that took everything due is not repeated at once, and
+// a claim that failed is tried again after its 1 s pause, not after a further idle poll.
 
 test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
   const database = await createTestDatabase();
@@ -51,8 +52,11 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
   });
   worker.start();
   await receiver.waitFor(1, 5_000);
-  const waited = receiver.received[0]!.at - emittedAt;
-  assert.ok(waited < 300, `delivered ${waited} ms after it was queued; the idle poll is 500 ms`);
+  // The wake that came during the empty claim is kept: the next call claims the new task, with no
+  // nextDueAt and no idle poll (500 ms) in between.
+  const empty = calls.indexOf('claimed 0');
+  assert.deepEqual(calls.slice(empty, empty + 2), ['claimed 0', 'claimed 1'], calls.join(', '));
+  assert.ok(receiver.received[0]!.at - emittedAt < 400, 'delivered before the idle poll would have run');
 
   // Three emits in one batch: the claim that takes them (fewer than it asked for) took all that was due,
   // so the loop goes on to find when the next attempt is due instead of claiming again.
@@ -62,6 +66,32 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
   assert.ok(taken >= 0, `one claim took the three: ${calls.join(', ')}`);
   await eventually(async () => calls.length > taken + 1);
   assert.equal(calls[taken + 1], 'nextDueAt', `after the claim that took the three: ${calls.slice(taken).join(', ')}`);
+});
+
+test('a claim that failed is tried again after its pause, with no idle poll on top', { timeout: 60_000 }, async (t) => {
+  const database = await createTestDatabase();
+  const config = loadConfig({ ...BASE_ENV, ...database.env });
+  const store = await Store.open(config);
+  const claimsAt: number[] = [];
+  const queue: WorkerQueue = {
+    ...bind(store.queue),
+    claimLoaded: async (...args) => {
+      claimsAt.push(Date.now());
+      if (claimsAt.length === 1) throw new Error('database away');
+      return store.queue.claimLoaded(...args);
+    },
+  };
+  const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
+  t.after(async () => {
+    await worker.stop();
+    await store.close();
+    await database.drop();
+  });
+  worker.start();
+  await eventually(async () => claimsAt.length >= 2, 5_000, 'a second claim');
+  const pause = claimsAt[1]! - claimsAt[0]!;
+  // 1 s after the failure; losing the new-work mark made it 1.5 s (the pause, then an idle poll).
+  assert.ok(pause >= 950 && pause < 1_450, `second claim ${pause} ms after the failed one`);
 });
 
 /** The queue's methods bound to it, to override one. */

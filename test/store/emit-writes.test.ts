@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { sql } from 'kysely';
 import { insertTogether } from '../../src/store/insert-rows.js';
 import { newId } from '../../src/domain/ids.js';
-import { TEST_STORE } from '../support/service.js';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import { BASE_ENV } from '../delivery/child.js';
+import { createTestDatabase, TEST_STORE } from '../support/service.js';
 import { openStore } from './helpers.js';
 
 // How an emit's rows are written: on PostgreSQL with one statement and no transaction (insertTogether),
@@ -70,8 +73,28 @@ test('rows written together are all written or none, without a transaction', { s
 });
 
 test("the delivery worker's queue commits without waiting for the WAL flush; emits and the API wait", { skip: onlyPostgres, timeout: 60_000 }, async (t) => {
-  const { store } = await openStore(t);
-  const setting = async (db: typeof store.ctx.db) => (await sql<{ value: string }>`select current_setting('synchronous_commit') as value`.execute(db)).rows[0]!.value;
-  assert.equal(await setting(store.ctx.db), 'on');
-  assert.equal(await setting(store.queue['ctx'].db), 'off');
+  // Options given in the URL (or PGOPTIONS) apply to both pools: the queue's setting is made per session.
+  const database = await createTestDatabase();
+  const url = `${database.env.HERALD_DATABASE_URL}?options=${encodeURIComponent('-c statement_timeout=30000')}`;
+  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: url }));
+  t.after(async () => {
+    await store.close();
+    await database.drop();
+  });
+  const settings = async (db: typeof store.ctx.db) =>
+    (await sql<{ commit: string; timeout: string }>`select current_setting('synchronous_commit') as commit, current_setting('statement_timeout') as timeout`.execute(db)).rows[0];
+  assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s' });
+  assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s' });
+});
+
+test('payloads keep every character through the batch write', { timeout: 60_000 }, async (t) => {
+  const { store, emit } = await openStore(t);
+  const payloads = [
+    JSON.stringify({ quotes: '"\\"', backslashes: '\\\\', nul: '\u0000', controls: '\n\t\b\f\r\u0001', separators: '\u2028\u2029' }),
+    JSON.stringify({ emoji: '🎉✓', bom: '\ufeff', max: '\uffff', text: "it's" }),
+    JSON.stringify({ numbers: [9007199254740993, 1e300, -0.0001, 123456789012345678901234567890] }).replace('9007199254740992', '9007199254740993'),
+    JSON.stringify({ big: '\\"'.repeat(100_000) }),
+  ];
+  const ids = await Promise.all(payloads.map((payload) => emit(1, () => payload).then(([id]) => id!)));
+  for (const [i, id] of ids.entries()) assert.equal(await store.messages.payload(id), payloads[i], `payload ${i}`);
 });
