@@ -98,7 +98,7 @@ export class DeliveryWorker {
       // Outcomes that arrive while a batch is written wait for the next one, so fewer lanes make bigger
       // batches (fewer statements per outcome); a second lane on PostgreSQL keeps a batch of failures
       // (several statements each) from holding up the rest. An endpoint's slot does not wait for this.
-      store.dialect === 'sqlite' ? 1 : 2,
+      { maxParallel: store.dialect === 'sqlite' ? 1 : 2 },
     );
   }
 

@@ -29,6 +29,12 @@ export interface MessagePolicy {
   idempotencyTtlMs: number;
 }
 
+/**
+ * Most payload characters in one emit batch: what a batch holds in memory, and on PostgreSQL one JSON
+ * parameter (escaping can double it; a JavaScript string holds at most ~512 M characters).
+ */
+const EMIT_BATCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
+
 /** An endpoint as fan-out needs it. */
 type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types'>;
 
@@ -47,7 +53,12 @@ export class Messages {
   ) {
     // SQLite has one writer, so one batch at a time; PostgreSQL takes a few in parallel.
     const sqlite = ctx.dialect === 'sqlite';
-    this.emits = new GroupCommit((batch) => this.emitBatch(batch), sqlite ? 1 : 4, 500, sqlite ? SQLITE_EMIT_SPACING_MS : 0);
+    this.emits = new GroupCommit((batch) => this.emitBatch(batch), {
+      maxParallel: sqlite ? 1 : 4,
+      minSpacingMs: sqlite ? SQLITE_EMIT_SPACING_MS : 0,
+      sizeOf: (request) => request.payloadJson.length,
+      maxBatchSize: EMIT_BATCH_PAYLOAD_CHARS,
+    });
   }
 
   /** Emits one message. Concurrent calls are written together (group commit: one transaction on SQLite, one write statement on PostgreSQL). */
