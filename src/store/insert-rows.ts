@@ -81,7 +81,8 @@ export type TableRows = { [T in keyof Database]: { table: T; rows: readonly Data
 export async function insertTogether(db: Executor, dialect: Dialect, parts: readonly TableRows[]): Promise<void> {
   const present = parts.filter((part) => part.rows.length > 0);
   if (dialect === 'sqlite') {
-    if (!db.isTransaction && present.length > 1) return db.transaction().execute((trx) => insertTogether(trx, dialect, present));
+    // insertRows may take several statements even for one table (chunks).
+    if (!db.isTransaction && present.length > 0) return db.transaction().execute((trx) => insertTogether(trx, dialect, present));
     for (const part of present) await insertRows(db, dialect, part.table, part.rows);
     return;
   }
