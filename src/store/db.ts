@@ -146,15 +146,15 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // The delivery worker's queue statements (claims, leases, outcomes) commit without waiting for the WAL
   // flush (docs/architecture.md: what a server crash can then undo, and why nothing is lost). Set per
-  // session rather than as a startup option, which would replace PGOPTIONS or the URL's `options` and
-  // which PgBouncer refuses. Emits and every API write keep synchronous commit. Connections open when
-  // first used, so a process without a worker opens none here.
+  // session, not as a startup option: that would replace PGOPTIONS, lose to an `options` in the URL, and
+  // PgBouncer refuses it. pg-pool's own hook, not kysely's: a client whose SET fails is ended and
+  // dropped, where kysely's would stay checked out for good. Emits and every API write keep synchronous
+  // commit. Connections open when first used, so a process without a worker opens none here.
   const queueDb = new Kysely<Database>({
     dialect: new PostgresDialect({
-      pool: newPool(url, poolSize),
-      onCreateConnection: async (connection) => {
-        await connection.executeQuery(CompiledQuery.raw('set synchronous_commit = off'));
-      },
+      pool: newPool(url, poolSize, async (client) => {
+        await client.query('set synchronous_commit = off');
+      }),
     }),
   });
   return {
@@ -168,8 +168,8 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   };
 }
 
-function newPool(url: string, max: number): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000 });
+function newPool(url: string, max: number, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, ...(onConnect ? { onConnect } : {}) });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is

@@ -67,6 +67,9 @@ async function insertChunks<T extends keyof Database>(db: Executor, dialect: Dia
   return written;
 }
 
+/** Most rows in one JSON parameter of `insertTogether` (a delivery row is ~400 characters of JSON). */
+const JSON_PARAMETER_ROWS = 10_000;
+
 /** Rows for one table of `insertTogether`. */
 export type TableRows = { [T in keyof Database]: { table: T; rows: readonly Database[T][] } }[keyof Database];
 
@@ -74,9 +77,10 @@ export type TableRows = { [T in keyof Database]: { table: T; rows: readonly Data
  * Inserts rows into several tables, all or none. PostgreSQL: one statement of data-modifying CTEs,
  * atomic by itself, so a batch needs neither a transaction nor a round trip per table (on a busy machine
  * each round trip is milliseconds); each table's rows go as one JSON parameter read with
- * `json_populate_recordset`, so no row count reaches the parameter limit and the text only depends on the
- * tables and columns. SQLite has no data-modifying CTEs: one insertRows per table, in the caller's
- * transaction or in one of its own.
+ * `json_populate_recordset` (or several, of JSON_PARAMETER_ROWS each: a fan-out to thousands of
+ * endpoints must not pass V8's longest string), so no row count reaches the parameter limit and the text
+ * only depends on the tables, the columns and the number of parameters. SQLite has no data-modifying CTEs:
+ * one insertRows per table, in the caller's transaction or in one of its own.
  */
 export async function insertTogether(db: Executor, dialect: Dialect, parts: readonly TableRows[]): Promise<void> {
   const present = parts.filter((part) => part.rows.length > 0);
@@ -87,7 +91,8 @@ export async function insertTogether(db: Executor, dialect: Dialect, parts: read
     return;
   }
   if (present.length === 0) return;
-  const shapes = present.map((part) => ({ table: part.table, columns: Object.keys(part.rows[0]!) }));
+  const pieces = present.flatMap((part) => chunks([...part.rows], JSON_PARAMETER_ROWS).map((rows) => ({ table: part.table, rows })));
+  const shapes = pieces.map((piece) => ({ table: piece.table, columns: Object.keys(piece.rows[0]!) }));
   const key = `together|${shapes.map((s) => `${s.table}(${s.columns.join(',')})`).join('|')}`;
   let text = texts.get(key);
   if (text === undefined) {
@@ -100,5 +105,5 @@ export async function insertTogether(db: Executor, dialect: Dialect, parts: read
     if (texts.size >= MAX_SHAPES) texts.clear();
     texts.set(key, text);
   }
-  await db.executeQuery(CompiledQuery.raw(text, present.map((part) => JSON.stringify(part.rows))));
+  await db.executeQuery(CompiledQuery.raw(text, pieces.map((piece) => JSON.stringify(piece.rows))));
 }

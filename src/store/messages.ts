@@ -341,17 +341,19 @@ export class Messages {
 
   /** New deliveries of an existing message for the endpoints subscribed now. */
   async replay(scope: Scope, id: string): Promise<string[] | undefined> {
-    const message = await this.get(scope, id);
-    if (!message) return undefined;
-    const now = this.ctx.now();
-    const { endpoints } = await this.appsWithEndpoints(this.ctx.db, [{ scope, name: message.app_id }]);
-    const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, now);
-    await insertTogether(this.ctx.db, this.ctx.dialect, [
-      { table: 'deliveries', rows: deliveries },
-      { table: 'delivery_tasks', rows: tasks },
-    ]);
-    const ids = idsByMessage.get(message.id) ?? [];
-    if (ids.length > 0) this.onQueued();
+    // One transaction, so that on SQLite no endpoint changes between the read and the write.
+    const ids = await this.ctx.db.transaction().execute(async (trx) => {
+      const message = await this.getWith(trx, scope, id);
+      if (!message) return undefined;
+      const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }]);
+      const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, this.ctx.now());
+      await insertTogether(trx, this.ctx.dialect, [
+        { table: 'deliveries', rows: deliveries },
+        { table: 'delivery_tasks', rows: tasks },
+      ]);
+      return idsByMessage.get(message.id) ?? [];
+    });
+    if (ids && ids.length > 0) this.onQueued();
     return ids;
   }
 

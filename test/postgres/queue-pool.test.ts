@@ -1,0 +1,77 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { sql, type Kysely } from 'kysely';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import type { Database } from '../../src/store/schema.js';
+import { BASE_ENV } from '../delivery/child.js';
+import { createTestDatabase, TEST_STORE } from '../support/service.js';
+
+// The delivery worker's queue has a pool of its own whose sessions commit without waiting for the WAL
+// flush (src/store/db.ts); everything else commits synchronously.
+
+const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
+
+const settings = async (db: Kysely<Database>) =>
+  (await sql<{ commit: string; timeout: string }>`select current_setting('synchronous_commit') as commit, current_setting('statement_timeout') as timeout`.execute(db)).rows[0];
+
+/** The test database's URL with `options` added to its query string. */
+function withOptions(url: string, options: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('options', options);
+  return parsed.toString();
+}
+
+test("the queue's sessions commit asynchronously, the rest synchronously, and both keep the URL's options", { skip, timeout: 60_000 }, async (t) => {
+  const database = await createTestDatabase();
+  const url = withOptions(database.env.HERALD_DATABASE_URL!, '-c statement_timeout=30000');
+  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: url }));
+  t.after(async () => {
+    await store.close();
+    await database.drop();
+  });
+  assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s' });
+  assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s' });
+});
+
+test('a queue connection lost while it is being set up is dropped from the pool, not leaked', { skip, timeout: 60_000 }, async (t) => {
+  const database = await createTestDatabase();
+  const target = new URL(database.env.HERALD_DATABASE_URL!);
+  // A proxy in front of PostgreSQL that cuts the connection when it sees the session's SET (twice).
+  let cuts = 2;
+  const proxy = net.createServer((client) => {
+    const server = net.connect(Number(target.port || 5432), target.hostname);
+    server.on('data', (data) => client.write(data));
+    client.on('data', (data) => {
+      if (cuts > 0 && data.toString('latin1').includes('set synchronous_commit')) {
+        cuts--;
+        client.destroy();
+        server.destroy();
+      } else {
+        server.write(data);
+      }
+    });
+    for (const socket of [client, server]) socket.on('error', () => {});
+    client.on('close', () => server.destroy());
+    server.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  const proxied = new URL(target);
+  proxied.hostname = '127.0.0.1';
+  proxied.port = String((proxy.address() as net.AddressInfo).port);
+  // Two connections per pool: two leaked ones would leave the queue nothing to run on.
+  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: proxied.toString(), HERALD_DB_POOL_SIZE: '2' }));
+  t.after(async () => {
+    proxy.close();
+    await database.drop();
+  });
+  const queueDb = store.queue['ctx'].db;
+  for (let i = 0; i < 2; i++) await assert.rejects(settings(queueDb), /terminated|ended|closed/i);
+  const started = Date.now();
+  assert.deepEqual(await settings(queueDb), { commit: 'off', timeout: '0' });
+  assert.ok(Date.now() - started < 4_000, 'the third query got a connection without waiting for the pool to time out');
+  // Nothing is left checked out: closing the store finishes.
+  const closed = await Promise.race([store.close().then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+  assert.equal(closed, true, 'the store closed');
+});
