@@ -2,6 +2,7 @@ import { EventEmitter } from 'node:events';
 import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import { SecretBox } from '../domain/secrets.js';
+import { randomToken } from '../domain/ids.js';
 import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
 import type { StoreContext } from './common.js';
 import { Organizations } from './organizations.js';
@@ -37,6 +38,8 @@ export class Store {
   /** PostgreSQL: tells worker processes that attempts were queued (coalesced NOTIFY after commit). */
   private readonly notifier: TaskNotifier | null;
   private listener: TaskListener | null = null;
+  /** What this store's NOTIFYs carry, so that its own listener can tell them apart. */
+  private readonly notifyPayload = randomToken(12);
 
   private constructor(
     private readonly opened: OpenedDatabase,
@@ -44,7 +47,7 @@ export class Store {
   ) {
     this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now };
     this.notifier =
-      opened.dialect === 'postgres' ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, '')`.execute(opened.db)) : null;
+      opened.dialect === 'postgres' ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, ${this.notifyPayload})`.execute(opened.db)) : null;
     // Called after the transaction that queued attempts committed: wake the local worker, then the others.
     const onQueued = () => {
       this.events.emit('queued');
@@ -80,6 +83,7 @@ export class Store {
     this.listener = new TaskListener({
       connectionString: this.config.databaseUrl,
       onNotify: () => this.events.emit('queued'),
+      ownPayload: this.notifyPayload,
       ...(onError ? { onError } : {}),
     });
     this.listener.start();

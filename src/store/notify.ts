@@ -62,6 +62,11 @@ export interface TaskListenerOptions {
   connectionString: string;
   /** Called on every notification, and once after each (re)connect since notifications may have been missed. */
   onNotify: () => void;
+  /**
+   * The payload this process's own NOTIFYs carry: those are ignored, its worker was woken in process
+   * already (hearing them again cost a second claim per emit batch).
+   */
+  ownPayload?: string;
   /** Called when the connection is lost or cannot be made; the listener retries by itself. */
   onError?: (error: unknown) => void;
   /** Called each time LISTEN is in place. */
@@ -125,7 +130,7 @@ export class TaskListener {
       this.scheduleReconnect();
     };
     client.on('notification', (message) => {
-      if (message.channel === TASKS_CHANNEL) this.options.onNotify();
+      if (message.channel === TASKS_CHANNEL && message.payload !== this.options.ownPayload) this.options.onNotify();
     });
     client.on('error', (error) => onLost(error));
     client.on('end', () => onLost(new Error('LISTEN connection ended')));
