@@ -12,19 +12,25 @@ import { chunks, type Executor } from './common.js';
 const texts = new Map<string, string>();
 const MAX_SHAPES = 2000;
 
-function insertText(dialect: Dialect, table: string, columns: readonly string[], rowCount: number, suffix: string): string {
-  const key = `${dialect}|${table}|${columns.join(',')}|${rowCount}|${suffix}`;
+/** The SQL text for `key`, made by `build` the first time it is asked for. */
+function cachedText(key: string, build: () => string): string {
   let text = texts.get(key);
   if (text === undefined) {
-    let n = 0;
-    const placeholder = dialect === 'postgres' ? () => `$${++n}` : () => '?';
-    const row = () => `(${columns.map(placeholder).join(', ')})`;
-    const values = Array.from({ length: rowCount }, row).join(', ');
-    text = `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${values}${suffix}`;
+    text = build();
     if (texts.size >= MAX_SHAPES) texts.clear();
     texts.set(key, text);
   }
   return text;
+}
+
+function insertText(dialect: Dialect, table: string, columns: readonly string[], rowCount: number, suffix: string): string {
+  return cachedText(`${dialect}|${table}|${columns.join(',')}|${rowCount}|${suffix}`, () => {
+    let n = 0;
+    const placeholder = dialect === 'postgres' ? () => `$${++n}` : () => '?';
+    const row = () => `(${columns.map(placeholder).join(', ')})`;
+    const values = Array.from({ length: rowCount }, row).join(', ');
+    return `insert into "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) values ${values}${suffix}`;
+  });
 }
 
 /**
@@ -93,17 +99,13 @@ export async function insertTogether(db: Executor, dialect: Dialect, parts: read
   if (present.length === 0) return;
   const pieces = present.flatMap((part) => chunks([...part.rows], JSON_PARAMETER_ROWS).map((rows) => ({ table: part.table, rows })));
   const shapes = pieces.map((piece) => ({ table: piece.table, columns: Object.keys(piece.rows[0]!) }));
-  const key = `together|${shapes.map((s) => `${s.table}(${s.columns.join(',')})`).join('|')}`;
-  let text = texts.get(key);
-  if (text === undefined) {
+  const text = cachedText(`together|${shapes.map((s) => `${s.table}(${s.columns.join(',')})`).join('|')}`, () => {
     const inserts = shapes.map(({ table, columns }, i) => {
       const list = columns.map((c) => `"${c}"`).join(', ');
       return `insert into "${table}" (${list}) select ${list} from json_populate_recordset(null::"${table}", $${i + 1}::json)`;
     });
     const last = inserts.pop()!;
-    text = inserts.length === 0 ? last : `with ${inserts.map((insert, i) => `"part_${i}" as (${insert})`).join(', ')} ${last}`;
-    if (texts.size >= MAX_SHAPES) texts.clear();
-    texts.set(key, text);
-  }
+    return inserts.length === 0 ? last : `with ${inserts.map((insert, i) => `"part_${i}" as (${insert})`).join(', ')} ${last}`;
+  });
   await db.executeQuery(CompiledQuery.raw(text, pieces.map((piece) => JSON.stringify(piece.rows))));
 }
