@@ -1,28 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { loadConfig } from '../../src/config.js';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
 import type { WorkerQueue } from '../../src/store/queue.js';
-import { BASE_ENV } from './child.js';
+import type { Store } from '../../src/store/index.js';
 import { eventually, Receiver } from '../support/receiver.js';
-import { createTestDatabase } from '../support/service.js';
-import { Store } from '../../src/store/index.js';
+import { openStore } from '../store/helpers.js';
 
 // The claim loop sleeps up to its idle poll (500 ms) when it finds nothing; work queued while a claim is
 // under way must still be claimed at once, a claim that took everything due is not repeated at once, and
 // a claim that failed is tried again after its 1 s pause, not after a further idle poll.
 
 test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
-  const database = await createTestDatabase();
-  const config = loadConfig({ ...BASE_ENV, ...database.env });
-  const store = await Store.open(config);
   const receiver = await new Receiver().start();
-  const org = await store.organizations.create('claim-loop', 'unlimited');
-  const scope = { orgId: org.id, livemode: false };
-  const app = await store.applications.create(scope, { name: 'claim-loop' });
-  await store.endpoints.create(scope, { appId: app.id, url: `${receiver.url}/hook` });
-  const emit = () => store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: '{"n":1}', idempotencyKey: null });
+  const { store, config, emit, closeFirst } = await openStore(t, {}, `${receiver.url}/hook`);
+  closeFirst(() => receiver.stop());
 
   // The real queue, with an emit slipped in while the first empty claim is under way (before it answers).
   const calls: string[] = [];
@@ -38,18 +30,13 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
       calls.push(`claimed ${claimed.length}`);
       if (claimed.length === 0 && emittedAt === 0) {
         emittedAt = Date.now();
-        assert.ok((await emit()).ok);
+        await emit(1);
       }
       return claimed;
     },
   };
   const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
-  t.after(async () => {
-    await worker.stop();
-    await receiver.stop();
-    await store.close();
-    await database.drop();
-  });
+  closeFirst(() => worker.stop());
   worker.start();
   await receiver.waitFor(1, 5_000);
   // The wake that came during the empty claim is kept: the next call claims the new task, with no
@@ -60,7 +47,7 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
 
   // Three emits in one batch: the claim that takes them (fewer than it asked for) took all that was due,
   // so the loop goes on to find when the next attempt is due instead of claiming again.
-  await Promise.all([emit(), emit(), emit()]);
+  await Promise.all([emit(1), emit(1), emit(1)]);
   await receiver.waitFor(4, 5_000);
   const taken = calls.lastIndexOf('claimed 3');
   assert.ok(taken >= 0, `one claim took the three: ${calls.join(', ')}`);
@@ -69,9 +56,7 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
 });
 
 test('a claim that failed is tried again after its pause, with no idle poll on top', { timeout: 60_000 }, async (t) => {
-  const database = await createTestDatabase();
-  const config = loadConfig({ ...BASE_ENV, ...database.env });
-  const store = await Store.open(config);
+  const { store, config, closeFirst } = await openStore(t);
   const claimsAt: number[] = [];
   const queue: WorkerQueue = {
     ...bind(store.queue),
@@ -82,11 +67,7 @@ test('a claim that failed is tried again after its pause, with no idle poll on t
     },
   };
   const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
-  t.after(async () => {
-    await worker.stop();
-    await store.close();
-    await database.drop();
-  });
+  closeFirst(() => worker.stop());
   worker.start();
   await eventually(async () => claimsAt.length >= 2, 5_000, 'a second claim');
   const pause = claimsAt[1]! - claimsAt[0]!;

@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
-import { BASE_ENV } from '../delivery/child.js';
 import { eventually } from '../support/receiver.js';
-import { createTestDatabase, TEST_STORE } from '../support/service.js';
+import { TEST_STORE } from '../support/service.js';
+import { openStore } from '../store/helpers.js';
 
 // A process that emits wakes its own worker in process; the NOTIFY it sends is for the other processes.
 // Its own listener must not wake the worker a second time for it (that was a second claim per batch).
@@ -12,19 +11,10 @@ import { createTestDatabase, TEST_STORE } from '../support/service.js';
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 
 test("a process's own NOTIFY does not wake its worker again; another process's does", { skip, timeout: 60_000 }, async (t) => {
-  const database = await createTestDatabase();
-  const config = loadConfig({ ...BASE_ENV, ...database.env });
-  const [mine, other] = [await Store.open(config), await Store.open(config)];
-  t.after(async () => {
-    await mine.close();
-    await other.close();
-    await database.drop();
-  });
-  const org = await mine.organizations.create('own-notify', 'unlimited');
-  const scope = { orgId: org.id, livemode: false };
-  const app = await mine.applications.create(scope, { name: 'own-notify' });
-  await mine.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
-  const emitThrough = (store: Store) => store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
+  const { store: mine, config, scope, appId, closeFirst } = await openStore(t);
+  const other = await Store.open(config);
+  closeFirst(() => other.close());
+  const emitThrough = (store: Store) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
 
   mine.listen();
   await eventually(async () => mine.listening, 10_000, 'LISTEN in place');

@@ -7,19 +7,24 @@ import { createTestDatabase } from '../support/service.js';
 
 /**
  * A store of the store under test (SQLite, or a fresh PostgreSQL database) with one organization, one
- * application and one endpoint; `emit` adds messages with the given payloads. Closed and removed after the test.
+ * application and one endpoint (at `endpointUrl`); `emit` adds messages with the given payloads. Closed
+ * and removed after the test, after what was handed to `closeFirst` (last handed, first closed): a worker
+ * or a second store on the same database must end before it.
  */
-export async function openStore(t: TestContext, env: Record<string, string> = {}) {
+export async function openStore(t: TestContext, env: Record<string, string> = {}, endpointUrl = 'http://127.0.0.1:9/hook') {
   const database = await createTestDatabase();
-  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, ...env }));
+  const config = loadConfig({ ...BASE_ENV, ...database.env, ...env });
+  const store = await Store.open(config);
+  const closers: (() => Promise<void>)[] = [];
   t.after(async () => {
+    for (const close of closers.reverse()) await close();
     await store.close();
     await database.drop();
   });
   const org = await store.organizations.create('store-test', 'unlimited');
   const scope = { orgId: org.id, livemode: false };
   const app = await store.applications.create(scope, { name: 'store-test' });
-  await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
+  await store.endpoints.create(scope, { appId: app.id, url: endpointUrl });
   const emit = async (count: number, payloadOf: (i: number) => string = (i) => `{"i":${i}}`) => {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -29,5 +34,6 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
     }
     return ids;
   };
-  return { store, emit, scope, appId: app.id };
+  const closeFirst = (close: () => Promise<void>) => void closers.push(close);
+  return { store, emit, scope, appId: app.id, config, closeFirst };
 }
