@@ -7,7 +7,7 @@ import { createTestDatabase } from '../support/service.js';
 
 /**
  * A store of the store under test (SQLite, or a fresh PostgreSQL database) with one organization, one
- * application and one endpoint (at `endpointUrl`); `emit` adds messages with the given payloads. Closed
+ * application and one endpoint (at `endpointUrl`, its signing secret in `secret`); `emit` adds messages with the given payloads. Closed
  * and removed after the test, after what was handed to `closeFirst` (last handed, first closed): a worker
  * or a second store on the same database must end before it.
  */
@@ -24,7 +24,7 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
   const org = await store.organizations.create('store-test', 'unlimited');
   const scope = { orgId: org.id, livemode: false };
   const app = await store.applications.create(scope, { name: 'store-test' });
-  await store.endpoints.create(scope, { appId: app.id, url: endpointUrl });
+  const { secret } = await store.endpoints.create(scope, { appId: app.id, url: endpointUrl });
   const emit = async (count: number, payloadOf: (i: number) => string = (i) => `{"i":${i}}`) => {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -35,5 +35,5 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
     return ids;
   };
   const closeFirst = (close: () => Promise<void>) => void closers.push(close);
-  return { store, emit, scope, appId: app.id, config, closeFirst };
+  return { store, emit, scope, appId: app.id, secret, config, closeFirst };
 }

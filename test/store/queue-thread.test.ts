@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,7 @@ import { wavesHeld } from '../../src/delivery/worker.js';
 import { PURGE_BATCH } from '../../src/store/retention.js';
 import { BASE_ENV } from '../delivery/child.js';
 import { TEST_STORE } from '../support/service.js';
+import { openStore } from './helpers.js';
 
 // A worker process on the embedded store runs its queue on a thread (src/store/queue-thread.ts). These
 // check what the thread boundary could break; delivery through it end to end is in crash.test.ts
@@ -24,29 +25,17 @@ function ok(): AttemptResult {
   return { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
 }
 
-async function seeded(dataDir: string, messages: number, env: Record<string, string> = {}, payloadOf = (i: number) => `{"i":${i}}`) {
-  const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir, ...env });
-  const store = await Store.open(config);
-  const org = await store.organizations.create('thread', 'unlimited');
-  const scope = { orgId: org.id, livemode: false };
-  const app = await store.applications.create(scope, { name: 'thread' });
-  const { secret } = await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
-  for (let i = 0; i < messages; i++) {
-    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: payloadOf(i), idempotencyKey: null });
-    assert.ok(emitted.ok);
-  }
-  return { store, config, secret, thread: QueueThread.forConfig(config) };
+/** openStore with `messages` emitted, and a queue thread on it, closed before the store. */
+async function seeded(t: TestContext, messages: number, env: Record<string, string> = {}, payloadOf = (i: number) => `{"i":${i}}`) {
+  const opened = await openStore(t, env);
+  await opened.emit(messages, payloadOf);
+  const thread = QueueThread.forConfig(opened.config);
+  opened.closeFirst(() => thread.close());
+  return { ...opened, thread };
 }
 
 test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip, timeout }, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
-  const { store, secret, thread } = await seeded(dataDir, 3);
-  t.after(async () => {
-    await thread.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
+  const { store, secret, thread } = await seeded(t, 3);
   const claimed = await thread.claimLoaded(OWNER, 10, []);
   assert.equal(claimed.length, 3);
   for (const { task, input } of claimed) {
@@ -76,14 +65,8 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
 });
 
 test('a large payload stays out of a claim through the thread and comes with a later load', { skip, timeout }, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   const large = `{"pad":"${'x'.repeat(40_000)}"}`;
-  const { store, thread } = await seeded(dataDir, 1, {}, () => large);
-  t.after(async () => {
-    await thread.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { store, thread } = await seeded(t, 1, {}, () => large);
   const [claimed] = await thread.claimLoaded(OWNER, 10, []);
   assert.deepEqual([claimed!.input!.payloadJson, claimed!.input!.payloadLater], [null, true]);
   const [loaded] = await thread.load([claimed!.task]);
@@ -106,12 +89,7 @@ test('a queue thread that ends fails the calls under way, and the next call star
 });
 
 test('close lets the calls under way finish, then refuses new ones', { skip, timeout }, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
-  const { store, thread } = await seeded(dataDir, 2);
-  t.after(async () => {
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { thread } = await seeded(t, 2);
   const claiming = thread.claimLoaded(OWNER, 10, []);
   await thread.close();
   assert.equal((await claiming).length, 2);
@@ -119,13 +97,7 @@ test('close lets the calls under way finish, then refuses new ones', { skip, tim
 });
 
 test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
-  const { store, thread } = await seeded(dataDir, 2, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
-  t.after(async () => {
-    await thread.close();
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const { store, thread } = await seeded(t, 2, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
   const claimed = await thread.claimLoaded(OWNER, 10, []);
   assert.deepEqual(await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER), [true, true]);
   await new Promise((resolve) => setTimeout(resolve, 1_100));
@@ -135,17 +107,10 @@ test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
 });
 
 test('closing stops a purge under way at its next batch, and the purge still answers', { skip, timeout }, async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   // More settled history than one purge batch (PURGE_BATCH rows per table).
   const total = PURGE_BATCH + 100;
-  const { store, thread } = await seeded(dataDir, 0, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
-  t.after(async () => {
-    await store.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-  const [app] = await store.ctx.db.selectFrom('applications').select(['id', 'org_id']).execute();
-  const scope = { orgId: app!.org_id, livemode: false };
-  await Promise.all(Array.from({ length: total }, (_, i) => store.messages.emit({ scope, appId: app!.id, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })));
+  const { store, thread, scope, appId } = await seeded(t, 0, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
+  await Promise.all(Array.from({ length: total }, (_, i) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })));
   for (let claimed = await thread.claimLoaded(OWNER, 200, []); claimed.length > 0; claimed = await thread.claimLoaded(OWNER, 200, [])) {
     await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
   }
