@@ -129,16 +129,7 @@ export class Queue {
       return tasks.map((task) => ({ task, input: inputs.get(task.id) ?? null }));
     }
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.ctx.db
-      .with('claimed', () => this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).returningAll())
-      .selectFrom('claimed')
-      .leftJoin('deliveries', 'deliveries.id', 'claimed.delivery_id')
-      .leftJoin('messages', 'messages.id', 'deliveries.message_id')
-      .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
-      .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
-      .selectAll('claimed')
-      .select(inputColumns(CLAIMED_PAYLOAD_LIMIT))
-      .execute();
+    const rows = await this.claimLoadedQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
     return rows
@@ -158,6 +149,19 @@ export class Queue {
       .sort((a, b) => (a.task.id < b.task.id ? -1 : 1));
   }
 
+  /** PostgreSQL's claim with its inputs (claimQuery says how its plan stays on the indexes). */
+  private claimLoadedQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, leaseUntil: number) {
+    return this.ctx.db
+      .with('claimed', () => this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).returningAll())
+      .selectFrom('claimed')
+      .leftJoin('deliveries', 'deliveries.id', 'claimed.delivery_id')
+      .leftJoin('messages', 'messages.id', 'deliveries.message_id')
+      .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
+      .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
+      .selectAll('claimed')
+      .select(inputColumns(CLAIMED_PAYLOAD_LIMIT));
+  }
+
   private claimQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, leaseUntil: number) {
     const now = this.ctx.now();
     let due = this.ctx.db
@@ -169,12 +173,14 @@ export class Queue {
     if (excludeEndpoints.length > 0) due = due.where('endpoint_id', 'not in', excludeEndpoints);
     // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
     if (onlyEndpoint !== undefined) due = due.where('endpoint_id', '=', onlyEndpoint);
-    // PostgreSQL: workers in other processes skip rows being claimed instead of waiting on them.
-    if (this.ctx.dialect === 'postgres') due = due.forUpdate().skipLocked();
-    return this.ctx.db
-      .updateTable('delivery_tasks')
-      .set({ run_at: leaseUntil, lease_owner: owner })
-      .where('id', 'in', due);
+    const claim = this.ctx.db.updateTable('delivery_tasks').set({ run_at: leaseUntil, lease_owner: owner });
+    if (this.ctx.dialect !== 'postgres') return claim.where('id', 'in', due);
+    // PostgreSQL: workers in other processes skip rows being claimed instead of waiting on them. The due ids
+    // are read once, as an array the update finds through the primary key. As `id in (…)` the planner
+    // expected `limit` rows (100; a claim takes a dozen or so): it hashed them against a scan of every task
+    // row, dead ones included, and joined the claimed tasks to their deliveries (claimLoaded) by reading the
+    // whole deliveries table, per claim, while it held ~5,000–13,000 rows. It expects 10 from an array.
+    return claim.where(sql<boolean>`${sql.ref('id')} = any(array(${due.forUpdate().skipLocked()}))`);
   }
 
   /** When the next queued attempt (outside `excludeEndpoints`) is due, or null when nothing is queued. */

@@ -24,7 +24,7 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
   const org = await store.organizations.create('store-test', 'unlimited');
   const scope = { orgId: org.id, livemode: false };
   const app = await store.applications.create(scope, { name: 'store-test' });
-  const { secret } = await store.endpoints.create(scope, { appId: app.id, url: endpointUrl });
+  const { row: endpoint, secret } = await store.endpoints.create(scope, { appId: app.id, url: endpointUrl });
   const emit = async (count: number, payloadOf: (i: number) => string = (i) => `{"i":${i}}`) => {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -35,5 +35,5 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
     return ids;
   };
   const closeFirst = (close: () => Promise<void>) => void closers.push(close);
-  return { store, emit, scope, appId: app.id, secret, config, closeFirst };
+  return { store, emit, scope, appId: app.id, endpointId: endpoint.id, secret, config, closeFirst };
 }
