@@ -158,7 +158,21 @@ export class Messages {
     const keyed = requests.filter((r) => r.idempotencyKey !== null);
     const found = new Map<string, EmitResult>();
     if (keyed.length === 0) return found;
-    const rows = await db
+    const rows = await this.priorEmitsQuery(db, keyed, now).execute();
+    for (const row of rows) {
+      found.set(`${row.org_id}|${row.livemode}|${row.key}`, {
+        ok: true,
+        message: { id: row.id, org_id: row.org_id, livemode: row.livemode, app_id: row.app_id, event_type: row.event_type, created_at: row.created_at },
+        deliveryIds: parseJsonList(row.delivery_ids),
+        idempotent: true,
+      });
+    }
+    return found;
+  }
+
+  /** The earlier emits holding the keys of `keyed` (requests with a key), with their messages. */
+  private priorEmitsQuery(db: Executor, keyed: EmitRequest[], now: number) {
+    return db
       .selectFrom('idempotency_keys')
       .innerJoin('messages', 'messages.id', 'idempotency_keys.message_id')
       .select([
@@ -171,18 +185,11 @@ export class Messages {
         'messages.event_type',
         'messages.created_at',
       ])
+      // The scope's columns lead the primary key: without them every unexpired key was read.
+      .where('idempotency_keys.org_id', 'in', [...new Set(keyed.map((r) => r.scope.orgId))])
+      .where('idempotency_keys.livemode', 'in', [...new Set(keyed.map((r) => liveFlag(r.scope)))])
       .where('idempotency_keys.key', 'in', [...new Set(keyed.map((r) => r.idempotencyKey!))])
-      .where('idempotency_keys.expires_at', '>', now)
-      .execute();
-    for (const row of rows) {
-      found.set(`${row.org_id}|${row.livemode}|${row.key}`, {
-        ok: true,
-        message: { id: row.id, org_id: row.org_id, livemode: row.livemode, app_id: row.app_id, event_type: row.event_type, created_at: row.created_at },
-        deliveryIds: parseJsonList(row.delivery_ids),
-        idempotent: true,
-      });
-    }
-    return found;
+      .where('idempotency_keys.expires_at', '>', now);
   }
 
   /**
