@@ -178,8 +178,8 @@ export class Queue {
     // PostgreSQL: workers in other processes skip rows being claimed instead of waiting on them. The due ids
     // are read once, as an array the update finds through the primary key. As `id in (…)` the planner
     // expected `limit` rows (100; a claim takes a dozen or so): it hashed them against a scan of every task
-    // row, dead ones included, and joined the claimed tasks to their deliveries (claimLoaded) by reading the
-    // whole deliveries table, per claim, while it held ~5,000–13,000 rows. It expects 10 from an array.
+    // row, dead ones included, and (in claimLoadedQuery) read the whole deliveries table to join them to
+    // their inputs, per claim, on tables of a few thousand rows. From an array it expects 10.
     return claim.where(sql<boolean>`${sql.ref('id')} = any(array(${due.forUpdate().skipLocked()}))`);
   }
 
