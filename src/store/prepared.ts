@@ -3,8 +3,9 @@ import pg from 'pg';
 // PostgreSQL parses, analyses and plans every statement it is sent without a name, each time. Herald sends
 // the same few statements over and over (the claim, an emit batch's reads and write, outcomes); named, a
 // statement is parsed and analysed once per connection, and planned once where PostgreSQL finds after
-// five runs that a generic plan is as good as the custom ones (the claim keeps custom plans). In paired
-// runs one PostgreSQL worker delivered 18–48% more per second (docs/benchmarks.md). Prepared statements
+// five runs that a generic plan is as good as the custom ones (the claim keeps custom plans). Planning
+// was about three times the execution of an emit batch's reads; in paired runs one PostgreSQL worker
+// delivered ~10% more per second (docs/benchmarks.md). Prepared statements
 // belong to a server session, so a pooler in front must keep sessions (PgBouncer session mode, which
 // LISTEN needs anyway).
 
