@@ -5,7 +5,6 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
-import { PreparingClient } from './prepared.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 
@@ -170,7 +169,7 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
 }
 
 function newPool(url: string, max: number, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
-  const pool = new pg.Pool({ Client: PreparingClient, connectionString: url, max, connectionTimeoutMillis: 5000, ...(onConnect ? { onConnect } : {}) });
+  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, ...(onConnect ? { onConnect } : {}) });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is

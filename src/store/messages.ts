@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
 import { subscribes } from '../domain/envelope.js';
@@ -185,10 +186,14 @@ export class Messages {
         'messages.event_type',
         'messages.created_at',
       ])
-      // The scope's columns lead the primary key: without them every unexpired key was read.
-      .where('idempotency_keys.org_id', 'in', [...new Set(keyed.map((r) => r.scope.orgId))])
-      .where('idempotency_keys.livemode', 'in', [...new Set(keyed.map((r) => liveFlag(r.scope)))])
-      .where('idempotency_keys.key', 'in', [...new Set(keyed.map((r) => r.idempotencyKey!))])
+      // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
+      // unexpired key was read; with separate lists of organizations and keys, all of a scope's keys until
+      // PostgreSQL had statistics on the table.
+      .where(sql<boolean>`(${sql.ref('idempotency_keys.org_id')}, ${sql.ref('idempotency_keys.livemode')}, ${sql.ref('idempotency_keys.key')}) in (values ${sql.join(
+        [...new Map(keyed.map((r) => [scopeKey(r.scope, r.idempotencyKey!), r])).values()].map(
+          (r) => sql`(${r.scope.orgId}, cast(${liveFlag(r.scope)} as integer), ${r.idempotencyKey})`,
+        ),
+      )})`)
       .where('idempotency_keys.expires_at', '>', now);
   }
 
