@@ -7,7 +7,7 @@ import { createTestDatabase } from '../support/service.js';
 
 /**
  * A store of the store under test (SQLite, or a fresh PostgreSQL database) with one organization, one
- * application and one endpoint (at `endpointUrl`, its signing secret in `secret`); `emit` adds messages with the given payloads. Closed
+ * application and one endpoint (at `endpointUrl`, its id in `endpointId`, its signing secret in `secret`); `emit` adds messages with the given payloads. Closed
  * and removed after the test, after what was handed to `closeFirst` (last handed, first closed): a worker
  * or a second store on the same database must end before it.
  */
