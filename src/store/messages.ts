@@ -42,7 +42,9 @@ type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types
 /** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
 
-const scopeKey = (scope: Scope, part: string) => `${scope.orgId}|${liveFlag(scope)}|${part}`;
+/** A name within its environment as one map key; from a request's scope or from a row's columns, alike. */
+const scopeKey = (scope: Scope, part: string) => rowKey({ org_id: scope.orgId, livemode: liveFlag(scope) }, part);
+const rowKey = (row: { org_id: string; livemode: number }, part: string) => `${row.org_id}|${row.livemode}|${part}`;
 
 export class Messages {
   private readonly emits: GroupCommit<EmitRequest, EmitResult>;
@@ -161,7 +163,7 @@ export class Messages {
     if (keyed.length === 0) return found;
     const rows = await this.priorEmitsQuery(db, keyed, now).execute();
     for (const row of rows) {
-      found.set(`${row.org_id}|${row.livemode}|${row.key}`, {
+      found.set(rowKey(row, row.key), {
         ok: true,
         message: { id: row.id, org_id: row.org_id, livemode: row.livemode, app_id: row.app_id, event_type: row.event_type, created_at: row.created_at },
         deliveryIds: parseJsonList(row.delivery_ids),
@@ -237,7 +239,7 @@ export class Messages {
         )
         .returning(['org_id', 'livemode', 'key'])
         .execute();
-      for (const row of rows) taken.add(`${row.org_id}|${row.livemode}|${row.key}`);
+      for (const row of rows) taken.add(rowKey(row, row.key));
     }
     const losers = keyed.filter(({ request }) => !taken.has(scopeKey(request.scope, request.idempotencyKey!)));
     if (losers.length === 0) return lost;
@@ -291,8 +293,8 @@ export class Messages {
       .orderBy('endpoints.id')
       .execute();
     for (const row of rows) {
-      apps.set(`${row.org_id}|${row.livemode}|${row.app_id}`, row.app_id);
-      if (row.uid !== null) apps.set(`${row.org_id}|${row.livemode}|${row.uid}`, row.app_id);
+      apps.set(rowKey(row, row.app_id), row.app_id);
+      if (row.uid !== null) apps.set(rowKey(row, row.uid), row.app_id);
       if (row.id !== null) endpoints.push({ id: row.id, app_id: row.app_id, status: row.status!, event_types: row.event_types! });
     }
     return { apps, endpoints };
@@ -307,7 +309,7 @@ export class Messages {
       .where('org_id', 'in', [...new Set(requests.map((r) => r.scope.orgId))])
       .where('name', 'in', [...new Set(requests.map((r) => r.eventType))])
       .execute();
-    const known = new Set(rows.map((r) => `${r.org_id}|${r.livemode}|${r.name}`));
+    const known = new Set(rows.map((r) => rowKey(r, r.name)));
     return new Set(requests.map((r) => scopeKey(r.scope, r.eventType)).filter((key) => !known.has(key)));
   }
 
