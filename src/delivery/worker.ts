@@ -203,6 +203,7 @@ export class DeliveryWorker {
           this.newWork = false;
           const busy = this.busyEndpoints();
           const want = Math.min(room, CLAIM_BATCH);
+          const claimStarted = Date.now();
           const tasks = await this.queue.claimLoaded(this.owner, want, busy);
           if (tasks.length > 0) await this.accept(tasks);
           // A full claim may have left due tasks behind; a short one took every due task it could, so
@@ -212,7 +213,7 @@ export class DeliveryWorker {
             continue;
           }
           if (!this.newWork) {
-            const nextDue = await this.queue.nextDueAt(busy);
+            const nextDue = await this.queue.nextDueAt(busy, claimStarted);
             if (nextDue !== null) wait = Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
           }
         }

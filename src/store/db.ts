@@ -150,10 +150,15 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   // PgBouncer refuses it. pg-pool's own hook, not kysely's: a client whose SET fails is ended and
   // dropped, where kysely's would stay checked out for good. Emits and every API write keep synchronous
   // commit. Connections open when first used, so a process without a worker opens none here.
+  // The same sessions plan with random_page_cost at most 1.1 (an operator's lower setting is kept): the
+  // queue reads a few rows of hot tables, and at the default 4 (a spinning disk's random reads) a database
+  // without table statistics (a new one, or autovacuum off) had a top-up read and sort every due task of
+  // its endpoint instead of an index scan that stops at its limit (test/postgres/plans.test.ts).
   const queueDb = new Kysely<Database>({
     dialect: new PostgresDialect({
       pool: newPool(url, poolSize, async (client) => {
-        await client.query('set synchronous_commit = off');
+        await client.query(`set synchronous_commit = off;
+          select set_config('random_page_cost', least(current_setting('random_page_cost')::float8, 1.1)::text, false)`);
       }),
     }),
   });

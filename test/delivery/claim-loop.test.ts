@@ -9,7 +9,8 @@ import { openStore } from '../store/helpers.js';
 
 // The claim loop sleeps up to its idle poll (500 ms) when it finds nothing; work queued while a claim is
 // under way must still be claimed at once, a claim that took everything due is not repeated at once, and
-// a claim that failed is tried again after its 1 s pause, not after a further idle poll.
+// a claim that failed is tried again after its 1 s pause, not after a further idle poll. After a claim that
+// took everything due, the next due attempt is looked for from the time that claim started.
 
 test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
   const receiver = await new Receiver().start();
@@ -18,14 +19,18 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
 
   // The real queue, with an emit slipped in while the first empty claim is under way (before it answers).
   const calls: string[] = [];
+  const nextDueAsked: { since: number | undefined; claimCalledAt: number }[] = [];
+  let claimCalledAt = 0;
   let emittedAt = 0;
   const queue: WorkerQueue = {
     ...bind(store.queue),
-    nextDueAt: (exclude) => {
+    nextDueAt: (exclude, since) => {
       calls.push('nextDueAt');
-      return store.queue.nextDueAt(exclude);
+      nextDueAsked.push({ since, claimCalledAt });
+      return store.queue.nextDueAt(exclude, since);
     },
     claimLoaded: async (owner, limit, exclude, only) => {
+      claimCalledAt = Date.now();
       const claimed = await store.queue.claimLoaded(owner, limit, exclude, only);
       calls.push(`claimed ${claimed.length}`);
       if (claimed.length === 0 && emittedAt === 0) {
@@ -53,6 +58,9 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
   assert.ok(taken >= 0, `one claim took the three: ${calls.join(', ')}`);
   await eventually(async () => calls.length > taken + 1);
   assert.equal(calls[taken + 1], 'nextDueAt', `after the claim that took the three: ${calls.slice(taken).join(', ')}`);
+  // Asked from the time the claim before it started, not from the oldest task (which walks a backlog), nor
+  // from after the claim (which would skip what came due while it ran).
+  for (const { since, claimCalledAt } of nextDueAsked) assert.ok(since !== undefined && since > claimCalledAt - 1_000 && since <= claimCalledAt, `nextDueAt since ${since}, claim called at ${claimCalledAt}`);
 });
 
 test('a claim that failed is tried again after its pause, with no idle poll on top', { timeout: 60_000 }, async (t) => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { CompiledQuery, sql, type Compilable, type Kysely } from 'kysely';
 import type { Database } from '../../src/store/schema.js';
 import { TEST_STORE } from '../support/service.js';
+import type { Store } from '../../src/store/index.js';
 import { openStore } from '../store/helpers.js';
 
 // Statements that run with every emit batch or claim must not read whole tables, whatever the planner
@@ -19,6 +20,10 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Index Cond'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Index Recheck'?: number;
   Plans?: PlanNode[];
 }
 
@@ -27,14 +32,60 @@ function nodes(node: PlanNode): PlanNode[] {
 }
 
 /** Every node of the plan PostgreSQL makes for the statement with its values, as the store sends it. */
-async function planNodes(db: Kysely<Database>, query: Compilable): Promise<PlanNode[]> {
-  const { sql: text, parameters } = query.compile();
+async function planNodes(db: Kysely<Database>, query: Compilable | CompiledQuery): Promise<PlanNode[]> {
+  const { sql: text, parameters } = 'compile' in query ? query.compile() : query;
   const rows = (await db.executeQuery(CompiledQuery.raw(`explain (format json) ${text}`, [...parameters]))).rows;
   return nodes((rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
 }
 
+/** The plan of the statement as it ran (after `before`), in a transaction rolled back afterwards: nothing either wrote stays. */
+async function executedPlan(db: Kysely<Database>, { sql: text, parameters }: CompiledQuery, before?: CompiledQuery): Promise<PlanNode[]> {
+  let plan: PlanNode[] = [];
+  const rollBack = new Error('roll back');
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      if (before) await trx.executeQuery(before);
+      const rows = (await trx.executeQuery(CompiledQuery.raw(`explain (analyze, format json) ${text}`, [...parameters]))).rows;
+      plan = nodes((rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
+      throw rollBack;
+    })
+    .catch((error: unknown) => {
+      if (error !== rollBack) throw error;
+    });
+  return plan;
+}
+
+/** Rows a plan read from a table: what its scans returned and what they filtered out, over all their loops. */
+const rowsRead = (plan: PlanNode[], table: string) =>
+  plan
+    .filter((node) => node['Relation Name'] === table && node['Node Type'] !== 'ModifyTable')
+    .reduce((sum, node) => sum + (node['Actual Rows']! + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops']!, 0);
+
 const wholeTableReads = (plan: PlanNode[], tables: string[]) =>
   plan.filter((node) => node['Node Type'] === 'Seq Scan' && tables.includes(node['Relation Name'] ?? '')).map((node) => node['Relation Name']);
+
+/** The worker's queue runs on sessions of its own (src/store/db.ts), whose settings shape its plans. */
+const queueSessions = (store: Store) => store.queue['ctx'].db;
+
+/**
+ * `count` queued messages for the tests' own organization and application: message msg_<prefix>g with
+ * payload {"n":g}, delivery dlv_<prefix>g and its first attempt tsk_<prefix>g (g = 1…count), where
+ * `endpointOf` and `runAtOf` are SQL expressions of g. Written with a few statements, not emits.
+ */
+async function seedQueued(
+  db: Kysely<Database>,
+  { orgId, appId, prefix, count, endpointOf, runAtOf, now }: { orgId: string; appId: string; prefix: string; count: number; endpointOf: string; runAtOf: string; now: number },
+): Promise<void> {
+  const rows = `generate_series(1, ${count}) g`;
+  await sql.raw(`insert into messages (id, org_id, livemode, app_id, event_type, created_at)
+    select 'msg_${prefix}' || g, '${orgId}', 0, '${appId}', 'invoice.paid', ${now} from ${rows}`).execute(db);
+  await sql.raw(`insert into payloads (message_id, body, created_at) select 'msg_${prefix}' || g, '{"n":' || g || '}', ${now} from ${rows}`).execute(db);
+  await sql.raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
+    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, null, ${now}, ${now} from ${rows}`).execute(db);
+  await sql.raw(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
+    select 'tsk_${prefix}' || g, 'dlv_${prefix}' || g, ${endpointOf}, 'scheduled', 1, ${runAtOf}, null from ${rows}`).execute(db);
+}
 
 const DELIVERIES = 6_000;
 const DUE = 20;
@@ -45,18 +96,19 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   const now = Date.now();
   // A few thousand messages with one delivery each, DUE of them queued now, the rest in a month; then
   // tasks of finished attempts deleted, as the worker does (dead rows until a vacuum).
-  await sql`insert into messages (id, org_id, livemode, app_id, event_type, created_at)
-    select 'msg_plan' || g, ${scope.orgId}, 0, ${appId}, 'invoice.paid', ${now}::bigint from generate_series(1, ${DELIVERIES}::int) g`.execute(db);
-  await sql`insert into payloads (message_id, body, created_at) select 'msg_plan' || g, '{"n":' || g || '}', ${now}::bigint from generate_series(1, ${DELIVERIES}::int) g`.execute(db);
-  await sql`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
-    select 'dlv_plan' || g, ${scope.orgId}, 0, ${appId}, 'msg_plan' || g, ${endpointId}, 'pending', 0, 0, 0, null, ${now}::bigint, ${now}::bigint
-    from generate_series(1, ${DELIVERIES}::int) g`.execute(db);
-  await sql`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
-    select 'tsk_plan' || g, 'dlv_plan' || g, ${endpointId}, 'scheduled', 1,
-    case when g <= ${DUE}::int then ${now - 1000}::bigint else ${now + 30 * 86_400_000}::bigint end, null from generate_series(1, ${DELIVERIES}::int) g`.execute(db);
+  await seedQueued(db, {
+    orgId: scope.orgId,
+    appId,
+    prefix: 'plan',
+    count: DELIVERIES,
+    endpointOf: `'${endpointId}'`,
+    runAtOf: `case when g <= ${DUE} then ${now - 1000} else ${now + 30 * 86_400_000} end`,
+    now,
+  });
   await sql`delete from delivery_tasks where id in (select 'tsk_plan' || g from generate_series(${DUE + 1}::int, ${DELIVERIES / 2}::int) g)`.execute(db);
 
   const queue = store.queue;
+  const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
     general: queue['claimLoadedQuery']('wrk_plan', 100, [], undefined, leaseUntil),
@@ -66,7 +118,7 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     for (const [name, query] of Object.entries(claims)) {
-      const reads = wholeTableReads(await planNodes(db, query), ['delivery_tasks', 'deliveries', 'messages', 'payloads']);
+      const reads = wholeTableReads(await planNodes(queueDb, query), ['delivery_tasks', 'deliveries', 'messages', 'payloads']);
       assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's plan`);
     }
   }
@@ -84,6 +136,90 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
     assert.equal(input?.endpoint?.id, endpointId);
   }
   assert.deepEqual(await queue.claimLoaded('wrk_plan', 100, []), [], 'claimed tasks are leased');
+});
+
+test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in proportion to what they take', { skip, timeout: 120_000 }, async (t) => {
+  // Thousands of due tasks on one endpoint (a receiver back from an outage), a tenth as many on another.
+  // Without statistics the planner took a top-up for a few dozen of them to match 0.5% of the table: it read
+  // and sorted all of the endpoint's due tasks. A batch of outcomes named its deliveries in a long list
+  // and read the whole task table to delete their tasks.
+  for (const total of [3_000, 30_000]) {
+    const { store, scope, appId, endpointId } = await openStore(t);
+    const db = store.ctx.db;
+    const queue = store.queue;
+    const queueDb = queueSessions(store);
+    const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
+    const now = Date.now();
+    const endpointOf = `case when g % 10 = 0 then '${other}' else '${endpointId}' end`;
+    await seedQueued(db, { orgId: scope.orgId, appId, prefix: 'b', count: total, endpointOf, runAtOf: `${now - 100_000} + g`, now });
+    // The endpoint's earliest tasks (every tenth is the other endpoint's), in the order a top-up takes them.
+    const earliest = (count: number) => Array.from({ length: count }, (_, i) => i + 1 + Math.floor(i / 9));
+    const leaseUntil = now + 60_000;
+    const delivered = (g: number) => {
+      const task = { id: `tsk_b${g}`, delivery_id: `dlv_b${g}`, endpoint_id: endpointId, trigger: 'scheduled', attempt_number: 1, run_at: leaseUntil, lease_owner: 'wrk_plan', leaseUntil };
+      const input = {
+        task,
+        delivery: { id: task.delivery_id, messageId: `msg_b${g}`, eventType: 'invoice.paid', createdAt: now, livemode: false },
+        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', status: 'active' as const, secrets: { current: '', previous: null, previousValidUntil: null } },
+        payloadJson: null,
+        payloadLater: false,
+      };
+      return { input, result: { ok: true, responseStatus: 200, responseBody: '', error: null, durationMs: 1, retryAfterMs: null, at: now } };
+    };
+    for (const statistics of ['without statistics', 'with statistics']) {
+      if (statistics === 'with statistics') await sql`analyze`.execute(db);
+      const where = `${total} tasks, ${statistics}`;
+      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, leaseUntil).compile());
+      // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
+      assert.ok(rowsRead(topUp, 'delivery_tasks') <= 4 * 48, `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`);
+      for (const count of [100, 500]) {
+        // The outcomes of a top-up's tasks, leased to the worker as the top-up leaves them (in the transaction
+        // the plan runs in, so rolled back with it).
+        const outcomes = earliest(count).map(delivered);
+        const lease = sql`update delivery_tasks set lease_owner = 'wrk_plan', run_at = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.id))})`;
+        const batch = await executedPlan(queueDb, queue['completeDeliveredQuery'](outcomes, 'wrk_plan').compile(queueDb), lease.compile(queueDb));
+        // Three reads per outcome (its task by id, its delivery's scheduled tasks, its delivery's next attempt).
+        const read = rowsRead(batch, 'delivery_tasks');
+        assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} task rows`);
+      }
+    }
+
+    // And the statements do their work: a top-up takes the endpoint's earliest due tasks, and their
+    // outcomes delete exactly those tasks and count their deliveries as delivered.
+    const claimed = await queue.claimLoaded('wrk_plan', 48, [], endpointId);
+    assert.deepEqual(claimed.map(({ task }) => task.id).sort(), earliest(48).map((g) => `tsk_b${g}`).sort());
+    const recorded = claimed.map(({ task, input }) => ({ input: { ...input!, task }, result: delivered(0).result }));
+    assert.deepEqual(await queue.completeMany(recorded, 'wrk_plan'), claimed.map(() => true));
+    const left = await db.selectFrom('delivery_tasks').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    assert.equal(Number(left.n), total - 48);
+    const done = await db.selectFrom('deliveries').select(['id', 'attempt_count']).where('status', '=', 'success').execute();
+    assert.deepEqual(done.map((row) => row.id).sort(), claimed.map(({ task }) => task.delivery_id).sort());
+    assert.ok(done.every((row) => row.attempt_count === 1));
+  }
+});
+
+test('after a claim, the next due attempt is read from the claim on, not past a backlog of endpoints left out', { skip, timeout: 60_000 }, async (t) => {
+  const { store, scope, appId, endpointId: busy } = await openStore(t);
+  const db = store.ctx.db;
+  const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
+  const now = Date.now();
+  // 3,000 tasks of the busy endpoint due before everything else, then the other endpoint's retry in 5 s.
+  await seedQueued(db, {
+    orgId: scope.orgId,
+    appId,
+    prefix: 'n',
+    count: 3001,
+    endpointOf: `case when g = 3001 then '${other}' else '${busy}' end`,
+    runAtOf: `case when g = 3001 then ${now + 5_000} else ${now - 100_000} + g end`,
+    now,
+  });
+  const queueDb = queueSessions(store);
+  for (const statistics of ['without statistics', 'with statistics']) {
+    if (statistics === 'with statistics') await sql`analyze`.execute(db);
+    const plan = await executedPlan(queueDb, store.queue['nextDueQuery']([busy], now).compile());
+    assert.ok(rowsRead(plan, 'delivery_tasks') <= 10, `${statistics}: read ${rowsRead(plan, 'delivery_tasks')} task rows`);
+  }
+  assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000);
 });
 
 test("an emit's idempotency-key lookup finds each key through the primary key", { skip, timeout: 60_000 }, async (t) => {

@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { sql, type Kysely } from 'kysely';
@@ -9,12 +9,16 @@ import { BASE_ENV } from '../delivery/child.js';
 import { createTestDatabase, TEST_STORE } from '../support/service.js';
 
 // The delivery worker's queue has a pool of its own whose sessions commit without waiting for the WAL
-// flush (src/store/db.ts); everything else commits synchronously.
+// flush and plan with random_page_cost at most 1.1 (src/store/db.ts); everything else commits synchronously
+// and plans with the server's settings.
 
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 
 const settings = async (db: Kysely<Database>) =>
-  (await sql<{ commit: string; timeout: string }>`select current_setting('synchronous_commit') as commit, current_setting('statement_timeout') as timeout`.execute(db)).rows[0];
+  (
+    await sql<{ commit: string; timeout: string; pageCost: string }>`select current_setting('synchronous_commit') as commit,
+      current_setting('statement_timeout') as timeout, current_setting('random_page_cost') as "pageCost"`.execute(db)
+  ).rows[0];
 
 /** The test database's URL with `options` added to its query string. */
 function withOptions(url: string, options: string): string {
@@ -23,16 +27,26 @@ function withOptions(url: string, options: string): string {
   return parsed.toString();
 }
 
-test("the queue's sessions commit asynchronously, the rest synchronously, and both keep the URL's options", { skip, timeout: 60_000 }, async (t) => {
+/** A store on a fresh database whose URL carries `options`; closed, and the database dropped, after the test. */
+async function storeWithOptions(t: TestContext, options: string): Promise<Store> {
   const database = await createTestDatabase();
-  const url = withOptions(database.env.HERALD_DATABASE_URL!, '-c statement_timeout=30000');
-  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: url }));
+  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: withOptions(database.env.HERALD_DATABASE_URL!, options) }));
   t.after(async () => {
     await store.close();
     await database.drop();
   });
-  assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s' });
-  assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s' });
+  return store;
+}
+
+test("the queue's sessions commit asynchronously, the rest synchronously, and both keep the URL's options", { skip, timeout: 60_000 }, async (t) => {
+  const store = await storeWithOptions(t, '-c statement_timeout=30000');
+  assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s', pageCost: '4' });
+  assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s', pageCost: '1.1' });
+});
+
+test("the queue's sessions keep a random_page_cost set lower than theirs", { skip, timeout: 60_000 }, async (t) => {
+  const store = await storeWithOptions(t, '-c random_page_cost=1');
+  assert.equal((await settings(store.queue['ctx'].db))?.pageCost, '1');
 });
 
 test('a queue connection lost while it is being set up is dropped from the pool, not leaked', { skip, timeout: 60_000 }, async (t) => {
@@ -69,7 +83,7 @@ test('a queue connection lost while it is being set up is dropped from the pool,
   const queueDb = store.queue['ctx'].db;
   for (let i = 0; i < 2; i++) await assert.rejects(settings(queueDb), /terminated|ended|closed/i);
   const started = Date.now();
-  assert.deepEqual(await settings(queueDb), { commit: 'off', timeout: '0' });
+  assert.deepEqual(await settings(queueDb), { commit: 'off', timeout: '0', pageCost: '1.1' });
   assert.ok(Date.now() - started < 4_000, 'the third query got a connection without waiting for the pool to time out');
   // Nothing is left checked out: closing the store finishes.
   const closed = await Promise.race([store.close().then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
