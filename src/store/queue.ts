@@ -108,12 +108,13 @@ export class Queue {
 
   /**
    * Claims up to `limit` due attempts for `owner`, skipping endpoints in `excludeEndpoints` (those already
-   * busy in this worker). A claim moves `run_at` to the lease end, so a worker that dies frees its tasks
-   * when the lease runs out.
+   * busy in this worker), and with `dueAfter` only those due after that time (the worker's window: the
+   * read starts there instead of walking past every due task of the busy endpoints). A claim moves
+   * `run_at` to the lease end, so a worker that dies frees its tasks when the lease runs out.
    */
-  async claim(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string): Promise<ClaimedTask[]> {
+  async claim(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string, dueAfter = 0): Promise<ClaimedTask[]> {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).returningAll().execute();
+    const rows = await this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).returningAll().execute();
     return rows.map((row) => ({ ...row, leaseUntil })).sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 
@@ -122,14 +123,14 @@ export class Queue {
    * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later. On PostgreSQL this is one statement (the
    * claim is a data-modifying CTE joined to the inputs), so a claim costs one round trip instead of two.
    */
-  async claimLoaded(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
+  async claimLoaded(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string, dueAfter = 0): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
     if (this.ctx.dialect !== 'postgres') {
-      const tasks = await this.claim(owner, limit, excludeEndpoints, onlyEndpoint);
+      const tasks = await this.claim(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter);
       const inputs = new Map((await this.loadWith(tasks, CLAIMED_PAYLOAD_LIMIT)).map((input) => [input.task.id, input]));
       return tasks.map((task) => ({ task, input: inputs.get(task.id) ?? null }));
     }
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.claimLoadedQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).execute();
+    const rows = await this.claimLoadedQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
     return rows
@@ -150,9 +151,9 @@ export class Queue {
   }
 
   /** PostgreSQL's claim with its inputs (claimQuery says how its plan stays on the indexes). */
-  private claimLoadedQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, leaseUntil: number) {
+  private claimLoadedQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, dueAfter: number, leaseUntil: number) {
     return this.ctx.db
-      .with('claimed', () => this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, leaseUntil).returningAll())
+      .with('claimed', () => this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).returningAll())
       .selectFrom('claimed')
       .leftJoin('deliveries', 'deliveries.id', 'claimed.delivery_id')
       .leftJoin('messages', 'messages.id', 'deliveries.message_id')
@@ -162,7 +163,7 @@ export class Queue {
       .select(inputColumns(CLAIMED_PAYLOAD_LIMIT));
   }
 
-  private claimQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, leaseUntil: number) {
+  private claimQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, dueAfter: number, leaseUntil: number) {
     const now = this.ctx.now();
     let due = this.ctx.db
       .selectFrom('delivery_tasks')
@@ -170,6 +171,7 @@ export class Queue {
       .where('run_at', '<=', now)
       .orderBy('run_at')
       .limit(limit);
+    if (dueAfter > 0) due = due.where('run_at', '>', dueAfter);
     if (excludeEndpoints.length > 0) due = due.where('endpoint_id', 'not in', excludeEndpoints);
     // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
     if (onlyEndpoint !== undefined) due = due.where('endpoint_id', '=', onlyEndpoint);

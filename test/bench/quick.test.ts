@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 // scenarios are left out to keep this test short; the bench runs once, in the SQLite pass only.
 
 const REPO = resolve(import.meta.dirname, '..', '..');
-const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow'];
+const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow', 'neighbour'];
 const TIMEOUT_MS = 240_000;
 
 test('bench --quick writes valid results for every scenario', { skip: process.env.HERALD_TEST_STORE === 'postgres' ? 'bench runs in the sqlite pass only' : false, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
@@ -48,7 +48,7 @@ test('bench --quick writes valid results for every scenario', { skip: process.en
     assert.ok(scenario.peakRssMb > 0, `${name} reports the service's peak RSS`);
     for (const target of scenario.targets) assert.equal(typeof target.pass, 'boolean');
   }
-  for (const name of ['ingest', 'delivery', 'backlog', 'slow']) {
+  for (const name of ['ingest', 'delivery', 'backlog', 'slow', 'neighbour']) {
     assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
   }
   assert.ok(readFileSync(join(out, 'benchmarks.md'), 'utf8').includes('| target |'));

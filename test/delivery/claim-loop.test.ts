@@ -6,11 +6,13 @@ import type { WorkerQueue } from '../../src/store/queue.js';
 import type { Store } from '../../src/store/index.js';
 import { eventually, Receiver } from '../support/receiver.js';
 import { openStore } from '../store/helpers.js';
+import { SocketReceiver } from './helpers.js';
 
 // The claim loop sleeps up to its idle poll (500 ms) when it finds nothing; work queued while a claim is
 // under way must still be claimed at once, a claim that took everything due is not repeated at once, and
 // a claim that failed is tried again after its 1 s pause, not after a further idle poll. After a claim that
-// took everything due, the next due attempt is looked for from the time that claim started.
+// took everything due, the next due attempt is looked for from the time that claim started. General claims
+// read only a window (what came due since the last claim that took all it could) except every 5 s.
 
 test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
   const receiver = await new Receiver().start();
@@ -29,9 +31,9 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
       nextDueAsked.push({ since, claimCalledAt });
       return store.queue.nextDueAt(exclude, since);
     },
-    claimLoaded: async (owner, limit, exclude, only) => {
+    claimLoaded: async (...args) => {
       claimCalledAt = Date.now();
-      const claimed = await store.queue.claimLoaded(owner, limit, exclude, only);
+      const claimed = await store.queue.claimLoaded(...args);
       calls.push(`claimed ${claimed.length}`);
       if (claimed.length === 0 && emittedAt === 0) {
         emittedAt = Date.now();
@@ -81,6 +83,94 @@ test('a claim that failed is tried again after its pause, with no idle poll on t
   const pause = claimsAt[1]! - claimsAt[0]!;
   // 1 s after the failure; losing the new-work mark made it 1.5 s (the pause, then an idle poll).
   assert.ok(pause >= 950 && pause < 1_450, `second claim ${pause} ms after the failed one`);
+});
+
+test('general claims read their window, and every 5 s the whole queue, which takes what was stamped due before the window', { timeout: 60_000 }, async (t) => {
+  const receiver = await new Receiver().start();
+  // Every first attempt held back for an hour: the worker finds nothing due and polls.
+  const { store, config, emit, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '1h' }, `${receiver.url}/hook`);
+  closeFirst(() => receiver.stop());
+  const generals: { at: number; dueAfter: number; taken: number; limit: number }[] = [];
+  const queue: WorkerQueue = {
+    ...bind(store.queue),
+    claimLoaded: async (owner, limit, exclude, only, dueAfter = 0) => {
+      const at = Date.now();
+      const claimed = await store.queue.claimLoaded(owner, limit, exclude, only, dueAfter);
+      if (only === undefined) generals.push({ at, dueAfter, taken: claimed.length, limit });
+      return claimed;
+    },
+  };
+  await emit(1);
+  const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
+  closeFirst(() => worker.stop());
+  worker.start();
+  await eventually(async () => generals.length >= 3, 5_000, 'three general claims');
+  // Stamped due 5 s ago, with no wake: what a commit later than the window's margin leaves behind it.
+  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 5_000 }).execute();
+  await receiver.waitFor(1, 10_000);
+  const taking = generals.find((claim) => claim.taken > 0)!;
+  assert.equal(taking.dueAfter, 0, 'taken by a claim over the whole queue');
+
+  // Each claim reads from the start of the last claim that took all it could, less the 1 s margin (the
+  // worker reads its clock just before the call: a little earlier than here), or the whole queue at most
+  // every 5 s.
+  let lastShort: number | null = null;
+  let lastWhole = -Infinity;
+  for (const claim of generals) {
+    if (claim.dueAfter === 0) {
+      assert.ok(claim.at - lastWhole >= 4_990, `whole-queue claims ${claim.at - lastWhole} ms apart`);
+      lastWhole = claim.at;
+    } else {
+      assert.ok(lastShort !== null && claim.dueAfter >= lastShort - 1_050 && claim.dueAfter <= lastShort - 1_000, `window from ${claim.dueAfter}, last short claim at ${lastShort}`);
+    }
+    if (claim.taken < claim.limit) lastShort = claim.at;
+  }
+  assert.ok(generals.some((claim) => claim.dueAfter > 0), `claims between them read only their window: ${JSON.stringify(generals)}`);
+});
+
+test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', { timeout: 60_000 }, async (t) => {
+  // Two slots and four claimed attempts in all (two waves), one slot per endpoint: the quick endpoint and
+  // a hung one hold two each, so the worker is full. The quick endpoint's attempt ends while its outcome
+  // is still being recorded (held 300 ms here): its top-up must wait for room, not be dropped; a dropped
+  // one left its tasks to the claim over the whole queue, up to 5 s away, since they are behind the window.
+  const quick = await new SocketReceiver().start();
+  const hung = await new SocketReceiver().start();
+  hung.holdMs = () => Infinity;
+  const { store, config, scope, appId, endpointId, emit, closeFirst } = await openStore(
+    t,
+    { HERALD_CONCURRENCY: '2', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_RETRY_SCHEDULE: '1h' },
+    `${quick.url}/quick`,
+  );
+  closeFirst(() => quick.stop());
+  const hungEndpoint = (await store.endpoints.create(scope, { appId, url: `${hung.url}/hung` })).row.id;
+  await emit(6);
+  const calls: string[] = [];
+  const queue: WorkerQueue = {
+    ...bind(store.queue),
+    claimLoaded: async (owner, limit, exclude, only, dueAfter) => {
+      calls.push(only === endpointId ? 'top-up of the quick endpoint' : only === undefined ? 'general claim' : 'other top-up');
+      return store.queue.claimLoaded(owner, limit, exclude, only, dueAfter);
+    },
+    completeMany: async (...args) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const owned = await store.queue.completeMany(...args);
+      calls.push('recorded');
+      return owned;
+    },
+  };
+  // The quick endpoint's tasks first in line, both endpoints' due within the last second.
+  const now = Date.now();
+  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', endpointId).execute();
+  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', hungEndpoint).execute();
+  const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
+  closeFirst(() => worker.stop());
+  closeFirst(() => hung.stop()); // first: the worker's stop waits for the hung attempt
+  worker.start();
+  await eventually(async () => calls.includes('recorded'), 10_000, 'the first outcome recorded');
+  await eventually(async () => calls.lastIndexOf('recorded') < calls.length - 1, 5_000, 'a claim after it');
+  const after = calls.slice(calls.indexOf('recorded') + 1);
+  assert.equal(after[0], 'top-up of the quick endpoint', calls.join(', '));
+  assert.equal(hung.requests.length, 1, 'the hung endpoint holds its one slot');
 });
 
 /** The queue's methods bound to it, to override one. */

@@ -73,8 +73,10 @@ test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoin
   const db = s.service.store.ctx.db;
   const now = Date.now();
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 60_000 }).where('endpoint_id', '=', stuckEndpoint.id).execute();
-    await trx.updateTable('delivery_tasks').set({ run_at: now }).where('endpoint_id', '!=', stuckEndpoint.id).execute();
+    // Both due within the last second, so the next claim reads them all (its window starts a second before
+    // the last claim), the stuck ones first.
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', stuckEndpoint.id).execute();
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '!=', stuckEndpoint.id).execute();
   });
   await eventually(async () => healthy.requests.length >= 5, 20_000, 'healthy endpoint served despite the backlog');
   assert.equal(stuck.requests.length, 1, 'the stuck endpoint holds its single slot');
@@ -99,7 +101,7 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
   queue.claim = slow(queue.claim);
   queue.claimLoaded = slow(queue.claimLoaded);
   const db = s.service.store.ctx.db;
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).where('endpoint_id', '=', endpoint.id).execute();
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', '=', endpoint.id).execute();
   // The first claim may wait for one idle poll (nothing announced the released backlog).
   await eventually(async () => receiver.requests.length >= 1, 5_000, 'the first attempt');
   await eventually(async () => receiver.requests.length >= messages, 60_000, 'every message delivered');
@@ -109,6 +111,26 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
   const long = gaps.filter((gap) => gap >= 400);
   assert.ok(long.length <= 1, `requests waited for the idle poll ${long.length} times: ${long.join(', ')} ms`);
   assert.ok(receiver.maxOpen <= 4, `at most 4 requests open at once (saw ${receiver.maxOpen})`);
+});
+
+test("a backlog draining through top-ups does not hold back another endpoint's attempt that comes due without a wake", async (t) => {
+  // One slot per endpoint and a receiver that answers in 30 ms: the backlog's endpoint drains one attempt
+  // at a time, each finish topping it up and waking the claim loop. The other endpoint's attempt comes due
+  // with no wake (as a retry does); only a general claim takes it, and the wakes must not keep postponing it.
+  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_RETRY_SCHEDULE: '1h' });
+  const receiver = await socketReceiver(t, (path) => (path.startsWith('/backlog') ? 30 : 0));
+  const backlogEndpoint = await s.endpoint(`${receiver.url}/backlog`, { event_types: ['customer.created'] });
+  const otherEndpoint = await s.endpoint(`${receiver.url}/other`, { event_types: ['invoice.paid'] });
+  const backlog = 150;
+  for (let i = 0; i < backlog; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  await s.emit({ other: true }, 'invoice.paid');
+  const db = s.service.store.ctx.db;
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', '=', backlogEndpoint.id).execute();
+  await eventually(async () => receiver.count('/backlog') >= 10, 10_000, 'the backlog draining');
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 100 }).where('endpoint_id', '=', otherEndpoint.id).execute();
+  await eventually(async () => receiver.count('/other') >= 1, 10_000, "the other endpoint's attempt");
+  // At 30 ms an attempt the backlog takes over 4.5 s; the idle poll (500 ms) comes well before it is done.
+  assert.ok(receiver.count('/backlog') < backlog * 0.6, `the other attempt waited for ${receiver.count('/backlog')} of the backlog's ${backlog}`);
 });
 
 test('large payloads are not held while their attempts wait: each is loaded when its attempt starts', async (t) => {

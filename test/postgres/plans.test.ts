@@ -111,9 +111,9 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
-    general: queue['claimLoadedQuery']('wrk_plan', 100, [], undefined, leaseUntil),
-    'with busy endpoints left out': queue['claimLoadedQuery']('wrk_plan', 100, ['ep_busy1', 'ep_busy2'], undefined, leaseUntil),
-    'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, leaseUntil),
+    general: queue['claimLoadedQuery']('wrk_plan', 100, [], undefined, 0, leaseUntil),
+    'with busy endpoints left out': queue['claimLoadedQuery']('wrk_plan', 100, ['ep_busy1', 'ep_busy2'], undefined, 0, leaseUntil),
+    'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, 0, leaseUntil),
   };
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
@@ -169,7 +169,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     for (const statistics of ['without statistics', 'with statistics']) {
       if (statistics === 'with statistics') await sql`analyze`.execute(db);
       const where = `${total} tasks, ${statistics}`;
-      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, leaseUntil).compile());
+      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, 0, leaseUntil).compile());
       // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
       assert.ok(rowsRead(topUp, 'delivery_tasks') <= 4 * 48, `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`);
       for (const count of [100, 500]) {
@@ -198,27 +198,32 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
   }
 });
 
-test('after a claim, the next due attempt is read from the claim on, not past a backlog of endpoints left out', { skip, timeout: 60_000 }, async (t) => {
+test('after a claim, the next claim and the next due attempt are read from the claim on, not past a backlog of endpoints left out', { skip, timeout: 60_000 }, async (t) => {
   const { store, scope, appId, endpointId: busy } = await openStore(t);
   const db = store.ctx.db;
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
   const now = Date.now();
-  // 3,000 tasks of the busy endpoint due before everything else, then the other endpoint's retry in 5 s.
+  // 3,000 tasks of the busy endpoint due before everything else, then the other endpoint's first attempt,
+  // due half a second ago, and its retry in 5 s.
   await seedQueued(db, {
     orgId: scope.orgId,
     appId,
     prefix: 'n',
-    count: 3001,
-    endpointOf: `case when g = 3001 then '${other}' else '${busy}' end`,
-    runAtOf: `case when g = 3001 then ${now + 5_000} else ${now - 100_000} + g end`,
+    count: 3002,
+    endpointOf: `case when g > 3000 then '${other}' else '${busy}' end`,
+    runAtOf: `case when g = 3001 then ${now + 5_000} when g = 3002 then ${now - 500} else ${now - 100_000} + g end`,
     now,
   });
   const queueDb = queueSessions(store);
+  const windowFrom = now - 1_000;
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
+    const claim = await executedPlan(queueDb, store.queue['claimLoadedQuery']('wrk_plan', 100, [busy], undefined, windowFrom, now + 60_000).compile());
+    assert.ok(rowsRead(claim, 'delivery_tasks') <= 10, `${statistics}: a claim in a window read ${rowsRead(claim, 'delivery_tasks')} task rows`);
     const plan = await executedPlan(queueDb, store.queue['nextDueQuery']([busy], now).compile());
-    assert.ok(rowsRead(plan, 'delivery_tasks') <= 10, `${statistics}: read ${rowsRead(plan, 'delivery_tasks')} task rows`);
+    assert.ok(rowsRead(plan, 'delivery_tasks') <= 10, `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`);
   }
+  assert.deepEqual((await store.queue.claimLoaded('wrk_plan', 100, [busy], undefined, windowFrom)).map(({ task }) => task.id), ['tsk_n3002']);
   assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000);
 });
 
