@@ -10,7 +10,7 @@ import { FULL, QUICK, type Context, type ScenarioResult } from './lib/context.js
 import { markdown, printTable, writeDoc, type Failure, type RunInfo } from './lib/report.js';
 import { ingest, pgIngest } from './scenarios/ingest.js';
 import { delivery, pgDelivery } from './scenarios/delivery.js';
-import { endToEnd, fanout, pgEndToEnd, slowEndpoint } from './scenarios/e2e.js';
+import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './scenarios/e2e.js';
 import { backlog } from './scenarios/backlog.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
@@ -27,6 +27,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   fanout: { run: fanout },
   backlog: { run: backlog },
   slow: { run: slowEndpoint },
+  neighbour: { run: neighbourBacklog },
   'pg-ingest': { run: pgIngest, postgres: true },
   'pg-delivery': { run: pgDelivery, postgres: true },
   'pg-e2e': { run: pgEndToEnd, postgres: true },

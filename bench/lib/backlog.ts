@@ -2,9 +2,10 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 
 // Fills an embedded store (already migrated, service stopped) with `count` pending deliveries whose only
-// attempt is scheduled far in the future: rows in `deliveries` and `delivery_tasks`, as the emit path
-// writes them, all for one message and one endpoint of the org set up through the API.
-export function insertBacklog(dataDir: string, count: number, ids: { orgId: string; appId: string; endpointId: string }): number {
+// attempt is scheduled far in the future, or (`due`) due already, one per millisecond before now as after
+// an outage: rows in `deliveries` and `delivery_tasks`, as the emit path writes them, all for one message
+// and one endpoint of the org set up through the API.
+export function insertBacklog(dataDir: string, count: number, ids: { orgId: string; appId: string; endpointId: string }, when: 'future' | 'due' = 'future'): number {
   const started = performance.now();
   const db = new SQLite(join(dataDir, 'herald.db'));
   db.pragma('journal_mode = WAL');
@@ -23,7 +24,7 @@ export function insertBacklog(dataDir: string, count: number, ids: { orgId: stri
   const batch = db.transaction((from: number, to: number) => {
     for (let i = from; i < to; i++) {
       const suffix = String(i).padStart(12, '0');
-      const runAt = future + (i % 100_000) * 1000;
+      const runAt = when === 'due' ? now - count + i : future + (i % 100_000) * 1000;
       delivery.run(`dlv_0backlog${suffix}`, ids.orgId, ids.appId, messageId, ids.endpointId, runAt, now, now);
       task.run(`tsk_0backlog${suffix}`, `dlv_0backlog${suffix}`, ids.endpointId, runAt);
     }

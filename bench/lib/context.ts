@@ -16,6 +16,8 @@ export interface Sizes {
   backlog: number;
   backlogSamples: number;
   slowSeconds: number;
+  /** Due attempts queued for the slow endpoint in the neighbour scenario. */
+  neighbourBacklog: number;
 }
 
 export const FULL: Sizes = {
@@ -31,6 +33,7 @@ export const FULL: Sizes = {
   backlog: 1_000_000,
   backlogSamples: 200,
   slowSeconds: 10,
+  neighbourBacklog: 100_000,
 };
 
 export const QUICK: Sizes = {
@@ -46,6 +49,7 @@ export const QUICK: Sizes = {
   backlog: 20_000,
   backlogSamples: 30,
   slowSeconds: 1.5,
+  neighbourBacklog: 5_000,
 };
 
 export interface Target {

@@ -1,4 +1,5 @@
-import { Api, emitBody, setupOrg, type Herald } from '../lib/herald.js';
+import { Api, emitBody, setupOrg, type Herald, type Setup } from '../lib/herald.js';
+import { insertBacklog } from '../lib/backlog.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { nowMs, round, summarize } from '../lib/stats.js';
@@ -22,7 +23,7 @@ async function e2eRun(ctx: Context, name: string, databaseUrl?: string, split = 
     const urls = services.filter((s) => s.url).map((s) => s.url!);
     // Slow-endpoint run: 5 applications, the first one's endpoint answers after 5 s (20% of the traffic).
     const apps = slow ? 5 : APPS;
-    const setup = await setupOrg(urls[0]!, apps, 1, (a) => `${ctx.receiver.url}/${slow && a === 0 ? 'slow' : 'e2e'}/${a}`);
+    const setup = await setupOrg(urls[0]!, apps, 1, slow ? slowFirst(ctx) : (a) => `${ctx.receiver.url}/e2e/${a}`);
     const seconds = slow ? ctx.sizes.slowSeconds : ctx.sizes.e2eSeconds;
     const e2e = await measureEndToEnd(ctx, urls, setup.key, setup.appIds, ctx.sizes.e2eRate, seconds, slow ? (a) => a !== 0 : undefined);
     return { e2e, peak: Math.max(...services.map((s) => s.child.peakRss())) };
@@ -67,30 +68,88 @@ export async function endToEnd(ctx: Context): Promise<ScenarioResult> {
   };
 }
 
-export async function slowEndpoint(ctx: Context): Promise<ScenarioResult> {
+/** Scenario 3's result, the reference of the scenarios that measure the other endpoints beside a slow one. */
+async function endToEndReference(ctx: Context): Promise<ScenarioResult> {
   let reference = ctx.results.get('e2e');
   if (!reference) {
     ctx.log('  measuring the end-to-end reference first');
     reference = await endToEnd(ctx);
     ctx.results.set('e2e', reference);
   }
+  return reference;
+}
+
+/** Five applications; the first one's endpoint answers after 5 s (20% of the traffic). */
+const slowFirst = (ctx: Context) => (app: number) => `${ctx.receiver.url}/${app === 0 ? 'slow' : 'e2e'}/${app}`;
+
+export async function slowEndpoint(ctx: Context): Promise<ScenarioResult> {
+  const reference = await endToEndReference(ctx);
   const { e2e, peak } = await e2eRun(ctx, 'slow-herald', undefined, false, true);
-  const ratio = round(e2e.p99 / reference.figures.p99Ms!);
-  return {
+  return othersBesideSlow(reference, e2e, peak, {
     name: 'slow',
     title: 'One endpoint answers in 5 s, 20% of the traffic (SQLite, role all)',
+    ratioTarget: "others' p99 vs scenario 3 (end to end)",
+    rssTarget: 'slow-endpoint peak RSS',
+    note: `${ctx.sizes.e2eRate}/s open loop for ${ctx.sizes.slowSeconds}s over 5 applications; figures are for the 4 fast endpoints only`,
+  });
+}
+
+/** A scenario's result for the 4 fast endpoints beside the slow one: their p99 against scenario 3's. */
+function othersBesideSlow(
+  reference: ScenarioResult,
+  e2e: E2eFigures,
+  peak: number,
+  { name, title, ratioTarget, rssTarget, note, figures = {} }: { name: string; title: string; ratioTarget: string; rssTarget: string; note: string; figures?: Record<string, number> },
+): ScenarioResult {
+  const ratio = round(e2e.p99 / reference.figures.p99Ms!);
+  return {
+    name,
+    title,
     store: 'sqlite',
-    figures: { ...e2eFigures(e2e), othersP50Ms: e2e.p50, othersP99Ms: e2e.p99 },
+    figures: { ...e2eFigures(e2e), ...figures, othersP50Ms: e2e.p50, othersP99Ms: e2e.p99 },
     baseline: { e2eP99Ms: reference.figures.p99Ms! },
     ratios: { othersP99VsEndToEnd: ratio },
     peakRssMb: mb(peak),
-    targets: [
-      target("others' p99 vs scenario 3 (end to end)", '<= 2.0x', ratio, ratio <= 2),
-      target('slow-endpoint peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
-    ],
-    notes: [`${ctx.sizes.e2eRate}/s open loop for ${ctx.sizes.slowSeconds}s over 5 applications; figures are for the 4 fast endpoints only`],
+    targets: [target(ratioTarget, '<= 2.0x', ratio, ratio <= 2), target(rssTarget, '< 300 MB', mb(peak), mb(peak) < 300)],
+    notes: [note],
     seconds: 0,
   };
+}
+
+/**
+ * The slow scenario with the slow endpoint's backlog due at the start (a receiver back from an outage):
+ * every claim for the other endpoints leaves out a queue of due attempts ahead of theirs.
+ */
+export async function neighbourBacklog(ctx: Context): Promise<ScenarioResult> {
+  const reference = await endToEndReference(ctx);
+  const rows = ctx.sizes.neighbourBacklog;
+  const dataDir = tempDir('herald-bench-neighbour-');
+  // The organization on an empty store, then (service stopped) the backlog written straight to it.
+  const first = await startHerald(heraldOptions(ctx, { name: 'neighbour-setup', role: 'all', dataDir }));
+  let setup: Setup;
+  try {
+    setup = await setupOrg(first.url!, 5, 1, slowFirst(ctx));
+  } finally {
+    await stopAll(first);
+  }
+  ctx.log(`  queueing ${rows.toLocaleString('en')} due deliveries for the slow endpoint`);
+  insertBacklog(dataDir, rows, { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]! }, 'due');
+  const herald = await startHerald(heraldOptions(ctx, { name: 'neighbour-herald', role: 'all', dataDir }));
+  let e2e: E2eFigures;
+  let peak = 0;
+  try {
+    e2e = await measureEndToEnd(ctx, [herald.url!], setup.key, setup.appIds, ctx.sizes.e2eRate, ctx.sizes.slowSeconds, (app) => app !== 0);
+  } finally {
+    peak = await stopAll(herald);
+  }
+  return othersBesideSlow(reference, e2e, peak, {
+    name: 'neighbour',
+    title: `One endpoint answers in 5 s with ${rows.toLocaleString('en')} attempts due (SQLite, role all)`,
+    ratioTarget: "others' p99 beside a due backlog vs scenario 3",
+    rssTarget: 'neighbour-backlog peak RSS',
+    note: `as scenario "slow", with the slow endpoint's ${rows.toLocaleString('en')} attempts due at the start; figures are for the 4 fast endpoints only`,
+    figures: { backlogRows: rows },
+  });
 }
 
 export async function pgEndToEnd(ctx: Context): Promise<ScenarioResult> {
