@@ -202,68 +202,78 @@ export class DeliveryWorker {
   private async claimLoop(): Promise<void> {
     while (this.running) {
       try {
-        // Top-ups: an endpoint that drained to one wave gets its next share with a claim of its own, which
-        // reads only that endpoint's due tasks instead of scanning past them.
-        for (const endpointId of [...this.topUp]) {
-          const room = this.maxClaimed - this.claimed;
-          // No room: the endpoint stays marked until an outcome frees some (recorded() wakes the loop). A
-          // top-up dropped here would leave its tasks behind the general claim's window.
-          if (room <= 0) break;
-          this.topUp.delete(endpointId);
-          const want = Math.min(room, this.endpointShare - this.endpointLoad(endpointId));
-          if (want <= 0) continue;
-          const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId).catch((error: unknown) => {
-            this.topUp.add(endpointId); // tried again after the pause
-            throw error;
-          });
-          if (claimed.length < want) this.moreDue.delete(endpointId);
-          else this.moreDue.add(endpointId);
-          await this.accept(claimed);
-        }
-        const room = this.maxClaimed - this.claimed;
+        await this.topUps();
         // However often top-ups wake the loop, a general claim runs by the idle poll or when the next
         // attempt it could take is due (a retry or another worker's released task sends no wake).
         if (performance.now() >= this.generalClaimBy) this.newWork = true;
-        // A general claim (every endpoint but the busy ones) only when there may be new work.
-        if (room > 0 && this.newWork) {
-          // Cleared before the claim, not after it: work queued while the claim runs sets it again.
-          this.newWork = false;
-          const busy = this.busyEndpoints();
-          const want = Math.min(room, CLAIM_BATCH);
-          const claimStarted = Date.now();
-          // Usually only what came due in the window since the last claim that took all it could: reading
-          // from the oldest task walks past every due task of the busy endpoints (20 ms at a backlog of
-          // 100,000, on every emit). Their tasks behind the window come with their top-ups (a busy endpoint
-          // is always in moreDue: accept marks it when it reaches its share). The whole queue once per
-          // WHOLE_QUEUE_CLAIM_MS, until such a claim comes back short.
-          const started = performance.now();
-          const whole = started - this.lastWholeClaim >= WHOLE_QUEUE_CLAIM_MS;
-          const tasks = await this.queue.claimLoaded(this.owner, want, busy, undefined, whole ? 0 : this.claimWindowFrom);
-          this.generalClaimBy = performance.now() + IDLE_POLL_MS;
-          if (tasks.length > 0) await this.accept(tasks);
-          // A full claim may have left due tasks behind; a short one took every due task it could, so
-          // claiming again at once would only find what was queued meanwhile (and that wakes us anyway).
-          if (tasks.length === want) {
-            this.newWork = true;
-            continue;
-          }
-          if (whole) this.lastWholeClaim = started;
-          this.claimWindowFrom = claimStarted - LATE_COMMIT_MARGIN_MS;
-          if (!this.newWork) {
-            const nextDue = await this.queue.nextDueAt(busy, claimStarted);
-            if (nextDue !== null) this.generalClaimBy = performance.now() + Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
-          }
-        }
+        if (this.newWork && this.maxClaimed - this.claimed > 0 && (await this.generalClaim())) continue;
         // Asleep until the next general claim is due; new work or a drained endpoint wakes us sooner.
-        const wait = room > 0 ? Math.max(0, this.generalClaimBy - performance.now()) : IDLE_POLL_MS;
+        const wait = this.maxClaimed - this.claimed > 0 ? Math.max(0, this.generalClaimBy - performance.now()) : IDLE_POLL_MS;
         if (!(await this.sleep(wait))) this.newWork = true;
       } catch (error) {
         // The database may be away for a while; keep trying without spinning.
         this.log.warn({ err: error }, 'claim failed; retrying');
-        // The claim that failed may have been a general one, whose mark was cleared when it started.
+        // The claim that failed may have been a general one, whose mark was cleared when it started, or a
+        // top-up, whose endpoint's tasks may be behind the window: the next general claim reads everything.
         this.newWork = true;
+        this.lastWholeClaim = -Infinity;
         await this.sleep(1_000);
       }
+    }
+  }
+
+  /**
+   * Claims due attempts of every endpoint but the busy ones; true when it took all it asked for (more may
+   * be due: claim again at once).
+   */
+  private async generalClaim(): Promise<boolean> {
+    // Cleared before the claim, not after it: work queued while the claim runs sets it again.
+    this.newWork = false;
+    const busy = this.busyEndpoints();
+    const want = Math.min(this.maxClaimed - this.claimed, CLAIM_BATCH);
+    const claimStarted = Date.now();
+    // Usually only what came due in the window since the last claim that took all it could: reading from
+    // the oldest task walks past every due task of the busy endpoints (20 ms at a backlog of 100,000, on
+    // every emit). Their tasks behind the window come with their top-ups (a busy endpoint is always in
+    // moreDue: accept marks it when it reaches its share). The whole queue once per WHOLE_QUEUE_CLAIM_MS,
+    // until such a claim comes back short.
+    const started = performance.now();
+    const whole = started - this.lastWholeClaim >= WHOLE_QUEUE_CLAIM_MS;
+    const tasks = await this.queue.claimLoaded(this.owner, want, busy, undefined, whole ? 0 : this.claimWindowFrom);
+    this.generalClaimBy = performance.now() + IDLE_POLL_MS;
+    if (tasks.length > 0) await this.accept(tasks);
+    if (tasks.length === want) {
+      this.newWork = true;
+      return true;
+    }
+    // A short claim took every due task it could in what it read, so claiming again at once would only
+    // find what was queued meanwhile (and that wakes us anyway).
+    if (whole) this.lastWholeClaim = started;
+    this.claimWindowFrom = claimStarted - LATE_COMMIT_MARGIN_MS;
+    if (!this.newWork) {
+      const nextDue = await this.queue.nextDueAt(busy, claimStarted);
+      if (nextDue !== null) this.generalClaimBy = performance.now() + Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
+    }
+    return false;
+  }
+
+  /**
+   * An endpoint that drained to one wave gets its next share with a claim of its own, which reads only
+   * that endpoint's due tasks instead of scanning past them.
+   */
+  private async topUps(): Promise<void> {
+    for (const endpointId of [...this.topUp]) {
+      const room = this.maxClaimed - this.claimed;
+      // No room: the endpoint stays marked until an outcome frees some (recorded() wakes the loop). A
+      // top-up dropped here would leave its tasks behind the general claim's window.
+      if (room <= 0) return;
+      this.topUp.delete(endpointId);
+      const want = Math.min(room, this.endpointShare - this.endpointLoad(endpointId));
+      if (want <= 0) continue;
+      const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
+      if (claimed.length < want) this.moreDue.delete(endpointId);
+      else this.moreDue.add(endpointId);
+      await this.accept(claimed);
     }
   }
 

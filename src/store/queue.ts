@@ -192,7 +192,9 @@ export class Queue {
    * endpoint's top-up. Reading from `since` on, not from the oldest task, keeps the read from walking past
    * every due task of the endpoints left out (a backlog of 100,000: 15–28 ms a read). What a narrow race
    * leaves due without a wake (a retry recorded after its own due time, a task another PostgreSQL worker
-   * released or failed to claim meanwhile) waits for the idle poll, at most 500 ms, not 10.
+   * released or failed to claim meanwhile) waits for the next general claim, at most 500 ms, not 10; up to
+   * the worker's next claim over the whole queue (5 s) if it was due more than a second before it could be
+   * seen (src/delivery/worker.ts).
    */
   async nextDueAt(excludeEndpoints: string[] = [], since = 0): Promise<number | null> {
     const row = await this.nextDueQuery(excludeEndpoints, since).executeTakeFirst();

@@ -130,9 +130,10 @@ test('general claims read their window, and every 5 s the whole queue, which tak
 
 test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', { timeout: 60_000 }, async (t) => {
   // Two slots and four claimed attempts in all (two waves), one slot per endpoint: the quick endpoint and
-  // a hung one hold two each, so the worker is full. The quick endpoint's attempt ends while its outcome
-  // is still being recorded (held 300 ms here): its top-up must wait for room, not be dropped; a dropped
-  // one left its tasks to the claim over the whole queue, up to 5 s away, since they are behind the window.
+  // a hung one hold two each, so the worker is full. The quick endpoint's attempts end while their
+  // outcomes are still being recorded (each held 300 ms here): its top-up must wait for room, not be
+  // dropped. Its other tasks are then put behind the general claim's window, so only that top-up (or the
+  // claim over the whole queue, 5 s after the worker's first) takes them.
   const quick = await new SocketReceiver().start();
   const hung = await new SocketReceiver().start();
   hung.holdMs = () => Infinity;
@@ -144,32 +145,37 @@ test('an endpoint that drains while the worker has no room is topped up once an 
   closeFirst(() => quick.stop());
   const hungEndpoint = (await store.endpoints.create(scope, { appId, url: `${hung.url}/hung` })).row.id;
   await emit(6);
-  const calls: string[] = [];
+  let firstRecordedAt = 0;
+  let generalClaims = 0;
   const queue: WorkerQueue = {
     ...bind(store.queue),
-    claimLoaded: async (owner, limit, exclude, only, dueAfter) => {
-      calls.push(only === endpointId ? 'top-up of the quick endpoint' : only === undefined ? 'general claim' : 'other top-up');
-      return store.queue.claimLoaded(owner, limit, exclude, only, dueAfter);
+    claimLoaded: async (...args) => {
+      if (args[3] === undefined) generalClaims++;
+      return store.queue.claimLoaded(...args);
     },
     completeMany: async (...args) => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       const owned = await store.queue.completeMany(...args);
-      calls.push('recorded');
+      firstRecordedAt ||= Date.now();
       return owned;
     },
   };
-  // The quick endpoint's tasks first in line, both endpoints' due within the last second.
-  const now = Date.now();
-  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', endpointId).execute();
-  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', hungEndpoint).execute();
   const worker = new DeliveryWorker(store, config, pino({ level: 'silent' }), queue);
   closeFirst(() => worker.stop());
   closeFirst(() => hung.stop()); // first: the worker's stop waits for the hung attempt
   worker.start();
-  await eventually(async () => calls.includes('recorded'), 10_000, 'the first outcome recorded');
-  await eventually(async () => calls.lastIndexOf('recorded') < calls.length - 1, 5_000, 'a claim after it');
-  const after = calls.slice(calls.indexOf('recorded') + 1);
-  assert.equal(after[0], 'top-up of the quick endpoint', calls.join(', '));
+  // The worker's first claim (over the whole queue) finds nothing due; then the quick endpoint's tasks
+  // come due first in line, the hung one's after them, within the window.
+  await eventually(async () => generalClaims >= 1, 5_000, 'a first general claim');
+  const db = store.ctx.db;
+  const now = Date.now();
+  await db.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', endpointId).execute();
+  await db.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', hungEndpoint).execute();
+  await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 60_000 }).where('endpoint_id', '=', endpointId).where('lease_owner', 'is', null).execute();
+  await eventually(async () => quick.requests.length >= 3, 10_000, "the quick endpoint's third attempt");
+  const waited = quick.requests[2]!.at - firstRecordedAt;
+  assert.ok(firstRecordedAt > 0 && waited < 1_500, `the top-up came ${waited} ms after the first outcome was recorded`);
   assert.equal(hung.requests.length, 1, 'the hung endpoint holds its one slot');
 });
 
