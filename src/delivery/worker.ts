@@ -194,6 +194,11 @@ export class DeliveryWorker {
     return this.config.concurrency * this.wavesHeld;
   }
 
+  /** Attempts this worker may still claim. */
+  private get room(): number {
+    return this.maxClaimed - this.claimed;
+  }
+
   /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
   private busyEndpoints(): string[] {
     return [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
@@ -206,9 +211,9 @@ export class DeliveryWorker {
         // However often top-ups wake the loop, a general claim runs by the idle poll or when the next
         // attempt it could take is due (a retry or another worker's released task sends no wake).
         if (performance.now() >= this.generalClaimBy) this.newWork = true;
-        if (this.newWork && this.maxClaimed - this.claimed > 0 && (await this.generalClaim())) continue;
+        if (this.newWork && this.room > 0 && (await this.generalClaim())) continue;
         // Asleep until the next general claim is due; new work or a drained endpoint wakes us sooner.
-        const wait = this.maxClaimed - this.claimed > 0 ? Math.max(0, this.generalClaimBy - performance.now()) : IDLE_POLL_MS;
+        const wait = this.room > 0 ? Math.max(0, this.generalClaimBy - performance.now()) : IDLE_POLL_MS;
         if (!(await this.sleep(wait))) this.newWork = true;
       } catch (error) {
         // The database may be away for a while; keep trying without spinning.
@@ -230,7 +235,7 @@ export class DeliveryWorker {
     // Cleared before the claim, not after it: work queued while the claim runs sets it again.
     this.newWork = false;
     const busy = this.busyEndpoints();
-    const want = Math.min(this.maxClaimed - this.claimed, CLAIM_BATCH);
+    const want = Math.min(this.room, CLAIM_BATCH);
     const claimStarted = Date.now();
     // Usually only what came due in the window since the last claim that took all it could: reading from
     // the oldest task walks past every due task of the busy endpoints (20 ms at a backlog of 100,000, on
@@ -263,12 +268,11 @@ export class DeliveryWorker {
    */
   private async topUps(): Promise<void> {
     for (const endpointId of [...this.topUp]) {
-      const room = this.maxClaimed - this.claimed;
       // No room: the endpoint stays marked until an outcome frees some (recorded() wakes the loop). A
       // top-up dropped here would leave its tasks behind the general claim's window.
-      if (room <= 0) return;
+      if (this.room <= 0) return;
       this.topUp.delete(endpointId);
-      const want = Math.min(room, this.endpointShare - this.endpointLoad(endpointId));
+      const want = Math.min(this.room, this.endpointShare - this.endpointLoad(endpointId));
       if (want <= 0) continue;
       const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
       if (claimed.length < want) this.moreDue.delete(endpointId);
