@@ -97,6 +97,8 @@ class AttemptDeadlines {
   private queue: { at: number; signal: DeadlineSignal | null }[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** The sweep, once its timer has run: it waits for the I/O of that turn of the event loop (schedule). */
+  private sweepSoon: NodeJS.Immediate | null = null;
 
   constructor(private readonly timeoutMs: number) {}
 
@@ -108,7 +110,7 @@ class AttemptDeadlines {
     const signal: DeadlineSignal = new EventEmitter();
     const entry: { at: number; signal: DeadlineSignal | null } = { at: performance.now() + this.timeoutMs, signal };
     this.queue.push(entry);
-    if (!this.timer) this.schedule(this.timeoutMs);
+    if (!this.timer && !this.sweepSoon) this.schedule(this.timeoutMs);
     return { signal, done: () => void (entry.signal = null) };
   }
 
@@ -124,12 +126,18 @@ class AttemptDeadlines {
   }
 
   private schedule(ms: number): void {
-    // Attempts in flight keep the process alive, not this timer.
-    this.timer = setTimeout(() => this.sweep(), ms).unref();
+    // Attempts in flight keep the process alive, not this timer. The sweep waits for this turn's I/O:
+    // timers run before it, so after a stall (a long GC pause, a starved core) an answer that had already
+    // arrived would be aborted as a timeout and the delivery made again.
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      // Not unref'd: an unref'd immediate lets the event loop block in its poll for I/O first.
+      this.sweepSoon = setImmediate(() => this.sweep());
+    }, ms).unref();
   }
 
   private sweep(): void {
-    this.timer = null;
+    this.sweepSoon = null;
     const now = performance.now();
     while (this.head < this.queue.length && (this.queue[this.head]!.signal === null || this.queue[this.head]!.at <= now)) {
       const { signal } = this.queue[this.head++]!;
@@ -152,7 +160,9 @@ class AttemptDeadlines {
 
   close(): void {
     if (this.timer) clearTimeout(this.timer);
+    if (this.sweepSoon) clearImmediate(this.sweepSoon);
     this.timer = null;
+    this.sweepSoon = null;
   }
 }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Sender } from '../../src/delivery/sender.js';
+import { Worker } from 'node:worker_threads';
 
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
@@ -66,4 +67,33 @@ test('attempts keep their deadlines behind a hung one and after thousands that f
   assert.match((await hungFirst).error ?? '', /timed out after 600ms/);
   assert.match(hungLater.error ?? '', /timed out after 600ms/);
   assert.ok(hungLater.durationMs >= 550, `the later one ran to its own deadline (${hungLater.durationMs} ms)`);
+});
+
+test('an answer that arrived while the event loop was stalled past the deadline is kept, not aborted as a timeout', { timeout: 10_000 }, async (t) => {
+  // The receiver runs on a thread of its own, so it answers while this thread is blocked. It flags the
+  // request's arrival in shared memory and answers 20 ms later.
+  const arrived = new Int32Array(new SharedArrayBuffer(4));
+  const receiver = new Worker(
+    `const { createServer } = require('node:http');
+     const { parentPort, workerData } = require('node:worker_threads');
+     const flag = new Int32Array(workerData);
+     createServer((req, res) => req.resume().on('end', () => {
+       Atomics.store(flag, 0, 1);
+       setTimeout(() => res.end('ok'), 20);
+     })).listen(0, '127.0.0.1', function () { parentPort.postMessage(this.address().port); });`,
+    { eval: true, workerData: arrived.buffer },
+  );
+  t.after(() => receiver.terminate());
+  const port = await new Promise<number>((resolve) => receiver.once('message', resolve));
+  const attempt = sender(t, 300).send(request(`http://127.0.0.1:${port}/hook`));
+  while (Atomics.load(arrived, 0) === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+  // A stall (a long GC pause, a starved core) well past the 300 ms timeout, with the answer on its way;
+  // outside the timers phase, so that the next turn of the event loop runs the expired timers first.
+  setImmediate(() => {
+    const stallUntil = performance.now() + 800;
+    while (performance.now() < stallUntil);
+  });
+  const result = await attempt;
+  assert.equal(result.ok, true, `the answer was kept: ${result.error}`);
+  assert.equal(result.responseBody, 'ok');
 });
