@@ -21,7 +21,7 @@ const LATE_COMMIT_MARGIN_MS = 1_000;
 /**
  * How often a general claim reads the whole due queue instead of its window, to take what no window saw:
  * a commit later than the margin, a task whose claim by another worker was rolled back. Such a claim
- * walks past every due task of the busy endpoints (20 ms at a backlog of 100,000; on the embedded store in
+ * walks past every due task of the endpoints it skips (20 ms at a backlog of 100,000; on the embedded store in
  * one process, 20 ms of the event loop): once a second it still showed in the other endpoints' p99 in the
  * bench's neighbour scenario (docs/benchmarks.md).
  */
@@ -65,8 +65,9 @@ export class DeliveryWorker {
   private claimed = 0;
   /**
    * Endpoints that may have more due tasks than we hold: their last claim was cut by their share or by its
-   * limit. When such an endpoint drains to one wave it is topped up; a top-up that finds fewer tasks than it
-   * asked for clears the mark (new work wakes the general claim instead).
+   * limit. When such an endpoint drains to one wave it is topped up; until then general claims skip it
+   * (leftToTopUps). A top-up unmarks it while its claim runs and marks it again only if that claim came
+   * back full (one that finds fewer tasks, or fails, leaves the endpoint to general claims again).
    */
   private readonly moreDue = new Set<string>();
   /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
@@ -91,6 +92,8 @@ export class DeliveryWorker {
   private lastWholeClaim = -Infinity;
   /** When (performance.now()) the next general claim is due at the latest: the idle poll, or the next attempt due. */
   private generalClaimBy = 0;
+  /** Whether the claim loop runs the general claim before the top-ups next (they take turns). */
+  private generalClaimFirst = false;
   /** Waves of HERALD_ENDPOINT_CONCURRENCY an endpoint may hold claimed here (WAVES_HELD). */
   private readonly wavesHeld: number;
 
@@ -139,6 +142,9 @@ export class DeliveryWorker {
     this.queued.clear();
     for (const task of notStarted) this.loaded.delete(task.id);
     this.claimed -= notStarted.length;
+    // What was held is given back: nothing is left marked for a top-up if the worker starts again.
+    this.moreDue.clear();
+    this.topUp.clear();
     await this.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
     while (this.claimed > 0 && Date.now() < deadline) await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
@@ -199,19 +205,38 @@ export class DeliveryWorker {
     return this.maxClaimed - this.claimed;
   }
 
-  /** Endpoints holding their whole share: claims skip them, leaving their work for later or other workers. */
-  private busyEndpoints(): string[] {
-    return [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
+  /**
+   * Endpoints the general claim skips: those holding their whole share (their work waits for later or
+   * for other workers) and those that may have more due tasks than they hold, whose work comes with their
+   * top-ups. Their tasks are older than new work, so a general claim that read them would hand the room
+   * an outcome frees back to the backlogs and leave everyone else waiting.
+   */
+  private leftToTopUps(): string[] {
+    const busy = [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
+    return [...new Set([...busy, ...this.moreDue])];
   }
 
   private async claimLoop(): Promise<void> {
     while (this.running) {
       try {
-        await this.topUps();
         // However often top-ups wake the loop, a general claim runs by the idle poll or when the next
         // attempt it could take is due (a retry or another worker's released task sends no wake).
         if (performance.now() >= this.generalClaimBy) this.newWork = true;
-        if (this.newWork && this.room > 0 && (await this.generalClaim())) continue;
+        // Top-ups and the general claim take turns at the room: whichever goes first and takes something
+        // lets the other go first next time. In a full worker each outcome frees room for about one
+        // attempt: always giving it to top-ups kept new work for other endpoints waiting until every
+        // backlog here had drained, and always giving it to new work starved the backlogs.
+        let full: boolean;
+        if (this.generalClaimFirst) {
+          const general = await this.generalClaimIfWanted();
+          if (general.took > 0) this.generalClaimFirst = false;
+          full = general.full;
+          await this.topUps();
+        } else {
+          if ((await this.topUps()) > 0) this.generalClaimFirst = true;
+          full = (await this.generalClaimIfWanted()).full;
+        }
+        if (full) continue;
         // Asleep until the next general claim is due; new work or a drained endpoint wakes us sooner.
         const wait = this.room > 0 ? Math.max(0, this.generalClaimBy - performance.now()) : IDLE_POLL_MS;
         if (!(await this.sleep(wait))) this.newWork = true;
@@ -219,7 +244,8 @@ export class DeliveryWorker {
         // The database may be away for a while; keep trying without spinning.
         this.log.warn({ err: error }, 'claim failed; retrying');
         // The claim that failed may have been a general one, whose mark was cleared when it started, or a
-        // top-up, whose endpoint's tasks may be behind the window: the next general claim reads everything.
+        // top-up, whose endpoint (unmarked, so no longer skipped) may have tasks behind the window: the next
+        // general claim reads everything.
         this.newWork = true;
         this.lastWholeClaim = -Infinity;
         await this.sleep(1_000);
@@ -227,58 +253,67 @@ export class DeliveryWorker {
     }
   }
 
+  /** Runs a general claim if new work may be due and there is room. */
+  private async generalClaimIfWanted(): Promise<{ took: number; full: boolean }> {
+    return this.newWork && this.room > 0 ? await this.generalClaim() : { took: 0, full: false };
+  }
+
   /**
-   * Claims due attempts of every endpoint but the busy ones; true when it took all it asked for (more may
-   * be due: claim again at once).
+   * Claims due attempts of every endpoint but those left to their top-ups: how many it took, and whether
+   * that was all it asked for (more may be due: claim again at once).
    */
-  private async generalClaim(): Promise<boolean> {
+  private async generalClaim(): Promise<{ took: number; full: boolean }> {
     // Cleared before the claim, not after it: work queued while the claim runs sets it again.
     this.newWork = false;
-    const busy = this.busyEndpoints();
+    const skipped = this.leftToTopUps();
     const want = Math.min(this.room, CLAIM_BATCH);
     const claimStarted = Date.now();
     // Usually only what came due in the window since the last claim that took all it could: reading from
-    // the oldest task walks past every due task of the busy endpoints (20 ms at a backlog of 100,000, on
-    // every emit). Their tasks behind the window come with their top-ups (a busy endpoint is always in
+    // the oldest task walks past every due task of the skipped endpoints (20 ms at a backlog of 100,000,
+    // on every emit). Their tasks behind the window come with their top-ups (a busy endpoint is always in
     // moreDue: accept marks it when it reaches its share). The whole queue once per WHOLE_QUEUE_CLAIM_MS,
     // until such a claim comes back short.
     const started = performance.now();
     const whole = started - this.lastWholeClaim >= WHOLE_QUEUE_CLAIM_MS;
-    const tasks = await this.queue.claimLoaded(this.owner, want, busy, undefined, whole ? 0 : this.claimWindowFrom);
+    const tasks = await this.queue.claimLoaded(this.owner, want, skipped, undefined, whole ? 0 : this.claimWindowFrom);
     this.generalClaimBy = performance.now() + IDLE_POLL_MS;
     if (tasks.length > 0) await this.accept(tasks);
     if (tasks.length === want) {
       this.newWork = true;
-      return true;
+      return { took: tasks.length, full: true };
     }
     // A short claim took every due task it could in what it read, so claiming again at once would only
     // find what was queued meanwhile (and that wakes us anyway).
     if (whole) this.lastWholeClaim = started;
     this.claimWindowFrom = claimStarted - LATE_COMMIT_MARGIN_MS;
     if (!this.newWork) {
-      const nextDue = await this.queue.nextDueAt(busy, claimStarted);
+      const nextDue = await this.queue.nextDueAt(skipped, claimStarted);
       if (nextDue !== null) this.generalClaimBy = performance.now() + Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
     }
-    return false;
+    return { took: tasks.length, full: false };
   }
 
   /**
    * An endpoint that drained to one wave gets its next share with a claim of its own, which reads only
-   * that endpoint's due tasks instead of scanning past them.
+   * that endpoint's due tasks instead of scanning past them. Returns how many attempts the top-ups took.
    */
-  private async topUps(): Promise<void> {
+  private async topUps(): Promise<number> {
+    let took = 0;
     for (const endpointId of [...this.topUp]) {
       // No room: the endpoint stays marked until an outcome frees some (recorded() wakes the loop). A
       // top-up dropped here would leave its tasks behind the general claim's window.
-      if (this.room <= 0) return;
+      if (this.room <= 0) break;
       this.topUp.delete(endpointId);
       const want = Math.min(this.room, this.endpointShare - this.endpointLoad(endpointId));
       if (want <= 0) continue;
+      // Unmarked until the claim answers: if it fails, the general claim must not go on skipping the endpoint.
+      this.moreDue.delete(endpointId);
       const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
-      if (claimed.length < want) this.moreDue.delete(endpointId);
-      else this.moreDue.add(endpointId);
+      if (claimed.length === want) this.moreDue.add(endpointId);
+      took += claimed.length;
       await this.accept(claimed);
     }
+    return took;
   }
 
   /**

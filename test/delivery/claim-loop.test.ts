@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { DeliveryWorker } from '../../src/delivery/worker.js';
@@ -128,12 +128,14 @@ test('general claims read their window, and every 5 s the whole queue, which tak
   assert.ok(generals.some((claim) => claim.dueAfter > 0), `claims between them read only their window: ${JSON.stringify(generals)}`);
 });
 
-test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', { timeout: 60_000 }, async (t) => {
-  // Two slots and four claimed attempts in all (two waves), one slot per endpoint: the quick endpoint and
-  // a hung one hold two each, so the worker is full. The quick endpoint's attempts end while their
-  // outcomes are still being recorded (each held 300 ms here): its top-up must wait for room, not be
-  // dropped. Its other tasks are then put behind the general claim's window, so only that top-up (or the
-  // claim over the whole queue, 5 s after the worker's first) takes them.
+/**
+ * Two slots and four claimed attempts in all (two waves), one slot per endpoint: a quick endpoint and a
+ * hung one hold two each, so the worker is full. The quick endpoint's attempts end while their outcomes
+ * are still being recorded (each held 300 ms here), so its top-up is asked for while the worker has no
+ * room, and the endpoint has drained when it runs. Its other tasks are then put behind the general claim's
+ * window, so only that top-up (or the claim over the whole queue, 5 s after the worker's first) takes them.
+ */
+async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boolean }) {
   const quick = await new SocketReceiver().start();
   const hung = await new SocketReceiver().start();
   hung.holdMs = () => Infinity;
@@ -145,18 +147,21 @@ test('an endpoint that drains while the worker has no room is topped up once an 
   closeFirst(() => quick.stop());
   const hungEndpoint = (await store.endpoints.create(scope, { appId, url: `${hung.url}/hung` })).row.id;
   await emit(6);
-  let firstRecordedAt = 0;
-  let generalClaims = 0;
+  const seen = { firstRecordedAt: 0, topUpFailedAt: 0, generalClaims: 0 };
   const queue: WorkerQueue = {
     ...bind(store.queue),
     claimLoaded: async (...args) => {
-      if (args[3] === undefined) generalClaims++;
+      if (args[3] === undefined) seen.generalClaims++;
+      if (args[3] === endpointId && options.failFirstTopUp && !seen.topUpFailedAt) {
+        seen.topUpFailedAt = Date.now();
+        throw new Error('database unavailable');
+      }
       return store.queue.claimLoaded(...args);
     },
     completeMany: async (...args) => {
       await new Promise((resolve) => setTimeout(resolve, 300));
       const owned = await store.queue.completeMany(...args);
-      firstRecordedAt ||= Date.now();
+      seen.firstRecordedAt ||= Date.now();
       return owned;
     },
   };
@@ -166,7 +171,7 @@ test('an endpoint that drains while the worker has no room is topped up once an 
   worker.start();
   // The worker's first claim (over the whole queue) finds nothing due; then the quick endpoint's tasks
   // come due first in line, the hung one's after them, within the window.
-  await eventually(async () => generalClaims >= 1, 5_000, 'a first general claim');
+  await eventually(async () => seen.generalClaims >= 1, 5_000, 'a first general claim');
   const db = store.ctx.db;
   const now = Date.now();
   await db.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', endpointId).execute();
@@ -174,9 +179,22 @@ test('an endpoint that drains while the worker has no room is topped up once an 
   await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
   await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 60_000 }).where('endpoint_id', '=', endpointId).where('lease_owner', 'is', null).execute();
   await eventually(async () => quick.requests.length >= 3, 10_000, "the quick endpoint's third attempt");
-  const waited = quick.requests[2]!.at - firstRecordedAt;
-  assert.ok(firstRecordedAt > 0 && waited < 1_500, `the top-up came ${waited} ms after the first outcome was recorded`);
   assert.equal(hung.requests.length, 1, 'the hung endpoint holds its one slot');
+  return { thirdAt: quick.requests[2]!.at, ...seen };
+}
+
+test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', { timeout: 60_000 }, async (t) => {
+  const { thirdAt, firstRecordedAt } = await drainedWhileFull(t, { failFirstTopUp: false });
+  const waited = thirdAt - firstRecordedAt;
+  assert.ok(firstRecordedAt > 0 && waited < 1_500, `the top-up came ${waited} ms after the first outcome was recorded`);
+});
+
+test('an endpoint whose top-up claim fails is not left out of the claims that follow', { timeout: 60_000 }, async (t) => {
+  // The drained endpoint's top-up fails: it holds nothing, so no finished attempt asks for another top-up.
+  // Left marked, every later general claim (the whole-queue one too) would skip it for good.
+  const { thirdAt, topUpFailedAt } = await drainedWhileFull(t, { failFirstTopUp: true });
+  const waited = thirdAt - topUpFailedAt;
+  assert.ok(topUpFailedAt > 0 && waited < 3_000, `its next attempt came ${waited} ms after the failed top-up (the pause after a failed claim is 1 s)`);
 });
 
 /** The queue's methods bound to it, to override one. */

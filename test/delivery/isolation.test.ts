@@ -133,6 +133,56 @@ test("a backlog draining through top-ups does not hold back another endpoint's a
   assert.ok(receiver.count('/backlog') < backlog * 0.6, `the other attempt waited for ${receiver.count('/backlog')} of the backlog's ${backlog}`);
 });
 
+test('a worker full of backlogged endpoints still serves a new endpoint before the backlogs drain', async (t) => {
+  // Four slots, one per endpoint: four endpoints with 40 due attempts each fill the worker (each holds one
+  // attempt in flight and one waiting). A message for a fifth endpoint must get a slot within a few
+  // outcomes, not after the 160 attempts (4 s at 100 ms each, four at a time).
+  const s = await setup(t, { HERALD_CONCURRENCY: '4', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_RETRY_SCHEDULE: '1h' });
+  const receiver = await socketReceiver(t, (path) => (path.startsWith('/backlog') ? 100 : 0));
+  const backlogged = [];
+  for (let i = 0; i < 4; i++) backlogged.push(await s.endpoint(`${receiver.url}/backlog${i}`, { event_types: ['customer.created'] }));
+  const fresh = await s.endpoint(`${receiver.url}/new`, { event_types: ['invoice.paid'] });
+  const perEndpoint = 40;
+  for (let i = 0; i < perEndpoint; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  const db = s.service.store.ctx.db;
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', 'in', backlogged.map((e) => e.id)).execute();
+  await eventually(async () => receiver.requests.length >= 12, 10_000, 'the backlogs draining');
+  await s.emit({ fresh: true }, 'invoice.paid');
+  await db.updateTable('delivery_tasks').set({ run_at: Date.now() }).where('endpoint_id', '=', fresh.id).execute();
+  await eventually(async () => receiver.count('/new') >= 1, 10_000, "the new endpoint's message");
+  const before = receiver.requests.findIndex((r) => r.path.startsWith('/new'));
+  // 12 were out before the emit and the worker held 8 more; the general claim runs within the idle poll
+  // (500 ms, 20 attempts) and the room outcomes free goes to backlogs and new work in turn.
+  assert.ok(before < 40, `the new message waited for ${before} of the backlogs' ${4 * perEndpoint} attempts`);
+  assert.ok(receiver.maxOpen <= 4, `at most 4 requests open at once (saw ${receiver.maxOpen})`);
+});
+
+test('new work that fills a full worker does not starve an endpoint with a backlog', async (t) => {
+  // Two slots, one per endpoint. One endpoint has 30 due attempts; then 40 other endpoints get one due
+  // attempt each, more than the worker can hold. Room freed by outcomes goes to the backlog and the new
+  // work in turn: the backlog keeps its one slot busy instead of waiting for all 40 to be served.
+  const s = await setup(t, { HERALD_CONCURRENCY: '2', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_RETRY_SCHEDULE: '1h' });
+  const receiver = await socketReceiver(t, () => 50);
+  const backlogged = await s.endpoint(`${receiver.url}/backlog`, { event_types: ['customer.created'] });
+  for (let i = 0; i < 40; i++) await s.endpoint(`${receiver.url}/other${i}`, { event_types: ['invoice.paid'] });
+  for (let i = 0; i < 30; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  await s.emit({ many: true }, 'invoice.paid');
+  const db = s.service.store.ctx.db;
+  const now = Date.now();
+  await db.transaction().execute(async (trx) => {
+    // Within the general claim's window, the backlog's first.
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', backlogged.id).execute();
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '!=', backlogged.id).execute();
+  });
+  await eventually(async () => receiver.count('/other') >= 40, 20_000, 'every other endpoint served');
+  const paths = receiver.requests.map((r) => r.path);
+  const firstOther = paths.findIndex((path) => path.startsWith('/other'));
+  const lastOther = paths.length - 1 - [...paths].reverse().findIndex((path) => path.startsWith('/other'));
+  const backlogMeanwhile = paths.slice(firstOther, lastOther).filter((path) => path.startsWith('/backlog')).length;
+  // Its one slot kept busy would take about every other request (~40); starved, it gets none.
+  assert.ok(backlogMeanwhile >= 15, `the backlog got ${backlogMeanwhile} requests while the 40 others were served`);
+});
+
 test('large payloads are not held while their attempts wait: each is loaded when its attempt starts', async (t) => {
   // A worker may hold several waves of its concurrency claimed; with 512 KB payloads that was half a
   // gigabyte. A claim leaves payloads over 16 KB out; such an attempt loads its input just before sending.
