@@ -169,13 +169,17 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   closeFirst(() => worker.stop());
   closeFirst(() => hung.stop()); // first: the worker's stop waits for the hung attempt
   worker.start();
-  // The worker's first claim (over the whole queue) finds nothing due; then the quick endpoint's tasks
-  // come due first in line, the hung one's after them, within the window.
+  // The worker's first claim (over the whole queue) finds nothing due; then the hung endpoint's tasks come
+  // due first in line, the quick one's after them, within the window, and at once. (Quick ones first, a
+  // claim of four would take four of them, and the quick endpoint could drain and be topped up before the
+  // hung one got any.)
   await eventually(async () => seen.generalClaims >= 1, 5_000, 'a first general claim');
   const db = store.ctx.db;
   const now = Date.now();
-  await db.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', endpointId).execute();
-  await db.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', hungEndpoint).execute();
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', hungEndpoint).execute();
+    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', endpointId).execute();
+  });
   await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
   await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 60_000 }).where('endpoint_id', '=', endpointId).where('lease_owner', 'is', null).execute();
   await eventually(async () => quick.requests.length >= 3, 10_000, "the quick endpoint's third attempt");
