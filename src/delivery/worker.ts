@@ -21,9 +21,9 @@ const LATE_COMMIT_MARGIN_MS = 1_000;
 /**
  * How often a general claim reads the whole due queue instead of its window, to take what no window saw:
  * a commit later than the margin, a task whose claim by another worker was rolled back. Such a claim
- * walks past every due task of the endpoints it skips (20 ms at a backlog of 100,000; on the embedded store in
- * one process, 20 ms of the event loop): once a second it still showed in the other endpoints' p99 in the
- * bench's neighbour scenario (docs/benchmarks.md).
+ * walks past every due task of the endpoints it skips (20 ms at a backlog of 100,000; on the embedded
+ * store in one process, 20 ms of the event loop): once a second it still showed in the other endpoints'
+ * p99 in the bench's neighbour scenario (docs/benchmarks.md).
  */
 const WHOLE_QUEUE_CLAIM_MS = 5_000;
 /** Most attempts one claim takes. */
@@ -206,14 +206,14 @@ export class DeliveryWorker {
   }
 
   /**
-   * Endpoints the general claim skips: those holding their whole share (their work waits for later or
-   * for other workers) and those that may have more due tasks than they hold, whose work comes with their
-   * top-ups. Their tasks are older than new work, so a general claim that read them would hand the room
-   * an outcome frees back to the backlogs and leave everyone else waiting.
+   * Endpoints the general claim skips: those that may have more due tasks than they hold, whose work comes
+   * with their top-ups. Their tasks are older than new work, so a general claim that read them would hand
+   * the room an outcome frees back to the backlogs and leave everyone else waiting. Every endpoint holding
+   * its whole share is among them: accept() marks it when it gets there, and only a top-up, which claims
+   * for an endpoint below its share, unmarks one.
    */
   private leftToTopUps(): string[] {
-    const busy = [...new Set([...this.inFlightByEndpoint.keys(), ...this.queued.keys()])].filter((id) => this.endpointLoad(id) >= this.endpointShare);
-    return [...new Set([...busy, ...this.moreDue])];
+    return [...this.moreDue];
   }
 
   private async claimLoop(): Promise<void> {

@@ -109,8 +109,9 @@ export class Queue {
   /**
    * Claims up to `limit` due attempts for `owner`, skipping endpoints in `excludeEndpoints` (those already
    * busy in this worker or left to its top-ups), and with `dueAfter` only those due after that time (the
-   * worker's window: the read starts there instead of walking past every due task of the skipped endpoints). A claim moves
-   * `run_at` to the lease end, so a worker that dies frees its tasks when the lease runs out.
+   * worker's window: the read starts there instead of walking past every due task of the skipped
+   * endpoints). A claim moves `run_at` to the lease end, so a worker that dies frees its tasks when the
+   * lease runs out.
    */
   async claim(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string, dueAfter = 0): Promise<ClaimedTask[]> {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;

@@ -2,8 +2,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Sender } from '../../src/delivery/sender.js';
 import { Worker } from 'node:worker_threads';
+import { Sender } from '../../src/delivery/sender.js';
 
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
