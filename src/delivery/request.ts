@@ -8,7 +8,7 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
 /**
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
- * secret (two during a rotation's grace period). The signed body is the body sent.
+ * secret (the current one first, then those rotated out whose grace has not ended). The signed body is the body sent.
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,
@@ -19,9 +19,7 @@ export function signedRequest(
   const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
   const timestamp = Math.floor(nowMs / 1000);
   const msgId = input.delivery.messageId;
-  const signatures = [endpoint.secrets.current, endpoint.secrets.previous]
-    .filter((secret): secret is string => secret !== null)
-    .map((secret) => signPayload(secret, msgId, timestamp, body));
+  const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous].map((secret) => signPayload(secret, msgId, timestamp, body));
   return {
     url: endpoint.url,
     body,

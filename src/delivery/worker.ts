@@ -275,7 +275,7 @@ export class DeliveryWorker {
     // until such a claim comes back short.
     const started = performance.now();
     const whole = started - this.lastWholeClaim >= WHOLE_QUEUE_CLAIM_MS;
-    const tasks = await this.queue.claimLoaded(this.owner, want, skipped, undefined, whole ? 0 : this.claimWindowFrom);
+    const tasks = await this.queue.claimLoaded(this.owner, want, { skip: skipped, dueAfter: whole ? 0 : this.claimWindowFrom });
     this.generalClaimBy = performance.now() + IDLE_POLL_MS;
     if (tasks.length > 0) await this.accept(tasks);
     if (tasks.length === want) {
@@ -308,7 +308,7 @@ export class DeliveryWorker {
       if (want <= 0) continue;
       // Unmarked until the claim answers: if it fails, the general claim must not go on skipping the endpoint.
       this.moreDue.delete(endpointId);
-      const claimed = await this.queue.claimLoaded(this.owner, want, [], endpointId);
+      const claimed = await this.queue.claimLoaded(this.owner, want, { only: endpointId });
       if (claimed.length === want) this.moreDue.add(endpointId);
       took += claimed.length;
       await this.accept(claimed);

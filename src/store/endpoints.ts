@@ -18,11 +18,24 @@ export interface EndpointChanges {
   status?: 'active' | 'disabled' | undefined;
 }
 
-/** The signing secrets an attempt signs with: the current one, and the previous one during its grace. */
+/** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
 export interface SigningSecrets {
   current: string;
-  previous: string | null;
-  previousValidUntil: number | null;
+  /** Newest first. */
+  previous: string[];
+}
+
+/**
+ * Rotated-out secrets kept signing at most: each keeps signing until the end of the grace its rotation
+ * promised, unless this many newer rotations came in that grace (then the oldest stops early). One
+ * signature per secret goes in every request's header.
+ */
+export const MAX_PREVIOUS_SECRETS = 10;
+
+/** A rotated-out secret and when it stops signing. */
+interface RetiredSecret {
+  secret: string;
+  validUntil: number;
 }
 
 /**
@@ -143,37 +156,56 @@ export class Endpoints {
     });
   }
 
-  /** Rotates the signing secret: the new one signs from now on, the old one until `previousValidUntil`. */
+  /**
+   * Rotates the signing secret: the new one signs from now on, the old one until `previousValidUntil`,
+   * and secrets rotated out before it until the end of their own grace.
+   */
   async rotateSecret(scope: Scope, id: string, graceMs: number): Promise<{ secret: string; previousValidUntil: number } | undefined> {
-    const now = this.ctx.now();
     const secret = generateSigningSecret();
-    const previousValidUntil = now + graceMs;
-    // One statement: the outgoing secret is read and replaced atomically, so two concurrent rotations
-    // cannot both keep the same previous secret.
-    const result = await this.ctx.db
-      .updateTable('endpoints')
-      .set((eb) => ({
-        previous_secret_sealed: eb.ref('secret_sealed'),
-        secret_sealed: this.secrets.seal(secret),
-        previous_valid_until: previousValidUntil,
-        updated_at: now,
-      }))
-      .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope))
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (Number(result.numUpdatedRows) === 0) return undefined;
-    return { secret, previousValidUntil };
+    for (;;) {
+      const row = await this.ctx.db
+        .selectFrom('endpoints')
+        .select(['secret_sealed', 'previous_secret_sealed', 'previous_valid_until'])
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!row) return undefined;
+      const now = this.ctx.now();
+      const previousValidUntil = now + graceMs;
+      const retired = [{ secret: this.secrets.open(row.secret_sealed), validUntil: previousValidUntil }, ...this.retiredSecrets(row, now)].slice(0, MAX_PREVIOUS_SECRETS);
+      // Written only if the secret read is still the current one: a concurrent rotation that got there
+      // first would otherwise lose its outgoing secret from the list. The loser reads again.
+      const result = await this.ctx.db
+        .updateTable('endpoints')
+        .set({
+          secret_sealed: this.secrets.seal(secret),
+          previous_secret_sealed: this.secrets.seal(JSON.stringify(retired)),
+          previous_valid_until: Math.max(...retired.map((r) => r.validUntil)),
+          updated_at: now,
+        })
+        .where('id', '=', id)
+        .where('secret_sealed', '=', row.secret_sealed)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) > 0) return { secret, previousValidUntil };
+    }
   }
 
   /** The secrets that sign an attempt made at `now` for this endpoint row. */
   signingSecrets(row: Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until'>, now: number): SigningSecrets {
-    const previousValid = row.previous_secret_sealed !== null && row.previous_valid_until !== null && now < row.previous_valid_until;
-    return {
-      current: this.secrets.open(row.secret_sealed),
-      previous: previousValid ? this.secrets.open(row.previous_secret_sealed!) : null,
-      previousValidUntil: previousValid ? row.previous_valid_until : null,
-    };
+    return { current: this.secrets.open(row.secret_sealed), previous: this.retiredSecrets(row, now).map((r) => r.secret) };
+  }
+
+  /**
+   * The rotated-out secrets still signing at `now`, newest first. `previous_valid_until` is the latest of
+   * their ends, so the sealed list is opened only while one of them is valid. The list is sealed as JSON;
+   * rows rotated before it was kept hold one sealed secret, valid until `previous_valid_until`.
+   */
+  private retiredSecrets(row: Pick<EndpointRow, 'previous_secret_sealed' | 'previous_valid_until'>, now: number): RetiredSecret[] {
+    if (row.previous_secret_sealed === null || row.previous_valid_until === null || now >= row.previous_valid_until) return [];
+    const opened = this.secrets.open(row.previous_secret_sealed);
+    const retired: RetiredSecret[] = opened.startsWith('[') ? JSON.parse(opened) : [{ secret: opened, validUntil: row.previous_valid_until }];
+    return retired.filter((r) => now < r.validUntil);
   }
 
   /** Writes an endpoint's health after an attempt, unless an operator disabled it meanwhile. */

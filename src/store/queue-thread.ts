@@ -12,7 +12,7 @@ import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from 
  */
 const THREAD_YOUNG_GENERATION_MB = 4;
 
-const NO_SECRETS: SigningSecrets = { current: '', previous: null, previousValidUntil: null };
+const NO_SECRETS: SigningSecrets = { current: '', previous: [] };
 
 /** How long close() gives the thread to finish its calls and close its connection. */
 const CLOSE_TIMEOUT_MS = 10_000;

@@ -99,6 +99,19 @@ export interface QueuePolicy {
   leaseMs: number;
 }
 
+/** Which due attempts a claim may take. */
+export interface ClaimScope {
+  /** Endpoints left out: those already busy in the worker or left to its top-ups. */
+  skip?: readonly string[];
+  /** Only this endpoint's attempts (a top-up): read through its own index instead of past everyone's. */
+  only?: string;
+  /**
+   * Only attempts due after this time (the worker's window): the read starts there instead of walking
+   * past every due task of the skipped endpoints.
+   */
+  dueAfter?: number;
+}
+
 export class Queue {
   constructor(
     private readonly ctx: StoreContext,
@@ -107,15 +120,12 @@ export class Queue {
   ) {}
 
   /**
-   * Claims up to `limit` due attempts for `owner`, skipping endpoints in `excludeEndpoints` (those already
-   * busy in this worker or left to its top-ups), and with `dueAfter` only those due after that time (the
-   * worker's window: the read starts there instead of walking past every due task of the skipped
-   * endpoints). A claim moves `run_at` to the lease end, so a worker that dies frees its tasks when the
-   * lease runs out.
+   * Claims up to `limit` due attempts for `owner`, within `scope` (all due attempts when it is empty). A
+   * claim moves `run_at` to the lease end, so a worker that dies frees its tasks when the lease runs out.
    */
-  async claim(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string, dueAfter = 0): Promise<ClaimedTask[]> {
+  async claim(owner: string, limit: number, scope: ClaimScope = {}): Promise<ClaimedTask[]> {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).returningAll().execute();
+    const rows = await this.claimQuery(owner, limit, scope, leaseUntil).returningAll().execute();
     return rows.map((row) => ({ ...row, leaseUntil })).sort((a, b) => (a.id < b.id ? -1 : 1));
   }
 
@@ -124,14 +134,14 @@ export class Queue {
    * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later. On PostgreSQL this is one statement (the
    * claim is a data-modifying CTE joined to the inputs), so a claim costs one round trip instead of two.
    */
-  async claimLoaded(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint?: string, dueAfter = 0): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
+  async claimLoaded(owner: string, limit: number, scope: ClaimScope = {}): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
     if (this.ctx.dialect !== 'postgres') {
-      const tasks = await this.claim(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter);
+      const tasks = await this.claim(owner, limit, scope);
       const inputs = new Map((await this.loadWith(tasks, CLAIMED_PAYLOAD_LIMIT)).map((input) => [input.task.id, input]));
       return tasks.map((task) => ({ task, input: inputs.get(task.id) ?? null }));
     }
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.claimLoadedQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).execute();
+    const rows = await this.claimLoadedQuery(owner, limit, scope, leaseUntil).execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets>();
     return rows
@@ -152,9 +162,9 @@ export class Queue {
   }
 
   /** PostgreSQL's claim with its inputs (claimQuery says how its plan stays on the indexes). */
-  private claimLoadedQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, dueAfter: number, leaseUntil: number) {
+  private claimLoadedQuery(owner: string, limit: number, scope: ClaimScope, leaseUntil: number) {
     return this.ctx.db
-      .with('claimed', () => this.claimQuery(owner, limit, excludeEndpoints, onlyEndpoint, dueAfter, leaseUntil).returningAll())
+      .with('claimed', () => this.claimQuery(owner, limit, scope, leaseUntil).returningAll())
       .selectFrom('claimed')
       .leftJoin('deliveries', 'deliveries.id', 'claimed.delivery_id')
       .leftJoin('messages', 'messages.id', 'deliveries.message_id')
@@ -164,7 +174,7 @@ export class Queue {
       .select(inputColumns(CLAIMED_PAYLOAD_LIMIT));
   }
 
-  private claimQuery(owner: string, limit: number, excludeEndpoints: string[], onlyEndpoint: string | undefined, dueAfter: number, leaseUntil: number) {
+  private claimQuery(owner: string, limit: number, { skip = [], only, dueAfter = 0 }: ClaimScope, leaseUntil: number) {
     const now = this.ctx.now();
     let due = this.ctx.db
       .selectFrom('delivery_tasks')
@@ -173,9 +183,9 @@ export class Queue {
       .orderBy('run_at')
       .limit(limit);
     if (dueAfter > 0) due = due.where('run_at', '>', dueAfter);
-    if (excludeEndpoints.length > 0) due = due.where('endpoint_id', 'not in', excludeEndpoints);
+    if (skip.length > 0) due = due.where(this.endpointNotAmong(skip));
     // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
-    if (onlyEndpoint !== undefined) due = due.where('endpoint_id', '=', onlyEndpoint);
+    if (only !== undefined) due = due.where('endpoint_id', '=', only);
     const claim = this.ctx.db.updateTable('delivery_tasks').set({ run_at: leaseUntil, lease_owner: owner });
     if (this.ctx.dialect !== 'postgres') return claim.where('id', 'in', due);
     // PostgreSQL: workers in other processes skip rows being claimed instead of waiting on them. The due ids
@@ -197,14 +207,24 @@ export class Queue {
    * the worker's next claim over the whole queue (5 s) if it was due more than a second before it could be
    * seen (src/delivery/worker.ts).
    */
-  async nextDueAt(excludeEndpoints: string[] = [], since = 0): Promise<number | null> {
+  async nextDueAt(excludeEndpoints: readonly string[] = [], since = 0): Promise<number | null> {
     const row = await this.nextDueQuery(excludeEndpoints, since).executeTakeFirst();
     return row?.due == null ? null : Number(row.due);
   }
 
-  private nextDueQuery(excludeEndpoints: string[], since: number) {
+  private nextDueQuery(excludeEndpoints: readonly string[], since: number) {
     const query = this.ctx.db.selectFrom('delivery_tasks').select((eb) => eb.fn.min('run_at').as('due')).where('run_at', '>', since);
-    return excludeEndpoints.length > 0 ? query.where('endpoint_id', 'not in', excludeEndpoints) : query;
+    return excludeEndpoints.length > 0 ? query.where(this.endpointNotAmong(excludeEndpoints)) : query;
+  }
+
+  /**
+   * `endpoint_id` is none of `ids`, bound as one parameter however many there are: `not in (…)` binds one per
+   * id, and a worker with thousands of request slots would pass SQLite's 32,766 or PostgreSQL's 65,535
+   * parameters and fail every claim. PostgreSQL plans `<> all(array)` as it plans a `not in` list.
+   */
+  private endpointNotAmong(ids: readonly string[]) {
+    if (this.ctx.dialect === 'postgres') return sql<boolean>`${sql.ref('endpoint_id')} <> all(${ids}::text[])`;
+    return sql<boolean>`${sql.ref('endpoint_id')} not in (select value from json_each(${JSON.stringify(ids)}))`;
   }
 
   /** Extends the lease of a task that waited in memory; false when another worker took it meanwhile. */

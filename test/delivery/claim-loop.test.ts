@@ -93,10 +93,10 @@ test('general claims read their window, and every 5 s the whole queue, which tak
   const generals: { at: number; dueAfter: number; taken: number; limit: number }[] = [];
   const queue: WorkerQueue = {
     ...bind(store.queue),
-    claimLoaded: async (owner, limit, exclude, only, dueAfter = 0) => {
+    claimLoaded: async (owner, limit, scope = {}) => {
       const at = Date.now();
-      const claimed = await store.queue.claimLoaded(owner, limit, exclude, only, dueAfter);
-      if (only === undefined) generals.push({ at, dueAfter, taken: claimed.length, limit });
+      const claimed = await store.queue.claimLoaded(owner, limit, scope);
+      if (scope.only === undefined) generals.push({ at, dueAfter: scope.dueAfter ?? 0, taken: claimed.length, limit });
       return claimed;
     },
   };
@@ -151,8 +151,8 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   const queue: WorkerQueue = {
     ...bind(store.queue),
     claimLoaded: async (...args) => {
-      if (args[3] === undefined) seen.generalClaims++;
-      if (args[3] === endpointId && options.failFirstTopUp && !seen.topUpFailedAt) {
+      if (args[2]?.only === undefined) seen.generalClaims++;
+      if (args[2]?.only === endpointId && options.failFirstTopUp && !seen.topUpFailedAt) {
         seen.topUpFailedAt = Date.now();
         throw new Error('database unavailable');
       }

@@ -111,9 +111,9 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
-    general: queue['claimLoadedQuery']('wrk_plan', 100, [], undefined, 0, leaseUntil),
-    'with busy endpoints left out': queue['claimLoadedQuery']('wrk_plan', 100, ['ep_busy1', 'ep_busy2'], undefined, 0, leaseUntil),
-    'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, 0, leaseUntil),
+    general: queue['claimLoadedQuery']('wrk_plan', 100, {}, leaseUntil),
+    'with busy endpoints left out': queue['claimLoadedQuery']('wrk_plan', 100, { skip: ['ep_busy1', 'ep_busy2'] }, leaseUntil),
+    'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil),
   };
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
@@ -124,8 +124,8 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   }
 
   // And the claim still takes the due tasks, at most its limit, leased to the worker, each with its input.
-  const first = await queue.claimLoaded('wrk_plan', 5, []);
-  const rest = await queue.claimLoaded('wrk_plan', 100, []);
+  const first = await queue.claimLoaded('wrk_plan', 5);
+  const rest = await queue.claimLoaded('wrk_plan', 100);
   assert.deepEqual([first.length, rest.length], [5, DUE - 5]);
   const leased = await db.selectFrom('delivery_tasks').select(['id', 'lease_owner', 'run_at']).where('run_at', '<', now + 86_400_000).execute();
   assert.equal(leased.length, DUE);
@@ -135,7 +135,7 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
     assert.equal(input?.payloadJson, `{"n":${task.id.slice('tsk_plan'.length)}}`);
     assert.equal(input?.endpoint?.id, endpointId);
   }
-  assert.deepEqual(await queue.claimLoaded('wrk_plan', 100, []), [], 'claimed tasks are leased');
+  assert.deepEqual(await queue.claimLoaded('wrk_plan', 100), [], 'claimed tasks are leased');
 });
 
 test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in proportion to what they take', { skip, timeout: 120_000 }, async (t) => {
@@ -160,7 +160,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       const input = {
         task,
         delivery: { id: task.delivery_id, messageId: `msg_b${g}`, eventType: 'invoice.paid', createdAt: now, livemode: false },
-        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', status: 'active' as const, secrets: { current: '', previous: null, previousValidUntil: null } },
+        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', status: 'active' as const, secrets: { current: '', previous: [] } },
         payloadJson: null,
         payloadLater: false,
       };
@@ -169,7 +169,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     for (const statistics of ['without statistics', 'with statistics']) {
       if (statistics === 'with statistics') await sql`analyze`.execute(db);
       const where = `${total} tasks, ${statistics}`;
-      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, [], endpointId, 0, leaseUntil).compile());
+      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil).compile());
       // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
       assert.ok(rowsRead(topUp, 'delivery_tasks') <= 4 * 48, `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`);
       for (const count of [100, 500]) {
@@ -186,7 +186,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
 
     // And the statements do their work: a top-up takes the endpoint's earliest due tasks, and their
     // outcomes delete exactly those tasks and count their deliveries as delivered.
-    const claimed = await queue.claimLoaded('wrk_plan', 48, [], endpointId);
+    const claimed = await queue.claimLoaded('wrk_plan', 48, { only: endpointId });
     assert.deepEqual(claimed.map(({ task }) => task.id).sort(), earliest(48).map((g) => `tsk_b${g}`).sort());
     const recorded = claimed.map(({ task, input }) => ({ input: { ...input!, task }, result: delivered(0).result }));
     assert.deepEqual(await queue.completeMany(recorded, 'wrk_plan'), claimed.map(() => true));
@@ -218,12 +218,12 @@ test('after a claim, the next claim and the next due attempt are read from the c
   const windowFrom = now - 1_000;
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
-    const claim = await executedPlan(queueDb, store.queue['claimLoadedQuery']('wrk_plan', 100, [busy], undefined, windowFrom, now + 60_000).compile());
+    const claim = await executedPlan(queueDb, store.queue['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000).compile());
     assert.ok(rowsRead(claim, 'delivery_tasks') <= 10, `${statistics}: a claim in a window read ${rowsRead(claim, 'delivery_tasks')} task rows`);
     const plan = await executedPlan(queueDb, store.queue['nextDueQuery']([busy], now).compile());
     assert.ok(rowsRead(plan, 'delivery_tasks') <= 10, `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`);
   }
-  assert.deepEqual((await store.queue.claimLoaded('wrk_plan', 100, [busy], undefined, windowFrom)).map(({ task }) => task.id), ['tsk_n3002']);
+  assert.deepEqual((await store.queue.claimLoaded('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom })).map(({ task }) => task.id), ['tsk_n3002']);
   assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000);
 });
 

@@ -38,11 +38,11 @@ test('a claim with a window takes only the tasks due in it; without one, every d
   await setRunAt(notYet!, now + 60_000);
 
   const ids = (claimed: { id: string }[]) => claimed.map((task) => task.id).sort();
-  assert.deepEqual(ids(await store.queue.claim('wrk_a', 10, [busy], undefined, windowFrom)), [inWindow], 'in the window, the busy endpoint left out');
-  assert.deepEqual(ids(await store.queue.claim('wrk_b', 10, [], undefined, windowFrom)), [busyTasks[3]], "the busy endpoint's task in the window when it is not left out");
-  assert.deepEqual(ids(await store.queue.claim('wrk_c', 10, [busy])), [late, atStart].sort(), 'without a window, every due task left');
-  assert.deepEqual((await store.queue.claimLoaded('wrk_d', 10, [], undefined, windowFrom)).map(({ task }) => task.id), [], 'claimLoaded keeps to the window too');
-  assert.deepEqual(ids(await store.queue.claimLoaded('wrk_d', 10, []).then((claimed) => claimed.map(({ task }) => task))), busyTasks.slice(0, 3).sort());
+  assert.deepEqual(ids(await store.queue.claim('wrk_a', 10, { skip: [busy], dueAfter: windowFrom })), [inWindow], 'in the window, the busy endpoint left out');
+  assert.deepEqual(ids(await store.queue.claim('wrk_b', 10, { dueAfter: windowFrom })), [busyTasks[3]], "the busy endpoint's task in the window when it is not left out");
+  assert.deepEqual(ids(await store.queue.claim('wrk_c', 10, { skip: [busy] })), [late, atStart].sort(), 'without a window, every due task left');
+  assert.deepEqual((await store.queue.claimLoaded('wrk_d', 10, { dueAfter: windowFrom })).map(({ task }) => task.id), [], 'claimLoaded keeps to the window too');
+  assert.deepEqual(ids(await store.queue.claimLoaded('wrk_d', 10).then((claimed) => claimed.map(({ task }) => task))), busyTasks.slice(0, 3).sort());
 });
 
 test('the next due attempt counts from the given time on and leaves out the given endpoints', { timeout: 60_000 }, async (t) => {
@@ -64,4 +64,20 @@ test('the next due attempt counts from the given time on and leaves out the give
   assert.equal(await store.queue.nextDueAt([busy], now - 2_000), now - 1_000, 'a task due after the given time counts');
   assert.equal(await store.queue.nextDueAt([busy, other], now), null, 'nothing outside the endpoints left out');
   assert.equal(await store.queue.nextDueAt([busy]), now - 1_000, 'from the oldest task when no time is given');
+});
+
+test('a claim and the next-due read leave out any number of endpoints', { timeout: 60_000 }, async (t) => {
+  const { store, busy, tasksOf, setRunAt, other } = await twoEndpoints(t, 2);
+  const now = Date.now();
+  const [busyTask] = await tasksOf(busy);
+  const [otherDue, otherLater] = await tasksOf(other);
+  await setRunAt(busyTask!, now - 60_000);
+  await setRunAt(otherDue!, now - 1_000);
+  await setRunAt(otherLater!, now + 5_000);
+  // A worker with thousands of request slots leaves out as many endpoints: more than either database
+  // takes as bound parameters (SQLite 32,766, PostgreSQL 65,535) if each were one.
+  const manyBusy = [busy, ...Array.from({ length: 70_000 }, (_, i) => `ep_elsewhere${i}`)];
+  assert.equal(await store.queue.nextDueAt(manyBusy, now - 2_000), now - 1_000);
+  assert.deepEqual((await store.queue.claimLoaded('wrk_a', 10, { skip: manyBusy })).map(({ task }) => task.id), [otherDue]);
+  assert.deepEqual((await store.queue.claim('wrk_b', 10, { skip: [...manyBusy, other] })).map((task) => task.id), [], 'both endpoints left out');
 });

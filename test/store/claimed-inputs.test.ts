@@ -14,7 +14,7 @@ test('a claim leaves out payloads over the limit and marks them to load later; l
   // Retention removed this one's payload: no payload at all, which is not "later".
   await store.ctx.db.deleteFrom('payloads').where('message_id', '=', goneId!).execute();
 
-  const claimed = await store.queue.claimLoaded('wrk_inputs', 10, []);
+  const claimed = await store.queue.claimLoaded('wrk_inputs', 10);
   const byMessage = new Map(claimed.map(({ input }) => [input!.delivery.messageId, input!]));
   assert.deepEqual(
     [largeId, smallId, goneId].map((id) => [byMessage.get(id!)!.payloadJson?.length ?? null, byMessage.get(id!)!.payloadLater]),

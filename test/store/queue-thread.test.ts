@@ -36,7 +36,7 @@ async function seeded(t: TestContext, messages: number, env: Record<string, stri
 
 test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip, timeout }, async (t) => {
   const { store, secret, thread } = await seeded(t, 3);
-  const claimed = await thread.claimLoaded(OWNER, 10, []);
+  const claimed = await thread.claimLoaded(OWNER, 10);
   assert.equal(claimed.length, 3);
   for (const { task, input } of claimed) {
     // One object on this side too, so a lease change reaches what completeMany sends back.
@@ -67,7 +67,7 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
 test('a large payload stays out of a claim through the thread and comes with a later load', { skip, timeout }, async (t) => {
   const large = `{"pad":"${'x'.repeat(40_000)}"}`;
   const { store, thread } = await seeded(t, 1, {}, () => large);
-  const [claimed] = await thread.claimLoaded(OWNER, 10, []);
+  const [claimed] = await thread.claimLoaded(OWNER, 10);
   assert.deepEqual([claimed!.input!.payloadJson, claimed!.input!.payloadLater], [null, true]);
   const [loaded] = await thread.load([claimed!.task]);
   assert.equal(loaded!.payloadJson, large);
@@ -90,7 +90,7 @@ test('a queue thread that ends fails the calls under way, and the next call star
 
 test('close lets the calls under way finish, then refuses new ones', { skip, timeout }, async (t) => {
   const { thread } = await seeded(t, 2);
-  const claiming = thread.claimLoaded(OWNER, 10, []);
+  const claiming = thread.claimLoaded(OWNER, 10);
   await thread.close();
   assert.equal((await claiming).length, 2);
   await assert.rejects(thread.nextDueAt(), /closed/);
@@ -98,7 +98,7 @@ test('close lets the calls under way finish, then refuses new ones', { skip, tim
 
 test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
   const { store, thread } = await seeded(t, 2, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
-  const claimed = await thread.claimLoaded(OWNER, 10, []);
+  const claimed = await thread.claimLoaded(OWNER, 10);
   assert.deepEqual(await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER), [true, true]);
   await new Promise((resolve) => setTimeout(resolve, 1_100));
   const counts = await thread.purgeExpired();
@@ -111,7 +111,7 @@ test('closing stops a purge under way at its next batch, and the purge still ans
   const total = PURGE_BATCH + 100;
   const { store, thread, scope, appId } = await seeded(t, 0, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
   await Promise.all(Array.from({ length: total }, (_, i) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })));
-  for (let claimed = await thread.claimLoaded(OWNER, 200, []); claimed.length > 0; claimed = await thread.claimLoaded(OWNER, 200, [])) {
+  for (let claimed = await thread.claimLoaded(OWNER, 200); claimed.length > 0; claimed = await thread.claimLoaded(OWNER, 200)) {
     await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
   }
   await new Promise((resolve) => setTimeout(resolve, 1_100));

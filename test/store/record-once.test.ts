@@ -19,7 +19,7 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
   const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(3);
 
-  const claimed = await store.queue.claimLoaded(OWNER, 10, []);
+  const claimed = await store.queue.claimLoaded(OWNER, 10);
   assert.equal(claimed.length, 3);
   const [first, second, third] = claimed.map(({ input }) => input!);
   // Only 2xx outcomes (on PostgreSQL one statement), then a 2xx and a failure (the general path).
@@ -48,9 +48,9 @@ test('two workers that made the same attempt in the same millisecond both keep t
   // two requests were made, so the history has two attempts, even when both finished in one millisecond.
   const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(1);
-  const [stale] = await store.queue.claimLoaded('wrk_first', 10, []);
+  const [stale] = await store.queue.claimLoaded('wrk_first', 10);
   await store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 1_000 }).execute();
-  const [current] = await store.queue.claimLoaded('wrk_second', 10, []);
+  const [current] = await store.queue.claimLoaded('wrk_second', 10);
   assert.equal(current!.task.id, stale!.task.id, 'the second worker claimed the same task');
   const at = Date.now();
   assert.deepEqual(await store.queue.completeMany([{ input: stale!.input!, result: outcome(500, at) }], 'wrk_first'), [false]);
