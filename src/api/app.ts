@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import { newId } from '../domain/ids.js';
-import { installErrorHandling, invalid } from './errors.js';
+import { HttpError, installErrorHandling, invalid, sendError } from './errors.js';
 import { installAuth } from './auth.js';
 import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
@@ -19,6 +19,9 @@ import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
+/** Longest path parameter routed; longer ones are refused with 400 before routing. */
+const MAX_PATH_PARAM_CHARS = 512;
+
 /** Bodies are checked strictly (a number is not a string); query strings and headers are coerced. */
 function validators() {
   const make = (coerceTypes: boolean) => {
@@ -29,9 +32,13 @@ function validators() {
   return { body: make(false), other: make(true) };
 }
 
-/** Request bodies are JSON; an empty body is no body (routes without one accept it), anything else must parse. */
-function installJsonParser(app: FastifyInstance, maxPayloadBytes: number): void {
-  app.removeContentTypeParser('application/json');
+/**
+ * Request bodies are JSON; an empty body is no body (routes without one accept it), anything else must
+ * parse. A body of any other type is refused with 415, unless it is empty (`fetch` labels even an empty
+ * string body text/plain): fastify's own text/plain parser would hand the text to the route instead.
+ */
+function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void {
+  app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
     const body = text as string;
     if (body.trim() === '') return done(null, undefined);
@@ -40,6 +47,10 @@ function installJsonParser(app: FastifyInstance, maxPayloadBytes: number): void 
     } catch (error) {
       done(invalid(`Body is not valid JSON: ${(error as Error).message}`), undefined);
     }
+  });
+  app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
+    if ((text as string).length === 0) return done(null, undefined);
+    done(new HttpError(415, 'invalid_request', 'Content-Type must be application/json'), undefined);
   });
 }
 
@@ -70,11 +81,19 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }) as never,
     // Keep-alive connections from load balancers outlive Node's 5 s default.
     keepAliveTimeout: 65_000,
+    // Path parameters may be uids (up to 256 characters) or ids; fastify's default refuses over 100.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+    // Raised before routing (a malformed percent-escape, a longer path parameter): the envelope too.
+    frameworkErrors: (error, request, reply) => {
+      const http = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalid(`A path parameter is longer than ${MAX_PATH_PARAM_CHARS} characters`) : invalid('The URL is not valid: a percent-escape does not decode');
+      request.log.info({ method: request.method, url: request.url, status: http.statusCode, code: http.code, reason: http.message }, 'request');
+      return sendError(request, reply.header('x-request-id', request.id), http);
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? ajv.body : ajv.other).compile(schema));
-  installJsonParser(app, config.maxPayloadBytes);
+  installBodyParsers(app, config.maxPayloadBytes);
   installErrorHandling(app);
   // A request without a body is treated as an empty object, so optional bodies may be left out and
   // required fields are named in the error ("body must have required property 'app_id'").

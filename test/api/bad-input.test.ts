@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestService, type TestService } from '../support/service.js';
-import { bootstrap, type Client } from '../support/client.js';
+import { bootstrap, Client } from '../support/client.js';
 import { assertError, AUTHENTICATED_ROUTES, concrete, createApp, createEndpoint, emit, idsOf, ODD_BODIES, ODD_VALUES, oddBodiesFor } from './helpers.js';
 
 const MAX_BODY = 4096;
@@ -131,12 +131,31 @@ describe('bad input', () => {
     assertError(await api.get('/api/v1/deliveries?status=everything'), 400, 'invalid_request', /status/);
   });
 
-  test('a content type other than JSON is refused with the envelope', async () => {
+  test('a body of a content type other than JSON is refused with 415 and the envelope; an empty one is no body', async () => {
     await refusedAndUnchanged(async () => {
-      const reply = await api.post('/api/v1/applications', 'name=x', { 'content-type': 'application/x-www-form-urlencoded' });
-      assert.ok(reply.status === 400 || reply.status === 415, String(reply.status));
-      assertError(reply, reply.status, 'invalid_request', /Content-Type/);
+      for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'text/plain;charset=UTF-8', 'application/xml']) {
+        assertError(await api.post('/api/v1/applications', '{"name":"x"}', { 'content-type': type }), 415, 'invalid_request', /Content-Type/);
+      }
+      // A route without a body schema: the text would have reached it.
+      assertError(await api.post(`/api/v1/messages/${message.id}/replay`, 'hello', { 'content-type': 'text/plain' }), 415, 'invalid_request', /Content-Type/);
     });
+    // fetch labels an empty string body text/plain.
+    const rotated = await api.post(`/api/v1/endpoints/${endpoint.id}/rotate-secret`, '', { 'content-type': 'text/plain;charset=UTF-8' });
+    assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+  });
+
+  test('a URL that does not decode or an over-long path parameter is 400 with the envelope; a long uid is routed', async () => {
+    for (const path of ['/api/v1/messages/%zz', '/api/v1/deliveries/%E0%A4%A', `/api/v1/endpoints/ep_${'0'.repeat(600)}/rotate-secret`]) {
+      for (const client of [api, new Client(service.url)]) {
+        const reply = path.endsWith('rotate-secret') ? await client.post(path) : await client.get(path);
+        assertError(reply, 400, 'invalid_request', /URL|path parameter/);
+      }
+    }
+    const uid = 'u'.repeat(200);
+    const created = await createApp(api, { name: 'Long uid', uid });
+    const read = await api.get(`/api/v1/applications/${uid}`);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    assert.equal(read.body.id, created.id);
   });
 
   test('no odd input makes any POST or PATCH route answer 5xx', async () => {
