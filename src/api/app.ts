@@ -33,6 +33,21 @@ function validators() {
 }
 
 /**
+ * Deepest nesting of objects and arrays a body may have. JSON.parse takes far deeper, but writing it back
+ * out (storing a payload, answering a read) overflowed the stack past a few thousand levels, a 500 no
+ * retry could mend, and many receivers' parsers stop at 128 (serde_json) or so.
+ */
+const MAX_JSON_DEPTH = 100;
+
+/** Whether a parsed JSON value nests objects and arrays deeper than `levels` (recursion stops there). */
+function nestsDeeperThan(value: unknown, levels: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (levels === 0) return true;
+  for (const child of Array.isArray(value) ? value : Object.values(value)) if (nestsDeeperThan(child, levels - 1)) return true;
+  return false;
+}
+
+/**
  * Request bodies are JSON; an empty body is no body (routes without one accept it), anything else must
  * parse. A body of any other type is refused with 415, unless it is empty (`fetch` labels even an empty
  * string body text/plain): fastify's own text/plain parser would hand the text to the route instead.
@@ -42,11 +57,14 @@ function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
     const body = text as string;
     if (body.trim() === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(body));
+      parsed = JSON.parse(body);
     } catch (error) {
-      done(invalid(`Body is not valid JSON: ${(error as Error).message}`), undefined);
+      return done(invalid(`Body is not valid JSON: ${(error as Error).message}`), undefined);
     }
+    if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    done(null, parsed);
   });
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
     if ((text as string).length === 0) return done(null, undefined);

@@ -144,6 +144,24 @@ describe('bad input', () => {
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
   });
 
+  test('a body nested deeper than 100 levels is 400, whatever the route; 100 levels are accepted', async () => {
+    const nested = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+    // The emit body is one level, so its payload may nest 99.
+    const emitOf = (payloadLevels: number) => `{"app_id":"${app.id}","event_type":"invoice.paid","payload":${nested(payloadLevels)}}`;
+    await refusedAndUnchanged(async () => {
+      for (const [path, body] of [
+        ['/api/v1/messages', emitOf(100)],
+        ['/api/v1/messages', emitOf(600)],
+        ['/api/v1/messages/send-test', emitOf(100)],
+        ['/api/v1/event-types', `{"name":"deep.event","example_json":${nested(100)}}`],
+      ] as const) {
+        assertError(await api.post(path, body), 400, 'invalid_request', /deeper than 100 levels/);
+      }
+    });
+    const deepest = await api.post('/api/v1/messages', emitOf(99));
+    assert.equal(deepest.status, 201, JSON.stringify(deepest.body));
+  });
+
   test('a URL that does not decode or an over-long path parameter is 400 with the envelope; a long uid is routed', async () => {
     for (const path of ['/api/v1/messages/%zz', '/api/v1/deliveries/%E0%A4%A', `/api/v1/endpoints/ep_${'0'.repeat(600)}/rotate-secret`]) {
       for (const client of [api, new Client(service.url)]) {
