@@ -76,6 +76,7 @@ export class Endpoints {
       previous_secret_sealed: null,
       previous_valid_until: null,
       failing_since: null,
+      exhausted_at: null,
       created_at: now,
       updated_at: now,
     };
@@ -124,7 +125,7 @@ export class Endpoints {
       };
       if (changes.status === 'disabled') next.status = 'disabled';
       // Re-enabling starts a fresh health record.
-      if (changes.status === 'active' && current.status === 'disabled') Object.assign(next, { status: 'active', failing_since: null });
+      if (changes.status === 'active' && current.status === 'disabled') Object.assign(next, { status: 'active', failing_since: null, exhausted_at: null });
       await trx
         .updateTable('endpoints')
         .set({
@@ -133,6 +134,7 @@ export class Endpoints {
           event_types: next.event_types,
           status: next.status,
           failing_since: next.failing_since,
+          exhausted_at: next.exhausted_at,
           updated_at: now,
         })
         .where('id', '=', id)
@@ -212,7 +214,7 @@ export class Endpoints {
   async recordHealth(db: Executor, id: string, health: EndpointHealth, now: number): Promise<void> {
     await db
       .updateTable('endpoints')
-      .set({ status: health.status as EndpointStatus, failing_since: health.failingSince, updated_at: now })
+      .set({ status: health.status as EndpointStatus, failing_since: health.failingSince, exhausted_at: health.exhaustedAt, updated_at: now })
       .where('id', '=', id)
       .where('status', '!=', 'disabled')
       .execute();

@@ -546,8 +546,8 @@ export class Queue {
     }
     const ids = [...failed];
     if (ids.length === 0) return;
-    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since']).where('id', 'in', ids).execute();
-    const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since }]));
+    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids).execute();
+    const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since, exhaustedAt: row.exhausted_at }]));
     const after = new Map(before);
     let at = 0;
     for (const { input, result } of items) {
@@ -561,7 +561,7 @@ export class Queue {
     }
     for (const [id, health] of after) {
       const was = before.get(id)!;
-      if (health.status !== was.status || health.failingSince !== was.failingSince) await this.endpoints.recordHealth(trx, id, health, at);
+      if (health.status !== was.status || health.failingSince !== was.failingSince || health.exhaustedAt !== was.exhaustedAt) await this.endpoints.recordHealth(trx, id, health, at);
     }
   }
 }
@@ -589,7 +589,7 @@ function nextRunAt(deliveryId: Expression<string>, except?: Expression<string>) 
 function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<string>, at: number) {
   return db
     .updateTable('endpoints')
-    .set({ status: 'active', failing_since: null, updated_at: at })
+    .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: at })
     .where('id', 'in', endpointIds)
     .where('status', '!=', 'disabled')
     .where((eb) => eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]));

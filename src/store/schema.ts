@@ -56,6 +56,8 @@ export interface EndpointRow {
   previous_valid_until: number | null;
   /** When the current run of failed attempts began; null while the endpoint succeeds. */
   failing_since: number | null;
+  /** When a delivery used up its attempts in the current run of failures; null outside one or before. */
+  exhausted_at: number | null;
   created_at: number;
   updated_at: number;
 }

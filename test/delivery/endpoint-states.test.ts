@@ -73,6 +73,26 @@ test('HERALD_DISABLE_AFTER of continuous failure with an exhausted delivery disa
   assert.equal((await s.delivery(next.deliveryIds[0]!)).status, 'disabled');
 });
 
+test('once a delivery has used up its attempts, the first failure after HERALD_DISABLE_AFTER disables the endpoint', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,300ms', HERALD_DISABLE_AFTER: '1s' });
+  const receiver = await startReceiver(t, () => ({ status: 500 }));
+  const endpoint = await s.endpoint(`${receiver.url}/hook`);
+  // The first delivery uses up both attempts well inside the window.
+  const first = await s.emit({ n: 1 });
+  await s.until(first.deliveryIds[0]!, (d) => d.status === 'failed', 'first delivery failed');
+  assert.equal((await s.api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'failing');
+  // After the window, the second message's first attempt fails: it has a retry left, yet the endpoint is
+  // disabled there, and the retry is not made (its delivery is kept as disabled).
+  await sleep(1_200);
+  const second = await s.emit({ n: 2 });
+  const d = await s.until(second.deliveryIds[0]!, (d) => d.status !== 'pending', 'second delivery settled');
+  assert.equal(d.status, 'disabled');
+  assert.equal(d.attempts.length, 1);
+  assert.equal((await s.api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'disabled');
+  await sleep(500);
+  assert.equal(receiver.received.length, 3, 'no retry after the endpoint was disabled');
+});
+
 test('a long failure alone does not disable: the window must pass and a delivery must exhaust its attempts', async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms', HERALD_DISABLE_AFTER: '1h' });
   const receiver = await startReceiver(t, () => ({ status: 500 }));

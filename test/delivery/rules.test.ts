@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { signPayload } from '../../src/domain/secrets.js';
 import { JITTER, MAX_RETRY_AFTER_MS, nextDelayAfterFailure, parseRetryAfter, scheduledDelay } from '../../src/domain/retry.js';
-import { nextEndpointHealth } from '../../src/domain/endpoint-state.js';
+import { nextEndpointHealth, type EndpointHealth } from '../../src/domain/endpoint-state.js';
 import { outboundBody } from '../../src/domain/envelope.js';
 import { allowListed, isPublicAddress } from '../../src/domain/addresses.js';
 import { endpointUrlProblem } from '../../src/domain/urls.js';
@@ -67,18 +67,28 @@ test('Retry-After: seconds or HTTP date, bounded, and only ever lengthens the wa
   assert.equal(nextDelayAfterFailure([0, 50], 2, 1000), null, 'Retry-After never adds an attempt past the schedule');
 });
 
-test('endpoint health: failing, active again, 410 disables, exhausted after the window disables, operator disable sticks', () => {
+test('endpoint health: failing, active again, 410 disables, a failure after the window with an exhausted delivery disables, operator disable sticks', () => {
   const window = 1000;
-  const active = { status: 'active' as const, failingSince: null };
-  const failed = nextEndpointHealth(active, { ok: false, responseStatus: 500, exhausted: false, at: 100 }, window);
-  assert.deepEqual(failed, { status: 'failing', failingSince: 100 });
+  const active = { status: 'active' as const, failingSince: null, exhaustedAt: null };
+  const fail = (health: EndpointHealth, at: number, exhausted = false, responseStatus: number | null = 500) => nextEndpointHealth(health, { ok: false, responseStatus, exhausted, at }, window);
+  const failed = fail(active, 100);
+  assert.deepEqual(failed, { status: 'failing', failingSince: 100, exhaustedAt: null });
   assert.deepEqual(nextEndpointHealth(failed, { ok: true, responseStatus: 200, exhausted: false, at: 200 }, window), active);
-  assert.equal(nextEndpointHealth(active, { ok: false, responseStatus: 410, exhausted: false, at: 100 }, window).status, 'disabled');
-  // Exhausted but not failing for long enough: still failing; long enough but not exhausted: still failing.
-  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: 500, exhausted: true, at: 500 }, window).status, 'failing');
-  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: 500, exhausted: false, at: 5000 }, window).status, 'failing');
-  assert.equal(nextEndpointHealth(failed, { ok: false, responseStatus: null, exhausted: true, at: 1100 }, window).status, 'disabled');
-  const off = { status: 'disabled' as const, failingSince: null };
+  assert.equal(fail(active, 100, false, 410).status, 'disabled');
+  // Exhausted but not failing for long enough: still failing, and the exhaustion is remembered.
+  const exhaustedEarly = fail(failed, 500, true);
+  assert.deepEqual(exhaustedEarly, { status: 'failing', failingSince: 100, exhaustedAt: 500 });
+  // Long enough but nothing exhausted in this run of failures: still failing.
+  assert.equal(fail(failed, 5000).status, 'failing');
+  // The exhausting failure passes the window; or any failure after it, once a delivery exhausted earlier.
+  assert.equal(fail(failed, 1100, true, null).status, 'disabled');
+  assert.equal(fail(exhaustedEarly, 1100).status, 'disabled');
+  assert.equal(fail(fail(exhaustedEarly, 600), 1099).status, 'failing', 'not before the window ends');
+  // A success ends the run: an exhaustion before it no longer counts.
+  const recovered = nextEndpointHealth(exhaustedEarly, { ok: true, responseStatus: 200, exhausted: false, at: 700 }, window);
+  assert.deepEqual(recovered, active);
+  assert.equal(fail(fail(recovered, 800), 5000).status, 'failing');
+  const off = { status: 'disabled' as const, failingSince: null, exhaustedAt: null };
   assert.deepEqual(nextEndpointHealth(off, { ok: true, responseStatus: 200, exhausted: false, at: 1 }, window), off);
 });
 
