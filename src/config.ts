@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { isAllowListEntry } from './domain/addresses.js';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseDuration } from './domain/duration.js';
@@ -99,10 +100,27 @@ function secretKey(env: Env, mode: Mode, dataDir: string): string {
   // Development: generate once into the data dir so restarts can still read the secrets they sealed.
   const file = join(dataDir, 'secret.key');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   const key = randomBytes(32).toString('base64');
   writeFileSync(file, key + '\n', { mode: 0o600 });
   return key;
+}
+
+/** Creates the data directory if needed; one that cannot be (a file in the way, no permission) is bad configuration. */
+export function ensureDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+  } catch (error) {
+    throw new ConfigError(`HERALD_DATA_DIR=${dataDir} cannot be used as a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+}
+
+/** Hosts, addresses and CIDR ranges Live endpoints may reach although not public; a typo must not pass unseen. */
+function ssrfAllowList(env: Env): string[] {
+  const entries = read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean);
+  const bad = entries.find((entry) => !isAllowListEntry(entry));
+  if (bad !== undefined) throw new ConfigError(`HERALD_SSRF_ALLOW entry ${bad} is not a host name, an address or a CIDR range`);
+  return entries;
 }
 
 /** Retention may not be shorter than the idempotency window: a repeated key must find its message. */
@@ -158,8 +176,8 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: env.HERALD_REDIS_URL || null,
     redisPrefix: read(env, 'HERALD_REDIS_PREFIX', 'herald-rl:'),
     dbPoolSize: integer(env, 'HERALD_DB_POOL_SIZE', 10, 1, 1000),
-    ssrfAllow: read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean),
-    logLevel: read(env, 'HERALD_LOG_LEVEL', 'info'),
+    ssrfAllow: ssrfAllowList(env),
+    logLevel: oneOf(env, 'HERALD_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
   };
 }

@@ -1,5 +1,5 @@
 import pino, { type Logger } from 'pino';
-import type { Config } from './config.js';
+import { ConfigError, type Config } from './config.js';
 import { Store } from './store/index.js';
 import { buildApi, type Api } from './api/app.js';
 import { DeliveryWorker } from './delivery/worker.js';
@@ -56,28 +56,31 @@ export async function startService(config: Config, logger: Logger = createLogger
     void purge();
     retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();
   }
+
+  let closing: Promise<void> | null = null;
+  const close = () => {
+    closing ??= (async () => {
+      if (retentionTimer) clearInterval(retentionTimer);
+      if (api) await api.close();
+      if (worker) await worker.stop();
+      await queueThread?.close();
+      await store.close();
+    })();
+    return closing;
+  };
+
   if (config.role !== 'worker') {
     api = await buildApi(store, config, logger);
-    url = await api.listen({ port: config.port, host: config.host });
+    try {
+      url = await api.listen({ port: config.port, host: config.host });
+    } catch (error) {
+      // A port taken or not allowed, a HOST that is not this machine's: one clear line, after what started is stopped.
+      await close();
+      const { code, message } = error as NodeJS.ErrnoException;
+      throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${code === 'EADDRINUSE' ? 'the port is in use' : code ?? message}`);
+    }
     url = url.replace('[::1]', 'localhost');
   }
 
-  let closing: Promise<void> | null = null;
-  return {
-    config,
-    store,
-    api,
-    worker,
-    url,
-    close() {
-      closing ??= (async () => {
-        if (retentionTimer) clearInterval(retentionTimer);
-        if (api) await api.close();
-        if (worker) await worker.stop();
-        await queueThread?.close();
-        await store.close();
-      })();
-      return closing;
-    },
-  };
+  return { config, store, api, worker, url, close };
 }

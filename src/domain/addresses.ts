@@ -20,6 +20,12 @@ export function isPublicAddress(text: string): boolean {
   return true;
 }
 
+/** Whether an operator allow-list entry is a host name, an address or a CIDR range (10.0.0.0/8). */
+export function isAllowListEntry(entry: string): boolean {
+  if (entry.includes('/')) return ipaddr.isValidCIDR(entry);
+  return parseAddress(entry) !== null || /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i.test(entry);
+}
+
 /** An operator allow-list entry matches an address when it is that address or a CIDR range holding it. */
 export function allowListed(address: string, allowList: string[]): boolean {
   const parsed = parseAddress(address);

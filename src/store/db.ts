@@ -1,10 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
+import { ensureDataDir } from '../config.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 import * as endpointExhaustedAt from './migrations/003_endpoint_exhausted_at.js';
@@ -66,7 +66,7 @@ function immediateTransactions(dialect: SqliteDialect): SqliteDialect {
 }
 
 export function openSqlite(dataDir: string): OpenedDatabase {
-  mkdirSync(dataDir, { recursive: true });
+  ensureDataDir(dataDir);
   const file = sqliteFile(dataDir);
   const { database, db } = connectSqlite(file);
   // Should the thread fail or end, the service's connection checkpoints on its own again, as SQLite does

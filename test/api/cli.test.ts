@@ -2,6 +2,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '../support/service.js';
 import { Client } from '../support/client.js';
 
@@ -105,5 +108,31 @@ describe('command line', () => {
     // Nothing was created by the refused runs.
     const names = (await service.store.organizations.list()).map((o) => o.name);
     assert.ok(!names.includes('Never'));
+  });
+
+  test('serve stops with one clear line on a bad log level, allow-list entry, data directory or address to listen on', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const aFile = join(dir, 'not-a-dir');
+    writeFileSync(aFile, '');
+    const takenPort = new URL(service.url).port;
+    const embedded = { HERALD_SECRET_KEY: SECRET, HERALD_ROLE: 'api', PORT: '0' };
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ ...embedded, HERALD_DATA_DIR: aFile }, /HERALD_DATA_DIR=.*not-a-dir cannot be used as a directory/],
+      [{ ...embedded, HERALD_DATA_DIR: join(aFile, 'below') }, /HERALD_DATA_DIR=.*cannot be used as a directory/],
+      [{ ...env, HERALD_ROLE: 'api', HERALD_LOG_LEVEL: 'bogus' }, /HERALD_LOG_LEVEL=bogus must be one of/],
+      [{ ...env, HERALD_ROLE: 'api', HERALD_SSRF_ALLOW: '10.0.0.0/8,10.0.0.0/99' }, /HERALD_SSRF_ALLOW entry 10\.0\.0\.0\/99 is not/],
+      [{ ...env, HERALD_ROLE: 'api', PORT: takenPort }, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`)],
+      [{ ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0' }, /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/],
+    ];
+    const runs = await Promise.all(cases.map(([override]) => herald(['serve'], { ...override })));
+    for (const [i, [override, expected]] of cases.entries()) {
+      const run = runs[i]!;
+      assert.equal(run.code, 1, `${JSON.stringify(override)} must fail: ${run.stderr}`);
+      const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      assert.equal(lines.length, 1, `one line on stderr, got: ${run.stderr}`);
+      assert.match(lines[0]!, /^herald: /);
+      assert.match(lines[0]!, expected);
+    }
   });
 });
