@@ -8,6 +8,9 @@ import { allowListed, isPublicAddress } from './addresses.js';
  */
 export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[]): string | null {
   if (text.length > 2048) return 'url must be at most 2048 characters';
+  // The URL parser would drop surrounding ones and encode inner ones, and the endpoint would read back
+  // as sent, which is not a URI: refused, so what is stored is what is requested.
+  if (/[\s\u0000-\u001f\u007f]/.test(text)) return 'url must not contain spaces or control characters (percent-encode them)';
   let url: URL;
   try {
     url = new URL(text);

@@ -66,6 +66,9 @@ describe('endpoints', () => {
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: '/relative' }), 400, 'invalid_request', /url/);
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'ftp://example.com/x' }), 400, 'invalid_request', /http/);
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'javascript:alert(1)' }), 400, 'invalid_request', /http/);
+    for (const url of ['  https://example.com/hook', 'https://example.com/hook\t', 'https://example.com/a b', 'https://example.com/\u00a0x', 'https://example.com/\nx']) {
+      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url }), 400, 'invalid_request', /spaces or control characters/);
+    }
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: ['nope.nope'] }), 400, 'invalid_request', /nope\.nope/);
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: 'invoice.paid' }), 400, 'invalid_request', /event_types/);
     assert.deepEqual(await idsOf(api, '/api/v1/endpoints'), before);
