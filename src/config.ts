@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { isAllowListEntry } from './domain/addresses.js';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { isAllowListEntry } from './domain/addresses.js';
 import { parseDuration } from './domain/duration.js';
 
 // Every setting is read here, once, and validated before anything starts.
@@ -117,7 +117,8 @@ export function ensureDataDir(dataDir: string): void {
 
 /** Hosts, addresses and CIDR ranges Live endpoints may reach although not public; a typo must not pass unseen. */
 function ssrfAllowList(env: Env): string[] {
-  const entries = read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim()).filter(Boolean);
+  // Compared with URL host names, which come lower-cased and are matched without a trailing dot.
+  const entries = read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim().toLowerCase().replace(/\.$/, '')).filter(Boolean);
   const bad = entries.find((entry) => !isAllowListEntry(entry));
   if (bad !== undefined) throw new ConfigError(`HERALD_SSRF_ALLOW entry ${bad} is not a host name, an address or a CIDR range`);
   return entries;

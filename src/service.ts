@@ -32,6 +32,16 @@ export function createLogger(config: Config): Logger {
 
 const RETENTION_INTERVAL_MS = 3_600_000;
 
+/** Starts the API listening; a port taken or not allowed, or a HOST that is not this machine's, is bad configuration. */
+async function listen(api: Api, config: Config): Promise<string> {
+  try {
+    return await api.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    const { code, message } = error as NodeJS.ErrnoException;
+    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${code === 'EADDRINUSE' ? 'the port is in use' : (code ?? message)}`);
+  }
+}
+
 export async function startService(config: Config, logger: Logger = createLogger(config)): Promise<Service> {
   const store = await Store.open(config);
   let api: Api | null = null;
@@ -39,23 +49,6 @@ export async function startService(config: Config, logger: Logger = createLogger
   let worker: DeliveryWorker | null = null;
   let retentionTimer: NodeJS.Timeout | null = null;
   let queueThread: QueueThread | null = null;
-
-  if (config.role !== 'api') {
-    // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
-    if (config.role === 'worker' && store.dialect === 'sqlite') queueThread = QueueThread.forConfig(config);
-    worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }), queueThread ?? store.queue);
-    // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
-    const listenLog = logger.child({ component: 'listen' });
-    store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
-    worker.start();
-    const purge = () =>
-      (queueThread ?? store).purgeExpired().then(
-        (counts) => logger.info({ counts }, 'retention purge done'),
-        (error) => logger.warn({ err: error }, 'retention purge failed'),
-      );
-    void purge();
-    retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();
-  }
 
   let closing: Promise<void> | null = null;
   const close = () => {
@@ -69,17 +62,31 @@ export async function startService(config: Config, logger: Logger = createLogger
     return closing;
   };
 
-  if (config.role !== 'worker') {
-    api = await buildApi(store, config, logger);
-    try {
-      url = await api.listen({ port: config.port, host: config.host });
-    } catch (error) {
-      // A port taken or not allowed, a HOST that is not this machine's: one clear line, after what started is stopped.
-      await close();
-      const { code, message } = error as NodeJS.ErrnoException;
-      throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${code === 'EADDRINUSE' ? 'the port is in use' : code ?? message}`);
+  try {
+    if (config.role !== 'api') {
+      // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
+      if (config.role === 'worker' && store.dialect === 'sqlite') queueThread = QueueThread.forConfig(config);
+      worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }), queueThread ?? store.queue);
+      // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
+      const listenLog = logger.child({ component: 'listen' });
+      store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
+      worker.start();
+      const purge = () =>
+        (queueThread ?? store).purgeExpired().then(
+          (counts) => logger.info({ counts }, 'retention purge done'),
+          (error) => logger.warn({ err: error }, 'retention purge failed'),
+        );
+      void purge();
+      retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();
     }
-    url = url.replace('[::1]', 'localhost');
+    if (config.role !== 'worker') {
+      api = await buildApi(store, config, logger);
+      url = (await listen(api, config)).replace('[::1]', 'localhost');
+    }
+  } catch (error) {
+    // What started is stopped before the error leaves: a worker left running would go on delivering.
+    await close();
+    throw error;
   }
 
   return { config, store, api, worker, url, close };

@@ -103,7 +103,12 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
     // Raised before routing (a malformed percent-escape, a longer path parameter): the envelope too.
     frameworkErrors: (error, request, reply) => {
-      const http = error.code === 'FST_ERR_MAX_PARAM_LENGTH' ? invalid(`A path parameter is longer than ${MAX_PATH_PARAM_CHARS} characters`) : invalid('The URL is not valid: a percent-escape does not decode');
+      const http =
+        error.code === 'FST_ERR_MAX_PARAM_LENGTH'
+          ? invalid(`A path parameter is longer than ${MAX_PATH_PARAM_CHARS} characters`)
+          : error.code === 'FST_ERR_BAD_URL'
+            ? invalid('The URL is not valid: a percent-escape does not decode')
+            : new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
       request.log.info({ method: request.method, url: request.url, status: http.statusCode, code: http.code, reason: http.message }, 'request');
       return sendError(request, reply.header('x-request-id', request.id), http);
     },

@@ -20,10 +20,18 @@ export function isPublicAddress(text: string): boolean {
   return true;
 }
 
-/** Whether an operator allow-list entry is a host name, an address or a CIDR range (10.0.0.0/8). */
+const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+/**
+ * Whether an operator allow-list entry (lower-cased, without a trailing dot: as URLs give host names) is
+ * a host name, an address or a CIDR range (10.0.0.0/8).
+ */
 export function isAllowListEntry(entry: string): boolean {
   if (entry.includes('/')) return ipaddr.isValidCIDR(entry);
-  return parseAddress(entry) !== null || /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i.test(entry);
+  if (parseAddress(entry) !== null) return true;
+  // A name whose last label is all digits is read as an IPv4 address by the URL parser (or refused, as
+  // 192.168.1.300 is): no host name could match it.
+  return HOST_NAME.test(entry) && !/(^|\.)\d+$/.test(entry);
 }
 
 /** An operator allow-list entry matches an address when it is that address or a CIDR range holding it. */

@@ -7,7 +7,7 @@ import type { Database } from './schema.js';
 import { ensureDataDir } from '../config.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
-import * as endpointExhaustedAt from './migrations/003_endpoint_exhausted_at.js';
+import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhaustion.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -26,7 +26,7 @@ export interface OpenedDatabase {
 const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_tasks_by_endpoint': tasksByEndpoint,
-  '003_endpoint_exhausted_at': endpointExhaustedAt,
+  '003_rotations_and_exhaustion': rotationsAndExhaustion,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

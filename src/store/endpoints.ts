@@ -38,6 +38,10 @@ interface RetiredSecret {
   validUntil: number;
 }
 
+/** The columns an endpoint's signing secrets are read from. */
+export const SECRET_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'] as const;
+export type SecretColumns = Pick<EndpointRow, (typeof SECRET_COLUMNS)[number]>;
+
 /**
  * Stops the queued attempts of these endpoints: their pending deliveries take `status` (`disabled` when
  * the endpoint is switched off, `failed` when it is deleted), so nothing is dropped without a trace.
@@ -75,6 +79,8 @@ export class Endpoints {
       secret_sealed: this.secrets.seal(secret),
       previous_secret_sealed: null,
       previous_valid_until: null,
+      earlier_secrets_sealed: null,
+      earlier_valid_until: null,
       failing_since: null,
       exhausted_at: null,
       created_at: now,
@@ -126,17 +132,12 @@ export class Endpoints {
       if (changes.status === 'disabled') next.status = 'disabled';
       // Re-enabling starts a fresh health record.
       if (changes.status === 'active' && current.status === 'disabled') Object.assign(next, { status: 'active', failing_since: null, exhausted_at: null });
+      // Health is written only when the status changes here: written back unchanged, it could undo an
+      // outcome recorded since it was read (a 410's disable under a description change, on PostgreSQL).
+      const health = next.status === current.status ? {} : { status: next.status, failing_since: next.failing_since, exhausted_at: next.exhausted_at };
       await trx
         .updateTable('endpoints')
-        .set({
-          url: next.url,
-          description: next.description,
-          event_types: next.event_types,
-          status: next.status,
-          failing_since: next.failing_since,
-          exhausted_at: next.exhausted_at,
-          updated_at: now,
-        })
+        .set({ url: next.url, description: next.description, event_types: next.event_types, ...health, updated_at: now })
         .where('id', '=', id)
         .execute();
       if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);
@@ -167,7 +168,7 @@ export class Endpoints {
     for (;;) {
       const row = await this.ctx.db
         .selectFrom('endpoints')
-        .select(['secret_sealed', 'previous_secret_sealed', 'previous_valid_until'])
+        .select(SECRET_COLUMNS)
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
         .where('id', '=', id)
@@ -175,15 +176,18 @@ export class Endpoints {
       if (!row) return undefined;
       const now = this.ctx.now();
       const previousValidUntil = now + graceMs;
-      const retired = [{ secret: this.secrets.open(row.secret_sealed), validUntil: previousValidUntil }, ...this.retiredSecrets(row, now)].slice(0, MAX_PREVIOUS_SECRETS);
+      // The outgoing secret becomes the previous one; the previous one, if still valid, joins the earlier ones.
+      const earlier = this.retiredSecrets(row, now).slice(0, MAX_PREVIOUS_SECRETS - 1);
       // Written only if the secret read is still the current one: a concurrent rotation that got there
-      // first would otherwise lose its outgoing secret from the list. The loser reads again.
+      // first would otherwise lose its outgoing secret. The loser reads again.
       const result = await this.ctx.db
         .updateTable('endpoints')
         .set({
           secret_sealed: this.secrets.seal(secret),
-          previous_secret_sealed: this.secrets.seal(JSON.stringify(retired)),
-          previous_valid_until: Math.max(...retired.map((r) => r.validUntil)),
+          previous_secret_sealed: this.secrets.seal(this.secrets.open(row.secret_sealed)),
+          previous_valid_until: previousValidUntil,
+          earlier_secrets_sealed: earlier.length > 0 ? this.secrets.seal(JSON.stringify(earlier)) : null,
+          earlier_valid_until: earlier.length > 0 ? Math.max(...earlier.map((r) => r.validUntil)) : null,
           updated_at: now,
         })
         .where('id', '=', id)
@@ -194,20 +198,24 @@ export class Endpoints {
   }
 
   /** The secrets that sign an attempt made at `now` for this endpoint row. */
-  signingSecrets(row: Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until'>, now: number): SigningSecrets {
+  signingSecrets(row: SecretColumns, now: number): SigningSecrets {
     return { current: this.secrets.open(row.secret_sealed), previous: this.retiredSecrets(row, now).map((r) => r.secret) };
   }
 
   /**
-   * The rotated-out secrets still signing at `now`, newest first. `previous_valid_until` is the latest of
-   * their ends, so the sealed list is opened only while one of them is valid. The list is sealed as JSON;
-   * rows rotated before it was kept hold one sealed secret, valid until `previous_valid_until`.
+   * The rotated-out secrets still signing at `now`, newest first: the previous one, then the earlier ones
+   * (their list is opened only while the latest of them is valid).
    */
-  private retiredSecrets(row: Pick<EndpointRow, 'previous_secret_sealed' | 'previous_valid_until'>, now: number): RetiredSecret[] {
-    if (row.previous_secret_sealed === null || row.previous_valid_until === null || now >= row.previous_valid_until) return [];
-    const opened = this.secrets.open(row.previous_secret_sealed);
-    const retired: RetiredSecret[] = opened.startsWith('[') ? JSON.parse(opened) : [{ secret: opened, validUntil: row.previous_valid_until }];
-    return retired.filter((r) => now < r.validUntil);
+  private retiredSecrets(row: SecretColumns, now: number): RetiredSecret[] {
+    const retired: RetiredSecret[] = [];
+    if (row.previous_secret_sealed !== null && row.previous_valid_until !== null && now < row.previous_valid_until) {
+      retired.push({ secret: this.secrets.open(row.previous_secret_sealed), validUntil: row.previous_valid_until });
+    }
+    if (row.earlier_secrets_sealed !== null && row.earlier_valid_until !== null && now < row.earlier_valid_until) {
+      const earlier = JSON.parse(this.secrets.open(row.earlier_secrets_sealed)) as RetiredSecret[];
+      retired.push(...earlier.filter((r) => now < r.validUntil));
+    }
+    return retired;
   }
 
   /** Writes an endpoint's health after an attempt, unless an operator disabled it meanwhile. */

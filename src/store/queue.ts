@@ -58,6 +58,8 @@ const INPUT_COLUMNS = [
   'endpoints.secret_sealed',
   'endpoints.previous_secret_sealed',
   'endpoints.previous_valid_until',
+  'endpoints.earlier_secrets_sealed',
+  'endpoints.earlier_valid_until',
 ] as const;
 
 /**
@@ -88,6 +90,8 @@ interface LoadedRow {
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
   previous_valid_until: number | null;
+  earlier_secrets_sealed: string | null;
+  earlier_valid_until: number | null;
 }
 
 /** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
@@ -309,14 +313,11 @@ export class Queue {
   }
 
   private secretsOf(row: LoadedRow, now: number, memo: Map<string, SigningSecrets>): SigningSecrets {
-    const key = `${row.secret_sealed}\n${row.previous_secret_sealed}\n${row.previous_valid_until}`;
-    let secrets = memo.get(key);
+    // Every rotation seals a new current secret (a fresh nonce each time), so it names the whole set.
+    let secrets = memo.get(row.secret_sealed!);
     if (!secrets) {
-      secrets = this.endpoints.signingSecrets(
-        { secret_sealed: row.secret_sealed!, previous_secret_sealed: row.previous_secret_sealed, previous_valid_until: row.previous_valid_until },
-        now,
-      );
-      memo.set(key, secrets);
+      secrets = this.endpoints.signingSecrets({ ...row, secret_sealed: row.secret_sealed! }, now);
+      memo.set(row.secret_sealed!, secrets);
     }
     return secrets;
   }

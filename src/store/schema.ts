@@ -54,6 +54,10 @@ export interface EndpointRow {
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_valid_until: number | null;
+  /** Secrets rotated out before the previous one, sealed as a JSON list of {secret, validUntil}, newest first. */
+  earlier_secrets_sealed: string | null;
+  /** The latest validUntil in earlier_secrets_sealed. */
+  earlier_valid_until: number | null;
   /** When the current run of failed attempts began; null while the endpoint succeeds. */
   failing_since: number | null;
   /** When a delivery used up its attempts in the current run of failures; null outside one or before. */

@@ -7,6 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '../support/service.js';
 import { Client } from '../support/client.js';
+import { Receiver } from '../support/receiver.js';
+import { ConfigError, loadConfig } from '../../src/config.js';
+import { startService } from '../../src/service.js';
+import pino from 'pino';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECRET = 'cli-test-secret-key-0123456789-abcdefghijkl';
@@ -108,6 +112,23 @@ describe('command line', () => {
     // Nothing was created by the refused runs.
     const names = (await service.store.organizations.list()).map((o) => o.name);
     assert.ok(!names.includes('Never'));
+  });
+
+  test('a service that cannot listen stops what it started before it fails: its worker sends nothing afterwards', async (t) => {
+    const receiver = await new Receiver().start();
+    t.after(() => receiver.stop());
+    const store = service.store;
+    const org = await store.organizations.create('listen-fails', 'unlimited');
+    const scope = { orgId: org.id, livemode: false };
+    const app = await store.applications.create(scope, { name: 'listen-fails' });
+    await store.endpoints.create(scope, { appId: app.id, url: `${receiver.url}/hook` });
+    const config = loadConfig({ ...env, HERALD_ROLE: 'all', PORT: new URL(service.url).port });
+    await assert.rejects(startService(config, pino({ level: 'silent' })), (error: unknown) => error instanceof ConfigError && /the port is in use/.test(error.message));
+    // A worker left running would claim this within its idle poll (500 ms).
+    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
+    assert.ok(emitted.ok);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(receiver.received.length, 0);
   });
 
   test('serve stops with one clear line on a bad log level, allow-list entry, data directory or address to listen on', async (t) => {

@@ -88,6 +88,8 @@ test('endpoint health: failing, active again, 410 disables, a failure after the 
   const recovered = nextEndpointHealth(exhaustedEarly, { ok: true, responseStatus: 200, exhausted: false, at: 700 }, window);
   assert.deepEqual(recovered, active);
   assert.equal(fail(fail(recovered, 800), 5000).status, 'failing');
+  // One left from before the run began (written by a process that did not clear it) does not count either.
+  assert.equal(fail({ status: 'failing', failingSince: 100, exhaustedAt: 50 }, 5000).status, 'failing');
   const off = { status: 'disabled' as const, failingSince: null, exhaustedAt: null };
   assert.deepEqual(nextEndpointHealth(off, { ok: true, responseStatus: 200, exhausted: false, at: 1 }, window), off);
 });

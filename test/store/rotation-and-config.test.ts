@@ -47,18 +47,25 @@ test('concurrent rotations each keep their outgoing secret signing; each rotated
   assert.equal((await api.post('/api/v1/endpoints/ep_missing/rotate-secret')).status, 404);
 });
 
-test('an endpoint rotated before rotated-out secrets were kept as a list still signs with its previous secret', async (t) => {
+test('the previous secret keeps the columns the version before reads; its rows rotate on with the earlier ones kept', async (t) => {
   const { store, scope, endpointId, secret } = await openStore(t);
   const box = store.endpoints['secrets'];
-  const legacyPrevious = 'whsec_' + Buffer.alloc(24, 9).toString('base64');
-  const validUntil = Date.now() + 60_000;
-  // As such a rotation wrote it: the one previous secret sealed alone.
-  await store.ctx.db.updateTable('endpoints').set({ previous_secret_sealed: box.seal(legacyPrevious), previous_valid_until: validUntil }).where('id', '=', endpointId).execute();
-  const signing = async (at: number) => store.endpoints.signingSecrets((await store.endpoints.get(scope, endpointId))!, at);
-  assert.deepEqual((await signing(Date.now())).previous, [legacyPrevious]);
-  assert.deepEqual((await signing(validUntil)).previous, []);
-  const rotated = (await store.endpoints.rotateSecret(scope, endpointId, 30_000))!;
-  assert.deepEqual(await signing(Date.now()), { current: rotated.secret, previous: [secret, legacyPrevious] }, 'a rotation keeps it in the list');
+  const row = async () => (await store.endpoints.get(scope, endpointId))!;
+  const signing = async (at: number) => store.endpoints.signingSecrets(await row(), at);
+  // A row as the version before left it after a rotation: only the previous secret.
+  const older = 'whsec_' + Buffer.alloc(24, 9).toString('base64');
+  const olderEnds = Date.now() + 60_000;
+  await store.ctx.db.updateTable('endpoints').set({ previous_secret_sealed: box.seal(older), previous_valid_until: olderEnds }).where('id', '=', endpointId).execute();
+  assert.deepEqual((await signing(Date.now())).previous, [older]);
+
+  const first = (await store.endpoints.rotateSecret(scope, endpointId, 120_000))!;
+  const second = (await store.endpoints.rotateSecret(scope, endpointId, 120_000))!;
+  assert.deepEqual(await signing(Date.now()), { current: second.secret, previous: [first.secret, secret, older] });
+  // What a process of the version before reads: the newest outgoing secret alone, and its end.
+  const after = await row();
+  assert.equal(box.open(after.previous_secret_sealed!), first.secret);
+  assert.equal(after.previous_valid_until, second.previousValidUntil);
+  assert.deepEqual((await signing(olderEnds)).previous, [first.secret, secret], 'each stops at its own end');
 });
 
 test('retention shorter than the idempotency window is refused at start-up', () => {
@@ -67,4 +74,16 @@ test('retention shorter than the idempotency window is refused at start-up', () 
     (error: unknown) => error instanceof ConfigError && /HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL/.test(error.message),
   );
   assert.equal(loadConfig({ HERALD_SECRET_KEY: 'k'.repeat(40), HERALD_RETENTION: '2d', HERALD_IDEMPOTENCY_TTL: '1d', HERALD_DATA_DIR: '/tmp/herald-config-test' }).retentionMs, 2 * 86_400_000);
+});
+
+test('HERALD_SSRF_ALLOW takes host names, addresses and CIDR ranges as URLs name them, and refuses what none could match', () => {
+  const base = { HERALD_SECRET_KEY: 'k'.repeat(40), HERALD_DATA_DIR: '/tmp/herald-config-test' };
+  assert.deepEqual(loadConfig({ ...base, HERALD_SSRF_ALLOW: ' Hooks.Internal. , 10.0.0.0/8,FD00::1,192.168.1.20' }).ssrfAllow, ['hooks.internal', '10.0.0.0/8', 'fd00::1', '192.168.1.20']);
+  for (const entry of ['10.0.0.0/99', '192.168.1.300', '10.0.0.1.5', 'bad host', 'under_score.example']) {
+    assert.throws(
+      () => loadConfig({ ...base, HERALD_SSRF_ALLOW: `10.0.0.0/8,${entry}` }),
+      (error: unknown) => error instanceof ConfigError && error.message.includes(`HERALD_SSRF_ALLOW entry ${entry.toLowerCase()} is not`),
+      entry,
+    );
+  }
 });
