@@ -4,6 +4,19 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { HttpError } from './errors.js';
 
+/** Whose rate limit a request counts against: an API key's organization, or the one owning a portal link. */
+export interface Quota {
+  orgId: string;
+  plan: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set before the limit is applied (preHandler): by auth from the key, by the portal from its token. */
+    quota: Quota | null;
+  }
+}
+
 /**
  * Per-organization request limits by plan, counted per second. With HERALD_REDIS_URL the counters are
  * shared by every API process; without it each process counts on its own.
@@ -19,6 +32,7 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
     if (plan === undefined) return null;
     return (Object.hasOwn(config.plans, plan) ? config.plans[plan] : config.plans[config.defaultPlan]) ?? null;
   };
+  app.decorateRequest('quota', null);
   await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',
@@ -26,9 +40,9 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
     ...(redis ? { redis, nameSpace: config.redisPrefix } : {}),
     // A counter store that is down must not take the API down with it.
     skipOnError: true,
-    keyGenerator: (request) => request.caller?.scope.orgId ?? request.ip,
-    allowList: (request) => request.caller === null || limitOf(request.caller.plan) === null,
-    max: (request) => limitOf(request.caller?.plan) ?? Number.MAX_SAFE_INTEGER,
+    keyGenerator: (request) => request.quota?.orgId ?? request.ip,
+    allowList: (request) => request.quota === null || limitOf(request.quota.plan) === null,
+    max: (request) => limitOf(request.quota?.plan) ?? Number.MAX_SAFE_INTEGER,
     errorResponseBuilder: () => new HttpError(429, 'rate_limited', 'Too many requests'),
   });
   return redis;

@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import { attemptToApi, deliveryToApi, endpointToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
@@ -21,10 +21,12 @@ interface PortalContext {
   scope: Scope;
 }
 
-async function portalContext(store: Store, token: string): Promise<PortalContext> {
+/** The application a portal token opens, with its organization's plan; null when there is none. */
+async function portalContext(store: Store, token: string): Promise<(PortalContext & { plan: string }) | null> {
   const app = await store.applications.getByPortalToken(token);
-  if (!app) throw new HttpError(404, 'not_found', 'portal not found');
-  return { app, scope: { orgId: app.org_id, livemode: Boolean(app.livemode) } };
+  const org = app && (await store.organizations.get(app.org_id));
+  if (!app || !org) return null;
+  return { app, scope: { orgId: app.org_id, livemode: Boolean(app.livemode) }, plan: org.plan };
 }
 
 /** The token must not leak through caches or the Referer header of links the customer follows. */
@@ -35,7 +37,20 @@ function privatePage(reply: FastifyReply): void {
 const publicRoute = { config: { public: true }, schema: { hide: true } } as const;
 
 export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
-  const context = (request: { params: { token: string } }) => portalContext(store, request.params.token);
+  const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
+  // A portal link spends its organization's rate limit as the organization's API keys do: its context is
+  // looked up before the limit is applied (a preHandler) and kept for the handler.
+  app.addHook('preValidation', async (request) => {
+    const { token } = request.params as { token?: unknown };
+    const ctx = typeof token === 'string' ? await portalContext(store, token) : null;
+    contexts.set(request, ctx);
+    if (ctx) request.quota = { orgId: ctx.scope.orgId, plan: ctx.plan };
+  });
+  const context = async (request: FastifyRequest): Promise<PortalContext> => {
+    const ctx = contexts.get(request);
+    if (!ctx) throw new HttpError(404, 'not_found', 'portal not found');
+    return ctx;
+  };
 
   /** An endpoint of the portal's application, or 404. */
   async function ownEndpoint(ctx: PortalContext, id: string) {

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestService, type TestService } from '../support/service.js';
-import { bootstrap, type Client, type Reply } from '../support/client.js';
+import { bootstrap, Client, type Reply } from '../support/client.js';
 import { assertError } from './helpers.js';
 
 const LIMIT = 5;
@@ -57,6 +57,25 @@ describe('rate limits', () => {
     assert.ok(await service.store.organizations.setPlan(org.org.id, 'unlimited'));
     const replies = await Promise.all(Array.from({ length: 30 }, () => org.test.get('/api/v1/applications')));
     assert.deepEqual(replies.map((r) => r.status), Array(30).fill(200));
+  });
+
+  test("a portal link spends its organization's limit, shared with the organization's keys", async () => {
+    const org = await bootstrap(service.url, 'Portal');
+    const app = (await org.test.post('/api/v1/applications', { name: 'portal' })).body;
+    const portal = new Client(service.url + app.portal_path);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the second that counted the create
+    const replies = await burst([
+      ...Array.from({ length: LIMIT - 1 }, () => () => portal.get('/api/endpoints')),
+      () => org.test.get('/api/v1/applications'),
+      () => portal.get('/api/endpoints'),
+      () => portal.post('/api/send-test', { event_type: 'invoice.paid' }),
+    ]);
+    assert.deepEqual(replies.slice(0, LIMIT).map((r) => r.status), Array(LIMIT).fill(200));
+    assertError(replies[LIMIT]!, 429, 'rate_limited');
+    assertError(replies[LIMIT + 1]!, 429, 'rate_limited');
+    // A link that opens nothing is 404, never limited.
+    const unknown = new Client(`${service.url}/portal/${'x'.repeat(43)}`);
+    for (let i = 0; i < LIMIT + 2; i++) assertError(await unknown.get('/api/endpoints'), 404, 'not_found');
   });
 
   test('unauthenticated requests get 401, not 429', async () => {
