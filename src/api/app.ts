@@ -19,6 +19,11 @@ import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
+/** A request's URL as logged: a portal link's token is its only credential, so it is left out. */
+function loggedUrl(url: string): string {
+  return url.replace(/^\/portal\/[^/?]+/, '/portal/<token>');
+}
+
 /** Longest path parameter routed; longer ones are refused with 400 before routing. */
 const MAX_PATH_PARAM_CHARS = 512;
 
@@ -100,7 +105,8 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     // Keep-alive connections from load balancers outlive Node's 5 s default.
     keepAliveTimeout: 65_000,
     // Path parameters may be uids (up to 256 characters) or ids; fastify's default refuses over 100.
-    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+    // A trailing slash reaches the same route (a portal link pasted with one opened nothing).
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS, ignoreTrailingSlash: true },
     // Raised before routing (a malformed percent-escape, a longer path parameter): the envelope too.
     frameworkErrors: (error, request, reply) => {
       const http =
@@ -109,7 +115,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
           : error.code === 'FST_ERR_BAD_URL'
             ? invalid('The URL is not valid: a percent-escape does not decode')
             : new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
-      request.log.info({ method: request.method, url: request.url, status: http.statusCode, code: http.code, reason: http.message }, 'request');
+      request.log.info({ method: request.method, url: loggedUrl(request.url), status: http.statusCode, code: http.code, reason: http.message }, 'request');
       return sendError(request, reply.header('x-request-id', request.id), http);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -130,7 +136,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     }
   });
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    request.log.info({ method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

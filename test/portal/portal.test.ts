@@ -44,6 +44,21 @@ test('the portal page opens for a valid token and is 404 for any other', async (
   assert.equal(wrongApi.body.error.code, 'not_found');
 });
 
+test('a portal link opens with a trailing slash too, and its token never reaches the log', async (t) => {
+  const lines: string[] = [];
+  const logged = await startTestService({}, undefined, lines);
+  t.after(() => logged.stop());
+  const { test: client } = await bootstrap(logged.url);
+  const app = (await client.post('/api/v1/applications', { name: 'logged' })).body;
+  const token = app.portal_path.split('/').pop() as string;
+  assert.equal((await fetch(`${logged.url}${app.portal_path}/`)).status, 200);
+  const portal = new Client(logged.url + app.portal_path);
+  assert.equal((await portal.get('/api/endpoints/')).status, 200);
+  assert.equal((await portal.get('/api/endpoints')).status, 200);
+  await eventually(async () => lines.filter((line) => line.includes('/portal/<token>')).length >= 3, 5_000, 'the request lines');
+  assert.deepEqual(lines.filter((line) => line.includes(token)), [], 'lines with the token');
+});
+
 test("a portal token reaches its own application's data and nothing else", async () => {
   const a = await appWithEndpoint('alpha');
   const b = await appWithEndpoint('beta');

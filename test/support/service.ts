@@ -86,9 +86,10 @@ export interface TestService extends Service {
 
 /**
  * Starts the whole service in this process on a random port. `env` overrides settings, for example a
- * compressed retry schedule: { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms' }.
+ * compressed retry schedule: { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms' }. With `logLines`, the service
+ * logs at info into it (one JSON line each) instead of not at all.
  */
-export async function startTestService(env: Record<string, string> = {}, database?: TestDatabase): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, database?: TestDatabase, logLines?: string[]): Promise<TestService> {
   const db = database ?? (await createTestDatabase());
   const config = loadConfig({
     PORT: '0',
@@ -99,7 +100,8 @@ export async function startTestService(env: Record<string, string> = {}, databas
     ...db.env,
     ...env,
   });
-  const service = await startService(config, pino({ level: config.logLevel }));
+  const logger = logLines ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }) : pino({ level: config.logLevel });
+  const service = await startService(config, logger);
   return {
     ...service,
     url: service.url ?? '',
