@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, buildConnector } from 'undici';
-import { allowListed, isPublicAddress } from '../domain/addresses.js';
+import { refusedAddress } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
 // Sends one signed webhook request. Live endpoints go through a connector that checks the address the
@@ -41,19 +41,20 @@ export class BlockedAddressError extends Error {
 type Connector = ReturnType<typeof buildConnector>;
 
 /**
- * Connects in two steps so that nothing, not even a TLS hello, reaches a non-public address: a plain TCP
- * connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then TLS over it.
+ * Connects in two steps so that nothing, not even a TLS hello, reaches a refused address (refusedAddress):
+ * a plain TCP connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then
+ * TLS over it.
  */
-function guardedConnector(base: Connector, allow: string[]): Connector {
+function guardedConnector(base: Connector, livemode: boolean, allow: string[]): Connector {
   return (options, callback) => {
     const https = options.protocol === 'https:';
     const port = options.port || (https ? '443' : '80');
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return callback(error ?? new Error('connect failed'), null);
-      const address = (socket as Socket).remoteAddress ?? '';
-      if (!isPublicAddress(address) && !allowListed(address, allow) && !allow.includes(options.hostname)) {
+      const refused = refusedAddress((socket as Socket).remoteAddress ?? '', options.hostname, livemode, allow);
+      if (refused) {
         socket.destroy();
-        return callback(new BlockedAddressError(`refused to connect to non-public address ${address} (Live endpoints must resolve to public addresses)`), null);
+        return callback(new BlockedAddressError(`refused to connect to ${refused}`), null);
       }
       if (!https) return callback(null, socket);
       base({ ...options, port, httpSocket: socket as Socket }, (tlsError, tlsSocket) => {
@@ -173,8 +174,9 @@ export class Sender {
 
   constructor(private readonly options: SenderOptions) {
     const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000, connectTimeout: options.attemptTimeoutMs };
-    this.test = new Agent(common);
-    this.live = new Agent({ ...common, connect: guardedConnector(buildConnector({ timeout: options.attemptTimeoutMs }), options.ssrfAllow) });
+    const connector = buildConnector({ timeout: options.attemptTimeoutMs });
+    this.test = new Agent({ ...common, connect: guardedConnector(connector, false, options.ssrfAllow) });
+    this.live = new Agent({ ...common, connect: guardedConnector(connector, true, options.ssrfAllow) });
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
   }
 

@@ -51,3 +51,27 @@ export function allowListed(address: string, allowList: string[]): boolean {
     }
   });
 }
+
+/** AWS's IPv6 instance metadata address: a unique-local one, so only its exact address marks it. */
+const IPV6_METADATA = ipaddr.parse('fd00:ec2::254').toNormalizedString();
+
+/**
+ * Link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer (169.254.169.254),
+ * and AWS's IPv6 metadata address: no one's test receiver lives there.
+ */
+export function isLinkLocalOrMetadata(text: string): boolean {
+  const address = parseAddress(text);
+  return address !== null && (address.range() === 'linkLocal' || address.toNormalizedString() === IPV6_METADATA);
+}
+
+/**
+ * Why an endpoint may not reach `address` (the peer a connection reached, or a literal in its URL), or null.
+ * Live endpoints reach public addresses only; Test endpoints may reach localhost and private networks
+ * (a developer's receiver) but not link-local ones. The operator's allow-list (host names, addresses and
+ * ranges) lifts either rule.
+ */
+export function refusedAddress(address: string, hostname: string, livemode: boolean, allowList: string[]): string | null {
+  if (allowListed(address, allowList) || allowList.includes(hostname)) return null;
+  if (livemode) return isPublicAddress(address) ? null : `non-public (private or reserved) address ${address} (Live endpoints must reach public addresses)`;
+  return isLinkLocalOrMetadata(address) ? `link-local address ${address} (cloud metadata services answer there)` : null;
+}

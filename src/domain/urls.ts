@@ -1,10 +1,11 @@
 import { isIP } from 'node:net';
-import { allowListed, isPublicAddress } from './addresses.js';
+import { refusedAddress } from './addresses.js';
 
 /**
  * Checks an endpoint URL when it is created or changed, and returns why it is refused (or null).
  * Live endpoints need https and a host that is not a local or private address; names are resolved and
- * checked again at connect time, which is what stops DNS rebinding. Test endpoints may use http and localhost.
+ * checked again at connect time, which is what stops DNS rebinding. Test endpoints may use http, localhost
+ * and private addresses, but not link-local ones (refusedAddress).
  */
 export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[]): string | null {
   if (text.length > 2048) return 'url must be at most 2048 characters';
@@ -18,13 +19,12 @@ export function endpointUrlProblem(text: string, livemode: boolean, allowList: s
     return `url "${text}" is not a valid absolute URL`;
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
-  if (!livemode) return null;
-  if (url.protocol !== 'https:') return 'url must use https in Live mode';
+  if (livemode && url.protocol !== 'https:') return 'url must use https in Live mode';
   // A trailing dot names the same host (`localhost.` is localhost), so it is judged without it.
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (allowList.includes(host)) return null;
-  if (host === 'localhost' || host.endsWith('.localhost')) return 'url must not point at localhost in Live mode';
+  if (livemode && (host === 'localhost' || host.endsWith('.localhost'))) return 'url must not point at localhost in Live mode';
   // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.
-  if (isIP(host) && !isPublicAddress(host) && !allowListed(host, allowList)) return `url must not point at a private or reserved address (${host}) in Live mode`;
-  return null;
+  const refused = isIP(host) ? refusedAddress(host, host, livemode, allowList) : null;
+  return refused && `url must not point at a ${refused}`;
 }

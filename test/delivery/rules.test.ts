@@ -5,7 +5,7 @@ import { signPayload } from '../../src/domain/secrets.js';
 import { JITTER, MAX_RETRY_AFTER_MS, nextDelayAfterFailure, parseRetryAfter, scheduledDelay } from '../../src/domain/retry.js';
 import { nextEndpointHealth, type EndpointHealth } from '../../src/domain/endpoint-state.js';
 import { outboundBody } from '../../src/domain/envelope.js';
-import { allowListed, isPublicAddress } from '../../src/domain/addresses.js';
+import { allowListed, isPublicAddress, refusedAddress } from '../../src/domain/addresses.js';
 import { endpointUrlProblem } from '../../src/domain/urls.js';
 import { signedRequest } from '../../src/delivery/request.js';
 
@@ -126,5 +126,21 @@ test('endpoint URLs: Live refuses private hosts in every spelling; Test allows l
   assert.equal(endpointUrlProblem('https://8.8.8.8/hooks', true, []), null);
   assert.equal(endpointUrlProblem('https://127.0.0.1/', true, ['127.0.0.1']), null, 'operator allow-list');
   assert.equal(endpointUrlProblem('https://10.1.2.3/', true, ['10.0.0.0/8']), null, 'operator allow-list range');
-  for (const url of ['http://localhost:3000/hook', 'http://127.0.0.1:9/', 'https://[::1]/']) assert.equal(endpointUrlProblem(url, false, []), null);
+  for (const url of ['http://localhost:3000/hook', 'http://127.0.0.1:9/', 'https://[::1]/', 'http://10.1.2.3/', 'http://192.168.1.1:8080/']) {
+    assert.equal(endpointUrlProblem(url, false, []), null, `${url} is allowed in Test`);
+  }
+  // Not link-local ones, where cloud metadata services answer, in any spelling.
+  for (const url of ['http://169.254.169.254/latest/meta-data', 'http://0xA9FEA9FE/', 'http://2852039166/', 'http://[fe80::1]/', 'http://[::ffff:169.254.169.254]/', 'http://[fd00:ec2::254]/']) {
+    assert.match(endpointUrlProblem(url, false, []) ?? '', /link-local/, `${url} must be refused in Test`);
+  }
+  assert.equal(endpointUrlProblem('http://169.254.10.10/', false, ['169.254.0.0/16']), null, 'operator allow-list');
+});
+
+test('connections: Live reaches public addresses only, Test anything but link-local and metadata ones', () => {
+  for (const address of ['127.0.0.1', '::1', '10.0.0.1', '192.168.1.1', 'fd12::1', '8.8.8.8']) assert.equal(refusedAddress(address, 'h', false, []), null, address);
+  for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254']) assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
+  for (const address of ['127.0.0.1', '10.0.0.1', '169.254.169.254']) assert.match(refusedAddress(address, 'h', true, []) ?? '', /non-public/, address);
+  assert.equal(refusedAddress('8.8.8.8', 'h', true, []), null);
+  assert.equal(refusedAddress('169.254.1.1', 'h', false, ['169.254.1.1']), null, 'allow-listed address');
+  assert.equal(refusedAddress('10.0.0.1', 'hooks.internal', true, ['hooks.internal']), null, 'allow-listed host name');
 });

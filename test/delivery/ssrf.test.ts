@@ -2,6 +2,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { setup, startReceiver, verifies } from './helpers.js';
+import { Client } from '../support/client.js';
+import { assertError } from '../api/helpers.js';
 
 // Live endpoints may only reach public addresses, checked on the connected socket (after DNS), so a URL
 // that passed the API check and then resolves, or is changed in the database, to a loopback address
@@ -68,7 +70,7 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
     const url = urlOf.get(d.endpoint_id);
     assert.equal(d.status, 'failed', url);
     assert.equal(d.attempts[0].response_status, null);
-    assert.match(d.attempts[0].error, /non-public address/, `${url}: ${d.attempts[0].error}`);
+    assert.match(d.attempts[0].error, /non-public \(private or reserved\) address/, `${url}: ${d.attempts[0].error}`);
   }
   assert.equal(target.bytes, 0, 'not a byte (not even a TLS hello) reached the loopback listener');
 });
@@ -93,7 +95,7 @@ test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the 
   for (;;) {
     const read = await s.live.get(`/api/v1/deliveries/${toOther.id}`);
     if (read.body.status !== 'pending') {
-      assert.match(read.body.attempts[0].error, /non-public address ::1/);
+      assert.match(read.body.attempts[0].error, /non-public \(private or reserved\) address ::1/);
       break;
     }
     await new Promise((r) => setTimeout(r, 25));
@@ -101,7 +103,7 @@ test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the 
   assert.equal(target.bytes, 0);
 });
 
-test('Test endpoints may reach localhost', async (t) => {
+test('Test endpoints may reach localhost, not link-local addresses, from the API or a portal', async (t) => {
   const s = await setup(t);
   const receiver = await startReceiver(t);
   const port = new URL(receiver.url).port;
@@ -109,4 +111,11 @@ test('Test endpoints may reach localhost', async (t) => {
   await s.emit();
   await receiver.waitFor(1);
   assert.equal(receiver.received[0]!.path, '/test');
+
+  const app = (await s.api.get(`/api/v1/applications/${s.appId}`)).body;
+  const portal = new Client(s.service.url + app.portal_path);
+  for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) {
+    assertError(await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }), 400, 'invalid_request', /link-local/);
+    assertError(await portal.post('/api/endpoints', { url }), 400, 'invalid_request', /link-local/);
+  }
 });
