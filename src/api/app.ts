@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -19,9 +19,15 @@ import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
-/** A request's URL as logged: a portal link's token is its only credential, so it is left out. */
-function loggedUrl(url: string): string {
-  return url.replace(/^\/portal\/[^/?]+/, '/portal/<token>');
+/**
+ * A request's URL as logged: a portal link's token is its only credential, so it is left out. A portal
+ * route is logged as its pattern (whatever spelling reached it: a percent-escape, an absolute URL); any
+ * other URL with a portal-like part has that part masked.
+ */
+function loggedUrl(request: FastifyRequest): string {
+  const route = request.routeOptions?.url;
+  if (route?.startsWith('/portal/:token')) return route;
+  return request.url.replace(/portal\/[^/?#]+/gi, 'portal/<token>');
 }
 
 /** Longest path parameter routed; longer ones are refused with 400 before routing. */
@@ -115,7 +121,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
           : error.code === 'FST_ERR_BAD_URL'
             ? invalid('The URL is not valid: a percent-escape does not decode')
             : new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
-      request.log.info({ method: request.method, url: loggedUrl(request.url), status: http.statusCode, code: http.code, reason: http.message }, 'request');
+      request.log.info({ method: request.method, url: loggedUrl(request), status: http.statusCode, code: http.code, reason: http.message }, 'request');
       return sendError(request, reply.header('x-request-id', request.id), http);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -136,7 +142,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     }
   });
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: loggedUrl(request.url), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    request.log.info({ method: request.method, url: loggedUrl(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);

@@ -45,7 +45,7 @@ type Connector = ReturnType<typeof buildConnector>;
  * a plain TCP connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then
  * TLS over it.
  */
-function guardedConnector(base: Connector, livemode: boolean, allow: string[]): Connector {
+export function guardedConnector(base: Connector, livemode: boolean, allow: string[]): Connector {
   return (options, callback) => {
     const https = options.protocol === 'https:';
     const port = options.port || (https ? '443' : '80');

@@ -52,16 +52,25 @@ export function allowListed(address: string, allowList: string[]): boolean {
   });
 }
 
-/** AWS's IPv6 instance metadata address: a unique-local one, so only its exact address marks it. */
-const IPV6_METADATA = ipaddr.parse('fd00:ec2::254').toNormalizedString();
+/** AWS's IPv6 link-local services (instance metadata fd00:ec2::254, EKS pod identity ::23): unique-local addresses. */
+const AWS_IPV6_SERVICES = ipaddr.parseCIDR('fd00:ec2::/32');
+/** NAT64 prefixes: the IPv4 address a host reaches through them is in the last 32 bits. */
+const NAT64 = [ipaddr.parseCIDR('64:ff9b::/96'), ipaddr.parseCIDR('64:ff9b:1::/48')];
 
 /**
  * Link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer (169.254.169.254),
- * and AWS's IPv6 metadata address: no one's test receiver lives there.
+ * also through NAT64, and AWS's IPv6 ones: no one's test receiver lives there.
  */
 export function isLinkLocalOrMetadata(text: string): boolean {
   const address = parseAddress(text);
-  return address !== null && (address.range() === 'linkLocal' || address.toNormalizedString() === IPV6_METADATA);
+  if (address === null) return false;
+  if (address.range() === 'linkLocal') return true;
+  if (address.kind() !== 'ipv6') return false;
+  const v6 = address as ipaddr.IPv6;
+  if (v6.match(AWS_IPV6_SERVICES)) return true;
+  if (!NAT64.some((prefix) => v6.match(prefix))) return false;
+  const bytes = v6.toByteArray().slice(12);
+  return ipaddr.fromByteArray(bytes).range() === 'linkLocal';
 }
 
 /**
@@ -73,5 +82,5 @@ export function isLinkLocalOrMetadata(text: string): boolean {
 export function refusedAddress(address: string, hostname: string, livemode: boolean, allowList: string[]): string | null {
   if (allowListed(address, allowList) || allowList.includes(hostname)) return null;
   if (livemode) return isPublicAddress(address) ? null : `non-public (private or reserved) address ${address} (Live endpoints must reach public addresses)`;
-  return isLinkLocalOrMetadata(address) ? `link-local address ${address} (cloud metadata services answer there)` : null;
+  return isLinkLocalOrMetadata(address) ? `link-local or cloud metadata address ${address} (Test endpoints may reach localhost and private networks, not these)` : null;
 }

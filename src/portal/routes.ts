@@ -68,12 +68,14 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
   app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(PORTAL_JS));
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) => reply.type('text/css; charset=utf-8').send(PORTAL_CSS));
 
-  app.get('/portal/:token', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  // The page itself is not counted: a browser would get a JSON 429 for a page, and the page's own calls
+  // to the routes below are counted.
+  app.get('/portal/:token', { ...publicRoute, config: { ...publicRoute.config, rateLimit: false }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     privatePage(reply);
     reply.header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'");
-    const found = await store.applications.getByPortalToken(request.params.token);
+    const found = contexts.get(request);
     if (!found) return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><p>This portal link is not valid.</p>');
-    return reply.type('text/html; charset=utf-8').send(portalHtml(found.name));
+    return reply.type('text/html; charset=utf-8').send(portalHtml(found.app.name));
   });
 
   app.get('/portal/:token/api/app', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {

@@ -137,8 +137,8 @@ test('endpoint URLs: Live refuses private hosts in every spelling; Test allows l
 });
 
 test('connections: Live reaches public addresses only, Test anything but link-local and metadata ones', () => {
-  for (const address of ['127.0.0.1', '::1', '10.0.0.1', '192.168.1.1', 'fd12::1', '8.8.8.8']) assert.equal(refusedAddress(address, 'h', false, []), null, address);
-  for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254']) assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
+  for (const address of ['127.0.0.1', '::1', '10.0.0.1', '192.168.1.1', 'fd12::1', '8.8.8.8', '64:ff9b::808:808']) assert.equal(refusedAddress(address, 'h', false, []), null, address);
+  for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254', 'fd00:ec2::23', '64:ff9b::a9fe:a9fe', '64:ff9b:1::a9fe:a9fe']) assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
   for (const address of ['127.0.0.1', '10.0.0.1', '169.254.169.254']) assert.match(refusedAddress(address, 'h', true, []) ?? '', /non-public/, address);
   assert.equal(refusedAddress('8.8.8.8', 'h', true, []), null);
   assert.equal(refusedAddress('169.254.1.1', 'h', false, ['169.254.1.1']), null, 'allow-listed address');

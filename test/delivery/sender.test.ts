@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { Sender } from '../../src/delivery/sender.js';
+import { BlockedAddressError, guardedConnector, Sender } from '../../src/delivery/sender.js';
 
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
@@ -96,4 +96,32 @@ test('an answer that arrived while the event loop was stalled past the deadline 
   const result = await attempt;
   assert.equal(result.ok, true, `the answer was kept: ${result.error}`);
   assert.equal(result.responseBody, 'ok');
+});
+
+test('the connection guard checks the peer a connection reached: Live only public ones, Test anything but link-local and metadata ones', async () => {
+  // A stand-in for undici's connector: "connects" to the given peer address, whatever the host name said.
+  const reaching = (remoteAddress: string) => {
+    const socket = { remoteAddress, destroyed: false, destroy() {
+      this.destroyed = true;
+    } };
+    const base = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) => callback(null, socket)) as unknown as Parameters<typeof guardedConnector>[0];
+    return { socket, base };
+  };
+  const connect = (remoteAddress: string, livemode: boolean, allow: string[] = []) =>
+    new Promise<{ error: Error | null; destroyed: boolean }>((resolve) => {
+      const { socket, base } = reaching(remoteAddress);
+      const options = { protocol: 'http:', hostname: 'receiver.example', host: 'receiver.example', port: '80' } as Parameters<ReturnType<typeof guardedConnector>>[0];
+      guardedConnector(base, livemode, allow)(options, (...args) => resolve({ error: args[0], destroyed: socket.destroyed }));
+    });
+  for (const address of ['169.254.169.254', 'fd00:ec2::254', '64:ff9b::a9fe:a9fe']) {
+    const test = await connect(address, false);
+    assert.ok(test.error instanceof BlockedAddressError, `${address} in Test: ${test.error}`);
+    assert.equal(test.destroyed, true, 'the refused socket is closed');
+  }
+  for (const address of ['127.0.0.1', '10.0.0.5', '::1']) {
+    assert.equal((await connect(address, false)).error, null, `${address} in Test`);
+    assert.ok((await connect(address, true)).error instanceof BlockedAddressError, `${address} in Live`);
+  }
+  assert.equal((await connect('8.8.8.8', true)).error, null);
+  assert.equal((await connect('169.254.169.254', false, ['receiver.example'])).error, null, 'allow-listed host name');
 });
