@@ -1,5 +1,5 @@
 import { newId } from '../domain/ids.js';
-import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow, DeliveryRow } from './schema.js';
 
 export interface DeliveryFilter {
@@ -59,37 +59,37 @@ export class Deliveries {
    */
   async retry(scope: Scope, id: string): Promise<number | undefined> {
     const attemptNumber = await this.ctx.db.transaction().execute(async (trx) => {
-      const delivery = await trx
+      let read = trx
         .selectFrom('deliveries')
-        .select(['id', 'endpoint_id', 'attempt_seq', 'next_attempt_at'])
+        .select(['id', 'endpoint_id'])
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
-        .where('id', '=', id)
-        .executeTakeFirst();
+        .where('id', '=', id);
+      // Two retries of one delivery take turns (PostgreSQL; SQLite writes one at a time): each numbers its
+      // attempt after the other's.
+      if (this.ctx.dialect === 'postgres') read = read.forUpdate();
+      const delivery = await read.executeTakeFirst();
       if (!delivery) return undefined;
       const now = this.ctx.now();
-      // Incrementing in SQL keeps numbers unique when two retries race on PostgreSQL.
-      const updated = await trx
-        .updateTable('deliveries')
-        .set((eb) => ({ attempt_seq: eb('attempt_seq', '+', 1), next_attempt_at: now, updated_at: now }))
-        .where('id', '=', id)
-        .returning('attempt_seq')
-        .executeTakeFirstOrThrow();
+      // After every attempt made or still queued. A queued attempt that was dropped (its endpoint
+      // disabled or deleted, the delivery delivered meanwhile) held a number: it is handed out again, so
+      // the numbers the attempts show have no gaps.
+      const number = (await highestAttemptNumber(trx, id)) + 1;
+      await trx.updateTable('deliveries').set({ attempt_seq: number, next_attempt_at: now, updated_at: now }).where('id', '=', id).execute();
       await trx
         .insertInto('delivery_tasks')
-        .values({
-          id: newId('task', now),
-          delivery_id: id,
-          endpoint_id: delivery.endpoint_id,
-          trigger: 'manual',
-          attempt_number: updated.attempt_seq,
-          run_at: now,
-          lease_owner: null,
-        })
+        .values({ id: newId('task', now), delivery_id: id, endpoint_id: delivery.endpoint_id, trigger: 'manual', attempt_number: number, run_at: now, lease_owner: null })
         .execute();
-      return updated.attempt_seq;
+      return number;
     });
     if (attemptNumber !== undefined) this.onQueued();
     return attemptNumber;
   }
+}
+
+/** The highest attempt number a delivery's attempts carry, made or queued (0 when none). */
+async function highestAttemptNumber(db: Executor, deliveryId: string): Promise<number> {
+  const made = await db.selectFrom('attempts').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
+  const queued = await db.selectFrom('delivery_tasks').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
+  return Math.max(Number(made?.n ?? 0), Number(queued?.n ?? 0));
 }

@@ -50,11 +50,15 @@ test('410 Gone disables the endpoint; its deliveries are kept as disabled and de
   const patched = await s.api.patch(`/api/v1/endpoints/${endpoint.id}`, { status: 'active' });
   assert.equal(patched.status, 200);
   assert.equal(patched.body.status, 'active');
-  for (const id of [...first.deliveryIds, ...second.deliveryIds]) {
+  // Numbered after the attempts made: the first delivery's retry queued by its 410 was dropped, and its
+  // number is handed out again (2, not 3).
+  for (const [id, number] of [[first.deliveryIds[0]!, 2], [second.deliveryIds[0]!, 1]] as const) {
     const retried = await s.api.post(`/api/v1/deliveries/${id}/retry`);
     assert.equal(retried.status, 200);
+    assert.equal(retried.body.attempt_number, number);
     const d = await s.until(id, (d) => d.status === 'success', 'delivered after re-enabling');
     assert.equal(d.attempts[0]!.trigger, 'manual');
+    assert.equal(d.attempts[0]!.attempt_number, number);
   }
   const payloads = receiver.received.slice(1).map((r) => JSON.parse(r.body).data.n).sort();
   assert.deepEqual(payloads, [1, 2]);
@@ -145,7 +149,7 @@ test('manual retry adds exactly one attempt to the same delivery, whatever its s
   assert.equal(receiver.received.length, before, 'a manual retry does not restart the schedule');
 });
 
-test('manual retry of a pending delivery adds one attempt and leaves the schedule as it was', async (t) => {
+test('manual retries of a pending delivery each add one attempt, numbered apart, and leave the schedule as it was', async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   let answer = 500;
   const receiver = await startReceiver(t, () => ({ status: answer }));
@@ -156,18 +160,20 @@ test('manual retry of a pending delivery adds one attempt and leaves the schedul
   assert.equal(waiting.status, 'pending');
   assert.ok(waiting.next_attempt_at && Date.parse(waiting.next_attempt_at) > Date.now() + 30 * 60_000);
 
-  const retried = await s.api.post(`/api/v1/deliveries/${id}/retry`);
-  assert.equal(retried.body.attempt_number, 3, 'numbers follow the queued scheduled attempt (#2)');
-  let d = await s.until(id, (d) => d.attempt_count === 2, 'manual attempt');
+  // Four at once: each gets its own number, after the queued scheduled attempt (#2).
+  const retries = await Promise.all(Array.from({ length: 4 }, () => s.api.post(`/api/v1/deliveries/${id}/retry`)));
+  assert.deepEqual(retries.map((r) => r.body.attempt_number).sort(), [3, 4, 5, 6]);
+  let d = await s.until(id, (d) => d.attempt_count === 5, 'manual attempts');
   assert.equal(d.status, 'pending');
   assert.equal(d.next_attempt_at, waiting.next_attempt_at, 'scheduled attempt untouched');
-  assert.equal(receiver.received.length, 2);
+  assert.equal(receiver.received.length, 5);
 
   answer = 200;
   await s.api.post(`/api/v1/deliveries/${id}/retry`);
   d = await s.until(id, (d) => d.status === 'success', 'manual attempt delivered');
   assert.equal(d.next_attempt_at, null, 'delivered: the scheduled attempt is no longer needed');
-  assert.deepEqual(oldestFirst(d).map((a) => [a.attempt_number, a.trigger]), [[1, 'scheduled'], [3, 'manual'], [4, 'manual']]);
+  const numbered = d.attempts.map((a) => [a.attempt_number, a.trigger]).sort((a, b) => Number(a[0]) - Number(b[0]));
+  assert.deepEqual(numbered, [[1, 'scheduled'], [3, 'manual'], [4, 'manual'], [5, 'manual'], [6, 'manual'], [7, 'manual']]);
 });
 
 test('replay creates new deliveries for the endpoints subscribed now, with the event-type filter applied', async (t) => {
