@@ -39,12 +39,14 @@ const publicRoute = { config: { public: true }, schema: { hide: true } } as cons
 export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
   // A portal link spends its organization's rate limit as the organization's API keys do: its context is
-  // looked up before the limit is applied (a preHandler) and kept for the handler.
+  // looked up before the limit is applied (a preHandler) and kept for the handler. Links that open nothing
+  // spend a limit of their caller's address, at the default plan's rate, so tokens cannot be tried freely.
   app.addHook('preValidation', async (request) => {
     const { token } = request.params as { token?: unknown };
-    const ctx = typeof token === 'string' ? await portalContext(store, token) : null;
+    if (typeof token !== 'string') return;
+    const ctx = await portalContext(store, token);
     contexts.set(request, ctx);
-    if (ctx) request.quota = { orgId: ctx.scope.orgId, plan: ctx.plan };
+    request.quota = ctx ? { orgId: ctx.scope.orgId, plan: ctx.plan } : { orgId: `portal-guess:${request.ip}`, plan: config.defaultPlan };
   });
   const context = async (request: FastifyRequest): Promise<PortalContext> => {
     const ctx = contexts.get(request);
