@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import { newId } from '../domain/ids.js';
-import { HttpError, installErrorHandling, invalid, sendError } from './errors.js';
+import { HttpError, installErrorHandling, internalError, invalid, sendError } from './errors.js';
 import { installAuth } from './auth.js';
 import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
@@ -120,7 +120,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
           ? invalid(`A path parameter is longer than ${MAX_PATH_PARAM_CHARS} characters`)
           : error.code === 'FST_ERR_BAD_URL'
             ? invalid('The URL is not valid: a percent-escape does not decode')
-            : new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
+            : internalError();
       request.log.info({ method: request.method, url: loggedUrl(request), status: http.statusCode, code: http.code, reason: http.message }, 'request');
       return sendError(request, reply.header('x-request-id', request.id), http);
     },

@@ -29,6 +29,7 @@ export class HttpError extends Error {
 export const invalid = (message: string) => new HttpError(400, 'invalid_request', message);
 export const notFound = (what: string) => new HttpError(404, 'not_found', `${what} not found`);
 export const conflict = (message: string) => new HttpError(409, 'conflict', message);
+export const internalError = () => new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
 
 /** Store failures that mean "the database is away for now" rather than a bug. */
 function isDatabaseUnavailable(error: unknown): boolean {
@@ -60,7 +61,7 @@ function classify(error: FastifyError | HttpError | Error): HttpError {
     return new HttpError(503, 'service_unavailable', 'The database is unavailable; retry shortly', { 'retry-after': '1' });
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return invalid(fe.message);
-  return new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
+  return internalError();
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: HttpError): FastifyReply {

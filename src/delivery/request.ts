@@ -8,7 +8,8 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
 /**
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
- * secret (the current one first, then those rotated out whose grace has not ended). The signed body is the body sent.
+ * secret (the current one first, then those rotated out whose grace has not ended). The signed body is the
+ * body sent.
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,

@@ -39,8 +39,7 @@ interface RetiredSecret {
 }
 
 /** The columns an endpoint's signing secrets are read from. */
-export const SECRET_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'] as const;
-export type SecretColumns = Pick<EndpointRow, (typeof SECRET_COLUMNS)[number]>;
+export type SecretColumns = Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'>;
 
 /**
  * Stops the queued attempts of these endpoints: their pending deliveries take `status` (`disabled` when
@@ -166,13 +165,7 @@ export class Endpoints {
   async rotateSecret(scope: Scope, id: string, graceMs: number): Promise<{ secret: string; previousValidUntil: number } | undefined> {
     const secret = generateSigningSecret();
     for (;;) {
-      const row = await this.ctx.db
-        .selectFrom('endpoints')
-        .select(SECRET_COLUMNS)
-        .where('org_id', '=', scope.orgId)
-        .where('livemode', '=', liveFlag(scope))
-        .where('id', '=', id)
-        .executeTakeFirst();
+      const row = await this.get(scope, id);
       if (!row) return undefined;
       const now = this.ctx.now();
       const previousValidUntil = now + graceMs;
@@ -184,7 +177,7 @@ export class Endpoints {
         .updateTable('endpoints')
         .set({
           secret_sealed: this.secrets.seal(secret),
-          previous_secret_sealed: this.secrets.seal(this.secrets.open(row.secret_sealed)),
+          previous_secret_sealed: row.secret_sealed,
           previous_valid_until: previousValidUntil,
           earlier_secrets_sealed: earlier.length > 0 ? this.secrets.seal(JSON.stringify(earlier)) : null,
           earlier_valid_until: earlier.length > 0 ? Math.max(...earlier.map((r) => r.validUntil)) : null,
