@@ -104,7 +104,7 @@ class AttemptDeadlines {
   constructor(private readonly timeoutMs: number) {}
 
   /** A signal that aborts after the timeout, and `done` to call when the attempt is over. */
-  start(): { signal: EventEmitter; done: () => void } {
+  start(): { signal: DeadlineSignal; done: () => void } {
     // Attempts mostly end in the order they started: step over the finished ones at the front.
     while (this.head < this.queue.length && this.queue[this.head]!.signal === null) this.head++;
     this.compact();
@@ -167,6 +167,23 @@ class AttemptDeadlines {
   }
 }
 
+/**
+ * `pending` until the deadline fires. undici applies an abort only once the request is on a connection, so
+ * a TCP connect or TLS handshake that hangs would run on until undici's connect timer, whose coarse
+ * resolution let an attempt of 1 s end after 1.5 s. The request is still aborted by undici as soon as it
+ * connects (the signal holds the reason), or fails at its connect timer.
+ */
+function untilDeadline<T>(pending: Promise<T>, signal: DeadlineSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onDeadline = () => reject(signal.reason);
+    signal.once('abort', onDeadline);
+    pending.then(
+      (value) => (signal.off('abort', onDeadline), resolve(value)),
+      (error) => (signal.off('abort', onDeadline), reject(error)),
+    );
+  });
+}
+
 export class Sender {
   private readonly test: Agent;
   private readonly live: Agent;
@@ -188,7 +205,7 @@ export class Sender {
     try {
       const url = new URL(input.url);
       // The dispatcher's own request(), given origin and path: the top-level request(url) cost ~30 µs more.
-      const response = await (input.livemode ? this.live : this.test).request({
+      const pending = (input.livemode ? this.live : this.test).request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
@@ -196,6 +213,7 @@ export class Sender {
         body: input.body,
         signal: deadline.signal,
       });
+      const response = await untilDeadline(pending, deadline.signal);
       const responseBody = await this.readCapped(response.body);
       const status = response.statusCode;
       const retryAfterHeader = status === 429 || status === 503 ? response.headers['retry-after'] : undefined;

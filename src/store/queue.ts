@@ -470,6 +470,8 @@ export class Queue {
   private async settleFailure(trx: Executor, input: AttemptInput, result: AttemptResult): Promise<boolean> {
     const { task } = input;
     const now = result.at;
+    // The row is ours until commit (countAttempts updated it), so a manual retry of the same delivery, which
+    // locks it too (deliveries.ts), numbers its attempt before or after this one's next, never the same.
     const delivery = await trx
       .selectFrom('deliveries')
       .select(['status', 'schedule_step', 'attempt_seq'])
@@ -547,7 +549,13 @@ export class Queue {
     }
     const ids = [...failed];
     if (ids.length === 0) return;
-    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids).execute();
+    let read = trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids);
+    // Health is read, changed and written back: two workers recording failures of one endpoint at once
+    // take turns on its row, or the second would write back what it read and undo the first's change (a
+    // delivery's exhaustion, which the disabling rule needs). Locked in id order; a batch that still meets a
+    // deadlock is recorded again one outcome at a time (DeliveryWorker.recordMany).
+    if (this.ctx.dialect === 'postgres') read = read.orderBy('id').forUpdate();
+    const rows = await read.execute();
     const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since, exhaustedAt: row.exhausted_at }]));
     const after = new Map(before);
     let at = 0;

@@ -1,7 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { BlockedAddressError, guardedConnector, Sender } from '../../src/delivery/sender.js';
 
@@ -124,4 +124,24 @@ test('the connection guard checks the peer a connection reached: Live only publi
   }
   assert.equal((await connect('8.8.8.8', true)).error, null);
   assert.equal((await connect('169.254.169.254', false, ['receiver.example'])).error, null, 'allow-listed host name');
+});
+
+test('a TLS handshake that never completes fails as timed out at the attempt timeout, not at undici\'s coarse connect timer', { timeout: 20_000 }, async (t) => {
+  // Accepts TCP and then says nothing, so the client's TLS hello is never answered.
+  const sockets = new Set<Socket>();
+  const silent = createNetServer((socket) => sockets.add(socket.on('error', () => {})));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    // close() waits for the connections it accepted.
+    for (const socket of sockets) socket.destroy();
+    return new Promise<void>((resolve) => silent.close(() => resolve()));
+  });
+  const url = `https://127.0.0.1:${(silent.address() as AddressInfo).port}/hook`;
+  const s = sender(t, 1_000);
+  for (let round = 0; round < 3; round++) {
+    const result = await s.send(request(url));
+    assert.equal(result.ok, false);
+    assert.match(result.error ?? '', /timed out after 1000ms/);
+    assert.ok(result.durationMs >= 950 && result.durationMs < 1_150, `ended at the deadline (${result.durationMs} ms)`);
+  }
 });

@@ -1,0 +1,53 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import pg from 'pg';
+import { sql } from 'kysely';
+import type { AttemptResult } from '../../src/store/queue.js';
+import { eventually } from '../support/receiver.js';
+import { TEST_STORE } from '../support/service.js';
+import { openStore } from '../store/helpers.js';
+
+// Two workers (or two completion lanes) can record failures of one endpoint at the same time. Endpoint
+// health is read, changed and written back, so without taking turns on the endpoint's row the second
+// writes back what it read and undoes the first's change: here the exhaustion of a delivery, which the
+// disabling rule (HERALD_DISABLE_AFTER) needs.
+
+const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
+
+const failure = (at: number): AttemptResult => ({ ok: false, responseStatus: 500, responseBody: 'no', error: 'HTTP 500', durationMs: 1, retryAfterMs: null, at });
+
+test("two failures of one endpoint recorded at once: the second keeps the first's exhausted delivery", { skip, timeout: 60_000 }, async (t) => {
+  const { store, emit, endpointId, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(2);
+  const [exhausting, retried] = await store.queue.claimLoaded('wrk_health', 10);
+  assert.ok(exhausting?.input && retried?.input);
+  // The first delivery is on its last scheduled attempt: its failure exhausts it. The second has a retry left.
+  await store.ctx.db.updateTable('deliveries').set({ schedule_step: 1 }).where('id', '=', exhausting.task.delivery_id).execute();
+
+  // A third session holds the endpoint's row, so both recordings queue up behind it, the exhausting one first.
+  const holder = new pg.Client({ connectionString: config.databaseUrl! });
+  await holder.connect();
+  closeFirst(() => holder.end());
+  await holder.query('begin');
+  await holder.query('select id from endpoints where id = $1 for update', [endpointId]);
+  const waitingOnLocks = async () =>
+    Number(
+      (await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(store.ctx.db))
+        .rows[0]!.n,
+    );
+
+  const at = Date.now();
+  const first = store.queue.completeMany([{ input: exhausting.input, result: failure(at) }], 'wrk_health');
+  await eventually(async () => (await waitingOnLocks()) === 1, 10_000, 'the first recording waits for the row');
+  const second = store.queue.completeMany([{ input: retried.input, result: failure(at + 1) }], 'wrk_health');
+  await eventually(async () => (await waitingOnLocks()) === 2, 10_000, 'the second recording waits too');
+  await holder.query('commit');
+  assert.deepEqual(await Promise.all([first, second]), [[true], [true]]);
+
+  const endpoint = await store.ctx.db.selectFrom('endpoints').select(['status', 'failing_since', 'exhausted_at']).where('id', '=', endpointId).executeTakeFirstOrThrow();
+  assert.equal(endpoint.status, 'failing');
+  assert.equal(Number(endpoint.failing_since), at, 'the run of failures began with the first');
+  assert.equal(Number(endpoint.exhausted_at), at, "the first failure's exhausted delivery is still on record");
+  const statuses = await store.ctx.db.selectFrom('deliveries').select(['id', 'status']).execute();
+  assert.deepEqual(Object.fromEntries(statuses.map((d) => [d.id, d.status])), { [exhausting.task.delivery_id]: 'failed', [retried.task.delivery_id]: 'pending' });
+});
