@@ -72,6 +72,24 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
     },
   );
 
+  // A portal link is the customer's only credential: one that leaked is ended by a new one.
+  app.post(
+    '/api/v1/applications/:id/rotate-portal-path',
+    {
+      schema: {
+        summary: 'Give the application a new portal_path; the previous one stops working at once',
+        tags: ['applications'],
+        params: IdParams,
+        response: { 200: Application, ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const row = await store.applications.rotatePortalToken(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`application ${request.params.id}`);
+      return applicationToApi(row);
+    },
+  );
+
   app.delete(
     '/api/v1/applications/:id',
     { schema: { summary: 'Delete an application and its endpoints', tags: ['applications'], params: IdParams, response: { 204: Type.Null(), ...errors(401, 404, 429) } } },

@@ -82,6 +82,15 @@ export class Applications {
     return next;
   }
 
+  /** Gives the application a new portal token: links with the old one stop working at once. */
+  async rotatePortalToken(scope: Scope, id: string): Promise<ApplicationRow | undefined> {
+    const current = await this.get(scope, id);
+    if (!current) return undefined;
+    const next: ApplicationRow = { ...current, portal_token: randomToken(32), updated_at: this.ctx.now() };
+    await this.ctx.db.updateTable('applications').set({ portal_token: next.portal_token, updated_at: next.updated_at }).where('id', '=', current.id).execute();
+    return next;
+  }
+
   /**
    * Deletes an application with its endpoints. Messages and deliveries stay readable by id until
    * retention removes them; queued attempts are dropped since no endpoint is left to receive them.

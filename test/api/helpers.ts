@@ -85,6 +85,7 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/applications/{id}'],
   ['PATCH', '/api/v1/applications/{id}'],
   ['DELETE', '/api/v1/applications/{id}'],
+  ['POST', '/api/v1/applications/{id}/rotate-portal-path'],
   ['GET', '/api/v1/endpoints'],
   ['POST', '/api/v1/endpoints'],
   ['GET', '/api/v1/endpoints/{id}'],

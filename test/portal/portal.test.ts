@@ -44,6 +44,33 @@ test('the portal page opens for a valid token and is 404 for any other', async (
   assert.equal(wrongApi.body.error.code, 'not_found');
 });
 
+test('a new portal_path ends the previous link at once; other links and other environments are untouched', async () => {
+  const { app, portal: old } = await appWithEndpoint('rotated');
+  const { portal: neighbour } = await appWithEndpoint('neighbour');
+  assert.equal((await old.get('/api/endpoints')).status, 200);
+
+  const rotated = await api.post(`/api/v1/applications/${app.id}/rotate-portal-path`);
+  assert.equal(rotated.status, 200);
+  assert.equal(rotated.body.id, app.id);
+  assert.match(rotated.body.portal_path, /^\/portal\/[A-Za-z0-9]{32,}$/);
+  assert.notEqual(rotated.body.portal_path, app.portal_path);
+
+  assert.equal((await fetch(service.url + app.portal_path)).status, 404, 'the old page');
+  assert.equal((await old.get('/api/endpoints')).status, 404, "the old link's routes");
+  const fresh = new Client(service.url + rotated.body.portal_path);
+  const endpoints = await fresh.get('/api/endpoints');
+  assert.equal(endpoints.status, 200);
+  assert.equal(endpoints.body.data.length, 1, "the new link opens the same application's data");
+  assert.equal((await fetch(service.url + rotated.body.portal_path)).status, 200);
+  assert.equal((await api.get(`/api/v1/applications/${app.id}`)).body.portal_path, rotated.body.portal_path);
+  assert.equal((await neighbour.get('/api/endpoints')).status, 200, "another application's link");
+
+  // A Live key does not see a Test application; an unknown one is 404.
+  assert.equal((await liveApi.post(`/api/v1/applications/${app.id}/rotate-portal-path`)).status, 404);
+  assert.equal((await fresh.get('/api/endpoints')).status, 200, 'the Live attempt changed nothing');
+  assert.equal((await api.post('/api/v1/applications/app_doesnotexist/rotate-portal-path')).status, 404);
+});
+
 test('a portal link opens with a trailing slash too, and its token never reaches the log', async (t) => {
   const lines: string[] = [];
   const logged = await startTestService({}, undefined, lines);
