@@ -43,26 +43,39 @@ type Connector = ReturnType<typeof buildConnector>;
 /**
  * Connects in two steps so that nothing, not even a TLS hello, reaches a refused address (refusedAddress):
  * a plain TCP connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then
- * TLS over it.
+ * TLS over it. The whole connect (DNS, TCP, TLS) is cut at `timeoutMs` on a timer of its own: undici
+ * applies an attempt's abort signal only once the request is on a connection, and its own connect timer
+ * is coarse (an attempt of 1 s ended after 1.5 s). One timer per connection, not per request.
  */
-export function guardedConnector(base: Connector, livemode: boolean, allow: string[]): Connector {
+export function guardedConnector(base: Connector, livemode: boolean, allow: string[], timeoutMs?: number): Connector {
   return (options, callback) => {
     const https = options.protocol === 'https:';
     const port = options.port || (https ? '443' : '80');
+    let settled = false;
+    const timer = timeoutMs === undefined ? null : setTimeout(() => finish(new AttemptTimeout(`connect took longer than ${timeoutMs}ms`), null), timeoutMs);
+    const finish: Parameters<Connector>[1] = (error, socket) => {
+      // A connect that finishes after its time ran out is closed (one that hangs on is ended by undici's
+      // own, later, connect timer).
+      if (settled) return void socket?.destroy();
+      settled = true;
+      if (timer) clearTimeout(timer);
+      if (error) callback(error, null);
+      else callback(null, socket!);
+    };
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
-      if (error || !socket) return callback(error ?? new Error('connect failed'), null);
+      if (error || !socket) return finish(error ?? new Error('connect failed'), null);
       const refused = refusedAddress((socket as Socket).remoteAddress ?? '', options.hostname, livemode, allow);
       if (refused) {
         socket.destroy();
-        return callback(new BlockedAddressError(`refused to connect to ${refused}`), null);
+        return finish(new BlockedAddressError(`refused to connect to ${refused}`), null);
       }
-      if (!https) return callback(null, socket);
+      if (!https) return finish(null, socket);
       base({ ...options, port, httpSocket: socket as Socket }, (tlsError, tlsSocket) => {
         if (tlsError || !tlsSocket) {
           socket.destroy();
-          return callback(tlsError ?? new Error('TLS connect failed'), null);
+          return finish(tlsError ?? new Error('TLS connect failed'), null);
         }
-        callback(null, tlsSocket);
+        finish(null, tlsSocket);
       });
     });
   };
@@ -104,7 +117,7 @@ class AttemptDeadlines {
   constructor(private readonly timeoutMs: number) {}
 
   /** A signal that aborts after the timeout, and `done` to call when the attempt is over. */
-  start(): { signal: DeadlineSignal; done: () => void } {
+  start(): { signal: EventEmitter; done: () => void } {
     // Attempts mostly end in the order they started: step over the finished ones at the front.
     while (this.head < this.queue.length && this.queue[this.head]!.signal === null) this.head++;
     this.compact();
@@ -167,23 +180,6 @@ class AttemptDeadlines {
   }
 }
 
-/**
- * `pending` until the deadline fires. undici applies an abort only once the request is on a connection, so
- * a TCP connect or TLS handshake that hangs would run on until undici's connect timer, whose coarse
- * resolution let an attempt of 1 s end after 1.5 s. The request is still aborted by undici as soon as it
- * connects (the signal holds the reason), or fails at its connect timer.
- */
-function untilDeadline<T>(pending: Promise<T>, signal: DeadlineSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onDeadline = () => reject(signal.reason);
-    signal.once('abort', onDeadline);
-    pending.then(
-      (value) => (signal.off('abort', onDeadline), resolve(value)),
-      (error) => (signal.off('abort', onDeadline), reject(error)),
-    );
-  });
-}
-
 export class Sender {
   private readonly test: Agent;
   private readonly live: Agent;
@@ -192,8 +188,8 @@ export class Sender {
   constructor(private readonly options: SenderOptions) {
     const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000, connectTimeout: options.attemptTimeoutMs };
     const connector = buildConnector({ timeout: options.attemptTimeoutMs });
-    this.test = new Agent({ ...common, connect: guardedConnector(connector, false, options.ssrfAllow) });
-    this.live = new Agent({ ...common, connect: guardedConnector(connector, true, options.ssrfAllow) });
+    this.test = new Agent({ ...common, connect: guardedConnector(connector, false, options.ssrfAllow, options.attemptTimeoutMs) });
+    this.live = new Agent({ ...common, connect: guardedConnector(connector, true, options.ssrfAllow, options.attemptTimeoutMs) });
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
   }
 
@@ -205,7 +201,7 @@ export class Sender {
     try {
       const url = new URL(input.url);
       // The dispatcher's own request(), given origin and path: the top-level request(url) cost ~30 µs more.
-      const pending = (input.livemode ? this.live : this.test).request({
+      const response = await (input.livemode ? this.live : this.test).request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
@@ -213,7 +209,6 @@ export class Sender {
         body: input.body,
         signal: deadline.signal,
       });
-      const response = await untilDeadline(pending, deadline.signal);
       const responseBody = await this.readCapped(response.body);
       const status = response.statusCode;
       const retryAfterHeader = status === 429 || status === 503 ? response.headers['retry-after'] : undefined;

@@ -145,3 +145,17 @@ test('a TLS handshake that never completes fails as timed out at the attempt tim
     assert.ok(result.durationMs >= 950 && result.durationMs < 1_150, `ended at the deadline (${result.durationMs} ms)`);
   }
 });
+
+test('a connection that completes after the connect timed out is closed, not handed to a request', async () => {
+  const socket = { remoteAddress: '127.0.0.1', destroyed: false, destroy() {
+    this.destroyed = true;
+  } };
+  const late = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) => void setTimeout(() => callback(null, socket), 100)) as unknown as Parameters<typeof guardedConnector>[0];
+  const options = { protocol: 'http:', hostname: 'localhost', host: 'localhost', port: '80' } as Parameters<ReturnType<typeof guardedConnector>>[0];
+  const calls: (Error | null)[] = [];
+  guardedConnector(late, false, [], 20)(options, (error) => calls.push(error));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  assert.equal(calls.length, 1, 'the request heard once');
+  assert.equal(calls[0]?.name, 'TimeoutError');
+  assert.equal(socket.destroyed, true);
+});
