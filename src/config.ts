@@ -85,9 +85,24 @@ function plans(env: Env): PlanLimits {
   for (const part of text.split(',')) {
     const match = /^([a-z][a-z0-9_-]*):(\d+)$/.exec(part.trim());
     if (!match) throw new ConfigError(`HERALD_PLANS=${text} must look like starter:100,growth:1000 (requests per second)`);
+    if (match[1] === 'unlimited') throw new ConfigError(`HERALD_PLANS=${text}: the plan unlimited is built in and never limited; give a limited plan another name`);
     result[match[1]!] = Number(match[2]);
   }
   return result;
+}
+
+/** HERALD_REDIS_URL: redis:// or rediss:// (TLS), or unset for counters per process. */
+function redisUrl(env: Env): string | null {
+  const text = env.HERALD_REDIS_URL;
+  if (!text) return null;
+  let protocol: string | null = null;
+  try {
+    protocol = new URL(text).protocol;
+  } catch {
+    // reported below
+  }
+  if (protocol !== 'redis:' && protocol !== 'rediss:') throw new ConfigError('HERALD_REDIS_URL must be a redis:// or rediss:// URL (leave it unset to count per process)');
+  return text;
 }
 
 function secretKey(env: Env, mode: Mode, dataDir: string): string {
@@ -174,7 +189,7 @@ export function loadConfig(env: Env = process.env): Config {
     endpointConcurrency: integer(env, 'HERALD_ENDPOINT_CONCURRENCY', 16, 1, 10_000),
     plans: planLimits,
     defaultPlan,
-    redisUrl: env.HERALD_REDIS_URL || null,
+    redisUrl: redisUrl(env),
     redisPrefix: read(env, 'HERALD_REDIS_PREFIX', 'herald-rl:'),
     dbPoolSize: integer(env, 'HERALD_DB_POOL_SIZE', 10, 1, 1000),
     ssrfAllow: ssrfAllowList(env),

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger, startService } from './service.js';
 import { Store } from './store/index.js';
 import { bootstrapOrganization } from './api/system.js';
-import { apiKeyToApi } from './api/serialize.js';
+import { apiKeyToApi, iso } from './api/serialize.js';
 
 const USAGE = `Usage: herald <command>
 
@@ -79,7 +79,8 @@ async function main(argv: string[]): Promise<void> {
       return withStore(async (store) => print(await bootstrapOrganization(store, values.name ?? 'Organization', plan)));
     }
     case 'org list':
-      return withStore(async (store) => print(await store.organizations.list()));
+      // Times as the API shows them (ISO 8601), not as stored.
+      return withStore(async (store) => print((await store.organizations.list()).map((org) => ({ ...org, created_at: iso(org.created_at) }))));
     case 'org plan': {
       const [orgId, plan] = rest;
       const config = loadConfig();

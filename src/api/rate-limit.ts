@@ -25,7 +25,22 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
   const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
   // Without an offline queue, commands sent before the connection is up fail (and skipOnError lets those
   // requests through uncounted): wait briefly for it, but never refuse to start because Redis is away.
-  if (redis) await waitForReady(redis, 3_000);
+  if (redis) {
+    // ioredis reconnects by itself and reports every failed try; without a listener it prints each one to
+    // stderr. One log line per outage instead.
+    let down = false;
+    redis.on('error', (error) => {
+      if (down) return;
+      down = true;
+      app.log.warn({ err: error }, 'Redis unreachable: requests are not counted against rate limits until it is back');
+    });
+    redis.on('ready', () => {
+      if (!down) return;
+      down = false;
+      app.log.info('Redis reachable again: rate limits count again');
+    });
+    await waitForReady(redis, 3_000);
+  }
   // Requests per second for a plan; null is no limit (the `unlimited` plan). A plan the configuration no
   // longer lists falls back to the default plan. (Not `??`: it would skip past unlimited's null.)
   const limitOf = (plan: string | undefined): number | null => {

@@ -35,18 +35,22 @@ function privatePage(reply: FastifyReply): void {
 }
 
 const publicRoute = { config: { public: true }, schema: { hide: true } } as const;
+const PAGE_ROUTE = '/portal/:token';
 
 export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
   // A portal link spends its organization's rate limit as the organization's API keys do: its context is
   // looked up before the limit is applied (a preHandler) and kept for the handler. Links that open nothing
-  // spend a limit of their caller's address, at the default plan's rate, so tokens cannot be tried freely.
+  // spend a limit of their caller's address, at the default plan's rate, so tokens cannot be tried freely,
+  // on the page as on its routes. The page of a valid link is not counted: a browser would be shown a JSON
+  // 429 for a page, and the page's own calls to the routes below are counted.
   app.addHook('preValidation', async (request) => {
     const { token } = request.params as { token?: unknown };
     if (typeof token !== 'string') return;
     const ctx = await portalContext(store, token);
     contexts.set(request, ctx);
-    request.quota = ctx ? { orgId: ctx.scope.orgId, plan: ctx.plan } : { orgId: `portal-guess:${request.ip}`, plan: config.defaultPlan };
+    if (!ctx) request.quota = { orgId: `portal-guess:${request.ip}`, plan: config.defaultPlan };
+    else if (request.routeOptions.url !== PAGE_ROUTE) request.quota = { orgId: ctx.scope.orgId, plan: ctx.plan };
   });
   const context = async (request: FastifyRequest): Promise<PortalContext> => {
     const ctx = contexts.get(request);
@@ -70,9 +74,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
   app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(PORTAL_JS));
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) => reply.type('text/css; charset=utf-8').send(PORTAL_CSS));
 
-  // The page itself is not counted: a browser would get a JSON 429 for a page, and the page's own calls
-  // to the routes below are counted.
-  app.get('/portal/:token', { ...publicRoute, config: { ...publicRoute.config, rateLimit: false }, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
+  app.get(PAGE_ROUTE, { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     privatePage(reply);
     reply.header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'");
     const found = contexts.get(request);

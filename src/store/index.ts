@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { sql } from 'kysely';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { SecretBox } from '../domain/secrets.js';
 import { randomToken } from '../domain/ids.js';
 import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
@@ -63,13 +63,19 @@ export class Store {
   }
 
   /** Opens the configured store and brings its schema up to date. */
+  /** Opens and migrates the store; a database that cannot be reached or opened stops start-up with one line (ConfigError). */
   static async open(config: Config): Promise<Store> {
-    const opened = config.databaseUrl ? openPostgres(config.databaseUrl, config.dbPoolSize) : openSqlite(config.dataDir);
+    let opened: OpenedDatabase;
+    try {
+      opened = config.databaseUrl ? openPostgres(config.databaseUrl, config.dbPoolSize) : openSqlite(config.dataDir);
+    } catch (error) {
+      throw unopenable(config, error);
+    }
     try {
       await migrate(opened.db);
     } catch (error) {
       await opened.close().catch(() => {});
-      throw error;
+      throw unopenable(config, error);
     }
     return new Store(opened, config);
   }
@@ -122,4 +128,14 @@ export class Store {
     this.listener = null;
     await this.opened.close();
   }
+}
+
+/** Why the store could not be opened, in one line that names the setting and never the URL (it may hold a password). */
+function unopenable(config: Config, error: unknown): Error {
+  if (error instanceof ConfigError) return error;
+  const e = error as { code?: string; message?: string; errors?: { message?: string }[] };
+  // A refused connection to a name with several addresses is an AggregateError with an empty message.
+  const reason = e.message || e.errors?.map((inner) => inner.message).join('; ') || e.code || String(error);
+  const where = config.databaseUrl ? 'the database (HERALD_DATABASE_URL)' : `the embedded store in ${config.dataDir} (HERALD_DATA_DIR)`;
+  return new ConfigError(`cannot open ${where}: ${reason}`, { cause: error });
 }

@@ -2,12 +2,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '../support/service.js';
 import { Client } from '../support/client.js';
-import { Receiver } from '../support/receiver.js';
+import { eventually, Receiver } from '../support/receiver.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { startService } from '../../src/service.js';
 import pino from 'pino';
@@ -76,10 +76,14 @@ describe('command line', () => {
     assert.equal((await liveClient.get('/api/v1/applications')).status, 200);
 
     // In parallel: each process spends most of its time starting up.
-    const [issued, unknown] = await Promise.all([
+    const [issued, unknown, orgs] = await Promise.all([
       herald(['keys', 'create', org.organization.id, '--live', '--name', 'deploy'], env),
       herald(['keys', 'create', 'org_doesnotexist'], env),
+      herald(['org', 'list'], env),
     ]);
+    const listedOrg = JSON.parse(orgs.stdout).find((o: any) => o.id === org.organization.id);
+    assert.equal(listedOrg.name, 'CLI Org');
+    assert.match(listedOrg.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'org list shows times as the API does');
     assert.equal(issued.code, 0, issued.stderr);
     const key = JSON.parse(issued.stdout);
     assert.match(key.id, /^key_/);
@@ -131,11 +135,14 @@ describe('command line', () => {
     assert.equal(receiver.received.length, 0);
   });
 
-  test('serve stops with one clear line on a bad log level, allow-list entry, data directory or address to listen on', async (t) => {
+  test('serve stops with one clear line on a bad setting, an address it cannot listen on or a store it cannot open', async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const aFile = join(dir, 'not-a-dir');
     writeFileSync(aFile, '');
+    // A data directory whose database file is a directory: SQLite cannot open it.
+    const storeIsADir = join(dir, 'store-is-a-dir');
+    mkdirSync(join(storeIsADir, 'herald.db'), { recursive: true });
     const takenPort = new URL(service.url).port;
     const embedded = { HERALD_SECRET_KEY: SECRET, HERALD_ROLE: 'api', PORT: '0' };
     const cases: [Record<string, string>, RegExp][] = [
@@ -145,6 +152,11 @@ describe('command line', () => {
       [{ ...env, HERALD_ROLE: 'api', HERALD_SSRF_ALLOW: '10.0.0.0/8,10.0.0.0/99' }, /HERALD_SSRF_ALLOW entry 10\.0\.0\.0\/99 is not/],
       [{ ...env, HERALD_ROLE: 'api', PORT: takenPort }, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`)],
       [{ ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0' }, /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/],
+      [{ ...env, HERALD_PLANS: 'starter:3,unlimited:2' }, /HERALD_PLANS=.*unlimited is built in/],
+      [{ ...env, HERALD_REDIS_URL: 'notaurl' }, /HERALD_REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/],
+      [{ ...embedded, HERALD_DATA_DIR: storeIsADir }, /cannot open the embedded store in .*store-is-a-dir \(HERALD_DATA_DIR\): .+/],
+      // A server that refuses the connection; the password in the URL is never printed.
+      [{ ...embedded, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' }, /^herald: cannot open the database \(HERALD_DATABASE_URL\): .*ECONNREFUSED(?!.*pw-never-shown)/],
     ];
     const runs = await Promise.all(cases.map(([override]) => herald(['serve'], { ...override })));
     for (const [i, [override, expected]] of cases.entries()) {
@@ -156,4 +168,41 @@ describe('command line', () => {
       assert.match(lines[0]!, expected);
     }
   });
+});
+
+test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leaving nothing running', { timeout: 60_000 }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-npm-start-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const npm = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: SECRET, HERALD_LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  npm.stdout.on('data', (chunk) => (output += chunk));
+  npm.stderr.on('data', (chunk) => (output += chunk));
+  const servicePid = (): number | null => {
+    const match = /"pid":(\d+)/.exec(output);
+    return match ? Number(match[1]) : null;
+  };
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  t.after(() => {
+    const pid = servicePid();
+    if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+  });
+  await eventually(async () => /listening on http/.test(output) && servicePid() !== null, 30_000, 'the service listening');
+  const pid = servicePid()!;
+  assert.notEqual(pid, npm.pid, 'the service runs in a process of its own');
+  const outputEnds = new Promise((resolve) => npm.stdout.once('close', resolve));
+  npm.kill('SIGTERM');
+  await eventually(async () => !alive(pid), 15_000, 'the service process gone');
+  await outputEnds; // the service's last lines
+  assert.match(output, /"signal":"SIGTERM","msg":"shutting down"/);
 });

@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer, type AddressInfo } from 'node:net';
 import { startTestService, type TestService } from '../support/service.js';
 import { bootstrap, Client, type Reply } from '../support/client.js';
 import { assertError } from './helpers.js';
@@ -79,8 +80,51 @@ describe('rate limits', () => {
     assertError(guesses[LIMIT]!, 429, 'rate_limited');
   });
 
+  test("a portal page is not counted for a valid link; for a link that opens nothing it spends the caller's guesses", async () => {
+    const org = await bootstrap(service.url, 'Portal page');
+    const app = (await org.test.post('/api/v1/applications', { name: 'page' })).body;
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // a fresh second for this caller's guesses
+    const page = (path: string) => async (): Promise<Reply> => {
+      const response = await fetch(service.url + path);
+      return { status: response.status, headers: response.headers, body: await response.text() };
+    };
+    const valid = await burst(Array.from({ length: LIMIT + 3 }, () => page(app.portal_path)));
+    assert.deepEqual(valid.map((r) => r.status), Array(LIMIT + 3).fill(200), 'the page of a valid link');
+    const guesses = await burst(Array.from({ length: LIMIT + 1 }, (_, i) => page(`/portal/${String(i).repeat(43)}`)));
+    assert.deepEqual(guesses.map((r) => r.status), [...Array(LIMIT).fill(404), 429], 'pages of links that open nothing');
+  });
+
   test('unauthenticated requests get 401, not 429', async () => {
     const anonymous = (await bootstrap(service.url)).test.withKey('sk_test_unknown');
     for (let i = 0; i < LIMIT + 3; i++) assertError(await anonymous.get('/api/v1/applications'), 401, 'unauthorized');
   });
+});
+
+test('a Redis that is away: requests are served uncounted, with one warning in the log and nothing on stderr', { timeout: 30_000 }, async (t) => {
+  // A port with nothing listening: every connection to "Redis" is refused.
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+
+  const stderr: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  const originalError = console.error;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (stderr.push(String(chunk)), (write as (...args: unknown[]) => boolean)(chunk, ...rest))) as typeof process.stderr.write;
+  console.error = (...args: unknown[]) => void stderr.push(args.map(String).join(' '));
+  t.after(() => {
+    process.stderr.write = write;
+    console.error = originalError;
+  });
+
+  const lines: string[] = [];
+  const service = await startTestService({ HERALD_ROLE: 'api', HERALD_DEFAULT_PLAN: 'starter', HERALD_PLANS: `starter:${LIMIT}`, HERALD_REDIS_URL: `redis://127.0.0.1:${port}` }, undefined, lines);
+  t.after(() => service.stop());
+  const { test: api } = await bootstrap(service.url);
+  for (let i = 0; i < LIMIT + 2; i++) assert.equal((await api.get('/api/v1/applications')).status, 200, 'not counted while Redis is away');
+  await new Promise((resolve) => setTimeout(resolve, 2_000)); // ioredis retries meanwhile
+  const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => /Redis unreachable/.test(entry.msg));
+  assert.equal(warnings.length, 1, 'one warning for the outage');
+  assert.equal(warnings[0].level, 40);
+  assert.deepEqual(stderr.filter((text) => /ioredis/i.test(text)), [], 'nothing from ioredis on stderr');
 });
