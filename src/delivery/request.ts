@@ -1,6 +1,7 @@
 import { signPayload } from '../domain/secrets.js';
 import { outboundBody } from '../domain/envelope.js';
 import type { AttemptInput } from '../store/queue.js';
+import type { SigningSecrets } from '../store/endpoints.js';
 import type { SendRequest } from './sender.js';
 
 export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
@@ -13,7 +14,7 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,
-  endpoint: NonNullable<AttemptInput['endpoint']>,
+  endpoint: { url: string; secrets: SigningSecrets },
   payloadJson: string,
   nowMs: number,
 ): SendRequest {

@@ -73,6 +73,8 @@ export class DeliveryWorker {
   /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
   private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
+  /** When cannotSign last logged, per endpoint. */
+  private readonly unsignableLoggedAt = new Map<string, number>();
   private running = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -403,6 +405,7 @@ export class DeliveryWorker {
         // Not in `loaded`: its payload was too large to come with the claim.
         if (input === undefined) [input = null] = await this.queue.load([task]);
         if (!input) return void (await this.queue.drop(task));
+        if (input.endpoint?.secrets === null) return this.cannotSign(input);
         result = await this.send(input);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.
         input.payloadJson = null;
@@ -445,12 +448,30 @@ export class DeliveryWorker {
     }
   }
 
+  /**
+   * This process cannot open the endpoint's signing secrets: its HERALD_SECRET_KEY is not the one that
+   * sealed them. No attempt is made and none recorded (it is not the receiver's failure, and must not use up
+   * the delivery's attempts or its endpoint's health): the task is left to its lease, and runs again after
+   * it, here or in a worker with the right key. Other endpoints' attempts are not held up.
+   */
+  private cannotSign(input: AttemptInput): void {
+    const endpointId = input.endpoint!.id;
+    const now = Date.now();
+    if ((this.unsignableLoggedAt.get(endpointId) ?? 0) > now - 60_000) return;
+    this.unsignableLoggedAt.set(endpointId, now);
+    this.log.error(
+      { endpoint_id: endpointId, delivery_id: input.task.delivery_id },
+      "cannot decrypt the endpoint's signing secret: this process's HERALD_SECRET_KEY is not the one that sealed it; its attempts wait for their lease (logged once a minute per endpoint)",
+    );
+  }
+
   private async send(input: AttemptInput): Promise<AttemptResult> {
     const failed = (error: string): AttemptResult => ({ ok: false, responseStatus: null, responseBody: null, error, durationMs: 0, retryAfterMs: null, at: Date.now() });
     if (!input.endpoint) return failed('endpoint was deleted');
     if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
     if (input.payloadJson === null) return failed('payload is past its retention period');
-    const request = signedRequest(input, input.endpoint, input.payloadJson, Date.now());
+    // Secrets that do not open never reach here (attempt() leaves those to cannotSign).
+    const request = signedRequest(input, { url: input.endpoint.url, secrets: input.endpoint.secrets! }, input.payloadJson, Date.now());
     const result = await this.sender.send(request);
     return { ...result, at: Date.now() };
   }

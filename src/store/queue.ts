@@ -18,7 +18,8 @@ export interface ClaimedTask extends TaskRow {
 export interface AttemptInput {
   task: ClaimedTask;
   delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
-  endpoint: { id: string; url: string; status: EndpointStatus; secrets: SigningSecrets } | null;
+  /** `secrets` is null when this process cannot open them (sealed under another HERALD_SECRET_KEY). */
+  endpoint: { id: string; url: string; status: EndpointStatus; secrets: SigningSecrets | null } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
   /** Too large to come with a claim (CLAIMED_PAYLOAD_LIMIT): `load` the input when the attempt starts. */
@@ -147,7 +148,7 @@ export class Queue {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
     const rows = await this.claimLoadedQuery(owner, limit, scope, leaseUntil).execute();
     const now = this.ctx.now();
-    const secrets = new Map<string, SigningSecrets>();
+    const secrets = new Map<string, SigningSecrets | null>();
     return rows
       .map((row) => {
         const task: ClaimedTask = {
@@ -280,7 +281,7 @@ export class Queue {
       .execute();
     const byId = new Map(rows.map((row) => [row.d_id, row]));
     const now = this.ctx.now();
-    const secrets = new Map<string, SigningSecrets>();
+    const secrets = new Map<string, SigningSecrets | null>();
     return tasks.flatMap((task) => {
       const row = byId.get(task.delivery_id);
       const input = row && this.toInput(task, row, now, secrets);
@@ -292,7 +293,7 @@ export class Queue {
    * `secrets` memoizes the opened secrets within one load: the tasks of a claim mostly share a few
    * endpoints, and opening a sealed secret is a decryption.
    */
-  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets>): AttemptInput | null {
+  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets | null>): AttemptInput | null {
     // The delivery or its message is gone (retention, or a deleted application).
     if (row.d_id === null || row.m_id === null) return null;
     return {
@@ -312,11 +313,19 @@ export class Queue {
     };
   }
 
-  private secretsOf(row: LoadedRow, now: number, memo: Map<string, SigningSecrets>): SigningSecrets {
+  /**
+   * The endpoint's signing secrets, or null when they do not open here (sealed under another
+   * HERALD_SECRET_KEY): that endpoint's attempts wait, and the rest of the claim goes on (worker.ts).
+   */
+  private secretsOf(row: LoadedRow, now: number, memo: Map<string, SigningSecrets | null>): SigningSecrets | null {
     // Every rotation seals a new current secret (a fresh nonce each time), so it names the whole set.
     let secrets = memo.get(row.secret_sealed!);
-    if (!secrets) {
-      secrets = this.endpoints.signingSecrets({ ...row, secret_sealed: row.secret_sealed! }, now);
+    if (secrets === undefined) {
+      try {
+        secrets = this.endpoints.signingSecrets({ ...row, secret_sealed: row.secret_sealed! }, now);
+      } catch {
+        secrets = null;
+      }
       memo.set(row.secret_sealed!, secrets);
     }
     return secrets;

@@ -41,7 +41,7 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   for (const { task, input } of claimed) {
     // One object on this side too, so a lease change reaches what completeMany sends back.
     assert.equal(input!.task, task);
-    assert.equal(input!.endpoint!.secrets.current, secret, 'the thread opens the sealed secret with the service key');
+    assert.equal(input!.endpoint!.secrets!.current, secret, 'the thread opens the sealed secret with the service key');
     assert.match(input!.payloadJson!, /^\{"i":\d\}$/);
   }
 
