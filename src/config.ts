@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { isAllowListEntry } from './domain/addresses.js';
@@ -116,9 +116,18 @@ function secretKey(env: Env, mode: Mode, dataDir: string): string {
   const file = join(dataDir, 'secret.key');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   ensureDataDir(dataDir);
-  const key = randomBytes(32).toString('base64');
-  writeFileSync(file, key + '\n', { mode: 0o600 });
-  return key;
+  // Processes started together on a new data dir (an API and a worker) must end up with one key: each
+  // writes its own to a file of its own, and the first to link it into place wins; the others read that one.
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(draft, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+  try {
+    linkSync(draft, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  } finally {
+    unlinkSync(draft);
+  }
+  return readFileSync(file, 'utf8').trim();
 }
 
 /** Creates the data directory if needed; one that cannot be (a file in the way, no permission) is bad configuration. */

@@ -62,6 +62,12 @@ function immediateTransactions(dialect: SqliteDialect): SqliteDialect {
     };
     return driver;
   };
+  // kysely's Migrator runs SQLite migrations outside a transaction and without a lock, so two processes
+  // starting together on a new file could both apply one ("table already exists"). SQLite's DDL is
+  // transactional: in a transaction, which takes the write lock at BEGIN, the second reads what the first
+  // applied and does nothing.
+  const createAdapter = dialect.createAdapter.bind(dialect);
+  dialect.createAdapter = () => Object.defineProperty(createAdapter(), 'supportsTransactionalDdl', { get: () => true });
   return dialect;
 }
 
@@ -189,10 +195,10 @@ function newPool(url: string, max: number, onConnect?: (client: pg.ClientBase) =
   return pool;
 }
 
-export async function migrate(db: Kysely<any>): Promise<string[]> {
+export async function migrate(db: Kysely<any>, migrations: Record<string, Migration> = MIGRATIONS): Promise<string[]> {
   const migrator = new Migrator({
     db,
-    provider: { getMigrations: async () => MIGRATIONS },
+    provider: { getMigrations: async () => migrations },
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error instanceof Error ? error : new Error(String(error));

@@ -3,6 +3,12 @@ import assert from 'node:assert/strict';
 import { createTestDatabase, TEST_STORE } from '../support/service.js';
 import { bootstrap, Client } from '../support/client.js';
 import { killChild, startChild, type Child } from '../delivery/child.js';
+import { runHerald } from '../postgres/processes.js';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { connectSqlite, migrate } from '../../src/store/db.js';
 
 // Several processes may share one embedded store (HERALD_ROLE=api beside HERALD_ROLE=worker, or two API
 // processes). Their write transactions must wait for each other, never fail because another process
@@ -37,4 +43,43 @@ test('two API processes on one SQLite file accept every concurrent emit', {
   assert.deepEqual(failed, [], `every emit is accepted (${failed.length} of ${statuses.length} were not)`);
   const listed = await apiA.get(`/api/v1/messages?app_id=${app.id}&limit=50`);
   assert.equal(listed.body.data.length, 50);
+});
+
+test('processes started at once on a new data directory migrate it once and share one development key', {
+  skip: TEST_STORE !== 'sqlite' ? 'about the embedded store' : false,
+  timeout: 120_000,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-migrate-race-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // The new file's write lock is held while three processes start, so they all reach the migration
+  // together and are let go at the same moment.
+  const holder = new Database(join(dir, 'herald.db'));
+  holder.pragma('journal_mode = WAL');
+  holder.exec('begin immediate');
+  // No HERALD_SECRET_KEY: in development each process reads or creates the data dir's key.
+  const runs = Promise.all([1, 2, 3].map(() => runHerald(['migrate'], { HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: '' })));
+  await new Promise((resolve) => setTimeout(resolve, 2_500));
+  holder.exec('commit');
+  for (const run of await runs) assert.equal(run.code, 0, run.output);
+  const rows = holder.prepare('select name, count(*) as n from kysely_migration group by name').all() as { name: string; n: number }[];
+  holder.close();
+  assert.ok(rows.some((r) => r.name === '001_initial'));
+  for (const row of rows) assert.equal(row.n, 1, `${row.name} recorded once`);
+  assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('secret.key')), ['secret.key'], 'one key file, no drafts left');
+});
+
+test('SQLite migrations run inside one write transaction, where the applied ones are read (what serializes processes)', {
+  skip: TEST_STORE !== 'sqlite' ? 'about the embedded store' : false,
+}, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'herald-migrate-tx-'));
+  const { database, db } = connectSqlite(join(dir, 'probe.db'));
+  t.after(async () => {
+    await db.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const seen: boolean[] = [];
+  const probe = { up: async () => void seen.push(database.inTransaction) };
+  assert.deepEqual(await migrate(db, { '001_probe': probe }), ['001_probe']);
+  assert.deepEqual(await migrate(db, { '001_probe': probe, '002_probe': probe }), ['002_probe']);
+  assert.deepEqual(seen, [true, true]);
 });
