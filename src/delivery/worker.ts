@@ -41,6 +41,12 @@ const RECORD_TRIES = 4;
  * docs/benchmarks.md.
  */
 const WAVES_HELD = { inProcess: 2, queueThread: 4 };
+/**
+ * An attempt that starts longer than this after its claim reads its endpoint again first, so that an
+ * endpoint deleted, disabled, moved to another URL or given a new secret meanwhile is seen (a claim may
+ * wait behind a slow receiver for several attempt timeouts).
+ */
+const ENDPOINT_FRESH_MS = 1_000;
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -73,6 +79,8 @@ export class DeliveryWorker {
   /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
   private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
+  /** Reads of an endpoint under way (endpointNow), shared by the attempts that start meanwhile. */
+  private readonly endpointReads = new Map<string, Promise<AttemptInput['endpoint']>>();
   /** When cannotSign last logged, per endpoint. */
   private readonly unsignableLoggedAt = new Map<string, number>();
   private running = false;
@@ -398,12 +406,15 @@ export class DeliveryWorker {
       this.loaded.delete(task.id);
       let result: AttemptResult;
       try {
+        // When it was claimed: its lease ran from then (read before the lease is extended below).
+        const claimedAt = task.leaseUntil - this.config.leaseMs;
         // A task that waited here long may be near the end of its lease: extend it, or let it go if lost.
         if (task.leaseUntil - Date.now() < this.config.attemptTimeoutMs + LEASE_MARGIN_MS) {
           if (!(await this.queue.extendLease(task, this.owner))) return;
         }
         // Not in `loaded`: its payload was too large to come with the claim.
         if (input === undefined) [input = null] = await this.queue.load([task]);
+        else if (input?.endpoint && Date.now() - claimedAt > ENDPOINT_FRESH_MS) input.endpoint = await this.endpointNow(input.endpoint);
         if (!input) return void (await this.queue.drop(task));
         if (input.endpoint?.secrets === null) return this.cannotSign(input);
         result = await this.send(input);
@@ -446,6 +457,20 @@ export class DeliveryWorker {
         await new Promise((resolve) => setTimeout(resolve, 50 * tries));
       }
     }
+  }
+
+  /**
+   * The endpoint as it is now (null: deleted), read once for all the attempts that start together; the one
+   * claimed is kept if it cannot be read.
+   */
+  private endpointNow(claimed: NonNullable<AttemptInput['endpoint']>): Promise<AttemptInput['endpoint']> {
+    let read = this.endpointReads.get(claimed.id);
+    if (!read) {
+      read = this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null);
+      this.endpointReads.set(claimed.id, read);
+      void read.finally(() => this.endpointReads.delete(claimed.id)).catch(() => {});
+    }
+    return read.catch(() => claimed);
   }
 
   /**

@@ -43,6 +43,8 @@ async function run(call: QueueCall): Promise<unknown> {
     }
     case 'load':
       return queue.load(...call.args);
+    case 'endpointsNow':
+      return queue.endpointsNow(...call.args);
     case 'drop':
       return queue.drop(...call.args);
     case 'completeMany':

@@ -69,6 +69,10 @@ export class QueueThread implements WorkerQueue {
     return inputs;
   }
 
+  endpointsNow(...args: Parameters<Queue['endpointsNow']>) {
+    return this.call<Awaited<ReturnType<Queue['endpointsNow']>>>({ method: 'endpointsNow', args });
+  }
+
   drop(...args: Parameters<Queue['drop']>) {
     return this.call<void>({ method: 'drop', args });
   }

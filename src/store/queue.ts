@@ -2,7 +2,7 @@ import { sql, type Expression } from 'kysely';
 import { idFrom, newId } from '../domain/ids.js';
 import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
-import type { Endpoints, SigningSecrets } from './endpoints.js';
+import type { Endpoints, SecretColumns, SigningSecrets } from './endpoints.js';
 import { chunks, type StoreContext, type Executor } from './common.js';
 import { insertNewRows } from './insert-rows.js';
 import type { TaskRow } from './schema.js';
@@ -96,7 +96,7 @@ interface LoadedRow {
 }
 
 /** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
-export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'drop' | 'completeMany'>;
+export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'endpointsNow' | 'drop' | 'completeMany'>;
 
 export interface QueuePolicy {
   retryScheduleMs: number[];
@@ -317,7 +317,7 @@ export class Queue {
    * The endpoint's signing secrets, or null when they do not open here (sealed under another
    * HERALD_SECRET_KEY): that endpoint's attempts wait, and the rest of the claim goes on (worker.ts).
    */
-  private secretsOf(row: LoadedRow, now: number, memo: Map<string, SigningSecrets | null>): SigningSecrets | null {
+  private secretsOf(row: Pick<LoadedRow, keyof SecretColumns>, now: number, memo: Map<string, SigningSecrets | null>): SigningSecrets | null {
     // Every rotation seals a new current secret (a fresh nonce each time), so it names the whole set.
     let secrets = memo.get(row.secret_sealed!);
     if (secrets === undefined) {
@@ -329,6 +329,22 @@ export class Queue {
       memo.set(row.secret_sealed!, secrets);
     }
     return secrets;
+  }
+
+  /**
+   * The endpoints as they are now (url, status, signing secrets), for attempts claimed a while ago: an
+   * endpoint deleted meanwhile is left out.
+   */
+  async endpointsNow(ids: string[]): Promise<NonNullable<AttemptInput['endpoint']>[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.ctx.db
+      .selectFrom('endpoints')
+      .select(['id', 'url', 'status', 'secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'])
+      .where('id', 'in', ids)
+      .execute();
+    const now = this.ctx.now();
+    const secrets = new Map<string, SigningSecrets | null>();
+    return rows.map((row) => ({ id: row.id, url: row.url, status: row.status as EndpointStatus, secrets: this.secretsOf(row, now, secrets) }));
   }
 
   /** Drops a task whose delivery no longer exists. */

@@ -209,6 +209,7 @@ function bind(queue: Store['queue']): WorkerQueue {
     nextDueAt: queue.nextDueAt.bind(queue),
     extendLease: queue.extendLease.bind(queue),
     load: queue.load.bind(queue),
+    endpointsNow: queue.endpointsNow.bind(queue),
     drop: queue.drop.bind(queue),
     completeMany: queue.completeMany.bind(queue),
   };

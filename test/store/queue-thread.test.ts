@@ -51,6 +51,8 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   assert.equal(reloaded!.task, first!.task);
   assert.equal(reloaded!.payloadJson, first!.input!.payloadJson);
   assert.equal(first!.input!.payloadLater, false, 'a small payload comes with the claim');
+  // The endpoint read again (an attempt that waited), with its secret opened on the thread.
+  assert.deepEqual(await thread.endpointsNow([first!.input!.endpoint!.id, 'ep_gone']), [first!.input!.endpoint]);
   const before = first!.task.leaseUntil;
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(await thread.extendLease(first!.task, OWNER), true);
