@@ -91,17 +91,18 @@ function plans(env: Env): PlanLimits {
   return result;
 }
 
-/** HERALD_REDIS_URL: redis:// or rediss:// (TLS), or unset for counters per process. */
+/** HERALD_REDIS_URL: redis:// or rediss:// (TLS), a Unix socket path, or unset for counters per process. */
 function redisUrl(env: Env): string | null {
   const text = env.HERALD_REDIS_URL;
   if (!text) return null;
+  if (text.startsWith('/')) return text;
   let protocol: string | null = null;
   try {
     protocol = new URL(text).protocol;
   } catch {
     // reported below
   }
-  if (protocol !== 'redis:' && protocol !== 'rediss:') throw new ConfigError('HERALD_REDIS_URL must be a redis:// or rediss:// URL (leave it unset to count per process)');
+  if (protocol !== 'redis:' && protocol !== 'rediss:') throw new ConfigError('HERALD_REDIS_URL must be a redis:// or rediss:// URL or a Unix socket path (leave it unset to count per process)');
   return text;
 }
 

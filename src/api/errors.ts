@@ -39,6 +39,8 @@ function isDatabaseUnavailable(error: unknown): boolean {
   // (shut down / restarting) and 53300 (too many connections): the database is away for now, retry shortly.
   const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'];
   if (codes.includes(e.code ?? '') || /^08...$/.test(e.code ?? '')) return true;
+  // A deadlock or serialization failure rolled the request's transaction back: trying again succeeds.
+  if (e.code === '40P01' || e.code === '40001') return true;
   // 55000 is a broad class; only its refusal of new connections (ALLOW_CONNECTIONS false) means "away".
   if (e.code === '55000' && /not currently accepting connections/.test(e.message ?? '')) return true;
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(e.message ?? '');

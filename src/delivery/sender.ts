@@ -52,10 +52,18 @@ export function guardedConnector(base: Connector, livemode: boolean, allow: stri
     const https = options.protocol === 'https:';
     const port = options.port || (https ? '443' : '80');
     let settled = false;
-    const timer = timeoutMs === undefined ? null : setTimeout(() => finish(new AttemptTimeout(`connect took longer than ${timeoutMs}ms`), null), timeoutMs);
+    /** The TCP connection once made: a TLS handshake over it that runs out of time is ended by closing it. */
+    let tcp: Socket | undefined;
+    const timer =
+      timeoutMs === undefined
+        ? null
+        : setTimeout(() => {
+            finish(new AttemptTimeout(`connect took longer than ${timeoutMs}ms`), null);
+            tcp?.destroy();
+          }, timeoutMs);
     const finish: Parameters<Connector>[1] = (error, socket) => {
-      // A connect that finishes after its time ran out is closed (one that hangs on is ended by undici's
-      // own, later, connect timer).
+      // A connect that finishes after its time ran out is closed (a TCP connect that hangs on is ended by
+      // undici's own, later, connect timer).
       if (settled) return void socket?.destroy();
       settled = true;
       if (timer) clearTimeout(timer);
@@ -70,7 +78,8 @@ export function guardedConnector(base: Connector, livemode: boolean, allow: stri
         return finish(new BlockedAddressError(`refused to connect to ${refused}`), null);
       }
       if (!https) return finish(null, socket);
-      base({ ...options, port, httpSocket: socket as Socket }, (tlsError, tlsSocket) => {
+      tcp = socket as Socket;
+      base({ ...options, port, httpSocket: tcp }, (tlsError, tlsSocket) => {
         if (tlsError || !tlsSocket) {
           socket.destroy();
           return finish(tlsError ?? new Error('TLS connect failed'), null);
@@ -186,7 +195,7 @@ export class Sender {
   private readonly deadlines: AttemptDeadlines;
 
   constructor(private readonly options: SenderOptions) {
-    const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000, connectTimeout: options.attemptTimeoutMs };
+    const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000 };
     const connector = buildConnector({ timeout: options.attemptTimeoutMs });
     this.test = new Agent({ ...common, connect: guardedConnector(connector, false, options.ssrfAllow, options.attemptTimeoutMs) });
     this.live = new Agent({ ...common, connect: guardedConnector(connector, true, options.ssrfAllow, options.attemptTimeoutMs) });

@@ -47,6 +47,8 @@ const WAVES_HELD = { inProcess: 2, queueThread: 4 };
  * wait behind a slow receiver for several attempt timeouts).
  */
 const ENDPOINT_FRESH_MS = 1_000;
+/** How long a worker leaves out of its claims an endpoint whose signing secrets it cannot open (cannotSign). */
+const UNSIGNABLE_PAUSE_MS = 60_000;
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -79,10 +81,10 @@ export class DeliveryWorker {
   /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
   private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
-  /** Reads of an endpoint under way (endpointNow), shared by the attempts that start meanwhile. */
-  private readonly endpointReads = new Map<string, Promise<AttemptInput['endpoint']>>();
-  /** When cannotSign last logged, per endpoint. */
-  private readonly unsignableLoggedAt = new Map<string, number>();
+  /** The last read of each endpoint (endpointNow), shared by the attempts that start within ENDPOINT_FRESH_MS of it. */
+  private readonly endpointReads = new Map<string, { at: number; read: Promise<AttemptInput['endpoint']> }>();
+  /** Endpoints whose secrets this process cannot open, left out of its claims until then (performance.now()). */
+  private readonly unsignableUntil = new Map<string, number>();
   private running = false;
   private loop: Promise<void> | null = null;
   private wakeUp: (() => void) | null = null;
@@ -220,10 +222,12 @@ export class DeliveryWorker {
    * with their top-ups. Their tasks are older than new work, so a general claim that read them would hand
    * the room an outcome frees back to the backlogs and leave everyone else waiting. Every endpoint holding
    * its whole share is among them: accept() marks it when it gets there, and only a top-up, which claims
-   * for an endpoint below its share, unmarks one.
+   * for an endpoint below its share, unmarks one. Also skipped: endpoints whose secrets this process cannot
+   * open (cannotSign), for a minute.
    */
   private leftToTopUps(): string[] {
-    return [...this.moreDue];
+    const unsignable = [...this.unsignableUntil.keys()].filter((id) => this.unsignable(id) && !this.moreDue.has(id));
+    return unsignable.length === 0 ? [...this.moreDue] : [...this.moreDue, ...unsignable];
   }
 
   private async claimLoop(): Promise<void> {
@@ -381,7 +385,7 @@ export class DeliveryWorker {
     // Wake the claim loop for a top-up only when this endpoint is down to one wave and may have more due
     // tasks; waking it on every finish re-ran a claim that scans every due task of a busy endpoint only
     // to skip them all.
-    if (this.endpointLoad(task.endpoint_id) <= this.config.endpointConcurrency && this.moreDue.has(task.endpoint_id) && !this.topUp.has(task.endpoint_id)) {
+    if (this.endpointLoad(task.endpoint_id) <= this.config.endpointConcurrency && this.moreDue.has(task.endpoint_id) && !this.topUp.has(task.endpoint_id) && !this.unsignable(task.endpoint_id)) {
       this.topUp.add(task.endpoint_id);
       this.wake();
     }
@@ -414,9 +418,15 @@ export class DeliveryWorker {
         }
         // Not in `loaded`: its payload was too large to come with the claim.
         if (input === undefined) [input = null] = await this.queue.load([task]);
-        else if (input?.endpoint && Date.now() - claimedAt > ENDPOINT_FRESH_MS) input.endpoint = await this.endpointNow(input.endpoint);
+        else if (input?.endpoint && Date.now() - claimedAt > ENDPOINT_FRESH_MS) {
+          const current = await this.endpointNow(input.endpoint);
+          // Deleted or disabled while the attempt waited: its task went with it (stopDeliveries), so there
+          // is nothing to send or to record.
+          if (!current || (current.status === 'disabled' && input.endpoint.status !== 'disabled')) return;
+          input.endpoint = current;
+        }
         if (!input) return void (await this.queue.drop(task));
-        if (input.endpoint?.secrets === null) return this.cannotSign(input);
+        if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null) return await this.cannotSign(task, input);
         result = await this.send(input);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.
         input.payloadJson = null;
@@ -460,34 +470,49 @@ export class DeliveryWorker {
   }
 
   /**
-   * The endpoint as it is now (null: deleted), read once for all the attempts that start together; the one
-   * claimed is kept if it cannot be read.
+   * The endpoint as it is now (null: deleted), read at most once per ENDPOINT_FRESH_MS for the attempts
+   * that start meanwhile; the one claimed is kept if it cannot be read.
    */
   private endpointNow(claimed: NonNullable<AttemptInput['endpoint']>): Promise<AttemptInput['endpoint']> {
-    let read = this.endpointReads.get(claimed.id);
-    if (!read) {
-      read = this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null);
-      this.endpointReads.set(claimed.id, read);
-      void read.finally(() => this.endpointReads.delete(claimed.id)).catch(() => {});
+    const now = Date.now();
+    let cached = this.endpointReads.get(claimed.id);
+    if (!cached || now - cached.at > ENDPOINT_FRESH_MS) {
+      if (this.endpointReads.size >= 10_000) this.endpointReads.clear();
+      cached = { at: now, read: this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null) };
+      this.endpointReads.set(claimed.id, cached);
     }
-    return read.catch(() => claimed);
+    return cached.read.catch(() => claimed);
   }
 
   /**
    * This process cannot open the endpoint's signing secrets: its HERALD_SECRET_KEY is not the one that
    * sealed them. No attempt is made and none recorded (it is not the receiver's failure, and must not use up
-   * the delivery's attempts or its endpoint's health): the task is left to its lease, and runs again after
-   * it, here or in a worker with the right key. Other endpoints' attempts are not held up.
+   * the delivery's attempts or its endpoint's health). The task goes back to the queue at once, for a worker
+   * with the right key, and this worker leaves the endpoint out of its claims for a minute (else it would
+   * claim, give back and claim again its whole backlog); if the release fails the task waits for its lease.
    */
-  private cannotSign(input: AttemptInput): void {
+  private async cannotSign(task: ClaimedTask, input: AttemptInput): Promise<void> {
     const endpointId = input.endpoint!.id;
-    const now = Date.now();
-    if ((this.unsignableLoggedAt.get(endpointId) ?? 0) > now - 60_000) return;
-    this.unsignableLoggedAt.set(endpointId, now);
+    const now = performance.now();
+    const logged = this.unsignableUntil.has(endpointId);
+    this.unsignableUntil.set(endpointId, now + UNSIGNABLE_PAUSE_MS);
+    this.moreDue.delete(endpointId);
+    this.topUp.delete(endpointId);
+    await this.queue.release([task], this.owner).catch(() => {});
+    if (logged) return;
     this.log.error(
-      { endpoint_id: endpointId, delivery_id: input.task.delivery_id },
-      "cannot decrypt the endpoint's signing secret: this process's HERALD_SECRET_KEY is not the one that sealed it; its attempts wait for their lease (logged once a minute per endpoint)",
+      { endpoint_id: endpointId, delivery_id: task.delivery_id },
+      "cannot decrypt the endpoint's signing secret: this process's HERALD_SECRET_KEY is not the one that sealed it; its attempts are left to other workers (this one tries again in a minute)",
     );
+  }
+
+  /** Whether this worker leaves the endpoint out of its claims (cannotSign), forgetting pauses that ended. */
+  private unsignable(endpointId: string): boolean {
+    const until = this.unsignableUntil.get(endpointId);
+    if (until === undefined) return false;
+    if (until > performance.now()) return true;
+    this.unsignableUntil.delete(endpointId);
+    return false;
   }
 
   private async send(input: AttemptInput): Promise<AttemptResult> {

@@ -83,12 +83,16 @@ export class Applications {
   }
 
   /** Gives the application a new portal token: links with the old one stop working at once. */
-  async rotatePortalToken(scope: Scope, id: string): Promise<ApplicationRow | undefined> {
-    const current = await this.get(scope, id);
-    if (!current) return undefined;
-    const next: ApplicationRow = { ...current, portal_token: randomToken(32), updated_at: this.ctx.now() };
-    await this.ctx.db.updateTable('applications').set({ portal_token: next.portal_token, updated_at: next.updated_at }).where('id', '=', current.id).execute();
-    return next;
+  async rotatePortalToken(scope: Scope, idOrUid: string): Promise<ApplicationRow | undefined> {
+    // One statement: the token answered is the one stored (an application deleted meanwhile answers none).
+    return this.ctx.db
+      .updateTable('applications')
+      .set({ portal_token: randomToken(32), updated_at: this.ctx.now() })
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
+      .returningAll()
+      .executeTakeFirst();
   }
 
   /**

@@ -62,8 +62,7 @@ export class Store {
     this.queue = new Queue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
   }
 
-  /** Opens the configured store and brings its schema up to date. */
-  /** Opens and migrates the store; a database that cannot be reached or opened stops start-up with one line (ConfigError). */
+  /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */
   static async open(config: Config): Promise<Store> {
     let opened: OpenedDatabase;
     try {
@@ -137,5 +136,5 @@ function unopenable(config: Config, error: unknown): Error {
   // A refused connection to a name with several addresses is an AggregateError with an empty message.
   const reason = e.message || e.errors?.map((inner) => inner.message).join('; ') || e.code || String(error);
   const where = config.databaseUrl ? 'the database (HERALD_DATABASE_URL)' : `the embedded store in ${config.dataDir} (HERALD_DATA_DIR)`;
-  return new ConfigError(`cannot open ${where}: ${reason}`, { cause: error });
+  return new ConfigError(`cannot open or migrate ${where}: ${reason}`, { cause: error });
 }

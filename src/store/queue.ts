@@ -363,6 +363,7 @@ export class Queue {
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
     if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
     return this.ctx.db.transaction().execute(async (trx) => {
+      if (this.ctx.dialect === 'postgres') await lockEndpoints(trx, items);
       const now = this.ctx.now();
       const rows = items.map(({ input, result }) => attemptRow(input.task, result, owner));
       const newAttemptsOf = await insertNewRows(trx, this.ctx.dialect, 'attempts', rows, 'id', 'delivery_id');
@@ -574,13 +575,9 @@ export class Queue {
     }
     const ids = [...failed];
     if (ids.length === 0) return;
-    let read = trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids);
-    // Health is read, changed and written back: two workers recording failures of one endpoint at once
-    // take turns on its row, or the second would write back what it read and undo the first's change (a
-    // delivery's exhaustion, which the disabling rule needs). Locked in id order; a batch that still meets a
-    // deadlock is recorded again one outcome at a time (DeliveryWorker.recordMany).
-    if (this.ctx.dialect === 'postgres') read = read.orderBy('id').forUpdate();
-    const rows = await read.execute();
+    // Health is read, changed and written back: on PostgreSQL the rows were locked when the transaction
+    // began (lockEndpoints), so another batch cannot undo this one's change meanwhile.
+    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids).execute();
     const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since, exhaustedAt: row.exhausted_at }]));
     const after = new Map(before);
     let at = 0;
@@ -598,6 +595,19 @@ export class Queue {
       if (health.status !== was.status || health.failingSince !== was.failingSince || health.exhaustedAt !== was.exhaustedAt) await this.endpoints.recordHealth(trx, id, health, at);
     }
   }
+}
+
+/**
+ * PostgreSQL: locks the endpoints of a batch of outcomes, in id order, before anything else. Their health is
+ * read, changed and written back at the end, and two batches recording failures of one endpoint at once
+ * must take turns, or the second would write back what it read and undo the first's change (a delivery's
+ * exhaustion, which the disabling rule needs). First, because the API locks in that order (an endpoint
+ * disabled or deleted: its row, then its tasks, then its deliveries); taken after the tasks and deliveries
+ * the lock deadlocked with such an update.
+ */
+async function lockEndpoints(trx: Executor, items: { input: AttemptInput }[]): Promise<void> {
+  const ids = [...new Set(items.flatMap(({ input }) => (input.endpoint ? [input.endpoint.id] : [])))].sort();
+  if (ids.length > 0) await trx.selectFrom('endpoints').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
 }
 
 /**

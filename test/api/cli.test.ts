@@ -153,10 +153,10 @@ describe('command line', () => {
       [{ ...env, HERALD_ROLE: 'api', PORT: takenPort }, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`)],
       [{ ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0' }, /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/],
       [{ ...env, HERALD_PLANS: 'starter:3,unlimited:2' }, /HERALD_PLANS=.*unlimited is built in/],
-      [{ ...env, HERALD_REDIS_URL: 'notaurl' }, /HERALD_REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL/],
-      [{ ...embedded, HERALD_DATA_DIR: storeIsADir }, /cannot open the embedded store in .*store-is-a-dir \(HERALD_DATA_DIR\): .+/],
+      [{ ...env, HERALD_REDIS_URL: 'notaurl' }, /HERALD_REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL or a Unix socket path/],
+      [{ ...embedded, HERALD_DATA_DIR: storeIsADir }, /cannot open or migrate the embedded store in .*store-is-a-dir \(HERALD_DATA_DIR\): .+/],
       // A server that refuses the connection; the password in the URL is never printed.
-      [{ ...embedded, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' }, /^herald: cannot open the database \(HERALD_DATABASE_URL\): .*ECONNREFUSED(?!.*pw-never-shown)/],
+      [{ ...embedded, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' }, /^herald: cannot open or migrate the database \(HERALD_DATABASE_URL\): .*ECONNREFUSED(?!.*pw-never-shown)/],
     ];
     const runs = await Promise.all(cases.map(([override]) => herald(['serve'], { ...override })));
     for (const [i, [override, expected]] of cases.entries()) {

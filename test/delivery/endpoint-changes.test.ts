@@ -45,4 +45,11 @@ test('attempts claimed before an endpoint was deleted or disabled are not sent',
   assert.equal((await s.api.patch(`/api/v1/endpoints/${disabled.id}`, { status: 'disabled' })).status, 200);
   await new Promise((resolve) => setTimeout(resolve, SLOW_MS * 2 + 500)); // past when the waiting ones would have gone
   assert.deepEqual(receiver.received.map((r) => r.path).sort(), ['/deleted', '/disabled']);
+  // The waiting ones record no attempt (none was made): stopped with their endpoint, as those not claimed are.
+  const deliveriesOf = async (endpointId: string) =>
+    (await s.service.store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).where('endpoint_id', '=', endpointId).execute())
+      .map((d) => `${d.status}/${d.attempt_count}`)
+      .sort();
+  await eventually(async () => (await deliveriesOf(deleted.id)).join() === 'failed/0,success/1', 5_000, "the deleted endpoint's deliveries");
+  await eventually(async () => (await deliveriesOf(disabled.id)).join() === 'disabled/0,success/1', 5_000, "the disabled endpoint's deliveries");
 });

@@ -129,7 +129,9 @@ test('the connection guard checks the peer a connection reached: Live only publi
 test('a TLS handshake that never completes fails as timed out at the attempt timeout, not at undici\'s coarse connect timer', { timeout: 20_000 }, async (t) => {
   // Accepts TCP and then says nothing, so the client's TLS hello is never answered.
   const sockets = new Set<Socket>();
-  const silent = createNetServer((socket) => sockets.add(socket.on('error', () => {})));
+  let closed = 0;
+  // Reads what arrives (else a closed connection would never show as closed here) and never answers.
+  const silent = createNetServer((socket) => sockets.add(socket.resume().on('error', () => {}).on('close', () => closed++)));
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   t.after(() => {
     // close() waits for the connections it accepted.
@@ -144,6 +146,8 @@ test('a TLS handshake that never completes fails as timed out at the attempt tim
     assert.match(result.error ?? '', /timed out after 1000ms/);
     assert.ok(result.durationMs >= 950 && result.durationMs < 1_150, `ended at the deadline (${result.durationMs} ms)`);
   }
+  await new Promise((resolve) => setTimeout(resolve, 150));
+  assert.equal(closed, 3, 'each connection was closed with its attempt, not left to a later timer');
 });
 
 test('a connection that completes after the connect timed out is closed, not handed to a request', async () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
 import type { AttemptResult } from '../../src/store/queue.js';
+import type { Store } from '../../src/store/index.js';
 import { eventually } from '../support/receiver.js';
 import { TEST_STORE } from '../support/service.js';
 import { openStore } from '../store/helpers.js';
@@ -13,6 +14,12 @@ import { openStore } from '../store/helpers.js';
 // disabling rule (HERALD_DISABLE_AFTER) needs.
 
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
+
+/** Sessions of the test database waiting for a lock. */
+async function waitingOnLocks(store: Store): Promise<number> {
+  const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(store.ctx.db);
+  return Number(rows[0]!.n);
+}
 
 const failure = (at: number): AttemptResult => ({ ok: false, responseStatus: 500, responseBody: 'no', error: 'HTTP 500', durationMs: 1, retryAfterMs: null, at });
 
@@ -30,17 +37,12 @@ test("two failures of one endpoint recorded at once: the second keeps the first'
   closeFirst(() => holder.end());
   await holder.query('begin');
   await holder.query('select id from endpoints where id = $1 for update', [endpointId]);
-  const waitingOnLocks = async () =>
-    Number(
-      (await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(store.ctx.db))
-        .rows[0]!.n,
-    );
 
   const at = Date.now();
   const first = store.queue.completeMany([{ input: exhausting.input, result: failure(at) }], 'wrk_health');
-  await eventually(async () => (await waitingOnLocks()) === 1, 10_000, 'the first recording waits for the row');
+  await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the first recording waits for the row');
   const second = store.queue.completeMany([{ input: retried.input, result: failure(at + 1) }], 'wrk_health');
-  await eventually(async () => (await waitingOnLocks()) === 2, 10_000, 'the second recording waits too');
+  await eventually(async () => (await waitingOnLocks(store)) === 2, 10_000, 'the second recording waits too');
   await holder.query('commit');
   assert.deepEqual(await Promise.all([first, second]), [[true], [true]]);
 
@@ -50,4 +52,34 @@ test("two failures of one endpoint recorded at once: the second keeps the first'
   assert.equal(Number(endpoint.exhausted_at), at, "the first failure's exhausted delivery is still on record");
   const statuses = await store.ctx.db.selectFrom('deliveries').select(['id', 'status']).execute();
   assert.deepEqual(Object.fromEntries(statuses.map((d) => [d.id, d.status])), { [exhausting.task.delivery_id]: 'failed', [retried.task.delivery_id]: 'pending' });
+});
+
+test('a failure recorded while the endpoint is being disabled: both complete, neither deadlocks', { skip, timeout: 60_000 }, async (t) => {
+  const { store, emit, endpointId, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h,2h' });
+  await emit(1);
+  // Already failing, so the failure changes nothing in its health: the endpoint row is still taken.
+  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
+  const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
+  assert.ok(claimed?.input);
+
+  // A third session holds the delivery's row, so the recording stops there, holding whatever it took before.
+  const holder = new pg.Client({ connectionString: config.databaseUrl! });
+  await holder.connect();
+  closeFirst(() => holder.end());
+  await holder.query('begin');
+  await holder.query('select id from deliveries where id = $1 for update', [claimed.task.delivery_id]);
+  const recording = store.queue.completeMany([{ input: claimed.input, result: failure(Date.now()) }], 'wrk_health');
+  await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the recording waits for the delivery');
+  // The API disables the endpoint meanwhile: its row, then its tasks, then its deliveries.
+  const disabling = store.endpoints.update(scope, endpointId, { status: 'disabled' });
+  await eventually(async () => (await waitingOnLocks(store)) === 2, 10_000, 'the update waits too');
+  await holder.query('commit');
+  assert.deepEqual(await recording, [true]);
+  assert.ok(await disabling, 'the update went through');
+
+  const endpoint = await store.ctx.db.selectFrom('endpoints').select('status').where('id', '=', endpointId).executeTakeFirstOrThrow();
+  assert.equal(endpoint.status, 'disabled');
+  const delivery = await store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).executeTakeFirstOrThrow();
+  assert.deepEqual(delivery, { status: 'disabled', attempt_count: 1 }, 'the failure counted, then the delivery stopped with its endpoint');
+  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0, 'its next attempt went with the disabling');
 });
