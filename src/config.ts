@@ -95,7 +95,7 @@ function plans(env: Env): PlanLimits {
 function redisUrl(env: Env): string | null {
   const text = env.HERALD_REDIS_URL;
   if (!text) return null;
-  if (text.startsWith('/')) return text;
+  if (text.startsWith('/') && !text.startsWith('//')) return text;
   let protocol: string | null = null;
   try {
     protocol = new URL(text).protocol;

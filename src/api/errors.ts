@@ -62,7 +62,7 @@ function classify(error: FastifyError | HttpError | Error): HttpError {
       return invalid('Content-Length does not match the body');
   }
   if (isDatabaseUnavailable(error)) {
-    return new HttpError(503, 'service_unavailable', 'The database is unavailable; retry shortly', { 'retry-after': '1' });
+    return new HttpError(503, 'service_unavailable', 'The database is unavailable or busy; retry shortly', { 'retry-after': '1' });
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return invalid(fe.message);
   return internalError();

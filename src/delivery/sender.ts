@@ -72,6 +72,7 @@ export function guardedConnector(base: Connector, livemode: boolean, allow: stri
     };
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return finish(error ?? new Error('connect failed'), null);
+      if (settled) return void socket.destroy(); // its time ran out meanwhile
       const refused = refusedAddress((socket as Socket).remoteAddress ?? '', options.hostname, livemode, allow);
       if (refused) {
         socket.destroy();

@@ -81,7 +81,7 @@ export class DeliveryWorker {
   /** What sending needs, loaded with the claim (null: the delivery is gone; absent: loaded when the attempt starts). */
   private readonly loaded = new Map<string, AttemptInput | null>();
   private inFlight = 0;
-  /** The last read of each endpoint (endpointNow), shared by the attempts that start within ENDPOINT_FRESH_MS of it. */
+  /** The last read of each endpoint (endpointNow; `at` from performance.now()), shared by the attempts that start within ENDPOINT_FRESH_MS of it. */
   private readonly endpointReads = new Map<string, { at: number; read: Promise<AttemptInput['endpoint']> }>();
   /** Endpoints whose secrets this process cannot open, left out of its claims until then (performance.now()). */
   private readonly unsignableUntil = new Map<string, number>();
@@ -318,6 +318,7 @@ export class DeliveryWorker {
       // top-up dropped here would leave its tasks behind the general claim's window.
       if (this.room <= 0) break;
       this.topUp.delete(endpointId);
+      if (this.unsignable(endpointId)) continue;
       const want = Math.min(this.room, this.endpointShare - this.endpointLoad(endpointId));
       if (want <= 0) continue;
       // Unmarked until the claim answers: if it fails, the general claim must not go on skipping the endpoint.
@@ -345,7 +346,7 @@ export class DeliveryWorker {
         excess.push(task);
       }
     }
-    for (const { task } of claimed) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare) this.moreDue.add(task.endpoint_id);
+    for (const { task } of claimed) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare && !this.unsignable(task.endpoint_id)) this.moreDue.add(task.endpoint_id);
     // Start what we kept before giving the rest back.
     this.pump();
     if (excess.length > 0) await this.queue.release(excess, this.owner);
@@ -474,12 +475,14 @@ export class DeliveryWorker {
    * that start meanwhile; the one claimed is kept if it cannot be read.
    */
   private endpointNow(claimed: NonNullable<AttemptInput['endpoint']>): Promise<AttemptInput['endpoint']> {
-    const now = Date.now();
+    const now = performance.now();
     let cached = this.endpointReads.get(claimed.id);
     if (!cached || now - cached.at > ENDPOINT_FRESH_MS) {
-      if (this.endpointReads.size >= 10_000) this.endpointReads.clear();
-      cached = { at: now, read: this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null) };
-      this.endpointReads.set(claimed.id, cached);
+      if (this.endpointReads.size >= 1_000) for (const [id, entry] of this.endpointReads) if (now - entry.at > ENDPOINT_FRESH_MS) this.endpointReads.delete(id);
+      const entry = { at: now, read: this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null) };
+      // A read that failed is not reused: the next attempt reads again.
+      entry.read.catch(() => this.endpointReads.get(claimed.id) === entry && this.endpointReads.delete(claimed.id));
+      this.endpointReads.set(claimed.id, (cached = entry));
     }
     return cached.read.catch(() => claimed);
   }
@@ -512,6 +515,9 @@ export class DeliveryWorker {
     if (until === undefined) return false;
     if (until > performance.now()) return true;
     this.unsignableUntil.delete(endpointId);
+    // Back to the general claims: a claim that ran while it was paused may have marked it, and with nothing
+    // of it in flight no finished attempt would ask for its top-up.
+    this.moreDue.delete(endpointId);
     return false;
   }
 

@@ -103,7 +103,11 @@ export class Applications {
     const current = await this.get(scope, id);
     if (!current) return false;
     await this.ctx.db.transaction().execute(async (trx) => {
-      const endpointIds = (await trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).execute()).map((r) => r.id);
+      // Endpoints first, in id order, as every other writer takes them (Queue lockEndpoints, Endpoints
+      // update/delete), then their tasks and deliveries.
+      let endpoints = trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).orderBy('id');
+      if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
+      const endpointIds = (await endpoints.execute()).map((r) => r.id);
       await stopDeliveries(trx, endpointIds, 'failed', this.ctx.now());
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();

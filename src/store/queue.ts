@@ -361,7 +361,15 @@ export class Queue {
    * connection lost after COMMIT) changes nothing: their attempts exist already and are not counted again.
    */
   async completeMany(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
-    if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) return this.completeDelivered(items, owner);
+    if (this.ctx.dialect === 'postgres' && items.length > 0 && items.every(({ result }) => result.ok)) {
+      try {
+        return await this.completeDelivered(items, owner);
+      } catch (error) {
+        // An endpoint it would mark healthy was locked by another writer (lock_not_available): the
+        // transaction below waits its turn, taking the endpoints first as every writer does.
+        if ((error as { code?: string }).code !== '55P03') throw error;
+      }
+    }
     return this.ctx.db.transaction().execute(async (trx) => {
       if (this.ctx.dialect === 'postgres') await lockEndpoints(trx, items);
       const now = this.ctx.now();
@@ -420,7 +428,13 @@ export class Queue {
       // In parentheses: kysely writes a raw expression after `in` as it is.
       const ownedEndpoints = sql<string>`(select e.endpoint_id from (values ${ours}) as e(task_id, lease_until, endpoint_id)
         join taken on taken.id = e.task_id and taken.lease_owner = ${owner} and taken.run_at = e.lease_until)`;
-      parts.push(sql`healthy as (${markHealthy(db, ownedEndpoints, Math.max(...healthFrom.map(({ result }) => result.at)))})`);
+      // This statement takes tasks and deliveries before endpoints, the reverse of every other writer, so
+      // it must not wait for an endpoint: one that needs marking healthy and is locked (being disabled,
+      // deleted, or its failure recorded) fails the statement at once (55P03), and completeMany records
+      // the batch in a transaction instead. Healthy endpoints are not locked at all.
+      const lockedHere = sql<string>`(select id from endpoints where id in ${ownedEndpoints}
+        and (status <> 'active' or failing_since is not null) for update nowait)`;
+      parts.push(sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`);
     }
     return sql<{ id: string; lease_owner: string | null; run_at: number }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`;
   }
@@ -602,12 +616,25 @@ export class Queue {
  * read, changed and written back at the end, and two batches recording failures of one endpoint at once
  * must take turns, or the second would write back what it read and undo the first's change (a delivery's
  * exhaustion, which the disabling rule needs). First, because the API locks in that order (an endpoint
- * disabled or deleted: its row, then its tasks, then its deliveries); taken after the tasks and deliveries
- * the lock deadlocked with such an update.
+ * disabled or deleted: its row, then its tasks, then its deliveries; an application deleted: its
+ * endpoints in id order, then the same); taken after the tasks and deliveries the lock deadlocked with
+ * such an update.
  */
-async function lockEndpoints(trx: Executor, items: { input: AttemptInput }[]): Promise<void> {
-  const ids = [...new Set(items.flatMap(({ input }) => (input.endpoint ? [input.endpoint.id] : [])))].sort();
-  if (ids.length > 0) await trx.selectFrom('endpoints').select('id').where('id', 'in', ids).orderBy('id').forUpdate().execute();
+async function lockEndpoints(trx: Executor, items: { input: AttemptInput; result: AttemptResult }[]): Promise<void> {
+  const ids = [...new Set(items.flatMap(({ input }) => (input.endpoint ? [input.endpoint.id] : [])))];
+  if (ids.length === 0) return;
+  const failed = [...new Set(items.filter(({ input, result }) => input.endpoint && !result.ok).map(({ input }) => input.endpoint!.id))];
+  // Only the rows this batch may write: those with a failure here, and those a success would mark healthy.
+  // A healthy endpoint with only successes here is left unlocked, or a busy one would make every batch
+  // with a failure, in every worker, wait for the others.
+  await trx
+    .selectFrom('endpoints')
+    .select('id')
+    .where('id', 'in', ids)
+    .where((eb) => eb.or([...(failed.length > 0 ? [eb('id', 'in', failed)] : []), eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]))
+    .orderBy('id')
+    .forUpdate()
+    .execute();
 }
 
 /**

@@ -83,3 +83,30 @@ test('a failure recorded while the endpoint is being disabled: both complete, ne
   assert.deepEqual(delivery, { status: 'disabled', attempt_count: 1 }, 'the failure counted, then the delivery stopped with its endpoint');
   assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0, 'its next attempt went with the disabling');
 });
+
+test('a success recorded while its failing endpoint is being disabled: both complete, neither deadlocks', { skip, timeout: 60_000 }, async (t) => {
+  const { store, emit, endpointId, config, closeFirst } = await openStore(t);
+  await emit(1);
+  // Failing, so the success would mark it healthy: a write to its row.
+  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
+  const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
+  assert.ok(claimed?.input);
+
+  // The API's order, by hand: the endpoint's row, then (once the recording has started) its tasks.
+  const api = new pg.Client({ connectionString: config.databaseUrl! });
+  await api.connect();
+  closeFirst(() => api.end());
+  await api.query('begin');
+  await api.query("update endpoints set status = 'disabled' where id = $1", [endpointId]);
+  const ok: AttemptResult = { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
+  const recording = store.queue.completeMany([{ input: claimed.input, result: ok }], 'wrk_health');
+  await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the recording waits for the endpoint');
+  await api.query('delete from delivery_tasks where endpoint_id = $1', [endpointId]);
+  await api.query('commit');
+  assert.deepEqual(await recording, [false], 'its task went with the disabling');
+
+  const delivery = await store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).executeTakeFirstOrThrow();
+  assert.deepEqual(delivery, { status: 'success', attempt_count: 1 }, 'delivered all the same');
+  const endpoint = await store.ctx.db.selectFrom('endpoints').select('status').where('id', '=', endpointId).executeTakeFirstOrThrow();
+  assert.equal(endpoint.status, 'disabled', 'the success did not undo the disabling');
+});
