@@ -227,7 +227,7 @@ export class DeliveryWorker {
    */
   private leftToTopUps(): string[] {
     const unsignable = [...this.unsignableUntil.keys()].filter((id) => this.unsignable(id) && !this.moreDue.has(id));
-    return unsignable.length === 0 ? [...this.moreDue] : [...this.moreDue, ...unsignable];
+    return [...this.moreDue, ...unsignable];
   }
 
   private async claimLoop(): Promise<void> {

@@ -1,11 +1,11 @@
-import { sql, type Expression } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
 import { idFrom, newId } from '../domain/ids.js';
 import { nextDelayAfterFailure } from '../domain/retry.js';
 import { nextEndpointHealth, type EndpointStatus } from '../domain/endpoint-state.js';
 import type { Endpoints, SecretColumns, SigningSecrets } from './endpoints.js';
 import { chunks, type StoreContext, type Executor } from './common.js';
 import { insertNewRows } from './insert-rows.js';
-import type { TaskRow } from './schema.js';
+import type { Database, TaskRow } from './schema.js';
 
 // The worker's side of the store: claim due attempts under a lease, load what sending needs, and record
 // each outcome with its consequences (next attempt, delivery status, endpoint health) in one transaction.
@@ -432,8 +432,7 @@ export class Queue {
       // it must not wait for an endpoint: one that needs marking healthy and is locked (being disabled,
       // deleted, or its failure recorded) fails the statement at once (55P03), and completeMany records
       // the batch in a transaction instead. Healthy endpoints are not locked at all.
-      const lockedHere = sql<string>`(select id from endpoints where id in ${ownedEndpoints}
-        and (status <> 'active' or failing_since is not null) for update nowait)`;
+      const lockedHere = db.selectFrom('endpoints').select('id').where('id', 'in', ownedEndpoints).where(changedBySuccess).forUpdate().noWait();
       parts.push(sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`);
     }
     return sql<{ id: string; lease_owner: string | null; run_at: number }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`;
@@ -631,7 +630,7 @@ async function lockEndpoints(trx: Executor, items: { input: AttemptInput; result
     .selectFrom('endpoints')
     .select('id')
     .where('id', 'in', ids)
-    .where((eb) => eb.or([...(failed.length > 0 ? [eb('id', 'in', failed)] : []), eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]))
+    .where((eb) => (failed.length > 0 ? eb.or([eb('id', 'in', failed), changedBySuccess(eb)]) : changedBySuccess(eb)))
     .orderBy('id')
     .forUpdate()
     .execute();
@@ -657,13 +656,18 @@ function nextRunAt(deliveryId: Expression<string>, except?: Expression<string>) 
  * Endpoints after outcomes that were all successes: `active` with no failure streak, whatever they were,
  * unless disabled (which an outcome never undoes). Only rows that change are written.
  */
-function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<string>, at: number) {
+function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<string> | SelectQueryBuilder<Database, 'endpoints', { id: string }>, at: number) {
   return db
     .updateTable('endpoints')
     .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: at })
     .where('id', 'in', endpointIds)
     .where('status', '!=', 'disabled')
-    .where((eb) => eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]));
+    .where(changedBySuccess);
+}
+
+/** Endpoints a success writes to (markHealthy): not `active`, or still carrying a run of failures. */
+function changedBySuccess(eb: ExpressionBuilder<Database, 'endpoints'>) {
+  return eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]);
 }
 
 /** Task ids grouped by the lease end their claim wrote. */

@@ -21,6 +21,23 @@ async function waitingOnLocks(store: Store): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** A session of its own on the test database, in a transaction, ended before the database is dropped. */
+async function sessionInTransaction(url: string, closeFirst: (close: () => Promise<void>) => void): Promise<pg.Client> {
+  const session = new pg.Client({ connectionString: url });
+  await session.connect();
+  closeFirst(() => session.end());
+  await session.query('begin');
+  return session;
+}
+
+/** The store's endpoint made `failing` (an outcome writes to its row), and its one emitted attempt claimed. */
+async function claimedOfFailingEndpoint(store: Store, endpointId: string) {
+  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
+  const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
+  assert.ok(claimed?.input);
+  return { task: claimed.task, input: claimed.input };
+}
+
 const failure = (at: number): AttemptResult => ({ ok: false, responseStatus: 500, responseBody: 'no', error: 'HTTP 500', durationMs: 1, retryAfterMs: null, at });
 
 test("two failures of one endpoint recorded at once: the second keeps the first's exhausted delivery", { skip, timeout: 60_000 }, async (t) => {
@@ -32,10 +49,7 @@ test("two failures of one endpoint recorded at once: the second keeps the first'
   await store.ctx.db.updateTable('deliveries').set({ schedule_step: 1 }).where('id', '=', exhausting.task.delivery_id).execute();
 
   // A third session holds the endpoint's row, so both recordings queue up behind it, the exhausting one first.
-  const holder = new pg.Client({ connectionString: config.databaseUrl! });
-  await holder.connect();
-  closeFirst(() => holder.end());
-  await holder.query('begin');
+  const holder = await sessionInTransaction(config.databaseUrl!, closeFirst);
   await holder.query('select id from endpoints where id = $1 for update', [endpointId]);
 
   const at = Date.now();
@@ -58,15 +72,10 @@ test('a failure recorded while the endpoint is being disabled: both complete, ne
   const { store, emit, endpointId, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h,2h' });
   await emit(1);
   // Already failing, so the failure changes nothing in its health: the endpoint row is still taken.
-  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
-  const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
-  assert.ok(claimed?.input);
+  const claimed = await claimedOfFailingEndpoint(store, endpointId);
 
   // A third session holds the delivery's row, so the recording stops there, holding whatever it took before.
-  const holder = new pg.Client({ connectionString: config.databaseUrl! });
-  await holder.connect();
-  closeFirst(() => holder.end());
-  await holder.query('begin');
+  const holder = await sessionInTransaction(config.databaseUrl!, closeFirst);
   await holder.query('select id from deliveries where id = $1 for update', [claimed.task.delivery_id]);
   const recording = store.queue.completeMany([{ input: claimed.input, result: failure(Date.now()) }], 'wrk_health');
   await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the recording waits for the delivery');
@@ -88,15 +97,10 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   const { store, emit, endpointId, config, closeFirst } = await openStore(t);
   await emit(1);
   // Failing, so the success would mark it healthy: a write to its row.
-  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
-  const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
-  assert.ok(claimed?.input);
+  const claimed = await claimedOfFailingEndpoint(store, endpointId);
 
   // The API's order, by hand: the endpoint's row, then (once the recording has started) its tasks.
-  const api = new pg.Client({ connectionString: config.databaseUrl! });
-  await api.connect();
-  closeFirst(() => api.end());
-  await api.query('begin');
+  const api = await sessionInTransaction(config.databaseUrl!, closeFirst);
   await api.query("update endpoints set status = 'disabled' where id = $1", [endpointId]);
   const ok: AttemptResult = { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
   const recording = store.queue.completeMany([{ input: claimed.input, result: ok }], 'wrk_health');
