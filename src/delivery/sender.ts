@@ -1,14 +1,17 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { EventEmitter } from 'node:events';
-import type { Socket } from 'node:net';
+import type { LookupFunction, Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Agent, buildConnector } from 'undici';
-import { refusedAddress } from '../domain/addresses.js';
+import { parseAddress, refusedAddress, refusedKind } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
-// Sends one signed webhook request. Live endpoints go through a connector that checks the address the
-// socket actually connected to, after DNS, so IP literals, numeric host forms, IPv4-mapped IPv6 and names
-// that resolve (or re-resolve) to private addresses are all refused before a byte is sent.
+// Sends one signed webhook request. Every connection is checked against the endpoint's address rule
+// (refusedAddress) before it is made: an IP literal before connecting, a name by the addresses its DNS
+// lookup returns (those refused are left out, so a name that resolves, or re-resolves, to a private
+// address is never connected to, not even a TCP handshake that would tell an open port from a closed one).
+// The address the socket reached is checked again before a byte is sent.
 
 export interface SendRequest {
   url: string;
@@ -41,9 +44,28 @@ export class BlockedAddressError extends Error {
 type Connector = ReturnType<typeof buildConnector>;
 
 /**
+ * A DNS lookup for the connection that keeps only the addresses the endpoint may reach. When none is
+ * left the connect fails without contacting any, and the error does not say which addresses the name
+ * has: attempt errors are shown to whoever made the endpoint, who must not learn the operator's network.
+ */
+export function guardedLookup(livemode: boolean, allow: string[], lookup: typeof dnsLookup = dnsLookup): LookupFunction {
+  return (hostname, options, callback) => {
+    lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, '', 0);
+      const kept = addresses.filter(({ address }) => refusedAddress(address, hostname, livemode, allow) === null);
+      if (kept.length === 0) {
+        return callback(new BlockedAddressError(`refused to connect: ${hostname} resolves only to ${refusedKind(livemode)}`), '', 0);
+      }
+      if (options.all) callback(null, kept);
+      else callback(null, kept[0]!.address, kept[0]!.family);
+    });
+  };
+}
+
+/**
  * Connects in two steps so that nothing, not even a TLS hello, reaches a refused address (refusedAddress):
- * a plain TCP connection first, whose peer address (after DNS, whatever the URL spelled) is checked, then
- * TLS over it. The whole connect (DNS, TCP, TLS) is cut at `timeoutMs` on a timer of its own: undici
+ * a plain TCP connection first (an IP literal is checked before it, a name by guardedLookup, which the
+ * base connector must use), whose peer address is checked again, then TLS over it. The whole connect (DNS, TCP, TLS) is cut at `timeoutMs` on a timer of its own: undici
  * applies an attempt's abort signal only once the request is on a connection, and its own connect timer
  * is coarse (an attempt of 1 s ended after 1.5 s). One timer per connection, not per request.
  */
@@ -70,6 +92,8 @@ export function guardedConnector(base: Connector, livemode: boolean, allow: stri
       if (error) callback(error, null);
       else callback(null, socket!);
     };
+    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname.replace(/^\[|\]$/g, ''), options.hostname, livemode, allow);
+    if (literal) return finish(new BlockedAddressError(`refused to connect to ${literal}`), null);
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return finish(error ?? new Error('connect failed'), null);
       if (settled) return void socket.destroy(); // its time ran out meanwhile
@@ -197,9 +221,12 @@ export class Sender {
 
   constructor(private readonly options: SenderOptions) {
     const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000 };
-    const connector = buildConnector({ timeout: options.attemptTimeoutMs });
-    this.test = new Agent({ ...common, connect: guardedConnector(connector, false, options.ssrfAllow, options.attemptTimeoutMs) });
-    this.live = new Agent({ ...common, connect: guardedConnector(connector, true, options.ssrfAllow, options.attemptTimeoutMs) });
+    const agent = (livemode: boolean) => {
+      const connector = buildConnector({ timeout: options.attemptTimeoutMs, lookup: guardedLookup(livemode, options.ssrfAllow) });
+      return new Agent({ ...common, connect: guardedConnector(connector, livemode, options.ssrfAllow, options.attemptTimeoutMs) });
+    };
+    this.test = agent(false);
+    this.live = agent(true);
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
   }
 

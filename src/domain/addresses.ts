@@ -54,23 +54,38 @@ export function allowListed(address: string, allowList: string[]): boolean {
 
 /** AWS's IPv6 link-local services (instance metadata fd00:ec2::254, EKS pod identity ::23): unique-local addresses. */
 const AWS_IPV6_SERVICES = ipaddr.parseCIDR('fd00:ec2::/32');
+/** Cloud metadata services outside the link-local range: Alibaba Cloud's (in CGNAT space) and Oracle Cloud's. */
+const METADATA_IPV4 = new Set(['100.100.100.200', '192.0.0.192']);
 /** NAT64 prefixes: the IPv4 address a host reaches through them is in the last 32 bits. */
 const NAT64 = [ipaddr.parseCIDR('64:ff9b::/96'), ipaddr.parseCIDR('64:ff9b:1::/48')];
+/** 6to4: the IPv4 address is in bits 16–47. */
+const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16');
+
+/** The IPv4 address an IPv6 one carries (NAT64, 6to4, the deprecated IPv4-compatible ::a.b.c.d), or null. */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | null {
+  const bytes = v6.toByteArray();
+  if (NAT64.some((prefix) => v6.match(prefix))) return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
+  if (v6.match(SIX_TO_FOUR)) return ipaddr.fromByteArray(bytes.slice(2, 6)) as ipaddr.IPv4;
+  if (bytes.slice(0, 12).every((byte) => byte === 0) && bytes.slice(12).some((byte) => byte !== 0)) return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
+  return null;
+}
 
 /**
  * Link-local addresses (169.254.0.0/16, fe80::/10), where cloud metadata services answer (169.254.169.254),
- * also through NAT64, and AWS's IPv6 ones: no one's test receiver lives there.
+ * the metadata services outside that range, AWS's IPv6 ones, and all of these inside IPv6 forms that
+ * carry an IPv4 address: no one's test receiver lives there.
  */
 export function isLinkLocalOrMetadata(text: string): boolean {
   const address = parseAddress(text);
   if (address === null) return false;
-  if (address.range() === 'linkLocal') return true;
-  if (address.kind() !== 'ipv6') return false;
-  const v6 = address as ipaddr.IPv6;
-  if (v6.match(AWS_IPV6_SERVICES)) return true;
-  if (!NAT64.some((prefix) => v6.match(prefix))) return false;
-  const bytes = v6.toByteArray().slice(12);
-  return ipaddr.fromByteArray(bytes).range() === 'linkLocal';
+  if (address.kind() === 'ipv6') {
+    const v6 = address as ipaddr.IPv6;
+    if (v6.match(AWS_IPV6_SERVICES)) return true;
+    const inside = embeddedIPv4(v6);
+    if (inside === null) return v6.range() === 'linkLocal';
+    return isLinkLocalOrMetadata(inside.toString());
+  }
+  return address.range() === 'linkLocal' || METADATA_IPV4.has(address.toString());
 }
 
 /**
@@ -81,6 +96,13 @@ export function isLinkLocalOrMetadata(text: string): boolean {
  */
 export function refusedAddress(address: string, hostname: string, livemode: boolean, allowList: string[]): string | null {
   if (allowListed(address, allowList) || allowList.includes(hostname)) return null;
-  if (livemode) return isPublicAddress(address) ? null : `non-public (private or reserved) address ${address} (Live endpoints must reach public addresses)`;
-  return isLinkLocalOrMetadata(address) ? `link-local or cloud metadata address ${address} (Test endpoints may reach localhost and private networks, not these)` : null;
+  const refused = livemode ? !isPublicAddress(address) : isLinkLocalOrMetadata(address);
+  return refused ? refusedKind(livemode, address) : null;
+}
+
+/** The addresses an environment's endpoints may not reach, in words (naming one when given). */
+export function refusedKind(livemode: boolean, address?: string): string {
+  return livemode
+    ? `non-public (private or reserved) address${address ? ` ${address}` : 'es'} (Live endpoints must reach public addresses)`
+    : `link-local or cloud metadata address${address ? ` ${address}` : 'es'} (Test endpoints may reach localhost and private networks, not these)`;
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import type { TestContext } from 'node:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
@@ -124,6 +124,15 @@ export function verifies(r: Received, secret: string): boolean {
 }
 
 /** Milliseconds between two attempts' recorded times. */
+/** A loopback port with nothing listening on it (it was free a moment ago). */
+export async function closedPort(): Promise<number> {
+  const server = createNetServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
 export const gapMs = (earlier: Attempt, later: Attempt) => Date.parse(later.created_at) - Date.parse(earlier.created_at);
 
 /** Attempts oldest first (the API lists them newest first). */

@@ -1,18 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
-import { gapMs, oldestFirst, setup, startReceiver, type DeliveryRead } from './helpers.js';
+import { closedPort, gapMs, oldestFirst, setup, startReceiver, type DeliveryRead } from './helpers.js';
 
 // Every kind of failure is recorded and retried on the schedule until the schedule runs out; a 2xx ends
 // it; Retry-After on 429/503 is honoured; response bodies are kept only up to the configured limit.
-
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 test('5xx, 4xx, 3xx, timeouts, refused and reset connections are failures retried on schedule; 2xx succeeds', async (t) => {
   // The attempt timeout leaves room for a loaded machine (and undici's first-connection start-up) on

@@ -130,15 +130,15 @@ test('endpoint URLs: Live refuses private hosts in every spelling; Test allows l
     assert.equal(endpointUrlProblem(url, false, []), null, `${url} is allowed in Test`);
   }
   // Not link-local ones, where cloud metadata services answer, in any spelling.
-  for (const url of ['http://169.254.169.254/latest/meta-data', 'http://0xA9FEA9FE/', 'http://2852039166/', 'http://[fe80::1]/', 'http://[::ffff:169.254.169.254]/', 'http://[fd00:ec2::254]/']) {
+  for (const url of ['http://169.254.169.254/latest/meta-data', 'http://0xA9FEA9FE/', 'http://2852039166/', 'http://[fe80::1]/', 'http://[::ffff:169.254.169.254]/', 'http://[fd00:ec2::254]/', 'http://100.100.100.200/latest/meta-data/', 'http://192.0.0.192/', 'http://[::a9fe:a9fe]/', 'http://[2002:a9fe:a9fe::1]/']) {
     assert.match(endpointUrlProblem(url, false, []) ?? '', /link-local/, `${url} must be refused in Test`);
   }
   assert.equal(endpointUrlProblem('http://169.254.10.10/', false, ['169.254.0.0/16']), null, 'operator allow-list');
 });
 
 test('connections: Live reaches public addresses only, Test anything but link-local and metadata ones', () => {
-  for (const address of ['127.0.0.1', '::1', '10.0.0.1', '192.168.1.1', 'fd12::1', '8.8.8.8', '64:ff9b::808:808']) assert.equal(refusedAddress(address, 'h', false, []), null, address);
-  for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254', 'fd00:ec2::23', '64:ff9b::a9fe:a9fe', '64:ff9b:1::a9fe:a9fe']) assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
+  for (const address of ['127.0.0.1', '::1', '10.0.0.1', '192.168.1.1', 'fd12::1', '8.8.8.8', '64:ff9b::808:808', '100.100.100.1', '192.0.0.1', '2002:a00:1::1', '::a00:1']) assert.equal(refusedAddress(address, 'h', false, []), null, address);
+  for (const address of ['169.254.169.254', '169.254.0.1', 'fe80::1', '::ffff:169.254.169.254', 'fd00:ec2::254', 'fd00:ec2::23', '64:ff9b::a9fe:a9fe', '64:ff9b:1::a9fe:a9fe', '100.100.100.200', '::ffff:100.100.100.200', '192.0.0.192', '::a9fe:a9fe', '2002:a9fe:a9fe::1', '64:ff9b::6464:64c8']) assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
   for (const address of ['127.0.0.1', '10.0.0.1', '169.254.169.254']) assert.match(refusedAddress(address, 'h', true, []) ?? '', /non-public/, address);
   assert.equal(refusedAddress('8.8.8.8', 'h', true, []), null);
   assert.equal(refusedAddress('169.254.1.1', 'h', false, ['169.254.1.1']), null, 'allow-listed address');

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { BlockedAddressError, guardedConnector, Sender } from '../../src/delivery/sender.js';
+import { BlockedAddressError, guardedConnector, guardedLookup, Sender } from '../../src/delivery/sender.js';
 
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
@@ -124,6 +124,26 @@ test('the connection guard checks the peer a connection reached: Live only publi
   }
   assert.equal((await connect('8.8.8.8', true)).error, null);
   assert.equal((await connect('169.254.169.254', false, ['receiver.example'])).error, null, 'allow-listed host name');
+});
+
+test('the DNS lookup of a connection keeps only the addresses its endpoint may reach, and names none when it keeps nothing', async () => {
+  // A stand-in resolver: what a name resolves to is up to its DNS, which may point it anywhere.
+  const answers: Record<string, string[]> = { 'mixed.example': ['10.0.0.7', '8.8.8.8', '::1'], 'inside.example': ['10.0.0.7', '127.0.0.1'], 'meta.example': ['169.254.169.254'] };
+  const resolver = ((hostname: string, _options: unknown, callback: (error: Error | null, addresses: { address: string; family: number }[]) => void) =>
+    callback(null, (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })))) as unknown as Parameters<typeof guardedLookup>[2];
+  const resolve = (hostname: string, livemode: boolean, all: boolean, allow: string[] = []) =>
+    new Promise<{ error: Error | null; result: unknown }>((done) =>
+      guardedLookup(livemode, allow, resolver)(hostname, { all }, (error: Error | null, result: unknown) => done({ error, result })),
+    );
+  assert.deepEqual((await resolve('mixed.example', true, true)).result, [{ address: '8.8.8.8', family: 4 }]);
+  assert.deepEqual((await resolve('mixed.example', true, false)).result, '8.8.8.8');
+  assert.deepEqual((await resolve('mixed.example', false, true)).result, answers['mixed.example']!.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  const inside = await resolve('inside.example', true, true);
+  assert.ok(inside.error instanceof BlockedAddressError);
+  assert.match(inside.error.message, /inside\.example resolves only to non-public/);
+  assert.doesNotMatch(inside.error.message, /10\.0\.0\.7|127\.0\.0\.1/, 'the refusal does not tell what the name resolves to');
+  assert.ok((await resolve('meta.example', false, true)).error instanceof BlockedAddressError, 'Test: metadata address');
+  assert.equal((await resolve('inside.example', true, true, ['inside.example'])).error, null, 'allow-listed host name');
 });
 
 test('a TLS handshake that never completes fails as timed out at the attempt timeout, not at undici\'s coarse connect timer', { timeout: 20_000 }, async (t) => {

@@ -1,13 +1,14 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
-import { setup, startReceiver, verifies } from './helpers.js';
+import { closedPort, setup, startReceiver, verifies } from './helpers.js';
 import { Client } from '../support/client.js';
 import { assertError } from '../api/helpers.js';
 
-// Live endpoints may only reach public addresses, checked on the connected socket (after DNS), so a URL
-// that passed the API check and then resolves, or is changed in the database, to a loopback address
-// still gets nothing. Only loopback addresses are contacted here.
+// Live endpoints may only reach public addresses, checked before connecting (a name by what its DNS
+// lookup returns) and again on the connected socket, so a URL that passed the API check and then
+// resolves, or is changed in the database, to a loopback address gets nothing, not even a connection
+// (which would tell an open port from a closed one). Only loopback addresses are contacted here.
 
 /** A raw TCP listener on 127.0.0.1 and ::1 (same port) that records connections and any byte sent. */
 async function trap(t: TestContext): Promise<{ port: number; connections: number; bytes: number }> {
@@ -31,7 +32,7 @@ async function trap(t: TestContext): Promise<{ port: number; connections: number
   return state;
 }
 
-test('Live endpoints that reach a loopback address at connect time are refused, in every spelling, before a byte is sent', async (t) => {
+test('Live endpoints that reach a loopback address at connect time are refused, in every spelling, without connecting', async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
   const target = await trap(t);
   const p = target.port;
@@ -45,6 +46,7 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
     `https://127.0.0.1:${p}/`,
     `https://localhost:${p}/`,
   ];
+  const closed = await closedPort();
   // The API refuses these hosts for Live endpoints …
   for (const url of spellings) {
     const reply = await s.live.post('/api/v1/endpoints', { app_id: s.liveAppId, url: url.replace('http:', 'https:') });
@@ -55,10 +57,14 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
   const scope = { orgId: s.orgId, livemode: true };
   const urlOf = new Map<string, string>();
   for (const url of spellings) urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
+  // A closed port answers exactly as an open one: nothing tells them apart.
+  for (const url of [`https://localhost:${closed}/`, `https://127.0.0.1:${closed}/`]) {
+    urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
+  }
 
   const emitted = await s.live.post('/api/v1/messages', { app_id: s.liveAppId, event_type: 'invoice.paid', payload: { secret: 'metadata' } });
   assert.equal(emitted.status, 201);
-  assert.equal(emitted.body.delivery_ids.length, spellings.length);
+  assert.equal(emitted.body.delivery_ids.length, urlOf.size);
   for (const id of emitted.body.delivery_ids as string[]) {
     const d = await (async () => {
       for (;;) {
@@ -71,8 +77,11 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
     assert.equal(d.status, 'failed', url);
     assert.equal(d.attempts[0].response_status, null);
     assert.match(d.attempts[0].error, /non-public \(private or reserved\) address/, `${url}: ${d.attempts[0].error}`);
+    // A name's error does not give away what it resolves to.
+    if (url!.includes('localhost')) assert.match(d.attempts[0].error, /^refused to connect: localhost resolves only to non-public .* addresses /, d.attempts[0].error);
   }
-  assert.equal(target.bytes, 0, 'not a byte (not even a TLS hello) reached the loopback listener');
+  assert.equal(target.connections, 0, 'no connection (not even a TCP handshake) reached the loopback listener');
+  assert.equal(target.bytes, 0);
 });
 
 test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the listed address only', async (t) => {
