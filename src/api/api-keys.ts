@@ -31,7 +31,11 @@ export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
 
   app.delete(
     '/api/v1/api-keys/:id',
-    { schema: { summary: 'Revoke a key; it stops working at once', tags: ['api-keys'], params: IdParams, response: { 200: ApiKey, ...errors(401, 404, 429) } } },
+    {
+      // Never rate limited (installRateLimits): a leaked key keeping the counter full must not stop its revocation.
+      config: { rateLimit: false },
+      schema: { summary: 'Revoke a key; it stops working at once', tags: ['api-keys'], params: IdParams, response: { 200: ApiKey, ...errors(401, 404) } },
+    },
     async (request) => {
       const row = await store.organizations.revokeKey(scopeOf(request), request.params.id);
       if (!row) throw notFound(`API key ${request.params.id}`);

@@ -34,7 +34,7 @@ export function installAuth(app: FastifyInstance, store: Store): void {
     const owner = await store.organizations.findKeyOwner(match[1]!);
     if (!owner) throw new HttpError(401, 'unauthorized', 'Invalid or revoked API key');
     request.caller = owner;
-    request.quota = { orgId: owner.scope.orgId, plan: owner.plan };
+    request.quota = { bucket: `org:${owner.scope.orgId}`, plan: owner.plan };
   });
 }
 

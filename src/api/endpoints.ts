@@ -16,10 +16,19 @@ const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
   description: 'Event types to receive; omitted or empty receives every event type',
 });
 
-/** Checks the URL and the subscribed event types against the rules of the caller's environment. */
-export async function checkEndpointInput(store: Store, config: Config, scope: Scope, input: { url?: string | undefined; event_types?: string[] | undefined }) {
+/**
+ * Checks the URL and the subscribed event types against the rules of the caller's environment;
+ * `publicOnly` for a URL a portal customer chose (endpointUrlProblem).
+ */
+export async function checkEndpointInput(
+  store: Store,
+  config: Config,
+  scope: Scope,
+  input: { url?: string | undefined; event_types?: string[] | undefined },
+  publicOnly = scope.livemode,
+) {
   if (input.url !== undefined) {
-    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow);
+    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly);
     if (problem) throw invalid(problem);
   }
   if (input.event_types && input.event_types.length > 0) {

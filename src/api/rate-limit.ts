@@ -4,9 +4,13 @@ import { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { HttpError } from './errors.js';
 
-/** Whose rate limit a request counts against: an API key's organization, or the one owning a portal link. */
+/**
+ * Which counter a request spends, at which plan's rate: an organization's keys share one; each portal
+ * link has its own at its organization's rate (a customer holding a link cannot use up the organization's
+ * API); links that open nothing spend their caller address's.
+ */
 export interface Quota {
-  orgId: string;
+  bucket: string;
   plan: string;
 }
 
@@ -18,7 +22,8 @@ declare module 'fastify' {
 }
 
 /**
- * Per-organization request limits by plan, counted per second. With HERALD_REDIS_URL the counters are
+ * Request limits by plan, counted per second (Quota says which counter). Revoking a key is never limited:
+ * a leaked key that keeps its organization's counter full must not stop its own revocation. With HERALD_REDIS_URL the counters are
  * shared by every API process; without it each process counts on its own.
  */
 export async function installRateLimits(app: FastifyInstance, config: Config): Promise<Redis | null> {
@@ -55,7 +60,7 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
     ...(redis ? { redis, nameSpace: config.redisPrefix } : {}),
     // A counter store that is down must not take the API down with it.
     skipOnError: true,
-    keyGenerator: (request) => request.quota?.orgId ?? request.ip,
+    keyGenerator: (request) => request.quota?.bucket ?? request.ip,
     allowList: (request) => request.quota === null || limitOf(request.quota.plan) === null,
     max: (request) => limitOf(request.quota?.plan) ?? Number.MAX_SAFE_INTEGER,
     errorResponseBuilder: () => new HttpError(429, 'rate_limited', 'Too many requests'),

@@ -14,7 +14,7 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,
-  endpoint: { url: string; secrets: SigningSecrets },
+  endpoint: { url: string; publicOnly: boolean; secrets: SigningSecrets },
   payloadJson: string,
   nowMs: number,
 ): SendRequest {
@@ -25,7 +25,7 @@ export function signedRequest(
   return {
     url: endpoint.url,
     body,
-    livemode: input.delivery.livemode,
+    publicOnly: endpoint.publicOnly,
     headers: {
       'content-type': 'application/json',
       'user-agent': USER_AGENT,

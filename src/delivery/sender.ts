@@ -17,7 +17,8 @@ export interface SendRequest {
   url: string;
   body: string;
   headers: Record<string, string>;
-  livemode: boolean;
+  /** Public addresses only (Live endpoints, and those made in a portal); otherwise anything but link-local. */
+  publicOnly: boolean;
 }
 
 export interface SendResult {
@@ -48,13 +49,13 @@ type Connector = ReturnType<typeof buildConnector>;
  * left the connect fails without contacting any, and the error does not say which addresses the name
  * has: attempt errors are shown to whoever made the endpoint, who must not learn the operator's network.
  */
-export function guardedLookup(livemode: boolean, allow: string[], lookup: typeof dnsLookup = dnsLookup): LookupFunction {
+export function guardedLookup(publicOnly: boolean, allow: string[], lookup: typeof dnsLookup = dnsLookup): LookupFunction {
   return (hostname, options, callback) => {
     lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
-      const kept = addresses.filter(({ address }) => refusedAddress(address, hostname, livemode, allow) === null);
+      const kept = addresses.filter(({ address }) => refusedAddress(address, hostname, publicOnly, allow) === null);
       if (kept.length === 0) {
-        return callback(new BlockedAddressError(`refused to connect: ${hostname} resolves only to ${refusedKind(livemode)}`), '', 0);
+        return callback(new BlockedAddressError(`refused to connect: ${hostname} resolves only to ${refusedKind(publicOnly)}`), '', 0);
       }
       if (options.all) callback(null, kept);
       else callback(null, kept[0]!.address, kept[0]!.family);
@@ -69,7 +70,7 @@ export function guardedLookup(livemode: boolean, allow: string[], lookup: typeof
  * applies an attempt's abort signal only once the request is on a connection, and its own connect timer
  * is coarse (an attempt of 1 s ended after 1.5 s). One timer per connection, not per request.
  */
-export function guardedConnector(base: Connector, livemode: boolean, allow: string[], timeoutMs?: number): Connector {
+export function guardedConnector(base: Connector, publicOnly: boolean, allow: string[], timeoutMs?: number): Connector {
   return (options, callback) => {
     const https = options.protocol === 'https:';
     const port = options.port || (https ? '443' : '80');
@@ -92,12 +93,12 @@ export function guardedConnector(base: Connector, livemode: boolean, allow: stri
       if (error) callback(error, null);
       else callback(null, socket!);
     };
-    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname.replace(/^\[|\]$/g, ''), options.hostname, livemode, allow);
+    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname.replace(/^\[|\]$/g, ''), options.hostname, publicOnly, allow);
     if (literal) return finish(new BlockedAddressError(`refused to connect to ${literal}`), null);
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return finish(error ?? new Error('connect failed'), null);
       if (settled) return void socket.destroy(); // its time ran out meanwhile
-      const refused = refusedAddress((socket as Socket).remoteAddress ?? '', options.hostname, livemode, allow);
+      const refused = refusedAddress((socket as Socket).remoteAddress ?? '', options.hostname, publicOnly, allow);
       if (refused) {
         socket.destroy();
         return finish(new BlockedAddressError(`refused to connect to ${refused}`), null);
@@ -215,18 +216,19 @@ class AttemptDeadlines {
 }
 
 export class Sender {
-  private readonly test: Agent;
-  private readonly live: Agent;
+  /** For public addresses only, and for anything but link-local ones (SendRequest.publicOnly). */
+  private readonly publicOnly: Agent;
+  private readonly local: Agent;
   private readonly deadlines: AttemptDeadlines;
 
   constructor(private readonly options: SenderOptions) {
     const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000 };
-    const agent = (livemode: boolean) => {
-      const connector = buildConnector({ timeout: options.attemptTimeoutMs, lookup: guardedLookup(livemode, options.ssrfAllow) });
-      return new Agent({ ...common, connect: guardedConnector(connector, livemode, options.ssrfAllow, options.attemptTimeoutMs) });
+    const agent = (publicOnly: boolean) => {
+      const connector = buildConnector({ timeout: options.attemptTimeoutMs, lookup: guardedLookup(publicOnly, options.ssrfAllow) });
+      return new Agent({ ...common, connect: guardedConnector(connector, publicOnly, options.ssrfAllow, options.attemptTimeoutMs) });
     };
-    this.test = agent(false);
-    this.live = agent(true);
+    this.publicOnly = agent(true);
+    this.local = agent(false);
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
   }
 
@@ -238,7 +240,7 @@ export class Sender {
     try {
       const url = new URL(input.url);
       // The dispatcher's own request(), given origin and path: the top-level request(url) cost ~30 µs more.
-      const response = await (input.livemode ? this.live : this.test).request({
+      const response = await (input.publicOnly ? this.publicOnly : this.local).request({
         origin: url.origin,
         path: `${url.pathname}${url.search}`,
         method: 'POST',
@@ -289,7 +291,7 @@ export class Sender {
 
   async close(): Promise<void> {
     // The agents wait for the requests in flight, which keep their deadlines until then.
-    await Promise.all([this.test.close(), this.live.close()]);
+    await Promise.all([this.publicOnly.close(), this.local.close()]);
     this.deadlines.close();
   }
 }

@@ -527,7 +527,7 @@ export class DeliveryWorker {
     if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
     if (input.payloadJson === null) return failed('payload is past its retention period');
     // Secrets that do not open never reach here (attempt() leaves those to cannotSign).
-    const request = signedRequest(input, { url: input.endpoint.url, secrets: input.endpoint.secrets! }, input.payloadJson, Date.now());
+    const request = signedRequest(input, { ...input.endpoint, secrets: input.endpoint.secrets! }, input.payloadJson, Date.now());
     const result = await this.sender.send(request);
     return { ...result, at: Date.now() };
   }

@@ -90,19 +90,20 @@ export function isLinkLocalOrMetadata(text: string): boolean {
 
 /**
  * Why an endpoint may not reach `address` (the peer a connection reached, or a literal in its URL), or null.
- * Live endpoints reach public addresses only; Test endpoints may reach localhost and private networks
- * (a developer's receiver) but not link-local ones. The operator's allow-list (host names, addresses and
- * ranges) lifts either rule.
+ * `publicOnly` (Live endpoints, and Test ones whose URL a portal customer chose): public addresses only.
+ * Otherwise (Test endpoints made through the API) localhost and private networks are allowed (a
+ * developer's receiver), but not link-local or metadata addresses. The operator's allow-list (host
+ * names, addresses and ranges) lifts either rule.
  */
-export function refusedAddress(address: string, hostname: string, livemode: boolean, allowList: string[]): string | null {
+export function refusedAddress(address: string, hostname: string, publicOnly: boolean, allowList: string[]): string | null {
   if (allowListed(address, allowList) || allowList.includes(hostname)) return null;
-  const refused = livemode ? !isPublicAddress(address) : isLinkLocalOrMetadata(address);
-  return refused ? refusedKind(livemode, address) : null;
+  const refused = publicOnly ? !isPublicAddress(address) : isLinkLocalOrMetadata(address);
+  return refused ? refusedKind(publicOnly, address) : null;
 }
 
-/** The addresses an environment's endpoints may not reach, in words (naming one when given). */
-export function refusedKind(livemode: boolean, address?: string): string {
-  return livemode
-    ? `non-public (private or reserved) address${address ? ` ${address}` : 'es'} (Live endpoints must reach public addresses)`
+/** The addresses an endpoint may not reach under a rule, in words (naming one when given). */
+export function refusedKind(publicOnly: boolean, address?: string): string {
+  return publicOnly
+    ? `non-public (private or reserved) address${address ? ` ${address}` : 'es'} (Live endpoints and those added in a customer portal must reach public addresses)`
     : `link-local or cloud metadata address${address ? ` ${address}` : 'es'} (Test endpoints may reach localhost and private networks, not these)`;
 }

@@ -3,11 +3,12 @@ import { refusedAddress } from './addresses.js';
 
 /**
  * Checks an endpoint URL when it is created or changed, and returns why it is refused (or null).
- * Live endpoints need https and a host that is not a local or private address; names are resolved and
- * checked again at connect time, which is what stops DNS rebinding. Test endpoints may use http, localhost
- * and private addresses, but not link-local ones (refusedAddress).
+ * Live endpoints need https; they and `publicOnly` ones (chosen in a portal) need a host that is not a
+ * local or private address; names are resolved and checked again at connect time, which is what stops
+ * DNS rebinding. Other Test endpoints may use localhost and private addresses, but not link-local ones
+ * (refusedAddress). Credentials in the URL are refused: they would be shown on every read, and are not sent.
  */
-export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[]): string | null {
+export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[], publicOnly = livemode): string | null {
   if (text.length > 2048) return 'url must be at most 2048 characters';
   // The URL parser would drop surrounding ones and encode inner ones, and the endpoint would read back
   // as sent, which is not a URI: refused, so what is stored is what is requested.
@@ -20,11 +21,14 @@ export function endpointUrlProblem(text: string, livemode: boolean, allowList: s
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
   if (livemode && url.protocol !== 'https:') return 'url must use https in Live mode';
+  if (url.username !== '' || url.password !== '') return 'url must not contain a user name or password';
   // A trailing dot names the same host (`localhost.` is localhost), so it is judged without it.
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (allowList.includes(host)) return null;
-  if (livemode && (host === 'localhost' || host.endsWith('.localhost'))) return 'url must not point at localhost in Live mode';
+  if (publicOnly && (host === 'localhost' || host.endsWith('.localhost'))) {
+    return `url must not point at localhost ${livemode ? 'in Live mode' : '(endpoints added in a customer portal must reach public addresses)'}`;
+  }
   // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.
-  const refused = isIP(host) ? refusedAddress(host, host, livemode, allowList) : null;
+  const refused = isIP(host) ? refusedAddress(host, host, publicOnly, allowList) : null;
   return refused && `url must not point at a ${refused}`;
 }

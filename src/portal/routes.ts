@@ -13,7 +13,9 @@ import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 // the JSON routes under /portal/<token>/api. The token is the only credential and grants that one
 // application: every read and write below is checked against it.
 
-const TokenParams = Type.Object({ token: Type.String({ minLength: 20, maxLength: 128 }) });
+const TOKEN_LENGTH = { minLength: 20, maxLength: 128 };
+const TokenParams = Type.Object({ token: Type.String(TOKEN_LENGTH) });
+const possibleToken = (token: string) => token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
 const TokenIdParams = Type.Object({ token: TokenParams.properties.token, id: IdParams.properties.id });
 
 interface PortalContext {
@@ -39,18 +41,19 @@ const PAGE_ROUTE = '/portal/:token';
 
 export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
-  // A portal link spends its organization's rate limit as the organization's API keys do: its context is
-  // looked up before the limit is applied (a preHandler) and kept for the handler. Links that open nothing
-  // spend a limit of their caller's address, at the default plan's rate, so tokens cannot be tried freely,
-  // on the page as on its routes. The page of a valid link is not counted: a browser would be shown a JSON
-  // 429 for a page, and the page's own calls to the routes below are counted.
+  // A portal link has a rate limit of its own, at its organization's plan's rate (so a customer cannot use
+  // up the organization's API): its context is looked up before the limit is applied (a preHandler) and
+  // kept for the handler. Links that open nothing, or could not (the wrong length: not looked up), spend a
+  // limit of their caller's address, at the default plan's rate, so tokens cannot be tried freely, on the
+  // page as on its routes. The page of a valid link is not counted: a browser would be shown a JSON 429
+  // for a page, and the page's own calls to the routes below are counted.
   app.addHook('preValidation', async (request) => {
     const { token } = request.params as { token?: unknown };
     if (typeof token !== 'string') return;
-    const ctx = await portalContext(store, token);
+    const ctx = possibleToken(token) ? await portalContext(store, token) : null;
     contexts.set(request, ctx);
-    if (!ctx) request.quota = { orgId: `portal-guess:${request.ip}`, plan: config.defaultPlan };
-    else if (request.routeOptions.url !== PAGE_ROUTE) request.quota = { orgId: ctx.scope.orgId, plan: ctx.plan };
+    if (!ctx) request.quota = { bucket: `portal-guess:${request.ip}`, plan: config.defaultPlan };
+    else if (request.routeOptions.url !== PAGE_ROUTE) request.quota = { bucket: `portal:${ctx.app.id}`, plan: ctx.plan };
   });
   const context = async (request: FastifyRequest): Promise<PortalContext> => {
     const ctx = contexts.get(request);
@@ -118,10 +121,12 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      await checkEndpointInput(store, config, ctx.scope, request.body);
+      // The customer's receiver is not on the operator's network: public addresses only, in Test too.
+      await checkEndpointInput(store, config, ctx.scope, request.body, true);
       const { row, secret } = await store.endpoints.create(ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
+        publicOnly: true,
         description: request.body.description,
         eventTypes: request.body.event_types,
       });

@@ -8,6 +8,7 @@ import { ensureDataDir } from '../config.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhaustion.js';
+import * as portalEndpoints from './migrations/004_portal_endpoints.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -27,6 +28,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_tasks_by_endpoint': tasksByEndpoint,
   '003_rotations_and_exhaustion': rotationsAndExhaustion,
+  '004_portal_endpoints': portalEndpoints,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -7,6 +7,8 @@ import type { EndpointRow } from './schema.js';
 export interface EndpointInput {
   appId: string;
   url: string;
+  /** The URL was chosen in a customer portal: it must reach public addresses, in Test too. */
+  publicOnly?: boolean | undefined;
   description?: string | undefined;
   eventTypes?: string[] | undefined;
 }
@@ -82,6 +84,7 @@ export class Endpoints {
       earlier_valid_until: null,
       failing_since: null,
       exhausted_at: null,
+      public_only: input.publicOnly ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
@@ -124,6 +127,9 @@ export class Endpoints {
       const next: EndpointRow = {
         ...current,
         url: changes.url ?? current.url,
+        // Whoever sets the URL decides its rule: the API's callers (the operator's team) may point Test
+        // endpoints at their own network.
+        public_only: changes.url === undefined ? current.public_only : 0,
         description: changes.description ?? current.description,
         event_types: changes.eventTypes === undefined ? current.event_types : JSON.stringify(changes.eventTypes),
         updated_at: now,
@@ -136,7 +142,7 @@ export class Endpoints {
       const health = next.status === current.status ? {} : { status: next.status, failing_since: next.failing_since, exhausted_at: next.exhausted_at };
       await trx
         .updateTable('endpoints')
-        .set({ url: next.url, description: next.description, event_types: next.event_types, ...health, updated_at: now })
+        .set({ url: next.url, public_only: next.public_only, description: next.description, event_types: next.event_types, ...health, updated_at: now })
         .where('id', '=', id)
         .execute();
       if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);

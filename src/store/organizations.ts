@@ -58,8 +58,9 @@ export class Organizations {
   }
 
   async setPlan(id: string, plan: string): Promise<boolean> {
-    this.keyCache.clear();
+    this.forgetKeyOwners();
     const result = await this.ctx.db.updateTable('organizations').set({ plan }).where('id', '=', id).executeTakeFirst();
+    this.forgetKeyOwners();
     return Number(result.numUpdatedRows) > 0;
   }
 
@@ -85,6 +86,17 @@ export class Organizations {
    * process clears it; other processes see the change within KEY_CACHE_MS.
    */
   private readonly keyCache = new Map<string, { owner: KeyOwner | undefined; until: number }>();
+  /** Counts forgetKeyOwners calls: a lookup that overlapped one may have read the row as it was before. */
+  private keyCacheGeneration = 0;
+
+  /**
+   * Empties the key cache, before a change to keys or plans and again once it is written: a lookup that
+   * read the row before the change and answers after it must not cache that answer (findKeyOwner).
+   */
+  private forgetKeyOwners(): void {
+    this.keyCache.clear();
+    this.keyCacheGeneration++;
+  }
 
   /** Who a presented key belongs to, or undefined when it is unknown or revoked. */
   async findKeyOwner(key: string): Promise<KeyOwner | undefined> {
@@ -95,7 +107,9 @@ export class Organizations {
     const now = Date.now();
     const cached = this.keyCache.get(keyHash);
     if (cached && cached.until > now) return cached.owner;
+    const generation = this.keyCacheGeneration;
     const owner = await this.lookupKeyOwner(keyHash, livemode);
+    if (generation !== this.keyCacheGeneration) return owner;
     if (this.keyCache.size >= 10_000) this.keyCache.clear();
     this.keyCache.set(keyHash, { owner, until: now + KEY_CACHE_MS });
     return owner;
@@ -125,7 +139,7 @@ export class Organizations {
 
   /** Revokes a key of this scope; returns the row as it now is, or undefined when there is no such key. */
   async revokeKey(scope: Scope, id: string): Promise<ApiKeyRow | undefined> {
-    this.keyCache.clear();
+    this.forgetKeyOwners();
     const now = this.ctx.now();
     await this.ctx.db
       .updateTable('api_keys')
@@ -135,6 +149,7 @@ export class Organizations {
       .where('livemode', '=', liveFlag(scope))
       .where('revoked_at', 'is', null)
       .execute();
+    this.forgetKeyOwners();
     return this.ctx.db
       .selectFrom('api_keys')
       .selectAll()

@@ -19,7 +19,8 @@ export interface AttemptInput {
   task: ClaimedTask;
   delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
   /** `secrets` is null when this process cannot open them (sealed under another HERALD_SECRET_KEY). */
-  endpoint: { id: string; url: string; status: EndpointStatus; secrets: SigningSecrets | null } | null;
+  /** `publicOnly`: its URL may reach public addresses only (a Live endpoint, or one made in a portal). */
+  endpoint: { id: string; url: string; publicOnly: boolean; status: EndpointStatus; secrets: SigningSecrets | null } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
   /** Too large to come with a claim (CLAIMED_PAYLOAD_LIMIT): `load` the input when the attempt starts. */
@@ -55,6 +56,7 @@ const INPUT_COLUMNS = [
   'messages.created_at',
   'endpoints.id as e_id',
   'endpoints.url',
+  'endpoints.public_only',
   'endpoints.status as endpoint_status',
   'endpoints.secret_sealed',
   'endpoints.previous_secret_sealed',
@@ -87,6 +89,7 @@ interface LoadedRow {
   payload_id: string | null;
   e_id: string | null;
   url: string | null;
+  public_only: number | null;
   endpoint_status: string | null;
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
@@ -305,6 +308,7 @@ export class Queue {
           : {
               id: row.e_id,
               url: row.url!,
+              publicOnly: Boolean(row.livemode) || Boolean(row.public_only),
               status: row.endpoint_status as EndpointStatus,
               secrets: this.secretsOf(row, now, secrets),
             },
@@ -339,12 +343,18 @@ export class Queue {
     if (ids.length === 0) return [];
     const rows = await this.ctx.db
       .selectFrom('endpoints')
-      .select(['id', 'url', 'status', 'secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'])
+      .select(['id', 'url', 'livemode', 'public_only', 'status', 'secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'])
       .where('id', 'in', ids)
       .execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets | null>();
-    return rows.map((row) => ({ id: row.id, url: row.url, status: row.status as EndpointStatus, secrets: this.secretsOf(row, now, secrets) }));
+    return rows.map((row) => ({
+      id: row.id,
+      url: row.url,
+      publicOnly: Boolean(row.livemode) || Boolean(row.public_only),
+      status: row.status as EndpointStatus,
+      secrets: this.secretsOf(row, now, secrets),
+    }));
   }
 
   /** Drops a task whose delivery no longer exists. */

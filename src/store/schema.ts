@@ -62,6 +62,8 @@ export interface EndpointRow {
   failing_since: number | null;
   /** When a delivery used up its attempts in the current run of failures; null outside one or before. */
   exhausted_at: number | null;
+  /** 1 when the URL was chosen in a customer portal: deliveries reach public addresses only, in Test too. */
+  public_only: number;
   created_at: number;
   updated_at: number;
 }

@@ -106,4 +106,31 @@ describe('api keys', () => {
     assert.equal((await api.delete(`/api/v1/api-keys/${raw.test_key.id}`)).status, 200);
     assertError(await api.get('/api/v1/api-keys'), 401, 'unauthorized');
   });
+
+  test('a key lookup that read the key before its revocation and answers after it is not remembered as valid', async () => {
+    const { raw } = await bootstrap(service.url);
+    const organizations = service.store.organizations;
+    const key = raw.test_key.key as string;
+    // The lookup reads the row at once but answers only when let go, as a PostgreSQL read that ran before
+    // the revocation committed can.
+    const lookup = organizations['lookupKeyOwner'].bind(organizations);
+    let letGo!: () => void;
+    const held = new Promise<void>((resolve) => (letGo = resolve));
+    organizations['lookupKeyOwner'] = async (...args: Parameters<typeof lookup>) => {
+      const owner = await lookup(...args);
+      await held;
+      return owner;
+    };
+    let early: Promise<unknown>;
+    try {
+      early = organizations.findKeyOwner(key);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await organizations.revokeKey({ orgId: raw.organization.id, livemode: false }, raw.test_key.id);
+      letGo();
+      assert.ok(await early, 'the early lookup answers with what it read');
+    } finally {
+      organizations['lookupKeyOwner'] = lookup;
+    }
+    assert.equal(await organizations.findKeyOwner(key), undefined, 'the next lookup finds the key revoked');
+  });
 });

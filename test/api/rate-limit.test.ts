@@ -60,20 +60,25 @@ describe('rate limits', () => {
     assert.deepEqual(replies.map((r) => r.status), Array(30).fill(200));
   });
 
-  test("a portal link spends its organization's limit, shared with the organization's keys", async () => {
+  test("a portal link has a limit of its own at its organization's rate: a customer cannot use up the organization's API", async () => {
     const org = await bootstrap(service.url, 'Portal');
     const app = (await org.test.post('/api/v1/applications', { name: 'portal' })).body;
+    const other = (await org.test.post('/api/v1/applications', { name: 'other portal' })).body;
     const portal = new Client(service.url + app.portal_path);
-    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the second that counted the create
+    const otherPortal = new Client(service.url + other.portal_path);
+    await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the second that counted the creates
     const replies = await burst([
-      ...Array.from({ length: LIMIT - 1 }, () => () => portal.get('/api/endpoints')),
-      () => org.test.get('/api/v1/applications'),
+      ...Array.from({ length: LIMIT }, () => () => portal.get('/api/endpoints')),
       () => portal.get('/api/endpoints'),
       () => portal.post('/api/send-test', { event_type: 'invoice.paid' }),
+      () => otherPortal.get('/api/endpoints'),
+      () => org.test.get('/api/v1/applications'),
     ]);
     assert.deepEqual(replies.slice(0, LIMIT).map((r) => r.status), Array(LIMIT).fill(200));
     assertError(replies[LIMIT]!, 429, 'rate_limited');
     assertError(replies[LIMIT + 1]!, 429, 'rate_limited');
+    assert.equal(replies[LIMIT + 2]!.status, 200, "another application's link counts on its own");
+    assert.equal(replies[LIMIT + 3]!.status, 200, "the organization's keys count on their own");
     // Links that open nothing spend a limit of the caller's address (the default plan's rate).
     const guesses = await burst(Array.from({ length: LIMIT + 1 }, (_, i) => () => new Client(`${service.url}/portal/${String(i).repeat(43)}`).get('/api/endpoints')));
     for (const reply of guesses.slice(0, LIMIT)) assertError(reply, 404, 'not_found');
@@ -92,6 +97,24 @@ describe('rate limits', () => {
     assert.deepEqual(valid.map((r) => r.status), Array(LIMIT + 3).fill(200), 'the page of a valid link');
     const guesses = await burst(Array.from({ length: LIMIT + 1 }, (_, i) => page(`/portal/${String(i).repeat(43)}`)));
     assert.deepEqual(guesses.map((r) => r.status), [...Array(LIMIT).fill(404), 429], 'pages of links that open nothing');
+  });
+
+  test('revoking a key is never limited, so a leaked key that keeps the counter full can still be revoked', async () => {
+    const org = await bootstrap(service.url, 'Leaked');
+    const leaked = await org.test.post('/api/v1/api-keys', { name: 'leaked' });
+    assert.equal(leaked.status, 201);
+    const attacker = org.test.withKey(leaked.body.key);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const replies = await burst([
+      ...Array.from({ length: LIMIT + 1 }, () => () => attacker.get('/api/v1/applications')),
+      () => org.test.get('/api/v1/applications'),
+      () => org.test.delete(`/api/v1/api-keys/${leaked.body.id}`),
+      () => attacker.get('/api/v1/applications'),
+    ]);
+    assertError(replies[LIMIT]!, 429, 'rate_limited');
+    assertError(replies[LIMIT + 1]!, 429, 'rate_limited');
+    assert.equal(replies[LIMIT + 2]!.status, 200, 'the revocation goes through while the counter is full');
+    assertError(replies[LIMIT + 3]!, 401, 'unauthorized');
   });
 
   test('unauthenticated requests get 401, not 429', async () => {

@@ -22,7 +22,7 @@ test('signedRequest: one signature per valid secret, each verifiable alone, body
   const now = Date.now();
   const request = signedRequest(
     { delivery: { id: 'dlv_1', messageId: 'evt_1', eventType: 'invoice.paid', createdAt: Date.UTC(2024, 0, 2), livemode: false } },
-    { url: 'http://127.0.0.1:1/', secrets: { current, previous: [previous] } },
+    { url: 'http://127.0.0.1:1/', publicOnly: false, secrets: { current, previous: [previous] } },
     '{"amount":1}',
     now,
   );

@@ -21,7 +21,7 @@ function sender(t: TestContext, attemptTimeoutMs: number): Sender {
   return s;
 }
 
-const request = (url: string) => ({ url, body: '{}', headers: { 'content-type': 'application/json' }, livemode: false });
+const request = (url: string) => ({ url, body: '{}', headers: { 'content-type': 'application/json' }, publicOnly: false });
 
 test('an answer whose body never ends fails as timed out, at the attempt timeout', { timeout: 10_000 }, async (t) => {
   const url = await server(t, (_req, res) => {

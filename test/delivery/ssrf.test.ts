@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type Socket } from 'node:net';
 import { closedPort, setup, startReceiver, verifies } from './helpers.js';
 import { Client } from '../support/client.js';
+import { eventually } from '../support/receiver.js';
 import { assertError } from '../api/helpers.js';
 
 // Live endpoints may only reach public addresses, checked before connecting (a name by what its DNS
@@ -112,8 +113,8 @@ test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the 
   assert.equal(target.bytes, 0);
 });
 
-test('Test endpoints may reach localhost, not link-local addresses, from the API or a portal', async (t) => {
-  const s = await setup(t);
+test('Test endpoints made through the API may reach localhost, not link-local addresses; those a portal customer adds reach public addresses only', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
   const receiver = await startReceiver(t);
   const port = new URL(receiver.url).port;
   await s.endpoint(`http://localhost:${port}/test`);
@@ -125,6 +126,48 @@ test('Test endpoints may reach localhost, not link-local addresses, from the API
   const portal = new Client(s.service.url + app.portal_path);
   for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) {
     assertError(await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }), 400, 'invalid_request', /link-local/);
-    assertError(await portal.post('/api/endpoints', { url }), 400, 'invalid_request', /link-local/);
+    assertError(await portal.post('/api/endpoints', { url }), 400, 'invalid_request', /link-local|non-public/);
   }
+  // A portal customer's receiver is not on the operator's network: the portal refuses local and private
+  // hosts in Test too (http stays allowed there), and a public one is accepted.
+  for (const url of [`http://localhost:${port}/`, `http://127.0.0.1:${port}/`, 'http://10.1.2.3/', 'http://[::1]/']) {
+    assertError(await portal.post('/api/endpoints', { url }), 400, 'invalid_request', /customer portal/);
+  }
+  // (Deleted at once: tests contact loopback addresses only.)
+  const publicOne = await portal.post('/api/endpoints', { url: 'http://8.8.8.8/hooks' });
+  assert.equal(publicOne.status, 201);
+  assert.equal((await s.api.delete(`/api/v1/endpoints/${publicOne.body.id}`)).status, 204);
+
+  // A name that resolves to loopback passes the check when the endpoint is made, and is refused when its
+  // deliveries connect, with no connection made.
+  const target = await trap(t);
+  const portalMade = (await s.service.store.endpoints.create({ orgId: s.orgId, livemode: false }, { appId: s.appId, url: `http://localhost:${target.port}/p`, publicOnly: true })).row;
+  await s.api.patch(`/api/v1/endpoints/${portalMade.id}`, { event_types: ['invoice.paid'] }); // a change that keeps the URL keeps its rule
+  const emitted = await s.emit();
+  const toPortalMade = async () => {
+    const deliveries = (await s.api.get(`/api/v1/messages/${emitted.id}/deliveries`)).body.data as { id: string; endpoint_id: string }[];
+    return deliveries.find((d) => d.endpoint_id === portalMade.id)!.id;
+  };
+  const refused = await eventually(async () => {
+    const read = (await s.api.get(`/api/v1/deliveries/${await toPortalMade()}`)).body;
+    return read.status === 'pending' ? undefined : read;
+  });
+  assert.equal(refused.status, 'failed');
+  assert.match(refused.attempts[0].error, /localhost resolves only to non-public/);
+  assert.equal(target.connections, 0);
+
+  // The operator's team may point it at its own network again: a URL set through the API takes the API's rule.
+  assert.equal((await s.api.patch(`/api/v1/endpoints/${portalMade.id}`, { url: `${receiver.url}/moved` })).status, 200);
+  const again = await s.emit();
+  await eventually(async () => receiver.received.find((r) => r.path === '/moved' && r.headers['webhook-id'] === again.id));
+});
+
+test('endpoint URLs with a user name or password are refused (they would be shown on every read, and were never sent)', async (t) => {
+  const s = await setup(t);
+  for (const url of ['http://user:secret@localhost:9/', 'http://user@localhost:9/', 'http://:pw@localhost:9/']) {
+    assertError(await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }), 400, 'invalid_request', /user name or password/);
+  }
+  const created = await s.endpoint('http://localhost:9/');
+  assertError(await s.api.patch(`/api/v1/endpoints/${created.id}`, { url: 'http://a:b@localhost:9/' }), 400, 'invalid_request', /user name or password/);
+  assert.equal((await s.api.get(`/api/v1/endpoints/${created.id}`)).body.url, 'http://localhost:9/');
 });

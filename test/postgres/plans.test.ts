@@ -160,7 +160,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       const input = {
         task,
         delivery: { id: task.delivery_id, messageId: `msg_b${g}`, eventType: 'invoice.paid', createdAt: now, livemode: false },
-        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', status: 'active' as const, secrets: { current: '', previous: [] } },
+        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', publicOnly: false, status: 'active' as const, secrets: { current: '', previous: [] } },
         payloadJson: null,
         payloadLater: false,
       };
