@@ -14,7 +14,9 @@ let api: Client;
 let liveApi: Client;
 
 before(async () => {
-  service = await startTestService();
+  // The customers' receivers here live on loopback, which a portal may only reach when the operator
+  // allow-lists it (endpoints added in a portal must reach public addresses).
+  service = await startTestService({ HERALD_SSRF_ALLOW: '127.0.0.1' });
   receiver = await new Receiver().start();
   ({ test: api, live: liveApi } = await bootstrap(service.url));
 });
