@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import { newId } from '../domain/ids.js';
-import { HttpError, installErrorHandling, internalError, invalid, sendError } from './errors.js';
+import { answerClientError, HttpError, installErrorHandling, internalError, invalid, sendError } from './errors.js';
 import { installAuth } from './auth.js';
 import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
@@ -19,15 +19,30 @@ import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
+/** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
+const SECRET_QUERY_VALUE = /(^|&)([^=&]*(?:key|token|secret|password|auth|signature)[^=&]*)=[^&]*/gi;
+
 /**
  * A request's URL as logged: a portal link's token is its only credential, so it is left out. A portal
  * route is logged as its pattern (whatever spelling reached it: a percent-escape, an absolute URL); any
- * other URL with a portal-like part has that part masked.
+ * other URL with a portal-like part has that part masked, and credential-like query values too.
  */
 function loggedUrl(request: FastifyRequest): string {
   const route = request.routeOptions?.url;
   if (route?.startsWith('/portal/:token')) return route;
-  return request.url.replace(/portal\/[^/?#]+/gi, 'portal/<token>');
+  const url = request.url.replace(/portal\/[^/?#]+/gi, 'portal/<token>');
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query + 1) + url.slice(query + 1).replace(SECRET_QUERY_VALUE, '$1$2=<redacted>');
+}
+
+/**
+ * Why a body did not parse, without quoting it: V8's message quotes the start of the body, which may be a
+ * credential sent by mistake, and error messages are logged.
+ */
+function jsonProblem(error: Error): string {
+  const position = /at position \d+/.exec(error.message)?.[0];
+  if (position) return ` (${position})`;
+  return /end of JSON input/.test(error.message) ? ' (it ends early)' : '';
 }
 
 /** Longest path parameter routed; longer ones are refused with 400 before routing. */
@@ -72,7 +87,7 @@ function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void
     try {
       parsed = JSON.parse(body);
     } catch (error) {
-      return done(invalid(`Body is not valid JSON: ${(error as Error).message}`), undefined);
+      return done(invalid(`Body is not valid JSON${jsonProblem(error as Error)}`), undefined);
     }
     if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     done(null, parsed);
@@ -113,6 +128,8 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     // Path parameters may be uids (up to 256 characters) or ids; fastify's default refuses over 100.
     // A trailing slash reaches the same route (a portal link pasted with one opened nothing).
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS, ignoreTrailingSlash: true },
+    // Refused by the HTTP parser, before fastify: the envelope too.
+    clientErrorHandler: (error, socket) => answerClientError(error, socket, logger as FastifyBaseLogger),
     // Raised before routing (a malformed percent-escape, a longer path parameter): the envelope too.
     frameworkErrors: (error, request, reply) => {
       const http =

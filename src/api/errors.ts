@@ -1,4 +1,7 @@
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { newId } from '../domain/ids.js';
 
 // Every error leaves the API as {error: {code, message, request_id}}. Routes throw HttpError; everything
 // else a request can raise is mapped here, in one place, so no input can produce an unexplained 5xx.
@@ -11,6 +14,7 @@ export type ErrorCode =
   | 'conflict'
   | 'payload_too_large'
   | 'rate_limited'
+  | 'request_timeout'
   | 'test_mode_only'
   | 'service_unavailable'
   | 'internal_error';
@@ -74,6 +78,30 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: H
     .headers(error.headers)
     .type('application/json')
     .send({ error: { code: error.code, message: error.message, request_id: request.id } });
+}
+
+/**
+ * Answers a request Node's HTTP parser refused before fastify saw it (bytes that are not HTTP, a header
+ * with control characters, a body longer than its Content-Length, an unknown method, headers too large,
+ * a request too slow to arrive) with the envelope every other error has, and logs it with its request_id.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex, log: FastifyBaseLogger): void {
+  // A reset connection has no one to answer.
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const http =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? new HttpError(408, 'request_timeout', 'The request did not arrive in time')
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? new HttpError(431, 'invalid_request', 'Request headers are too large')
+        : invalid('The request is not valid HTTP/1.1 (method, header or body framing)');
+  const requestId = newId('request');
+  log.info({ request_id: requestId, status: http.statusCode, code: http.code, reason: error.code }, 'request');
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify({ error: { code: http.code, message: http.message, request_id: requestId } });
+  socket.end(
+    `HTTP/1.1 ${http.statusCode} ${STATUS_CODES[http.statusCode]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
+      `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
 
 export function installErrorHandling(app: FastifyInstance): void {

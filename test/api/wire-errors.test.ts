@@ -1,0 +1,64 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { connect } from 'node:net';
+import { startTestService, type TestService } from '../support/service.js';
+import { bootstrap, type Client } from '../support/client.js';
+import { eventually } from '../support/receiver.js';
+import { assertError } from './helpers.js';
+
+// What reaches the service below the routes: requests Node's HTTP parser refuses get the error envelope
+// like any other error, and what the log keeps of a request leaves out credentials a client put in it.
+
+/** Sends raw bytes on a fresh connection and returns everything the server answered before closing it. */
+function rawRequest(url: string, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.end(bytes));
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+    socket.on('close', () => resolve(answer)).on('error', reject);
+  });
+}
+
+describe('errors on the wire and what the log keeps', () => {
+  let service: TestService;
+  let api: Client;
+  const lines: string[] = [];
+
+  before(async () => {
+    service = await startTestService({ HERALD_ROLE: 'api' }, undefined, lines);
+    ({ test: api } = await bootstrap(service.url));
+  });
+  after(async () => service?.stop());
+
+  test('requests the HTTP parser refuses get the envelope with a request_id that the log line also carries', async () => {
+    const cases: [string, number][] = [
+      ['POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nidempotency-key: a\u0001b\r\nContent-Length: 2\r\n\r\n{}', 400],
+      ['POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+      ['FOO /api/v1/messages HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+      [`GET /api/v1/messages HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ];
+    for (const [bytes, status] of cases) {
+      const answer = await rawRequest(service.url, bytes);
+      const [head, body] = answer.split('\r\n\r\n');
+      assert.match(head!, new RegExp(`^HTTP/1.1 ${status} `), answer.slice(0, 200));
+      const parsed = JSON.parse(body!);
+      assert.deepEqual(Object.keys(parsed.error), ['code', 'message', 'request_id']);
+      assert.equal(parsed.error.code, 'invalid_request');
+      assert.match(parsed.error.request_id, /^req_/);
+      assert.match(head!, new RegExp(`x-request-id: ${parsed.error.request_id}`, 'i'));
+      await eventually(async () => lines.some((line) => line.includes(parsed.error.request_id) && line.includes(`"status":${status}`)), 5_000, 'the log line');
+    }
+  });
+
+  test('credential-like query values and the text of a body that is not JSON stay out of the log', async () => {
+    const key = api.key!;
+    assertError(await api.withKey('').get(`/api/v1/messages?limit=5&api_key=${key}&access_token=tok_secret123`), 401, 'unauthorized');
+    const notJson = await api.post('/api/v1/messages', 'sk_live_SECRETSECRETSECRET');
+    assertError(notJson, 400, 'invalid_request', /not valid JSON/);
+    assert.doesNotMatch(notJson.body.error.message, /SECRET/, 'the message does not quote the body');
+    await eventually(async () => lines.some((line) => line.includes('api_key=<redacted>')), 5_000, 'the request line');
+    assert.ok(lines.some((line) => line.includes('limit=5&api_key=<redacted>&access_token=<redacted>')), 'other parameters are kept');
+    assert.deepEqual(lines.filter((line) => line.includes(key) || line.includes('tok_secret123') || line.includes('SECRET')), []);
+  });
+});
