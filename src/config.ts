@@ -131,10 +131,14 @@ function secretKey(env: Env, mode: Mode, dataDir: string): string {
   return readFileSync(file, 'utf8').trim();
 }
 
-/** Creates the data directory if needed; one that cannot be (a file in the way, no permission) is bad configuration. */
+/**
+ * Creates the data directory if needed, readable by the service's user only (it holds portal links,
+ * payloads and receivers' answers); one that cannot be (a file in the way, no permission) is bad
+ * configuration. An existing directory keeps the permissions its operator gave it.
+ */
 export function ensureDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (error) {
     throw new ConfigError(`HERALD_DATA_DIR=${dataDir} cannot be used as a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
   }

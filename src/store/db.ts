@@ -1,3 +1,4 @@
+import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
@@ -101,6 +102,9 @@ export function sqliteFile(dataDir: string): string {
 
 /** One connection to the embedded store's file, set up as every connection of the service is. */
 export function connectSqlite(file: string, options: { fileMustExist?: boolean } = {}): { database: SQLite.Database; db: Kysely<Database> } {
+  // A new file is made readable by the service's user only (SQLite gives its -wal and -shm files the
+  // database file's permissions); SQLite would create it world-readable under the usual umask.
+  if (!options.fileMustExist) closeSync(openSync(file, 'a', 0o600));
   const database = new SQLite(file, options);
   database.pragma('journal_mode = WAL');
   // NORMAL in WAL mode survives a process crash; only an OS crash can lose the last commits.

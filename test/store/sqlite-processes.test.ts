@@ -4,7 +4,7 @@ import { createTestDatabase, TEST_STORE } from '../support/service.js';
 import { bootstrap, Client } from '../support/client.js';
 import { killChild, startChild, type Child } from '../delivery/child.js';
 import { runHerald } from '../postgres/processes.js';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -66,6 +66,22 @@ test('processes started at once on a new data directory migrate it once and shar
   assert.ok(rows.some((r) => r.name === '001_initial'));
   for (const row of rows) assert.equal(row.n, 1, `${row.name} recorded once`);
   assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('secret.key')), ['secret.key'], 'one key file, no drafts left');
+});
+
+test('a new data directory and its database files are readable by the service\'s user only', {
+  skip: TEST_STORE !== 'sqlite' ? 'about the embedded store' : false,
+}, async (t) => {
+  const parent = mkdtempSync(join(tmpdir(), 'herald-modes-'));
+  t.after(() => rmSync(parent, { recursive: true, force: true }));
+  const dir = join(parent, 'data');
+  const run = await runHerald(['migrate'], { HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: '' });
+  assert.equal(run.code, 0, run.output);
+  const mode = (name: string) => (statSync(join(dir, name)).mode & 0o777).toString(8);
+  assert.equal(mode('.'), '700');
+  // The -wal and -shm files exist while a connection is open.
+  const { database } = connectSqlite(join(dir, 'herald.db'), { fileMustExist: true });
+  t.after(() => database.close());
+  for (const name of ['herald.db', 'herald.db-wal', 'herald.db-shm', 'secret.key']) assert.equal(mode(name), '600', name);
 });
 
 test('SQLite migrations run inside one write transaction, where the applied ones are read (what serializes processes)', {
