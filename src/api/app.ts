@@ -65,12 +65,20 @@ function validators() {
  */
 const MAX_JSON_DEPTH = 100;
 
-/** Whether a parsed JSON value nests objects and arrays deeper than `levels` (recursion stops there). */
-function nestsDeeperThan(value: unknown, levels: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (levels === 0) return true;
-  for (const child of Array.isArray(value) ? value : Object.values(value)) if (nestsDeeperThan(child, levels - 1)) return true;
-  return false;
+/**
+ * What a parsed JSON body holds that could not be kept as sent: nesting deeper than `levels` (the walk
+ * stops there), or a number too large for a double (1e400 parses as Infinity and would be stored as
+ * null), or null when neither.
+ */
+function unkeepableJson(value: unknown, levels: number): 'depth' | 'number' | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : 'number';
+  if (value === null || typeof value !== 'object') return null;
+  if (levels === 0) return 'depth';
+  for (const child of Array.isArray(value) ? value : Object.values(value)) {
+    const problem = unkeepableJson(child, levels - 1);
+    if (problem) return problem;
+  }
+  return null;
 }
 
 /**
@@ -89,7 +97,9 @@ function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void
     } catch (error) {
       return done(invalid(`Body is not valid JSON${jsonProblem(error as Error)}`), undefined);
     }
-    if (nestsDeeperThan(parsed, MAX_JSON_DEPTH)) return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    const unkeepable = unkeepableJson(parsed, MAX_JSON_DEPTH);
+    if (unkeepable === 'depth') return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    if (unkeepable === 'number') return done(invalid('Body holds a number too large to represent (beyond about 1.8e308); send it as a string'), undefined);
     done(null, parsed);
   });
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {

@@ -162,6 +162,18 @@ describe('bad input', () => {
     assert.equal(deepest.status, 201, JSON.stringify(deepest.body));
   });
 
+  test('a number too large for a double is 400, not stored as null; large and precise numbers within range are kept', async () => {
+    await refusedAndUnchanged(async () => {
+      for (const number of ['1e400', '-1e309', '123e99999']) {
+        const body = `{"app_id":"${app.id}","event_type":"invoice.paid","payload":{"amount":{"n":[${number}]}}}`;
+        assertError(await api.post('/api/v1/messages', body), 400, 'invalid_request', /number too large/);
+      }
+      assertError(await api.post('/api/v1/event-types', '{"name":"huge.event","example_json":{"n":1e999}}'), 400, 'invalid_request', /number too large/);
+    });
+    const kept = await api.post('/api/v1/messages', `{"app_id":"${app.id}","event_type":"invoice.paid","payload":{"big":1.7e308,"small":5e-324}}`);
+    assert.equal(kept.status, 201, JSON.stringify(kept.body));
+  });
+
   test('a URL that does not decode or an over-long path parameter is 400 with the envelope; a long uid is routed', async () => {
     for (const path of ['/api/v1/messages/%zz', '/api/v1/deliveries/%E0%A4%A', `/api/v1/endpoints/ep_${'0'.repeat(600)}/rotate-secret`]) {
       for (const client of [api, new Client(service.url)]) {
