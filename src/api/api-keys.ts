@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { ApiKey, ApiKeyWithSecret, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { ApiKey, ApiKeyWithSecret, errors, IdParams, ListOf, pageQuery } from './schemas.js';
 import { apiKeyToApi, list } from './serialize.js';
 
 export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
@@ -25,7 +25,7 @@ export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
 
   app.get(
     '/api/v1/api-keys',
-    { schema: { summary: 'List keys (never their secret part)', tags: ['api-keys'], querystring: Type.Object(PageQuery), response: { 200: ListOf(ApiKey), ...errors(400, 401, 429) } } },
+    { schema: { summary: 'List keys (never their secret part)', tags: ['api-keys'], querystring: Type.Object(pageQuery('apiKey')), response: { 200: ListOf(ApiKey), ...errors(400, 401, 429) } } },
     async (request) => list(await store.organizations.listKeys(scopeOf(request), pageOf(request.query)), apiKeyToApi),
   );
 

@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { Application, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { Application, errors, IdParams, ListOf, pageQuery } from './schemas.js';
 import { applicationToApi, list } from './serialize.js';
 import { UidTakenError } from '../store/applications.js';
 
@@ -23,7 +23,7 @@ async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
 export const applicationRoutes: RoutePlugin = async (app, { store }) => {
   app.get(
     '/api/v1/applications',
-    { schema: { summary: 'List applications', tags: ['applications'], querystring: Type.Object(PageQuery), response: { 200: ListOf(Application), ...errors(400, 401, 429) } } },
+    { schema: { summary: 'List applications', tags: ['applications'], querystring: Type.Object(pageQuery('application')), response: { 200: ListOf(Application), ...errors(400, 401, 429) } } },
     async (request) => list(await store.applications.list(scopeOf(request), pageOf(request.query)), applicationToApi),
   );
 

@@ -19,7 +19,8 @@ declare module 'fastify' {
   }
 }
 
-const BEARER = /^Bearer ([A-Za-z0-9_]{1,200})$/;
+/** `Bearer <key>`; the scheme's name is case-insensitive (RFC 9110), and spaces may follow it. */
+const BEARER = /^bearer +([A-Za-z0-9_]{1,200})$/i;
 
 export function installAuth(app: FastifyInstance, store: Store): void {
   app.decorateRequest('caller', null);

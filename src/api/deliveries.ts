@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Delivery, DeliveryStatus, DeliveryWithAttempts, errors, IdParams, ListOf, PageQuery } from './schemas.js';
+import { Delivery, DeliveryStatus, DeliveryWithAttempts, errors, Filter, IdParams, ListOf, pageQuery } from './schemas.js';
 import { attemptToApi, deliveryToApi, list } from './serialize.js';
 
 export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
@@ -13,10 +13,10 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'List deliveries, filtered by message, endpoint, application or status',
         tags: ['deliveries'],
         querystring: Type.Object({
-          ...PageQuery,
-          message_id: Type.Optional(Type.String()),
-          endpoint_id: Type.Optional(Type.String()),
-          app_id: Type.Optional(Type.String()),
+          ...pageQuery('delivery'),
+          message_id: Filter,
+          endpoint_id: Filter,
+          app_id: Filter,
           status: Type.Optional(DeliveryStatus),
         }),
         response: { 200: ListOf(Delivery), ...errors(400, 401, 429) },

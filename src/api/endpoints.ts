@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Endpoint, EndpointWithSecret, errors, IdParams, ListOf, PageQuery, Timestamp } from './schemas.js';
+import { Endpoint, EndpointWithSecret, errors, Filter, IdParams, ListOf, pageQuery, Timestamp } from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
 import type { Scope, Store } from '../store/index.js';
@@ -44,7 +44,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       schema: {
         summary: 'List endpoints',
         tags: ['endpoints'],
-        querystring: Type.Object({ ...PageQuery, app_id: Type.Optional(Type.String()) }),
+        querystring: Type.Object({ ...pageQuery('endpoint'), app_id: Filter }),
         response: { 200: ListOf(Endpoint), ...errors(400, 401, 429) },
       },
     },

@@ -50,10 +50,24 @@ function isDatabaseUnavailable(error: unknown): boolean {
   return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(e.message ?? '');
 }
 
+/**
+ * A validation failure in words. A field limited to a few values (a union of constants) failed each of
+ * them, and ajv names none ("must be equal to constant" once per value): those values are listed instead.
+ */
+function validationMessage(error: FastifyError): string {
+  const failures = error.validation ?? [];
+  const choice = failures.find((failure) => failure.keyword === 'anyOf');
+  const allowed = failures.filter((failure) => failure.keyword === 'const').map((failure) => (failure.params as { allowedValue?: unknown }).allowedValue);
+  if (choice && allowed.length === failures.length - 1) {
+    return `${error.validationContext ?? ''}${choice.instancePath} must be one of: ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
+  }
+  return error.message;
+}
+
 function classify(error: FastifyError | HttpError | Error): HttpError {
   if (error instanceof HttpError) return error;
   const fe = error as FastifyError;
-  if (fe.validation) return invalid(fe.message);
+  if (fe.validation) return invalid(validationMessage(fe));
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_JSON':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':

@@ -19,7 +19,7 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
         tags: ['event-types'],
         querystring: Type.Object({
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250 })),
-          cursor: Type.Optional(Type.String({ maxLength: 255, description: 'next_cursor of the previous page' })),
+          cursor: Type.Optional(Type.String({ maxLength: 255, pattern: EVENT_TYPE_NAME.source, description: 'next_cursor of the previous page (an event type name)' })),
         }),
         response: { 200: ListOf(EventType), ...errors(400, 401, 429) },
       },

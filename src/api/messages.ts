@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import { invalid, notFound, HttpError } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Delivery, EmitResponse, errors, IdParams, ListOf, Message, PageQuery } from './schemas.js';
+import { Delivery, EmitResponse, errors, Filter, IdParams, ListOf, Message, cursorOf, pageQuery } from './schemas.js';
 import { deliveryToApi, list, messageToApi } from './serialize.js';
 import type { EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
@@ -58,9 +58,9 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
         tags: ['messages'],
         querystring: Type.Object({
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50, description: 'At most 50 (default 50)' })),
-          cursor: PageQuery.cursor,
-          app_id: Type.Optional(Type.String()),
-          event_type: Type.Optional(Type.String()),
+          cursor: cursorOf('message'),
+          app_id: Filter,
+          event_type: Filter,
         }),
         response: { 200: ListOf(Message), ...errors(400, 401, 429) },
       },
@@ -163,7 +163,7 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
         summary: "List a message's deliveries",
         tags: ['messages'],
         params: IdParams,
-        querystring: Type.Object(PageQuery),
+        querystring: Type.Object(pageQuery('delivery')),
         response: { 200: ListOf(Delivery), ...errors(400, 401, 404, 429) },
       },
     },

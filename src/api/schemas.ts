@@ -1,4 +1,5 @@
 import { Type, type TSchema } from 'typebox';
+import { ID_PREFIX, type IdKind } from '../domain/ids.js';
 
 // Request and response schemas. They validate at the edge, shape the serialized responses and generate
 // the OpenAPI document, so each field of the contract is written down exactly once.
@@ -18,10 +19,21 @@ export const ErrorEnvelope = Type.Object(
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) });
 
-export const PageQuery = {
+/** A list filter (`?app_id=…`): an empty one is refused rather than read as no filter. */
+export const Filter = Type.Optional(Type.String({ minLength: 1, maxLength: 256 }));
+
+/**
+ * `limit` and `cursor` of a list of `kind`. A cursor is the last id of the previous page, so one that is
+ * not such an id (garbage, another kind's id) is refused rather than answered with a wrong page.
+ */
+export const pageQuery = (kind: IdKind) => ({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250, description: 'Items per page (default 50)' })),
-  cursor: Type.Optional(Type.String({ maxLength: 64, description: 'next_cursor of the previous page' })),
-};
+  cursor: cursorOf(kind),
+});
+
+/** The cursor of a list of `kind`: the next_cursor of the previous page, an id of that kind. */
+export const cursorOf = (kind: IdKind) =>
+  Type.Optional(Type.String({ pattern: `^${ID_PREFIX[kind]}[0-9a-z]{26}$`, description: `next_cursor of the previous page (an ${ID_PREFIX[kind]}… id)` }));
 
 /** A list response: {object: "list", data, has_more, next_cursor}. */
 export const ListOf = <T extends TSchema>(item: T) =>

@@ -57,6 +57,14 @@ describe('authentication and isolation', () => {
     }
   });
 
+  test('the scheme of the Authorization header is case-insensitive; the key is not', async () => {
+    const anonymous = new Client(service.url);
+    for (const scheme of ['bearer', 'BEARER', 'Bearer ']) {
+      assert.equal((await anonymous.get('/api/v1/applications', { authorization: `${scheme} ${ownerKey.key}` })).status, 200, scheme);
+    }
+    assertError(await anonymous.get('/api/v1/applications', { authorization: `Bearer ${ownerKey.key.toUpperCase()}` }), 401, 'unauthorized');
+  });
+
   test('a Live key of organization A does not see its Test keys, and vice versa', async () => {
     const liveKeys = await idsOf(ownerLive, '/api/v1/api-keys');
     assert.ok(!liveKeys.includes(ownerKey.id));

@@ -127,8 +127,23 @@ describe('bad input', () => {
       for (const query of ['limit=0', 'limit=abc', 'limit=-1', 'limit=1.5', 'limit=100000']) {
         assertError(await api.get(`${path}?${query}`), 400, 'invalid_request', /limit/);
       }
+      // A cursor is the previous page's last id (or name): anything else would answer a wrong page.
+      for (const cursor of ['garbage', 'evt_', 'app_zzz', 'Z', `${message.id}x`, 'a b']) {
+        const reply = await api.get(`${path}?cursor=${encodeURIComponent(cursor)}`);
+        // The catalog pages by name: only what cannot be a name is refused there.
+        if (path === '/api/v1/event-types' && cursor !== 'a b') assert.equal(reply.status, 200, `${path} ${cursor}: could be a name`);
+        else assertError(reply, 400, 'invalid_request', /cursor/);
+      }
     }
-    assertError(await api.get('/api/v1/deliveries?status=everything'), 400, 'invalid_request', /status/);
+    // An empty filter is refused, not read as no filter (which listed everything).
+    for (const query of ['app_id=', 'message_id=', 'endpoint_id=']) assertError(await api.get(`/api/v1/deliveries?${query}`), 400, 'invalid_request', /querystring\/\w+_id/);
+    assertError(await api.get('/api/v1/endpoints?app_id='), 400, 'invalid_request', /app_id/);
+    assertError(await api.get('/api/v1/messages?event_type='), 400, 'invalid_request', /event_type/);
+    // The cursor of another kind of list is refused too.
+    assertError(await api.get(`/api/v1/applications?cursor=${message.id}`), 400, 'invalid_request', /cursor/);
+    // A field limited to a few values names them.
+    assertError(await api.get('/api/v1/deliveries?status=everything'), 400, 'invalid_request', /^querystring\/status must be one of: "pending", "success", "failed", "disabled"$/);
+    assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, { status: 'failing' }), 400, 'invalid_request', /^body\/status must be one of: "active", "disabled"$/);
   });
 
   test('a body of a content type other than JSON is refused with 415 and the envelope; an empty one is no body', async () => {
