@@ -82,13 +82,27 @@ function unkeepableJson(value: unknown, levels: number): 'depth' | 'number' | nu
 }
 
 /**
+ * Why a JSON body would be read as other bytes than were meant, or null: the body is read as UTF-8 text
+ * as it arrived, so a compressed body or another charset would be stored garbled.
+ */
+function unreadableEncoding(headers: FastifyRequest['headers']): string | null {
+  const encoding = headers['content-encoding']?.trim().toLowerCase();
+  if (encoding && encoding !== 'identity') return `Content-Encoding ${encoding} is not supported; send the body uncompressed`;
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(headers['content-type'] ?? '')?.[1]?.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') return `charset ${charset} is not supported; send UTF-8`;
+  return null;
+}
+
+/**
  * Request bodies are JSON; an empty body is no body (routes without one accept it), anything else must
  * parse. A body of any other type is refused with 415, unless it is empty (`fetch` labels even an empty
  * string body text/plain): fastify's own text/plain parser would hand the text to the route instead.
  */
 function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (request, text, done) => {
+    const unreadable = unreadableEncoding(request.headers);
+    if (unreadable) return done(new HttpError(415, 'invalid_request', unreadable), undefined);
     const body = text as string;
     if (body.trim() === '') return done(null, undefined);
     let parsed: unknown;

@@ -153,7 +153,14 @@ describe('bad input', () => {
       }
       // A route without a body schema: the text would have reached it.
       assertError(await api.post(`/api/v1/messages/${message.id}/replay`, 'hello', { 'content-type': 'text/plain' }), 415, 'invalid_request', /Content-Type/);
+      // JSON read as other bytes than were meant: compressed, or in another charset.
+      assertError(await api.post('/api/v1/applications', '{"name":"x"}', { 'content-encoding': 'gzip' }), 415, 'invalid_request', /Content-Encoding gzip/);
+      assertError(await api.post('/api/v1/applications', '{"name":"x"}', { 'content-type': 'application/json; charset=utf-16' }), 415, 'invalid_request', /charset utf-16/);
     });
+    for (const type of ['application/json; charset=UTF-8', 'application/json;charset="utf8"']) {
+      assert.equal((await api.post('/api/v1/applications', { name: 'charset ok' }, { 'content-type': type })).status, 201, type);
+    }
+    assert.equal((await api.post('/api/v1/applications', { name: 'identity' }, { 'content-encoding': 'identity' })).status, 201);
     // fetch labels an empty string body text/plain.
     const rotated = await api.post(`/api/v1/endpoints/${endpoint.id}/rotate-secret`, '', { 'content-type': 'text/plain;charset=UTF-8' });
     assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
