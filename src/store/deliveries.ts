@@ -59,23 +59,17 @@ export class Deliveries {
    */
   async retry(scope: Scope, id: string): Promise<number | undefined> {
     const attemptNumber = await this.ctx.db.transaction().execute(async (trx) => {
-      let read = trx
+      const delivery = await trx
         .selectFrom('deliveries')
         .select(['id', 'endpoint_id'])
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
-        .where('id', '=', id);
-      // Two retries of one delivery take turns (PostgreSQL; SQLite writes one at a time): each numbers its
-      // attempt after the other's.
-      if (this.ctx.dialect === 'postgres') read = read.forUpdate();
-      const delivery = await read.executeTakeFirst();
+        .where('id', '=', id)
+        .executeTakeFirst();
       if (!delivery) return undefined;
       const now = this.ctx.now();
-      // After every attempt made or still queued. A queued attempt that was dropped (its endpoint
-      // disabled or deleted, the delivery delivered meanwhile) held a number: it is handed out again, so
-      // the numbers the attempts show have no gaps.
-      const number = (await highestAttemptNumber(trx, id)) + 1;
-      await trx.updateTable('deliveries').set({ attempt_seq: number, next_attempt_at: now, updated_at: now }).where('id', '=', id).execute();
+      const { number, highest } = await numberManualAttempt(trx, id, this.ctx.dialect);
+      await trx.updateTable('deliveries').set({ attempt_seq: highest, next_attempt_at: now, updated_at: now }).where('id', '=', id).execute();
       await trx
         .insertInto('delivery_tasks')
         .values({ id: newId('task', now), delivery_id: id, endpoint_id: delivery.endpoint_id, trigger: 'manual', attempt_number: number, run_at: now, lease_owner: null })
@@ -87,9 +81,32 @@ export class Deliveries {
   }
 }
 
-/** The highest attempt number a delivery's attempts carry, made or queued (0 when none). */
-async function highestAttemptNumber(db: Executor, deliveryId: string): Promise<number> {
-  const made = await db.selectFrom('attempts').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
-  const queued = await db.selectFrom('delivery_tasks').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
-  return Math.max(Number(made?.n ?? 0), Number(queued?.n ?? 0));
+/**
+ * The number of a manual attempt queued now, and the highest number the delivery's attempts then carry.
+ * Numbers follow the order attempts go out: the manual one goes after every attempt made or under way
+ * (and other manual ones queued), and before the scheduled attempt still waiting, which moves one place
+ * back. So the attempts read in time order with no gaps, also when the manual attempt delivers and the
+ * scheduled one is dropped. A delivery has at most one scheduled attempt queued.
+ */
+async function numberManualAttempt(trx: Executor, deliveryId: string, dialect: StoreContext['dialect']): Promise<{ number: number; highest: number }> {
+  let waiting = trx.selectFrom('delivery_tasks').select('id').where('delivery_id', '=', deliveryId).where('trigger', '=', 'scheduled').where('lease_owner', 'is', null);
+  let delivery = trx.selectFrom('deliveries').select('id').where('id', '=', deliveryId);
+  if (dialect === 'postgres') {
+    // (SQLite writes one transaction at a time.) The waiting task is locked so that no worker claims it
+    // while it is renumbered (a claim under way is waited for, and its task then counts as under way),
+    // then the delivery, so that two retries, or a retry and an outcome, number one after the other. In
+    // that order, tasks before their delivery, as outcomes and endpoint changes lock them.
+    waiting = waiting.forUpdate();
+    delivery = delivery.forUpdate();
+  }
+  const waitingIds = (await waiting.execute()).map((row) => row.id);
+  await delivery.execute();
+  const made = await trx.selectFrom('attempts').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
+  let ahead = trx.selectFrom('delivery_tasks').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId);
+  if (waitingIds.length > 0) ahead = ahead.where('id', 'not in', waitingIds);
+  const before = await ahead.executeTakeFirst();
+  const number = Math.max(Number(made?.n ?? 0), Number(before?.n ?? 0)) + 1;
+  if (waitingIds.length === 0) return { number, highest: number };
+  await trx.updateTable('delivery_tasks').set({ attempt_number: number + 1 }).where('id', 'in', waitingIds).execute();
+  return { number, highest: number + 1 };
 }

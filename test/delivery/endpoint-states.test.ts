@@ -160,9 +160,10 @@ test('manual retries of a pending delivery each add one attempt, numbered apart,
   assert.equal(waiting.status, 'pending');
   assert.ok(waiting.next_attempt_at && Date.parse(waiting.next_attempt_at) > Date.now() + 30 * 60_000);
 
-  // Four at once: each gets its own number, after the queued scheduled attempt (#2).
+  // Four at once: each gets its own number, in the order they go out: before the scheduled attempt still
+  // waiting (queued as #2), which moves back behind them.
   const retries = await Promise.all(Array.from({ length: 4 }, () => s.api.post(`/api/v1/deliveries/${id}/retry`)));
-  assert.deepEqual(retries.map((r) => r.body.attempt_number).sort(), [3, 4, 5, 6]);
+  assert.deepEqual(retries.map((r) => r.body.attempt_number).sort(), [2, 3, 4, 5]);
   let d = await s.until(id, (d) => d.attempt_count === 5, 'manual attempts');
   assert.equal(d.status, 'pending');
   assert.equal(d.next_attempt_at, waiting.next_attempt_at, 'scheduled attempt untouched');
@@ -173,7 +174,26 @@ test('manual retries of a pending delivery each add one attempt, numbered apart,
   d = await s.until(id, (d) => d.status === 'success', 'manual attempt delivered');
   assert.equal(d.next_attempt_at, null, 'delivered: the scheduled attempt is no longer needed');
   const numbered = d.attempts.map((a) => [a.attempt_number, a.trigger]).sort((a, b) => Number(a[0]) - Number(b[0]));
-  assert.deepEqual(numbered, [[1, 'scheduled'], [3, 'manual'], [4, 'manual'], [5, 'manual'], [6, 'manual'], [7, 'manual']]);
+  // No gap where the scheduled attempt, no longer needed, was dropped.
+  assert.deepEqual(numbered, [[1, 'scheduled'], [2, 'manual'], [3, 'manual'], [4, 'manual'], [5, 'manual'], [6, 'manual']]);
+});
+
+test('a manual retry while a scheduled attempt waits is numbered before it: the attempts read in time order', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,3s,1h' });
+  const receiver = await startReceiver(t, () => ({ status: 500 }));
+  await s.endpoint(`${receiver.url}/hook`);
+  const id = (await s.emit()).deliveryIds[0]!;
+  const waiting = await s.until(id, (d) => d.attempt_count === 1, 'first attempt');
+  const retried = await s.api.post(`/api/v1/deliveries/${id}/retry`);
+  assert.equal(retried.body.attempt_number, 2);
+  const d = await s.until(id, (d) => d.attempt_count === 3, 'the manual attempt, then the scheduled one', 10_000);
+  const inTime = oldestFirst(d);
+  assert.deepEqual(inTime.map((a) => [a.attempt_number, a.trigger]), [[1, 'scheduled'], [2, 'manual'], [3, 'scheduled']]);
+  for (let i = 1; i < inTime.length; i++) assert.ok(Date.parse(inTime[i]!.created_at) >= Date.parse(inTime[i - 1]!.created_at));
+  assert.ok(Date.parse(inTime[2]!.created_at) >= Date.parse(waiting.next_attempt_at!) - 50, 'the scheduled attempt kept its time');
+  // The next scheduled attempt follows on from there.
+  const next = await s.api.post(`/api/v1/deliveries/${id}/retry`);
+  assert.equal(next.body.attempt_number, 4);
 });
 
 test('replay creates new deliveries for the endpoints subscribed now, with the event-type filter applied', async (t) => {
