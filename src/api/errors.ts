@@ -115,6 +115,9 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   socket.end(
     `HTTP/1.1 ${http.statusCode} ${STATUS_CODES[http.statusCode]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n` +
       `x-request-id: ${requestId}\r\nconnection: close\r\n\r\n${body}`,
+    // Closed outright once written: the server allows half-open sockets, and a client that never closes
+    // its side would hold this one.
+    () => socket.destroy(),
   );
 }
 

@@ -96,7 +96,8 @@ export function isLinkLocalOrMetadata(text: string): boolean {
  * names, addresses and ranges) lifts either rule.
  */
 export function refusedAddress(address: string, hostname: string, publicOnly: boolean, allowList: string[]): string | null {
-  if (allowListed(address, allowList) || allowList.includes(hostname)) return null;
+  // Host names are listed without a trailing dot (`internal.corp.` names the same host).
+  if (allowListed(address, allowList) || allowList.includes(hostname.replace(/\.$/, ''))) return null;
   const refused = publicOnly ? !isPublicAddress(address) : isLinkLocalOrMetadata(address);
   return refused ? refusedKind(publicOnly, address) : null;
 }

@@ -59,13 +59,16 @@ export class Deliveries {
    */
   async retry(scope: Scope, id: string): Promise<number | undefined> {
     const attemptNumber = await this.ctx.db.transaction().execute(async (trx) => {
-      const delivery = await trx
+      let read = trx
         .selectFrom('deliveries')
         .select(['id', 'endpoint_id'])
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
-        .where('id', '=', id)
-        .executeTakeFirst();
+        .where('id', '=', id);
+      // Two retries of one delivery, or a retry and an outcome being recorded, take turns (PostgreSQL;
+      // SQLite writes one transaction at a time): each numbers its attempt after the other's.
+      if (this.ctx.dialect === 'postgres') read = read.forUpdate();
+      const delivery = await read.executeTakeFirst();
       if (!delivery) return undefined;
       const now = this.ctx.now();
       const { number, highest } = await numberManualAttempt(trx, id, this.ctx.dialect);
@@ -89,18 +92,14 @@ export class Deliveries {
  * scheduled one is dropped. A delivery has at most one scheduled attempt queued.
  */
 async function numberManualAttempt(trx: Executor, deliveryId: string, dialect: StoreContext['dialect']): Promise<{ number: number; highest: number }> {
+  // The delivery is locked (retry), so no new scheduled task can appear meanwhile. The waiting one is
+  // locked so that no worker claims it while it is renumbered, but without waiting (SKIP LOCKED): a task
+  // locked elsewhere is being claimed or deleted, counts as ahead, and keeps its number. Waiting for it
+  // could deadlock with an outcome that holds the delivery's lock in turn (a 410 stopping the endpoint's
+  // tasks after counting its attempt).
   let waiting = trx.selectFrom('delivery_tasks').select('id').where('delivery_id', '=', deliveryId).where('trigger', '=', 'scheduled').where('lease_owner', 'is', null);
-  let delivery = trx.selectFrom('deliveries').select('id').where('id', '=', deliveryId);
-  if (dialect === 'postgres') {
-    // (SQLite writes one transaction at a time.) The waiting task is locked so that no worker claims it
-    // while it is renumbered (a claim under way is waited for, and its task then counts as under way),
-    // then the delivery, so that two retries, or a retry and an outcome, number one after the other. In
-    // that order, tasks before their delivery, as outcomes and endpoint changes lock them.
-    waiting = waiting.forUpdate();
-    delivery = delivery.forUpdate();
-  }
+  if (dialect === 'postgres') waiting = waiting.forUpdate().skipLocked();
   const waitingIds = (await waiting.execute()).map((row) => row.id);
-  await delivery.execute();
   const made = await trx.selectFrom('attempts').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
   let ahead = trx.selectFrom('delivery_tasks').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId);
   if (waitingIds.length > 0) ahead = ahead.where('id', 'not in', waitingIds);

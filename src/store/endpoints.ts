@@ -129,7 +129,7 @@ export class Endpoints {
         url: changes.url ?? current.url,
         // Whoever sets the URL decides its rule: the API's callers (the operator's team) may point Test
         // endpoints at their own network.
-        public_only: changes.url === undefined ? current.public_only : 0,
+        public_only: changes.url === undefined || changes.url === current.url ? current.public_only : 0,
         description: changes.description ?? current.description,
         event_types: changes.eventTypes === undefined ? current.event_types : JSON.stringify(changes.eventTypes),
         updated_at: now,

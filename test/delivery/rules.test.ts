@@ -143,4 +143,5 @@ test('connections: Live reaches public addresses only, Test anything but link-lo
   assert.equal(refusedAddress('8.8.8.8', 'h', true, []), null);
   assert.equal(refusedAddress('169.254.1.1', 'h', false, ['169.254.1.1']), null, 'allow-listed address');
   assert.equal(refusedAddress('10.0.0.1', 'hooks.internal', true, ['hooks.internal']), null, 'allow-listed host name');
+  assert.equal(refusedAddress('10.0.0.1', 'hooks.internal.', true, ['hooks.internal']), null, 'allow-listed host name spelled with its trailing dot');
 });

@@ -114,3 +114,46 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   const endpoint = await store.ctx.db.selectFrom('endpoints').select('status').where('id', '=', endpointId).executeTakeFirstOrThrow();
   assert.equal(endpoint.status, 'disabled', 'the success did not undo the disabling');
 });
+
+test("a manual retry while an outcome holding the delivery drops its waiting scheduled attempt: both complete, neither deadlocks", { skip, timeout: 60_000 }, async (t) => {
+  const { store, emit, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(1);
+  const [first] = await store.queue.claimLoaded('wrk_retry', 10);
+  assert.ok(first?.input);
+  await store.queue.completeMany([{ input: first.input, result: failure(Date.now()) }], 'wrk_retry');
+  const deliveryId = first.task.delivery_id;
+
+  // A third session plays the outcome: it holds the delivery (as counting an attempt does), then drops the
+  // delivery's scheduled attempt still waiting (as stopping a 410's endpoint does).
+  const outcome = await sessionInTransaction(config.databaseUrl!, closeFirst);
+  await outcome.query('update deliveries set updated_at = updated_at where id = $1', [deliveryId]);
+  const retried = store.deliveries.retry(scope, deliveryId);
+  await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the retry waits for the delivery');
+  // Waiting on the retry here, while the retry waits on this session, would be a deadlock (one of the two
+  // aborted by PostgreSQL after a second).
+  const dropped = await outcome.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [deliveryId]);
+  assert.equal(dropped.rowCount, 1);
+  await outcome.query('commit');
+  assert.equal(await retried, 2, 'numbered after the one attempt made');
+  const tasks = await store.ctx.db.selectFrom('delivery_tasks').select(['trigger', 'attempt_number']).where('delivery_id', '=', deliveryId).execute();
+  assert.deepEqual(tasks, [{ trigger: 'manual', attempt_number: 2 }]);
+});
+
+test('a manual retry while an endpoint change holds the waiting scheduled attempt and then the delivery: both complete', { skip, timeout: 60_000 }, async (t) => {
+  const { store, emit, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(1);
+  const [first] = await store.queue.claimLoaded('wrk_retry', 10);
+  assert.ok(first?.input);
+  await store.queue.completeMany([{ input: first.input, result: failure(Date.now()) }], 'wrk_retry');
+  const deliveryId = first.task.delivery_id;
+
+  // A third session plays an endpoint being disabled: tasks first, then their deliveries.
+  const change = await sessionInTransaction(config.databaseUrl!, closeFirst);
+  await change.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [deliveryId]);
+  // The retry does not wait for the task the change holds (it counts as ahead of the manual attempt) …
+  const number = await store.deliveries.retry(scope, deliveryId);
+  assert.equal(number, 3, 'after the scheduled attempt that may still go out');
+  // … so the change gets the delivery next.
+  await change.query('update deliveries set updated_at = updated_at where id = $1', [deliveryId]);
+  await change.query('commit');
+});
