@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
@@ -115,13 +115,18 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   assert.equal(endpoint.status, 'disabled', 'the success did not undo the disabling');
 });
 
-test("a manual retry while an outcome holding the delivery drops its waiting scheduled attempt: both complete, neither deadlocks", { skip, timeout: 60_000 }, async (t) => {
-  const { store, emit, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
-  await emit(1);
-  const [first] = await store.queue.claimLoaded('wrk_retry', 10);
+/** A delivery whose first attempt failed, its next scheduled attempt waiting an hour. */
+async function failedOnceWithRetryWaiting(t: TestContext) {
+  const opened = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await opened.emit(1);
+  const [first] = await opened.store.queue.claimLoaded('wrk_retry', 10);
   assert.ok(first?.input);
-  await store.queue.completeMany([{ input: first.input, result: failure(Date.now()) }], 'wrk_retry');
-  const deliveryId = first.task.delivery_id;
+  await opened.store.queue.completeMany([{ input: first.input, result: failure(Date.now()) }], 'wrk_retry');
+  return { ...opened, deliveryId: first.task.delivery_id };
+}
+
+test("a manual retry while an outcome holding the delivery drops its waiting scheduled attempt: both complete, neither deadlocks", { skip, timeout: 60_000 }, async (t) => {
+  const { store, scope, config, closeFirst, deliveryId } = await failedOnceWithRetryWaiting(t);
 
   // A third session plays the outcome: it holds the delivery (as counting an attempt does), then drops the
   // delivery's scheduled attempt still waiting (as stopping a 410's endpoint does).
@@ -140,12 +145,7 @@ test("a manual retry while an outcome holding the delivery drops its waiting sch
 });
 
 test('a manual retry while an endpoint change holds the waiting scheduled attempt and then the delivery: both complete', { skip, timeout: 60_000 }, async (t) => {
-  const { store, emit, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
-  await emit(1);
-  const [first] = await store.queue.claimLoaded('wrk_retry', 10);
-  assert.ok(first?.input);
-  await store.queue.completeMany([{ input: first.input, result: failure(Date.now()) }], 'wrk_retry');
-  const deliveryId = first.task.delivery_id;
+  const { store, scope, config, closeFirst, deliveryId } = await failedOnceWithRetryWaiting(t);
 
   // A third session plays an endpoint being disabled: tasks first, then their deliveries.
   const change = await sessionInTransaction(config.databaseUrl!, closeFirst);
