@@ -6,6 +6,8 @@ import type { ApiKeyRow, OrganizationRow } from './schema.js';
 
 /** How long an API-key lookup is reused (see Organizations.findKeyOwner). */
 const KEY_CACHE_MS = 2_000;
+/** Entries each key cache holds before it starts over. */
+const KEY_CACHE_ENTRIES = 10_000;
 
 export interface IssuedKey {
   row: ApiKeyRow;
@@ -86,6 +88,11 @@ export class Organizations {
    * process clears it; other processes see the change within KEY_CACHE_MS.
    */
   private readonly keyCache = new Map<string, { owner: KeyOwner | undefined; until: number }>();
+  /**
+   * The same for keys that opened nothing, apart: anyone can present unknown keys (they are not rate
+   * limited), and a flood of them filling one shared cache would push the real keys out with it.
+   */
+  private readonly unknownKeyCache = new Map<string, { owner: KeyOwner | undefined; until: number }>();
   /** Counts forgetKeyOwners calls: a lookup that overlapped one may have read the row as it was before. */
   private keyCacheGeneration = 0;
 
@@ -95,6 +102,7 @@ export class Organizations {
    */
   private forgetKeyOwners(): void {
     this.keyCache.clear();
+    this.unknownKeyCache.clear();
     this.keyCacheGeneration++;
   }
 
@@ -105,13 +113,14 @@ export class Organizations {
     // Keyed by hash, so the cache never holds presented keys in plaintext.
     const keyHash = hashApiKey(key);
     const now = Date.now();
-    const cached = this.keyCache.get(keyHash);
+    const cached = this.keyCache.get(keyHash) ?? this.unknownKeyCache.get(keyHash);
     if (cached && cached.until > now) return cached.owner;
     const generation = this.keyCacheGeneration;
     const owner = await this.lookupKeyOwner(keyHash, livemode);
     if (generation !== this.keyCacheGeneration) return owner;
-    if (this.keyCache.size >= 10_000) this.keyCache.clear();
-    this.keyCache.set(keyHash, { owner, until: now + KEY_CACHE_MS });
+    const cache = owner ? this.keyCache : this.unknownKeyCache;
+    if (cache.size >= KEY_CACHE_ENTRIES) cache.clear();
+    cache.set(keyHash, { owner, until: now + KEY_CACHE_MS });
     return owner;
   }
 

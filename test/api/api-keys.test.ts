@@ -133,4 +133,30 @@ describe('api keys', () => {
     }
     assert.equal(await organizations.findKeyOwner(key), undefined, 'the next lookup finds the key revoked');
   });
+
+  test('a flood of unknown keys does not push the real keys out of the key cache', async () => {
+    const { raw } = await bootstrap(service.url);
+    const organizations = service.store.organizations;
+    const lookup = organizations['lookupKeyOwner'].bind(organizations);
+    let lookups = 0;
+    organizations['lookupKeyOwner'] = async (...args: Parameters<typeof lookup>) => (lookups++, lookup(...args));
+    // Unknown keys presented as a flood would (in batches, a thousand at a time at most).
+    const flood = async (from: number, to: number) => {
+      for (let i = from; i < to; i += 50) {
+        const answers = await Promise.all(Array.from({ length: 50 }, (_, j) => organizations.findKeyOwner(`sk_test_flood${String(i + j).padStart(28, '0')}`)));
+        assert.ok(answers.every((owner) => owner === undefined));
+      }
+    };
+    try {
+      await flood(0, 9_950);
+      // The real key is remembered just before the flood goes past what a cache holds (entries last 2 s).
+      assert.ok(await organizations.findKeyOwner(raw.test_key.key));
+      await flood(9_950, 10_100);
+      lookups = 0;
+      assert.ok(await organizations.findKeyOwner(raw.test_key.key));
+      assert.equal(lookups, 0, 'the real key is still answered from the cache');
+    } finally {
+      organizations['lookupKeyOwner'] = lookup;
+    }
+  });
 });
