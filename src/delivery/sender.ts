@@ -93,7 +93,7 @@ export function guardedConnector(base: Connector, publicOnly: boolean, allow: st
       if (error) callback(error, null);
       else callback(null, socket!);
     };
-    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname.replace(/^\[|\]$/g, ''), options.hostname, publicOnly, allow);
+    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname, options.hostname, publicOnly, allow);
     if (literal) return finish(new BlockedAddressError(`refused to connect to ${literal}`), null);
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return finish(error ?? new Error('connect failed'), null);

@@ -305,16 +305,23 @@ export class Queue {
       endpoint:
         row.e_id === null
           ? null
-          : {
-              id: row.e_id,
-              url: row.url!,
-              publicOnly: Boolean(row.livemode) || Boolean(row.public_only),
-              status: row.endpoint_status as EndpointStatus,
-              secrets: this.secretsOf(row, now, secrets),
-            },
+          : this.endpointInput(row.e_id, row.endpoint_status!, row, now, secrets),
       payloadJson: row.body ?? null,
       payloadLater: row.body === null && row.payload_id !== null,
     };
+  }
+
+  /** An attempt's endpoint from the row a claim, a load or endpointsNow read (one place for its rules). */
+  private endpointInput(
+    id: string,
+    status: string,
+    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only'>,
+    now: number,
+    secrets: Map<string, SigningSecrets | null>,
+  ): NonNullable<AttemptInput['endpoint']> {
+    // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
+    const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
+    return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets: this.secretsOf(row, now, secrets) };
   }
 
   /**
@@ -348,13 +355,7 @@ export class Queue {
       .execute();
     const now = this.ctx.now();
     const secrets = new Map<string, SigningSecrets | null>();
-    return rows.map((row) => ({
-      id: row.id,
-      url: row.url,
-      publicOnly: Boolean(row.livemode) || Boolean(row.public_only),
-      status: row.status as EndpointStatus,
-      secrets: this.secretsOf(row, now, secrets),
-    }));
+    return rows.map((row) => this.endpointInput(row.id, row.status, row, now, secrets));
   }
 
   /** Drops a task whose delivery no longer exists. */
