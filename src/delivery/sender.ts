@@ -1,9 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { EventEmitter } from 'node:events';
 import type { LookupFunction, Socket } from 'node:net';
-import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { parseAddress, refusedAddress, refusedKind } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
@@ -128,22 +126,126 @@ function describe(error: unknown, timeoutMs: number): string {
   return (code && !text.includes(code) ? `${code}: ${text}` : text).slice(0, 500);
 }
 
-/** What an attempt that ran out of time is aborted with (`describe` reads it as a timeout). */
+/** What an attempt that ran out of time fails with (`describe` reads it as a timeout). */
 class AttemptTimeout extends Error {
   override readonly name = 'TimeoutError';
 }
 
-type DeadlineSignal = EventEmitter & { reason?: Error };
+/**
+ * One attempt's request, as an undici dispatch handler: it collects the status, Retry-After and up to
+ * `limit` bytes of the answer, and settles once, with the answer, an error or its timeout. Dispatching
+ * with a handler of our own instead of the dispatcher's request() (a promise, an abort signal and a
+ * readable stream per response) took a fifth off the Sender's CPU per request (docs/benchmarks.md).
+ */
+class Attempt implements Dispatcher.DispatchHandler {
+  /** When (performance.now()) the attempt times out. */
+  readonly deadline: number;
+  over = false;
+  private abortRequest: ((reason?: Error) => void) | null = null;
+  /** Why the attempt ended before undici was done with the request: the request is aborted once undici hands it over. */
+  private endedEarly: Error | null = null;
+  private status = 0;
+  private retryAfter: string | undefined;
+  private readonly parts: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly started: number,
+    timeoutMs: number,
+    private readonly limit: number,
+    private readonly settle: (result: SendResult) => void,
+    private readonly describeError: (error: unknown) => string,
+  ) {
+    this.deadline = started + timeoutMs;
+  }
+
+  onConnect(abort: (reason?: Error) => void): void {
+    if (this.endedEarly) return abort(this.endedEarly);
+    this.abortRequest = abort;
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+    this.status = statusCode;
+    if (statusCode === 429 || statusCode === 503) {
+      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+        if (String(rawHeaders[i]).toLowerCase() === 'retry-after') {
+          this.retryAfter = String(rawHeaders[i + 1]);
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.size < this.limit) this.parts.push(chunk.subarray(0, this.limit - this.size));
+    this.size += chunk.length;
+    // Far past what we keep: stop reading (the connection is closed rather than drained).
+    if (this.size > 64 * 1024 + this.limit) this.end(new Error('response body past what is kept'));
+    return true;
+  }
+
+  onComplete(): void {
+    this.answered();
+  }
+
+  onError(error: Error): void {
+    this.failed(error);
+  }
+
+  /** The deadline passed (AttemptDeadlines). */
+  timeOut(error: AttemptTimeout): void {
+    if (this.over) return;
+    this.failed(error);
+    this.end(error);
+  }
+
+  /** Aborts the request, now or when undici hands it over (it may still wait for a connection). */
+  private end(reason: Error): void {
+    if (this.endedEarly) return;
+    this.endedEarly = reason;
+    this.answered();
+    this.abortRequest?.(reason);
+  }
+
+  private answered(): void {
+    if (this.over) return;
+    this.over = true;
+    const status = this.status;
+    const ok = status >= 200 && status < 300;
+    // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
+    const responseBody = this.size === 0 ? null : new StringDecoder('utf8').write(Buffer.concat(this.parts));
+    // The deadline queue may hold this attempt a while longer (behind a hung one): not its answer.
+    this.parts.length = 0;
+    this.settle({
+      ok,
+      responseStatus: status,
+      responseBody,
+      error: ok ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
+      retryAfterMs: parseRetryAfter(this.retryAfter, Date.now()),
+      durationMs: this.elapsed(),
+    });
+  }
+
+  private failed(error: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    this.settle({ ok: false, responseStatus: null, responseBody: null, error: this.describeError(error), retryAfterMs: null, durationMs: this.elapsed() });
+  }
+
+  private elapsed(): number {
+    return Math.round(performance.now() - this.started);
+  }
+}
 
 /**
- * The whole-attempt timeout of every attempt in flight, on one timer. An `AbortSignal.timeout` per attempt
- * (a timer, an AbortSignal and an EventTarget listener in undici) cost ~40 µs of CPU per request, more than
- * undici's own work. Every deadline is now + the same timeout, so they come due in the order they were
- * made: a queue, swept from its front. undici takes an EventEmitter with `reason` as its signal.
+ * The deadlines of every attempt in flight, on one timer (a timer per attempt cost more than undici's own
+ * work per request). Every deadline is now + the same timeout, so they come due in the order they were
+ * made: a queue, swept from its front.
  */
 class AttemptDeadlines {
-  /** Attempts in order of their deadline from `head` on; `signal` is null once the attempt is over. */
-  private queue: { at: number; signal: DeadlineSignal | null }[] = [];
+  /** Attempts in order of their deadline from `head` on. */
+  private queue: Attempt[] = [];
   private head = 0;
   private timer: NodeJS.Timeout | null = null;
   /** The sweep, once its timer has run: it waits for the I/O of that turn of the event loop (schedule). */
@@ -151,16 +253,12 @@ class AttemptDeadlines {
 
   constructor(private readonly timeoutMs: number) {}
 
-  /** A signal that aborts after the timeout, and `done` to call when the attempt is over. */
-  start(): { signal: EventEmitter; done: () => void } {
+  add(attempt: Attempt): void {
     // Attempts mostly end in the order they started: step over the finished ones at the front.
-    while (this.head < this.queue.length && this.queue[this.head]!.signal === null) this.head++;
+    while (this.head < this.queue.length && this.queue[this.head]!.over) this.head++;
     this.compact();
-    const signal: DeadlineSignal = new EventEmitter();
-    const entry: { at: number; signal: DeadlineSignal | null } = { at: performance.now() + this.timeoutMs, signal };
-    this.queue.push(entry);
+    this.queue.push(attempt);
     if (!this.timer && !this.sweepSoon) this.schedule(this.timeoutMs);
-    return { signal, done: () => void (entry.signal = null) };
   }
 
   /**
@@ -188,19 +286,18 @@ class AttemptDeadlines {
   private sweep(): void {
     this.sweepSoon = null;
     const now = performance.now();
-    while (this.head < this.queue.length && (this.queue[this.head]!.signal === null || this.queue[this.head]!.at <= now)) {
-      const { signal } = this.queue[this.head++]!;
-      if (!signal) continue;
-      signal.reason = new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`);
+    while (this.head < this.queue.length && (this.queue[this.head]!.over || this.queue[this.head]!.deadline <= now)) {
+      const attempt = this.queue[this.head++]!;
+      if (attempt.over) continue;
       try {
-        signal.emit('abort');
+        attempt.timeOut(new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`));
       } catch {
-        // A listener that throws must not stop the sweep: later attempts still need their timeouts.
+        // An abort that throws must not stop the sweep: later attempts still need their timeouts.
       }
     }
     this.compact();
     if (this.head < this.queue.length) {
-      this.schedule(Math.max(1, this.queue[this.head]!.at - now));
+      this.schedule(Math.max(1, this.queue[this.head]!.deadline - now));
     } else {
       this.queue = [];
       this.head = 0;
@@ -232,60 +329,20 @@ export class Sender {
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
   }
 
-  async send(input: SendRequest): Promise<SendResult> {
-    const started = performance.now();
-    const elapsed = () => Math.round(performance.now() - started);
-    // One bound for the whole attempt: connect, headers and body.
-    const deadline = this.deadlines.start();
-    try {
-      const url = new URL(input.url);
-      // The dispatcher's own request(), given origin and path: the top-level request(url) cost ~30 µs more.
-      const response = await (input.publicOnly ? this.publicOnly : this.local).request({
-        origin: url.origin,
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers: input.headers,
-        body: input.body,
-        signal: deadline.signal,
-      });
-      const responseBody = await this.readCapped(response.body);
-      const status = response.statusCode;
-      const retryAfterHeader = status === 429 || status === 503 ? response.headers['retry-after'] : undefined;
-      return {
-        ok: status >= 200 && status < 300,
-        responseStatus: status,
-        responseBody,
-        error: status >= 200 && status < 300 ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
-        retryAfterMs: parseRetryAfter(Array.isArray(retryAfterHeader) ? retryAfterHeader[0] : retryAfterHeader, Date.now()),
-        durationMs: elapsed(),
-      };
-    } catch (error) {
-      return { ok: false, responseStatus: null, responseBody: null, error: describe(error, this.options.attemptTimeoutMs), retryAfterMs: null, durationMs: elapsed() };
-    } finally {
-      deadline.done();
-    }
-  }
-
-  /** Keeps at most responseBodyLimit bytes of the answer and discards the rest. */
-  private readCapped(body: Readable): Promise<string | null> {
-    const limit = this.options.responseBodyLimit;
-    return new Promise((resolve, reject) => {
-      const parts: Buffer[] = [];
-      let size = 0;
-      const finish = () =>
-        // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
-        resolve(size === 0 ? null : new StringDecoder('utf8').write(Buffer.concat(parts)));
-      body.on('data', (chunk: Buffer) => {
-        if (size < limit) parts.push(chunk.subarray(0, limit - size));
-        size += chunk.length;
-        // Far past what we keep: stop reading (the connection is closed rather than drained).
-        if (size > 64 * 1024 + limit) {
-          body.destroy();
-          finish();
-        }
-      });
-      body.once('end', finish);
-      body.once('error', reject);
+  /** Makes the attempt; never rejects (a failure is a result). One bound for the whole attempt: connect, headers and body. */
+  send(input: SendRequest): Promise<SendResult> {
+    const { attemptTimeoutMs, responseBodyLimit } = this.options;
+    return new Promise((resolve) => {
+      const attempt = new Attempt(performance.now(), attemptTimeoutMs, responseBodyLimit, resolve, (error) => describe(error, attemptTimeoutMs));
+      this.deadlines.add(attempt);
+      try {
+        const url = new URL(input.url);
+        const dispatcher = input.publicOnly ? this.publicOnly : this.local;
+        // An error in dispatch() itself comes back through the handler's onError.
+        dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers: input.headers, body: input.body }, attempt);
+      } catch (error) {
+        attempt.onError(error instanceof Error ? error : new Error(String(error)));
+      }
     });
   }
 

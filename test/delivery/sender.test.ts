@@ -183,3 +183,65 @@ test('a connection that completes after the connect timed out is closed, not han
   assert.equal(calls[0]?.name, 'TimeoutError');
   assert.equal(socket.destroyed, true);
 });
+
+test("an answer's headers and body: Retry-After in any letter case on 429, the body kept up to the limit and the rest not read", { timeout: 10_000 }, async (t) => {
+  const http = createServer((req, res) =>
+    req.resume().on('end', () => {
+      if (req.url === '/busy') return void res.writeHead(429, { 'Retry-After': '7' }).end('slow down');
+      if (req.url === '/redirect') return void res.writeHead(302, { location: '/elsewhere' }).end();
+      // A megabyte: far past the 1,024 bytes kept, so the connection is closed rather than drained.
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('é'.repeat(512 * 1024));
+    }),
+  );
+  let connections = 0;
+  http.on('connection', () => connections++);
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
+  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  // One connection, so that every request goes over the same one while it stays open.
+  const s = new Sender({ attemptTimeoutMs: 5_000, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
+  t.after(() => s.close());
+  const busy = await s.send(request(`${url}/busy`));
+  assert.equal(busy.responseStatus, 429);
+  assert.equal(busy.error, 'HTTP 429');
+  assert.equal(busy.responseBody, 'slow down');
+  assert.ok(busy.retryAfterMs !== null && Math.abs(busy.retryAfterMs - 7_000) < 1_500, `Retry-After read: ${busy.retryAfterMs}`);
+  const redirect = await s.send(request(`${url}/redirect`));
+  assert.equal(redirect.ok, false);
+  assert.equal(redirect.error, 'redirect (302) not followed');
+  assert.equal(connections, 1, 'one keep-alive connection so far');
+  const large = await s.send(request(`${url}/large`));
+  assert.equal(large.ok, true);
+  assert.equal(large.responseBody, 'é'.repeat(512), 'the first 1,024 bytes, whole characters only');
+  assert.equal(large.retryAfterMs, null);
+  const after = await s.send(request(`${url}/busy`));
+  assert.equal(after.responseStatus, 429, 'the sender still works after a connection it cut');
+  assert.equal(connections, 2, 'the connection of the large answer was closed, not drained and reused');
+});
+
+test('an attempt that timed out while waiting for a connection is never sent', { timeout: 10_000 }, async (t) => {
+  let quickArrivals = 0;
+  const url = await server(t, (req, res) => {
+    if (req.url === '/hang') return;
+    quickArrivals++;
+    res.end('ok');
+  });
+  // One connection per origin: the second attempt waits in undici's queue for the first one's.
+  const s = new Sender({ attemptTimeoutMs: 500, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
+  t.after(() => s.close());
+  // A stall across both deadlines, so that both come due in one sweep and the waiting attempt is over
+  // before the hung one's connection is replaced.
+  setTimeout(() => {
+    const stallUntil = performance.now() + 300;
+    while (performance.now() < stallUntil);
+  }, 400);
+  const [hung, queued] = await Promise.all([s.send(request(`${url}/hang`)), s.send(request(`${url}/ok`))]);
+  assert.match(hung.error ?? '', /timed out after 500ms/);
+  assert.match(queued.error ?? '', /timed out after 500ms/);
+  const later = await s.send(request(`${url}/ok`));
+  assert.equal(later.ok, true, `a later attempt gets a connection: ${later.error}`);
+  // The waiting attempt was over (its outcome recorded, a retry to come): sending it once a connection
+  // came free would have delivered it twice.
+  assert.equal(quickArrivals, 1, 'only the later attempt reached the receiver');
+});
