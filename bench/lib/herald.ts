@@ -43,6 +43,8 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
   };
   // One directory per process: the main thread's profile and the module-loader thread's land side by side.
   const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
+  // Experiments with V8 or Node settings (docs/benchmarks.md), without touching the service's start command.
+  if (process.env.BENCH_HERALD_NODE_FLAGS) nodeFlags.push(...process.env.BENCH_HERALD_NODE_FLAGS.split(' ').filter(Boolean));
   if (options.sqlStatsDir) {
     nodeFlags.push('--import', join(REPO, 'bench', 'lib', 'sql-stats.ts'));
     env.BENCH_SQL_STATS = join(options.sqlStatsDir, `${options.name}.sql.json`);
