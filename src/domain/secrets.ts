@@ -30,8 +30,18 @@ export function signPayload(secret: string, msgId: string, timestampSeconds: num
 }
 
 // --- Encryption at rest for signing secrets: AES-256-GCM under a key derived from HERALD_SECRET_KEY.
+
+/** Opened secrets a SecretBox keeps (a few hundred kilobytes at most). */
+const OPENED_SECRETS_KEPT = 4_096;
+
 export class SecretBox {
   private readonly key: Buffer;
+  /**
+   * Opened secrets by their sealed text. Every claimed attempt opens its endpoint's secrets, and AES-GCM
+   * per attempt was a few percent of a worker's time (docs/benchmarks.md). A sealed text never changes
+   * (a rotation seals anew, under a new IV), so an entry never goes stale.
+   */
+  private readonly opened = new Map<string, string>();
 
   constructor(masterKey: string) {
     this.key = createHash('sha256').update('herald-secret-box\0').update(masterKey).digest();
@@ -45,6 +55,16 @@ export class SecretBox {
   }
 
   open(sealed: string): string {
+    const known = this.opened.get(sealed);
+    if (known !== undefined) return known;
+    const plaintext = this.decrypt(sealed);
+    // Oldest out first: a bound, whatever the number of endpoints.
+    if (this.opened.size >= OPENED_SECRETS_KEPT) this.opened.delete(this.opened.keys().next().value!);
+    this.opened.set(sealed, plaintext);
+    return plaintext;
+  }
+
+  private decrypt(sealed: string): string {
     const [version, iv, tag, body] = sealed.split(':');
     if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('unreadable sealed secret');
     const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64'));
