@@ -140,27 +140,41 @@ class AttemptTimeout extends Error {
 class Attempt implements Dispatcher.DispatchHandler {
   /** When (performance.now()) the attempt times out. */
   readonly deadline: number;
-  over = false;
+  /**
+   * Null once the attempt is over. The deadline queue may hold a finished attempt for a whole timeout
+   * (behind a hung one), and what settle holds (its promise, and so the result) must not stay with it
+   * (finish clears the rest).
+   */
+  private settle: ((result: SendResult) => void) | null;
   private abortRequest: ((reason?: Error) => void) | null = null;
   /** Why the attempt ended before undici was done with the request: the request is aborted once undici hands it over. */
   private endedEarly: Error | null = null;
   private status = 0;
   private retryAfter: string | undefined;
-  private readonly parts: Buffer[] = [];
+  private parts: Buffer[] = [];
   private size = 0;
 
   constructor(
     private readonly started: number,
-    timeoutMs: number,
+    private readonly timeoutMs: number,
     private readonly limit: number,
-    private readonly settle: (result: SendResult) => void,
-    private readonly describeError: (error: unknown) => string,
+    settle: (result: SendResult) => void,
   ) {
     this.deadline = started + timeoutMs;
+    this.settle = settle;
   }
 
+  get over(): boolean {
+    return this.settle === null;
+  }
+
+  /** undici hands the request a connection, just before writing it. */
   onConnect(abort: (reason?: Error) => void): void {
-    if (this.endedEarly) return abort(this.endedEarly);
+    // Its deadline may have passed with the sweep still to come (it runs after this turn's I/O).
+    if (!this.endedEarly && performance.now() >= this.deadline) this.timeOut();
+    // Over already: it must not be written (a retry is coming). Thrown rather than aborted: undici then
+    // drops the request and keeps the connection for the next one; its abort would close the connection.
+    if (this.endedEarly) throw this.endedEarly;
     this.abortRequest = abort;
   }
 
@@ -193,44 +207,53 @@ class Attempt implements Dispatcher.DispatchHandler {
     this.failed(error);
   }
 
-  /** The deadline passed (AttemptDeadlines). */
-  timeOut(error: AttemptTimeout): void {
+  /** The deadline passed (AttemptDeadlines, or undici handing the request over late). */
+  timeOut(): void {
     if (this.over) return;
-    this.failed(error);
-    this.end(error);
+    this.end(new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`), true);
   }
 
-  /** Aborts the request, now or when undici hands it over (it may still wait for a connection). */
-  private end(reason: Error): void {
+  /**
+   * Settles the attempt (a failure, or what was answered so far) and aborts its request, now or when
+   * undici hands it over (it may still wait for a connection).
+   */
+  private end(reason: Error, asFailure = false): void {
     if (this.endedEarly) return;
     this.endedEarly = reason;
-    this.answered();
-    this.abortRequest?.(reason);
+    const abort = this.abortRequest;
+    if (asFailure) this.failed(reason);
+    else this.answered();
+    abort?.(reason);
+  }
+
+  private failed(error: Error): void {
+    this.finish({ ok: false, responseStatus: null, responseBody: null, error: describe(error, this.timeoutMs), retryAfterMs: null, durationMs: this.elapsed() });
   }
 
   private answered(): void {
     if (this.over) return;
-    this.over = true;
     const status = this.status;
     const ok = status >= 200 && status < 300;
-    // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
-    const responseBody = this.size === 0 ? null : new StringDecoder('utf8').write(Buffer.concat(this.parts));
-    // The deadline queue may hold this attempt a while longer (behind a hung one): not its answer.
-    this.parts.length = 0;
-    this.settle({
+    this.finish({
       ok,
       responseStatus: status,
-      responseBody,
+      // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
+      responseBody: this.size === 0 ? null : new StringDecoder('utf8').write(Buffer.concat(this.parts)),
       error: ok ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
       retryAfterMs: parseRetryAfter(this.retryAfter, Date.now()),
       durationMs: this.elapsed(),
     });
   }
 
-  private failed(error: unknown): void {
-    if (this.over) return;
-    this.over = true;
-    this.settle({ ok: false, responseStatus: null, responseBody: null, error: this.describeError(error), retryAfterMs: null, durationMs: this.elapsed() });
+  /** Settles the attempt once; later calls (undici's callbacks after an abort) change nothing. */
+  private finish(result: SendResult): void {
+    const settle = this.settle;
+    if (!settle) return;
+    this.settle = null;
+    // Nor what undici's abort holds (the request and its connection), nor the body read.
+    this.abortRequest = null;
+    this.parts = [];
+    settle(result);
   }
 
   private elapsed(): number {
@@ -290,7 +313,7 @@ class AttemptDeadlines {
       const attempt = this.queue[this.head++]!;
       if (attempt.over) continue;
       try {
-        attempt.timeOut(new AttemptTimeout(`attempt took longer than ${this.timeoutMs}ms`));
+        attempt.timeOut();
       } catch {
         // An abort that throws must not stop the sweep: later attempts still need their timeouts.
       }
@@ -333,7 +356,7 @@ export class Sender {
   send(input: SendRequest): Promise<SendResult> {
     const { attemptTimeoutMs, responseBodyLimit } = this.options;
     return new Promise((resolve) => {
-      const attempt = new Attempt(performance.now(), attemptTimeoutMs, responseBodyLimit, resolve, (error) => describe(error, attemptTimeoutMs));
+      const attempt = new Attempt(performance.now(), attemptTimeoutMs, responseBodyLimit, resolve);
       this.deadlines.add(attempt);
       try {
         const url = new URL(input.url);

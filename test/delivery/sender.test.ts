@@ -2,6 +2,8 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
 import { BlockedAddressError, guardedConnector, guardedLookup, Sender } from '../../src/delivery/sender.js';
 
@@ -220,13 +222,25 @@ test("an answer's headers and body: Retry-After in any letter case on 429, the b
   assert.equal(connections, 2, 'the connection of the large answer was closed, not drained and reused');
 });
 
-test('an attempt that timed out while waiting for a connection is never sent', { timeout: 10_000 }, async (t) => {
-  let quickArrivals = 0;
-  const url = await server(t, (req, res) => {
-    if (req.url === '/hang') return;
-    quickArrivals++;
-    res.end('ok');
-  });
+/** A receiver that never answers /hang, counting the other requests that reach it and its connections. */
+async function hangingReceiver(t: TestContext): Promise<{ url: string; arrivals: () => number; connections: () => number }> {
+  let arrivals = 0;
+  let connections = 0;
+  const http = createServer((req, res) =>
+    req.resume().on('end', () => {
+      if (req.url === '/hang') return;
+      arrivals++;
+      res.end('ok');
+    }),
+  );
+  http.on('connection', () => connections++);
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, arrivals: () => arrivals, connections: () => connections };
+}
+
+test('an attempt that timed out while waiting for a connection is never sent, and costs no connection', { timeout: 10_000 }, async (t) => {
+  const receiver = await hangingReceiver(t);
   // One connection per origin: the second attempt waits in undici's queue for the first one's.
   const s = new Sender({ attemptTimeoutMs: 500, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
   t.after(() => s.close());
@@ -236,12 +250,46 @@ test('an attempt that timed out while waiting for a connection is never sent', {
     const stallUntil = performance.now() + 300;
     while (performance.now() < stallUntil);
   }, 400);
-  const [hung, queued] = await Promise.all([s.send(request(`${url}/hang`)), s.send(request(`${url}/ok`))]);
+  const [hung, queued] = await Promise.all([s.send(request(`${receiver.url}/hang`)), s.send(request(`${receiver.url}/ok`))]);
   assert.match(hung.error ?? '', /timed out after 500ms/);
   assert.match(queued.error ?? '', /timed out after 500ms/);
-  const later = await s.send(request(`${url}/ok`));
+  const later = await s.send(request(`${receiver.url}/ok`));
   assert.equal(later.ok, true, `a later attempt gets a connection: ${later.error}`);
   // The waiting attempt was over (its outcome recorded, a retry to come): sending it once a connection
   // came free would have delivered it twice.
-  assert.equal(quickArrivals, 1, 'only the later attempt reached the receiver');
+  assert.equal(receiver.arrivals(), 1, 'only the later attempt reached the receiver');
+  // The hung attempt's connection, then the one the waiting attempt was handed and left for the next.
+  assert.equal(receiver.connections(), 2, 'the connection handed to the attempt that was over was kept');
+});
+
+test('attempts whose deadlines pass while they wait behind a hung one are not written when a connection comes free', { timeout: 20_000 }, async (t) => {
+  const receiver = await hangingReceiver(t);
+  const s = new Sender({ attemptTimeoutMs: 300, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
+  t.after(() => s.close());
+  for (let round = 0; round < 3; round++) {
+    // Their deadlines fall within a millisecond or two of the hung one's: the connection that replaces
+    // it may come before the sweep reaches them.
+    const attempts = [s.send(request(`${receiver.url}/hang`)), ...Array.from({ length: 20 }, () => s.send(request(`${receiver.url}/ok`)))];
+    for (const result of await Promise.all(attempts)) assert.match(result.error ?? '', /timed out after 300ms/);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.equal(receiver.arrivals(), 0, 'no attempt that was over reached the receiver');
+});
+
+test('finished attempts queued behind a hung one do not keep their results until its deadline', { timeout: 20_000 }, async (t) => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const url = await server(t, (req, res) => {
+    if (req.url !== '/hang') res.end('o'.repeat(1_000));
+  });
+  const s = sender(t, 5_000);
+  const hung = s.send(request(`${url}/hang`));
+  const results: WeakRef<object>[] = [];
+  for (let i = 0; i < 200; i++) results.push(new WeakRef(await s.send(request(`${url}/ok`))));
+  await new Promise((resolve) => setImmediate(resolve));
+  gc();
+  const kept = results.filter((ref) => ref.deref() !== undefined).length;
+  // All 200 sit in the deadline queue behind the hung attempt, which has seconds left.
+  assert.ok(kept <= 2, `${kept} of 200 results still held`);
+  void hung;
 });
