@@ -10,15 +10,25 @@ import { BlockedAddressError, guardedConnector, guardedLookup, Sender } from '..
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
 
-async function server(t: TestContext, handle: (req: IncomingMessage, res: ServerResponse) => void): Promise<string> {
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** A receiver on loopback that handles each request once its body is read, counting the connections made to it. */
+async function receiverCounting(t: TestContext, handle: Handler): Promise<{ url: string; connections: () => number }> {
+  let connections = 0;
   const http = createServer((req, res) => req.resume().on('end', () => handle(req, res)));
+  http.on('connection', () => connections++);
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
-  return `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, connections: () => connections };
 }
 
-function sender(t: TestContext, attemptTimeoutMs: number): Sender {
-  const s = new Sender({ attemptTimeoutMs, connectionsPerOrigin: 8, responseBodyLimit: 1024, ssrfAllow: [] });
+async function server(t: TestContext, handle: Handler): Promise<string> {
+  return (await receiverCounting(t, handle)).url;
+}
+
+/** connectionsPerOrigin 1: every request goes over one connection, and the next waits for it. */
+function sender(t: TestContext, attemptTimeoutMs: number, connectionsPerOrigin = 8): Sender {
+  const s = new Sender({ attemptTimeoutMs, connectionsPerOrigin, responseBodyLimit: 1024, ssrfAllow: [] });
   t.after(() => s.close());
   return s;
 }
@@ -187,23 +197,15 @@ test('a connection that completes after the connect timed out is closed, not han
 });
 
 test("an answer's headers and body: Retry-After in any letter case on 429, the body kept up to the limit and the rest not read", { timeout: 10_000 }, async (t) => {
-  const http = createServer((req, res) =>
-    req.resume().on('end', () => {
-      if (req.url === '/busy') return void res.writeHead(429, { 'Retry-After': '7' }).end('slow down');
-      if (req.url === '/redirect') return void res.writeHead(302, { location: '/elsewhere' }).end();
-      // A megabyte: far past the 1,024 bytes kept, so the connection is closed rather than drained.
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end('é'.repeat(512 * 1024));
-    }),
-  );
-  let connections = 0;
-  http.on('connection', () => connections++);
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
-  const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  const { url, connections } = await receiverCounting(t, (req, res) => {
+    if (req.url === '/busy') return void res.writeHead(429, { 'Retry-After': '7' }).end('slow down');
+    if (req.url === '/redirect') return void res.writeHead(302, { location: '/elsewhere' }).end();
+    // A megabyte: far past the 1,024 bytes kept, so the connection is closed rather than drained.
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('é'.repeat(512 * 1024));
+  });
   // One connection, so that every request goes over the same one while it stays open.
-  const s = new Sender({ attemptTimeoutMs: 5_000, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
-  t.after(() => s.close());
+  const s = sender(t, 5_000, 1);
   const busy = await s.send(request(`${url}/busy`));
   assert.equal(busy.responseStatus, 429);
   assert.equal(busy.error, 'HTTP 429');
@@ -212,38 +214,31 @@ test("an answer's headers and body: Retry-After in any letter case on 429, the b
   const redirect = await s.send(request(`${url}/redirect`));
   assert.equal(redirect.ok, false);
   assert.equal(redirect.error, 'redirect (302) not followed');
-  assert.equal(connections, 1, 'one keep-alive connection so far');
+  assert.equal(connections(), 1, 'one keep-alive connection so far');
   const large = await s.send(request(`${url}/large`));
   assert.equal(large.ok, true);
   assert.equal(large.responseBody, 'é'.repeat(512), 'the first 1,024 bytes, whole characters only');
   assert.equal(large.retryAfterMs, null);
   const after = await s.send(request(`${url}/busy`));
   assert.equal(after.responseStatus, 429, 'the sender still works after a connection it cut');
-  assert.equal(connections, 2, 'the connection of the large answer was closed, not drained and reused');
+  assert.equal(connections(), 2, 'the connection of the large answer was closed, not drained and reused');
 });
 
 /** A receiver that never answers /hang, counting the other requests that reach it and its connections. */
 async function hangingReceiver(t: TestContext): Promise<{ url: string; arrivals: () => number; connections: () => number }> {
   let arrivals = 0;
-  let connections = 0;
-  const http = createServer((req, res) =>
-    req.resume().on('end', () => {
-      if (req.url === '/hang') return;
-      arrivals++;
-      res.end('ok');
-    }),
-  );
-  http.on('connection', () => connections++);
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => (http.closeAllConnections(), http.close(() => resolve()))));
-  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}`, arrivals: () => arrivals, connections: () => connections };
+  const receiver = await receiverCounting(t, (req, res) => {
+    if (req.url === '/hang') return;
+    arrivals++;
+    res.end('ok');
+  });
+  return { ...receiver, arrivals: () => arrivals };
 }
 
 test('an attempt that timed out while waiting for a connection is never sent, and costs no connection', { timeout: 10_000 }, async (t) => {
   const receiver = await hangingReceiver(t);
-  // One connection per origin: the second attempt waits in undici's queue for the first one's.
-  const s = new Sender({ attemptTimeoutMs: 500, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
-  t.after(() => s.close());
+  // The second attempt waits in undici's queue for the first one's connection.
+  const s = sender(t, 500, 1);
   // A stall across both deadlines, so that both come due in one sweep and the waiting attempt is over
   // before the hung one's connection is replaced.
   setTimeout(() => {
@@ -264,8 +259,7 @@ test('an attempt that timed out while waiting for a connection is never sent, an
 
 test('attempts whose deadlines pass while they wait behind a hung one are not written when a connection comes free', { timeout: 20_000 }, async (t) => {
   const receiver = await hangingReceiver(t);
-  const s = new Sender({ attemptTimeoutMs: 300, connectionsPerOrigin: 1, responseBodyLimit: 1024, ssrfAllow: [] });
-  t.after(() => s.close());
+  const s = sender(t, 300, 1);
   for (let round = 0; round < 3; round++) {
     // Their deadlines fall within a millisecond or two of the hung one's: the connection that replaces
     // it may come before the sweep reaches them.
