@@ -147,7 +147,7 @@ class Attempt implements Dispatcher.DispatchHandler {
    */
   private settle: ((result: SendResult) => void) | null;
   private abortRequest: ((reason?: Error) => void) | null = null;
-  /** Why the attempt ended before undici was done with the request: the request is aborted once undici hands it over. */
+  /** Why the attempt ended before undici was done with the request: if undici has not handed it over yet, it is dropped then, unwritten (onConnect). */
   private endedEarly: Error | null = null;
   private status = 0;
   private retryAfter: string | undefined;
@@ -214,8 +214,8 @@ class Attempt implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * Settles the attempt (a failure, or what was answered so far) and aborts its request, now or when
-   * undici hands it over (it may still wait for a connection).
+   * Settles the attempt (a failure, or what was answered so far) and aborts its request; one still
+   * waiting for a connection is dropped when undici hands it over (onConnect).
    */
   private end(reason: Error, asFailure = false): void {
     if (this.endedEarly) return;
