@@ -20,7 +20,7 @@ import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
-const SECRET_QUERY_VALUE = /(^|&)([^=&]*(?:key|token|secret|password|auth|signature)[^=&]*)=[^&]*/gi;
+const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
 
 /**
  * A request's URL as logged: a portal link's token is its only credential, so it is left out. A portal
@@ -32,7 +32,25 @@ function loggedUrl(request: FastifyRequest): string {
   if (route?.startsWith('/portal/:token')) return route;
   const url = request.url.replace(/portal\/[^/?#]+/gi, 'portal/<token>');
   const query = url.indexOf('?');
-  return query === -1 ? url : url.slice(0, query + 1) + url.slice(query + 1).replace(SECRET_QUERY_VALUE, '$1$2=<redacted>');
+  return query === -1 ? url : url.slice(0, query + 1) + redactedQuery(url.slice(query + 1));
+}
+
+/**
+ * The query string with the values of credential-like parameters replaced. A name is judged as the server
+ * reads it: `api%5Fkey`, `%6Bey` and `api+key` are spelled differently in the URL, not to the parser. Each
+ * escape is decoded on its own (a malformed one elsewhere in the name must not hide the rest).
+ */
+function redactedQuery(query: string): string {
+  return query
+    .split('&')
+    .map((part) => {
+      const equals = part.indexOf('=');
+      if (equals === -1) return part;
+      const name = part.slice(0, equals);
+      const asRead = name.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      return SECRET_QUERY_NAME.test(asRead) ? `${name}=<redacted>` : part;
+    })
+    .join('&');
 }
 
 /**

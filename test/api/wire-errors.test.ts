@@ -54,11 +54,14 @@ describe('errors on the wire and what the log keeps', () => {
   test('credential-like query values and the text of a body that is not JSON stay out of the log', async () => {
     const key = api.key!;
     assertError(await api.withKey('').get(`/api/v1/messages?limit=5&api_key=${key}&access_token=tok_secret123`), 401, 'unauthorized');
+    // Names spelled with escapes are the same names to the server: `api%5Fkey` is api_key, `%6Bey` is key.
+    assertError(await api.withKey('').get(`/api/v1/messages?limit=6&api%5Fkey=escaped_secret1&%6Bey=escaped_secret2&x%ZZ+tok%65n=escaped_secret3`), 401, 'unauthorized');
     const notJson = await api.post('/api/v1/messages', 'sk_live_SECRETSECRETSECRET');
     assertError(notJson, 400, 'invalid_request', /not valid JSON/);
     assert.doesNotMatch(notJson.body.error.message, /SECRET/, 'the message does not quote the body');
     await eventually(async () => lines.some((line) => line.includes('api_key=<redacted>')), 5_000, 'the request line');
     assert.ok(lines.some((line) => line.includes('limit=5&api_key=<redacted>&access_token=<redacted>')), 'other parameters are kept');
-    assert.deepEqual(lines.filter((line) => line.includes(key) || line.includes('tok_secret123') || line.includes('SECRET')), []);
+    await eventually(async () => lines.some((line) => line.includes('limit=6&api%5Fkey=<redacted>&%6Bey=<redacted>&x%ZZ+tok%65n=<redacted>')), 5_000, 'the escaped names');
+    assert.deepEqual(lines.filter((line) => line.includes(key) || line.includes('tok_secret123') || line.includes('SECRET') || line.includes('escaped_secret')), []);
   });
 });
