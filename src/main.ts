@@ -114,9 +114,19 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** `text` with the password of any URL in it masked (a database URL may come back inside an error). */
+function withoutPasswords(text: string): string {
+  return text.replace(/(\/\/[^:/@\s]+:)[^@\s]+@/g, '$1<redacted>@');
+}
+
 main(process.argv.slice(2)).catch((error) => {
-  // Bad configuration stops start-up with one clear line.
-  if (error instanceof ConfigError) console.error(`herald: ${error.message}`);
-  else console.error(error);
+  // Bad configuration stops start-up with one clear line; at HERALD_LOG_LEVEL=debug or trace the
+  // underlying error follows with its stack (a migration that failed, say), for whoever debugs it.
+  if (error instanceof ConfigError) {
+    console.error(`herald: ${error.message}`);
+    if (error.cause instanceof Error && ['debug', 'trace'].includes(process.env.HERALD_LOG_LEVEL ?? '')) console.error(withoutPasswords(error.cause.stack ?? String(error.cause)));
+  } else {
+    console.error(error);
+  }
   process.exit(1);
 });

@@ -168,6 +168,26 @@ describe('command line', () => {
       assert.match(lines[0]!, expected);
     }
   });
+
+  test('at HERALD_LOG_LEVEL=debug a store that cannot be opened is followed by the underlying error and its stack, with no password', async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const storeIsADir = join(dir, 'store-is-a-dir');
+    mkdirSync(join(storeIsADir, 'herald.db'), { recursive: true });
+    const debug = { HERALD_SECRET_KEY: SECRET, HERALD_ROLE: 'api', PORT: '0', HERALD_LOG_LEVEL: 'debug' };
+    const [sqlite, postgres] = await Promise.all([
+      herald(['serve'], { ...debug, HERALD_DATA_DIR: storeIsADir }),
+      herald(['serve'], { ...debug, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' }),
+    ]);
+    for (const run of [sqlite, postgres]) {
+      assert.equal(run.code, 1, run.stderr);
+      const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
+      assert.match(lines[0]!, /^herald: cannot open or migrate /);
+      assert.ok(lines.length > 2, `the underlying error follows: ${run.stderr}`);
+      assert.ok(lines.slice(1).some((line) => /^\s+at /.test(line)), `with its stack: ${run.stderr}`);
+      assert.doesNotMatch(run.stderr, /pw-never-shown/);
+    }
+  });
 });
 
 test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leaving nothing running', { timeout: 60_000 }, async (t) => {
