@@ -45,7 +45,7 @@ export async function emitCount(targets: LoadTarget[], count: number, concurrenc
 }
 
 /** The bare fastify baseline (bench/baseline-ingest.ts) as a child process. */
-export async function startBaseline(ctx: Context, name: string, store: 'sqlite' | 'postgres', db: string, apps: number): Promise<{ child: Child; url: string }> {
+export async function startBaseline(ctx: Context, name: string, store: 'sqlite' | 'postgres' | 'none', db: string, apps: number): Promise<{ child: Child; url: string }> {
   const port = await freePort();
   const child = spawnNode({
     name,

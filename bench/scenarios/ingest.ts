@@ -4,31 +4,49 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { heraldOptions, measureClosed, measureOpen, startBaseline, startHerald, stopAll } from './common.js';
+import { heraldOptions, measureClosed, measureOpen, startBaseline, startHerald, stopAll, type ClosedFigures } from './common.js';
 
 const APPS = 10;
 const baselineApps = Array.from({ length: APPS }, (_, i) => `app_${i}`);
+/** The issue's absolute ingest target (emits/s), set on a machine where a bare fastify route answered... */
+const INGEST_TARGET_PER_SEC = 8_000;
+/** ...about this many requests/s (issue #5): the bare route measured here scales the target to this machine. */
+const REFERENCE_BARE_ROUTE_PER_SEC = 37_000;
 
 /**
  * Ingest: closed-loop emits at fixed concurrency against Herald (API role, worker off, one subscribed
- * endpoint per application), then half that rate open-loop; and the bare fastify baseline.
+ * endpoint per application) and against the bare fastify baseline, taking turns (twice in a full run; the
+ * better run of each counts, as in the delivery scenario: this machine's speed drifts within a minute, and
+ * one pair read 0.82x and the next 1.08x); then half Herald's rate open-loop.
  */
 export async function ingest(ctx: Context): Promise<ScenarioResult> {
   const dataDir = tempDir('herald-bench-ingest-');
+  const baseDir = tempDir('herald-bench-baseline-');
   const herald = await startHerald(heraldOptions(ctx, { name: 'ingest-herald', role: 'api', dataDir }));
-  let peak = 0;
+  const baseline = await startBaseline(ctx, 'ingest-baseline', 'sqlite', join(baseDir, 'baseline.db'), APPS);
   const setup = await setupOrg(herald.url!, APPS, 1, (a) => `${ctx.receiver.url}/ingest/${a}`);
-  ctx.log(`  herald closed loop, concurrency ${ctx.sizes.ingestConcurrency}`);
-  const closed = await measureClosed(ctx, [herald.url!], setup.key, setup.appIds);
+  const rounds = ctx.quick ? 1 : 2;
+  const heraldRuns: ClosedFigures[] = [];
+  const baseRuns: ClosedFigures[] = [];
+  for (let round = 0; round < rounds; round++) {
+    ctx.log(`  herald closed loop, concurrency ${ctx.sizes.ingestConcurrency}`);
+    heraldRuns.push(await measureClosed(ctx, [herald.url!], setup.key, setup.appIds));
+    ctx.log('  baseline closed loop');
+    baseRuns.push(await measureClosed(ctx, [baseline.url], 'none', baselineApps));
+  }
+  const closed = fastest(heraldRuns);
+  const base = fastest(baseRuns);
+  const baselineRss = await stopAll(baseline);
   ctx.log(`  herald open loop at ${Math.round(closed.rate / 2)}/s`);
   const open = await measureOpen([herald.url!], setup.key, setup.appIds, closed.rate / 2, ctx.sizes.ingestSeconds);
-  peak = await stopAll(herald);
+  const peak = await stopAll(herald);
 
-  const baseDir = tempDir('herald-bench-baseline-');
-  const baseline = await startBaseline(ctx, 'ingest-baseline', 'sqlite', join(baseDir, 'baseline.db'), APPS);
-  ctx.log('  baseline closed loop');
-  const base = await measureClosed(ctx, [baseline.url], 'none', baselineApps);
-  const baselineRss = await stopAll(baseline);
+  // How fast this machine is: the baseline's route with no database (an informational figure, not a target).
+  const bareRoute = await startBaseline(ctx, 'ingest-bare-route', 'none', '', APPS);
+  ctx.log("  bare route closed loop (no database: the machine's speed)");
+  const bare = await measureClosed(ctx, [bareRoute.url], 'none', baselineApps);
+  await stopAll(bareRoute);
+  const machineScaledTarget = round((INGEST_TARGET_PER_SEC * bare.rate) / REFERENCE_BARE_ROUTE_PER_SEC, 0);
 
   const ratio = round(closed.rate / base.rate);
   return {
@@ -47,21 +65,28 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
       openLoopMaxMs: open.max,
       openLoopErrors: open.errors,
     },
-    baseline: { emitsPerSec: base.rate, p50Ms: base.p50, p99Ms: base.p99, errors: base.errors, peakRssMb: mb(baselineRss) },
-    ratios: { emitsVsBaseline: ratio },
+    baseline: { emitsPerSec: base.rate, p50Ms: base.p50, p99Ms: base.p99, errors: base.errors, peakRssMb: mb(baselineRss), bareRoutePerSec: bare.rate },
+    ratios: { emitsVsBaseline: ratio, bareRouteVsReferenceMachine: round(bare.rate / REFERENCE_BARE_ROUTE_PER_SEC), emitsVsMachineScaledTarget: round(closed.rate / machineScaledTarget) },
     peakRssMb: mb(peak),
     targets: [
       target('ingest vs per-request-transaction baseline', '>= 1.0x', ratio, ratio >= 1.0),
-      target('ingest emits/s', '>= 8000/s', closed.rate, closed.rate >= 8000),
+      target('ingest emits/s', `>= ${INGEST_TARGET_PER_SEC}/s`, closed.rate, closed.rate >= INGEST_TARGET_PER_SEC),
       target('open loop at half rate, p99', '< 10 ms', open.p99, open.p99 < 10 && open.errors === 0),
       target('ingest peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
     notes: [
       `concurrency ${ctx.sizes.ingestConcurrency}, ${ctx.sizes.ingestSeconds}s after ${ctx.sizes.warmupSeconds}s warm-up; ${APPS} applications with one endpoint each; Herald logs at its default level (info) to a file`,
+      `the better of ${rounds} alternating closed-loop runs each: Herald ${heraldRuns.map((r) => r.rate).join(' / ')}, baseline ${baseRuns.map((r) => r.rate).join(' / ')} emits/s`,
       `open loop largest send lag ${open.maxSendLagMs} ms`,
+      `machine: the baseline's route without a database answered ${bare.rate}/s here (load generator included), against ~${REFERENCE_BARE_ROUTE_PER_SEC}/s where the ${INGEST_TARGET_PER_SEC}/s target was set; scaled by that, the target is ${machineScaledTarget}/s here (informational: the target row keeps ${INGEST_TARGET_PER_SEC})`,
     ],
     seconds: 0,
   };
+}
+
+/** The run with the highest rate. */
+function fastest(runs: ClosedFigures[]): ClosedFigures {
+  return runs.reduce((best, run) => (run.rate > best.rate ? run : best));
 }
 
 /** Ingest on PostgreSQL: the baseline, one API process, and two API processes sharing the load. */

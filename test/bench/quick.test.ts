@@ -48,6 +48,8 @@ test('bench --quick writes valid results for every scenario', { skip: process.en
     assert.ok(scenario.peakRssMb > 0, `${name} reports the service's peak RSS`);
     for (const target of scenario.targets) assert.equal(typeof target.pass, 'boolean');
   }
+  assert.ok(results.scenarios.ingest.baseline.bareRoutePerSec > 0, "ingest measures the machine's speed with a bare route");
+  assert.ok(results.scenarios.ingest.notes.some((note: string) => /^machine: /.test(note)), 'and says what it scales the target to');
   for (const name of ['ingest', 'delivery', 'backlog', 'slow', 'neighbour']) {
     assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
   }
