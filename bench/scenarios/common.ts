@@ -44,6 +44,11 @@ export async function emitCount(targets: LoadTarget[], count: number, concurrenc
   return ids;
 }
 
+/** The run with the highest rate (scenarios that take turns with their baseline keep the better run of each). */
+export function fastest<T extends { rate: number }>(runs: T[]): T {
+  return runs.reduce((best, run) => (run.rate > best.rate ? run : best));
+}
+
 /** The bare fastify baseline (bench/baseline-ingest.ts) as a child process. */
 export async function startBaseline(ctx: Context, name: string, store: 'sqlite' | 'postgres' | 'none', db: string, apps: number): Promise<{ child: Child; url: string }> {
   const port = await freePort();

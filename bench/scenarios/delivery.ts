@@ -5,7 +5,7 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { closeTargets, emitCount, emitTargets, heraldOptions, startHerald, stopAll } from './common.js';
+import { closeTargets, emitCount, emitTargets, fastest, heraldOptions, startHerald, stopAll } from './common.js';
 
 const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONCURRENCY, set explicitly below
 
@@ -112,7 +112,7 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
     ctx.log('  baseline: raw undici');
     raws.push(await rawUndici(ctx, count));
   }
-  const run = runs.reduce((best, r) => (r.rate > best.rate ? r : best));
+  const run = fastest(runs);
   const raw = Math.max(...raws);
   const peak = Math.max(...runs.map((r) => r.peak));
   const ratio = round(run.rate / raw);

@@ -4,7 +4,7 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { heraldOptions, measureClosed, measureOpen, startBaseline, startHerald, stopAll, type ClosedFigures } from './common.js';
+import { fastest, heraldOptions, measureClosed, measureOpen, startBaseline, startHerald, stopAll, type ClosedFigures } from './common.js';
 
 const APPS = 10;
 const baselineApps = Array.from({ length: APPS }, (_, i) => `app_${i}`);
@@ -82,11 +82,6 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
     ],
     seconds: 0,
   };
-}
-
-/** The run with the highest rate. */
-function fastest(runs: ClosedFigures[]): ClosedFigures {
-  return runs.reduce((best, run) => (run.rate > best.rate ? run : best));
 }
 
 /** Ingest on PostgreSQL: the baseline, one API process, and two API processes sharing the load. */

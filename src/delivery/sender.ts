@@ -136,8 +136,8 @@ class AttemptTimeout extends Error {
  * `limit` bytes of the answer, and settles once, with the answer, an error or its timeout. Dispatching
  * with a handler of our own instead of the dispatcher's request() (a promise, an abort signal and a
  * readable stream per response) took a fifth off the Sender's CPU per request (docs/benchmarks.md).
+ * Exported for its tests only: the Sender is how the rest of the service makes attempts.
  */
-/** Exported for its tests only: the Sender is how the rest of the service makes attempts. */
 export class Attempt implements Dispatcher.DispatchHandler {
   /** When (performance.now()) the attempt times out. */
   readonly deadline: number;
