@@ -49,8 +49,12 @@ async function sqliteWriter(): Promise<Writer> {
   const seed = db.prepare('insert or ignore into endpoints (id, app_id, url) values (?, ?, ?)');
   for (let i = 0; i < apps; i++) seed.run(`ep_${i}`, `app_${i}`, 'http://127.0.0.1:9/hook');
   const endpointsOf = db.prepare('select id from endpoints where app_id = ?');
-  const insertMessage = db.prepare('insert into messages (id, app_id, event_type, payload, created_at) values (?, ?, ?, ?, ?)');
-  const insertDelivery = db.prepare('insert into deliveries (id, message_id, endpoint_id, status, next_attempt_at, created_at) values (?, ?, ?, ?, ?, ?)');
+  const insertMessage = db.prepare(
+    'insert into messages (id, app_id, event_type, payload, created_at) values (?, ?, ?, ?, ?)',
+  );
+  const insertDelivery = db.prepare(
+    'insert into deliveries (id, message_id, endpoint_id, status, next_attempt_at, created_at) values (?, ?, ?, ?, ?, ?)',
+  );
   const emit = db.transaction((body: Emit) => {
     const endpoints = endpointsOf.all(body.app_id) as { id: string }[];
     if (endpoints.length === 0) return null;
@@ -70,19 +74,30 @@ async function sqliteWriter(): Promise<Writer> {
 async function postgresWriter(): Promise<Writer> {
   const pool = new pg.Pool({ connectionString: target, max: 10 });
   for (const statement of DDL) await pool.query(statement);
-  for (let i = 0; i < apps; i++) await pool.query('insert into endpoints (id, app_id, url) values ($1, $2, $3) on conflict do nothing', [`ep_${i}`, `app_${i}`, 'http://127.0.0.1:9/hook']);
+  for (let i = 0; i < apps; i++)
+    await pool.query('insert into endpoints (id, app_id, url) values ($1, $2, $3) on conflict do nothing', [
+      `ep_${i}`,
+      `app_${i}`,
+      'http://127.0.0.1:9/hook',
+    ]);
   return async (body) => {
     const client = await pool.connect();
     try {
       await client.query('begin');
-      const endpoints = (await client.query({ name: 'eps', text: 'select id from endpoints where app_id = $1', values: [body.app_id] })).rows as { id: string }[];
+      const endpoints = (
+        await client.query({ name: 'eps', text: 'select id from endpoints where app_id = $1', values: [body.app_id] })
+      ).rows as { id: string }[];
       if (endpoints.length === 0) {
         await client.query('rollback');
         return null;
       }
       const now = Date.now();
       const id = newId('evt');
-      await client.query({ name: 'msg', text: 'insert into messages (id, app_id, event_type, payload, created_at) values ($1, $2, $3, $4, $5)', values: [id, body.app_id, body.event_type, JSON.stringify(body.payload), now] });
+      await client.query({
+        name: 'msg',
+        text: 'insert into messages (id, app_id, event_type, payload, created_at) values ($1, $2, $3, $4, $5)',
+        values: [id, body.app_id, body.event_type, JSON.stringify(body.payload), now],
+      });
       const ids: string[] = [];
       for (const endpoint of endpoints) {
         const deliveryId = newId('dlv');
@@ -109,7 +124,8 @@ async function noWriter(): Promise<Writer> {
   return async () => ({ id: newId('evt'), delivery_ids: [newId('dlv')] });
 }
 
-const write = store === 'postgres' ? await postgresWriter() : store === 'none' ? await noWriter() : await sqliteWriter();
+const write =
+  store === 'postgres' ? await postgresWriter() : store === 'none' ? await noWriter() : await sqliteWriter();
 const app = Fastify({ logger: false, keepAliveTimeout: 65_000 });
 app.post(
   '/api/v1/messages',

@@ -40,7 +40,10 @@ profile.samples.forEach((id, i) => {
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const label = (n: Node) => {
-  const url = n.callFrame.url.replace(/^file:\/\//, '').replace(/.*\/node_modules\//, 'nm:').replace(/.*\/work\/main\//, '');
+  const url = n.callFrame.url
+    .replace(/^file:\/\//, '')
+    .replace(/.*\/node_modules\//, 'nm:')
+    .replace(/.*\/work\/main\//, '');
   return `${n.callFrame.functionName || '(anonymous)'} ${url}:${n.callFrame.lineNumber + 1}`;
 };
 const self = new Map<string, number>();
@@ -58,7 +61,8 @@ for (const [id, us] of selfUs) {
 }
 const show = (title: string, map: Map<string, number>) => {
   console.log(`\n${title} (of ${(total / 1e6).toFixed(2)} s sampled)`);
-  for (const [l, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${l}`);
+  for (const [l, us] of [...map].sort((a, b) => b[1] - a[1]).slice(0, top))
+    console.log(`${((100 * us) / total).toFixed(1).padStart(5)}%  ${l}`);
 };
 show('self time', self);
 show('inclusive time', inclusive);

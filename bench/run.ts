@@ -46,7 +46,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log(`usage: npm run bench -- [--quick] [--scenario ${Object.keys(SCENARIOS).join('|')}]... [--skip-postgres] [--out DIR] [--merge] [--profile] [--time-limit SECONDS]`);
+  console.log(
+    `usage: npm run bench -- [--quick] [--scenario ${Object.keys(SCENARIOS).join('|')}]... [--skip-postgres] [--out DIR] [--merge] [--profile] [--time-limit SECONDS]`,
+  );
   process.exit(0);
 }
 for (const name of values.scenario ?? []) {
@@ -82,7 +84,8 @@ async function main(): Promise<number> {
   const failures: Failure[] = [];
   if (values['skip-postgres']) names = names.filter((n) => !SCENARIOS[n]!.postgres);
   if (names.some((n) => SCENARIOS[n]!.postgres) && !(await postgresAvailable())) {
-    for (const n of names.filter((n) => SCENARIOS[n]!.postgres)) failures.push({ name: n, error: 'PostgreSQL is not reachable on 127.0.0.1:5432' });
+    for (const n of names.filter((n) => SCENARIOS[n]!.postgres))
+      failures.push({ name: n, error: 'PostgreSQL is not reachable on 127.0.0.1:5432' });
     names = names.filter((n) => !SCENARIOS[n]!.postgres);
   }
 
@@ -119,7 +122,9 @@ async function main(): Promise<number> {
   await receiver.stop();
 
   // Scenarios in the order they were asked for (slow may have added e2e as its reference).
-  const ordered = Object.keys(SCENARIOS).map((n) => results.get(n)).filter((r): r is ScenarioResult => r !== undefined);
+  const ordered = Object.keys(SCENARIOS)
+    .map((n) => results.get(n))
+    .filter((r): r is ScenarioResult => r !== undefined);
   const info: RunInfo = {
     date: new Date().toISOString(),
     quick,
@@ -147,7 +152,9 @@ async function main(): Promise<number> {
   if (values.merge && existsSync(join(outDir, 'latest.json'))) {
     const before = JSON.parse(readFileSync(join(outDir, 'latest.json'), 'utf8')) as typeof document;
     const scenarios = { ...before.scenarios, ...document.scenarios };
-    const all = Object.keys(SCENARIOS).map((n) => scenarios[n]).filter((r): r is ScenarioResult => r !== undefined);
+    const all = Object.keys(SCENARIOS)
+      .map((n) => scenarios[n])
+      .filter((r): r is ScenarioResult => r !== undefined);
     const keptFailures = (before.failures ?? []).filter((f) => !names.includes(f.name) && !scenarios[f.name]);
     document = {
       ...before,
@@ -167,12 +174,18 @@ async function main(): Promise<number> {
     writeDoc(join(outDir, 'benchmarks.md'), markdown(info, ordered, failures));
   } else if (everything) {
     const docInfo: RunInfo = values.merge
-      ? { date: `${document.date} (re-run afterwards: ${document.merged.join('; ')})`, quick: document.quick, machine: document.machine, seconds: document.seconds }
+      ? {
+          date: `${document.date} (re-run afterwards: ${document.merged.join('; ')})`,
+          quick: document.quick,
+          machine: document.machine,
+          seconds: document.seconds,
+        }
       : info;
     writeDoc(join(REPO, 'docs', 'benchmarks.md'), markdown(docInfo, ordered, failures));
     console.log(`wrote ${join(REPO, 'docs', 'benchmarks.md')}`);
   }
-  if (profileDir) console.log(`CPU profiles in ${profileDir} (summarize with: node --import tsx bench/profile-summary.ts FILE)`);
+  if (profileDir)
+    console.log(`CPU profiles in ${profileDir} (summarize with: node --import tsx bench/profile-summary.ts FILE)`);
   return failures.length > 0 ? 1 : 0;
 }
 

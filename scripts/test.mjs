@@ -28,7 +28,10 @@ function sweepStale() {
     const clusters = await sweepStaleClusters().catch((e) => (console.error('sweep: ' + e.message), []));
     if (dbs.length + clusters.length > 0) console.log('removed leftovers of killed test runs: ' + [...dbs, ...clusters].join(', '));
   `;
-  spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: 'inherit', env: process.env });
+  spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    stdio: 'inherit',
+    env: process.env,
+  });
 }
 
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : find('test').sort();

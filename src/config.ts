@@ -74,7 +74,8 @@ function integer(env: Env, name: string, fallback: number, min: number, max = Nu
 
 function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
   const text = read(env, name, fallback);
-  if (!(allowed as readonly string[]).includes(text)) throw new ConfigError(`${name}=${text} must be one of ${allowed.join(', ')}`);
+  if (!(allowed as readonly string[]).includes(text))
+    throw new ConfigError(`${name}=${text} must be one of ${allowed.join(', ')}`);
   return text as T;
 }
 
@@ -84,8 +85,12 @@ function plans(env: Env): PlanLimits {
   const result: PlanLimits = { unlimited: null };
   for (const part of text.split(',')) {
     const match = /^([a-z][a-z0-9_-]*):(\d+)$/.exec(part.trim());
-    if (!match) throw new ConfigError(`HERALD_PLANS=${text} must look like starter:100,growth:1000 (requests per second)`);
-    if (match[1] === 'unlimited') throw new ConfigError(`HERALD_PLANS=${text}: the plan unlimited is built in and never limited; give a limited plan another name`);
+    if (!match)
+      throw new ConfigError(`HERALD_PLANS=${text} must look like starter:100,growth:1000 (requests per second)`);
+    if (match[1] === 'unlimited')
+      throw new ConfigError(
+        `HERALD_PLANS=${text}: the plan unlimited is built in and never limited; give a limited plan another name`,
+      );
     result[match[1]!] = Number(match[2]);
   }
   return result;
@@ -102,7 +107,10 @@ function redisUrl(env: Env): string | null {
   } catch {
     // reported below
   }
-  if (protocol !== 'redis:' && protocol !== 'rediss:') throw new ConfigError('HERALD_REDIS_URL must be a redis:// or rediss:// URL or a Unix socket path (leave it unset to count per process)');
+  if (protocol !== 'redis:' && protocol !== 'rediss:')
+    throw new ConfigError(
+      'HERALD_REDIS_URL must be a redis:// or rediss:// URL or a Unix socket path (leave it unset to count per process)',
+    );
   return text;
 }
 
@@ -140,23 +148,30 @@ export function ensureDataDir(dataDir: string): void {
   try {
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new ConfigError(`HERALD_DATA_DIR=${dataDir} cannot be used as a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    throw new ConfigError(
+      `HERALD_DATA_DIR=${dataDir} cannot be used as a directory (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+    );
   }
 }
 
 /** Hosts, addresses and CIDR ranges Live endpoints may reach although not public; a typo must not pass unseen. */
 function ssrfAllowList(env: Env): string[] {
   // Compared with URL host names, which come lower-cased and are matched without a trailing dot.
-  const entries = read(env, 'HERALD_SSRF_ALLOW', '').split(',').map((s) => s.trim().toLowerCase().replace(/\.$/, '')).filter(Boolean);
+  const entries = read(env, 'HERALD_SSRF_ALLOW', '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase().replace(/\.$/, ''))
+    .filter(Boolean);
   const bad = entries.find((entry) => !isAllowListEntry(entry));
-  if (bad !== undefined) throw new ConfigError(`HERALD_SSRF_ALLOW entry ${bad} is not a host name, an address or a CIDR range`);
+  if (bad !== undefined)
+    throw new ConfigError(`HERALD_SSRF_ALLOW entry ${bad} is not a host name, an address or a CIDR range`);
   return entries;
 }
 
 /** Retention may not be shorter than the idempotency window: a repeated key must find its message. */
 function retention(env: Env): number {
   const retentionMs = duration(env, 'HERALD_RETENTION', '30d');
-  if (retentionMs < duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h')) throw new ConfigError('HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL');
+  if (retentionMs < duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h'))
+    throw new ConfigError('HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL');
   return retentionMs;
 }
 
@@ -166,7 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
   const scheduleText = read(env, 'HERALD_RETRY_SCHEDULE', '0s,5s,5m,30m,2h,5h,10h,10h');
   const retryScheduleMs = scheduleText.split(',').map((part) => {
     const ms = parseDuration(part);
-    if (ms === null) throw new ConfigError(`HERALD_RETRY_SCHEDULE=${scheduleText} must be a comma-separated list of durations`);
+    if (ms === null)
+      throw new ConfigError(`HERALD_RETRY_SCHEDULE=${scheduleText} must be a comma-separated list of durations`);
     return ms;
   });
   const databaseUrl = env.HERALD_DATABASE_URL || null;
@@ -181,7 +197,9 @@ export function loadConfig(env: Env = process.env): Config {
   const planLimits = plans(env);
   const defaultPlan = read(env, 'HERALD_DEFAULT_PLAN', 'starter');
   if (!(defaultPlan in planLimits)) {
-    throw new ConfigError(`HERALD_DEFAULT_PLAN=${defaultPlan} is not a plan (have ${Object.keys(planLimits).join(', ')})`);
+    throw new ConfigError(
+      `HERALD_DEFAULT_PLAN=${defaultPlan} is not a plan (have ${Object.keys(planLimits).join(', ')})`,
+    );
   }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),

@@ -35,7 +35,10 @@ async function serve(roleOverride?: 'worker') {
   const service = await startService(config, logger);
   const store = config.databaseUrl ? 'PostgreSQL' : `embedded SQLite in ${config.dataDir}`;
   if (service.url) {
-    const hint = config.mode === 'development' ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap` : '; issue keys with: npx herald org create';
+    const hint =
+      config.mode === 'development'
+        ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap`
+        : '; issue keys with: npx herald org create';
     console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
   } else {
     console.log(`Herald worker running with ${store}`);
@@ -61,7 +64,12 @@ async function main(argv: string[]): Promise<void> {
   const { positionals, values } = parseArgs({
     args: argv,
     allowPositionals: true,
-    options: { name: { type: 'string' }, plan: { type: 'string' }, live: { type: 'boolean', default: false }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      name: { type: 'string' },
+      plan: { type: 'string' },
+      live: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   const [command = 'serve', sub, ...rest] = positionals;
   if (values.help) return void console.log(USAGE);
@@ -75,16 +83,20 @@ async function main(argv: string[]): Promise<void> {
     case 'org create': {
       const config = loadConfig();
       const plan = values.plan ?? config.defaultPlan;
-      if (!(plan in config.plans)) throw new ConfigError(`unknown plan ${plan} (have ${Object.keys(config.plans).join(', ')})`);
+      if (!(plan in config.plans))
+        throw new ConfigError(`unknown plan ${plan} (have ${Object.keys(config.plans).join(', ')})`);
       return withStore(async (store) => print(await bootstrapOrganization(store, values.name ?? 'Organization', plan)));
     }
     case 'org list':
       // Times as the API shows them (ISO 8601), not as stored.
-      return withStore(async (store) => print((await store.organizations.list()).map((org) => ({ ...org, created_at: iso(org.created_at) }))));
+      return withStore(async (store) =>
+        print((await store.organizations.list()).map((org) => ({ ...org, created_at: iso(org.created_at) }))),
+      );
     case 'org plan': {
       const [orgId, plan] = rest;
       const config = loadConfig();
-      if (!orgId || !plan || !(plan in config.plans)) throw new ConfigError(`usage: org plan <org_id> <${Object.keys(config.plans).join('|')}>`);
+      if (!orgId || !plan || !(plan in config.plans))
+        throw new ConfigError(`usage: org plan <org_id> <${Object.keys(config.plans).join('|')}>`);
       return withStore(async (store) => {
         if (!(await store.organizations.setPlan(orgId, plan))) throw new ConfigError(`no organization ${orgId}`);
         print({ id: orgId, plan });
@@ -124,7 +136,8 @@ main(process.argv.slice(2)).catch((error) => {
   // underlying error follows with its stack (a migration that failed, say), for whoever debugs it.
   if (error instanceof ConfigError) {
     console.error(`herald: ${error.message}`);
-    if (error.cause instanceof Error && ['debug', 'trace'].includes(process.env.HERALD_LOG_LEVEL ?? '')) console.error(withoutPasswords(error.cause.stack ?? String(error.cause)));
+    if (error.cause instanceof Error && ['debug', 'trace'].includes(process.env.HERALD_LOG_LEVEL ?? ''))
+      console.error(withoutPasswords(error.cause.stack ?? String(error.cause)));
   } else {
     console.error(error);
   }

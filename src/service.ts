@@ -38,7 +38,9 @@ async function listen(api: Api, config: Config): Promise<string> {
     return await api.listen({ port: config.port, host: config.host });
   } catch (error) {
     const { code, message } = error as NodeJS.ErrnoException;
-    throw new ConfigError(`cannot listen on ${config.host}:${config.port} (HOST, PORT): ${code === 'EADDRINUSE' ? 'the port is in use' : (code ?? message)}`);
+    throw new ConfigError(
+      `cannot listen on ${config.host}:${config.port} (HOST, PORT): ${code === 'EADDRINUSE' ? 'the port is in use' : (code ?? message)}`,
+    );
   }
 }
 

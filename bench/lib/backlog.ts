@@ -5,7 +5,12 @@ import SQLite from 'better-sqlite3';
 // attempt is scheduled far in the future, or (`due`) due already, one per millisecond before now as after
 // an outage: rows in `deliveries` and `delivery_tasks`, as the emit path writes them, all for one message
 // and one endpoint of the org set up through the API.
-export function insertBacklog(dataDir: string, count: number, ids: { orgId: string; appId: string; endpointId: string }, when: 'future' | 'due' = 'future'): number {
+export function insertBacklog(
+  dataDir: string,
+  count: number,
+  ids: { orgId: string; appId: string; endpointId: string },
+  when: 'future' | 'due' = 'future',
+): number {
   const started = performance.now();
   const db = new SQLite(join(dataDir, 'herald.db'));
   db.pragma('journal_mode = WAL');
@@ -13,13 +18,21 @@ export function insertBacklog(dataDir: string, count: number, ids: { orgId: stri
   const now = Date.now();
   const future = now + 30 * 24 * 3600_000;
   const messageId = `evt_backlog${'0'.repeat(19)}`;
-  db.prepare('insert into messages (id, org_id, livemode, app_id, event_type, created_at) values (?, ?, 0, ?, ?, ?)').run(messageId, ids.orgId, ids.appId, 'invoice.paid', now);
-  db.prepare('insert into payloads (message_id, body, created_at) values (?, ?, ?)').run(messageId, '{"backlog":true}', now);
+  db.prepare(
+    'insert into messages (id, org_id, livemode, app_id, event_type, created_at) values (?, ?, 0, ?, ?, ?)',
+  ).run(messageId, ids.orgId, ids.appId, 'invoice.paid', now);
+  db.prepare('insert into payloads (message_id, body, created_at) values (?, ?, ?)').run(
+    messageId,
+    '{"backlog":true}',
+    now,
+  );
   const delivery = db.prepare(
     `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
      values (?, ?, 0, ?, ?, ?, 'pending', 0, 1, 0, ?, ?, ?)`,
   );
-  const task = db.prepare(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner) values (?, ?, ?, 'scheduled', 1, ?, null)`);
+  const task = db.prepare(
+    `insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner) values (?, ?, ?, 'scheduled', 1, ?, null)`,
+  );
   // Ids sort before anything made now (prefix "0"), spread over the month so the due index is realistic.
   const batch = db.transaction((from: number, to: number) => {
     for (let i = from; i < to; i++) {

@@ -44,18 +44,29 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
   // One directory per process: the main thread's profile and the module-loader thread's land side by side.
   const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
   // Experiments with V8 or Node settings (docs/benchmarks.md), without touching the service's start command.
-  if (process.env.BENCH_HERALD_NODE_FLAGS) nodeFlags.push(...process.env.BENCH_HERALD_NODE_FLAGS.split(' ').filter(Boolean));
+  if (process.env.BENCH_HERALD_NODE_FLAGS)
+    nodeFlags.push(...process.env.BENCH_HERALD_NODE_FLAGS.split(' ').filter(Boolean));
   if (options.sqlStatsDir) {
     nodeFlags.push('--import', join(REPO, 'bench', 'lib', 'sql-stats.ts'));
     env.BENCH_SQL_STATS = join(options.sqlStatsDir, `${options.name}.sql.json`);
   }
-  const child = spawnNode({ name: options.name, script: join(SERVICE_ROOT, 'src', 'main.ts'), args: ['serve'], env, logDir: options.logDir, nodeFlags });
+  const child = spawnNode({
+    name: options.name,
+    script: join(SERVICE_ROOT, 'src', 'main.ts'),
+    args: ['serve'],
+    env,
+    logDir: options.logDir,
+    nodeFlags,
+  });
   const url = options.role === 'worker' ? null : `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 30_000;
   let exitCode: number | null | undefined;
   void child.exited.then((code) => (exitCode = code));
   for (;;) {
-    if (exitCode !== undefined) throw new Error(`${options.name} exited (${exitCode}) during start; see ${child.logFile}:\n${tail(child.logFile)}`);
+    if (exitCode !== undefined)
+      throw new Error(
+        `${options.name} exited (${exitCode}) during start; see ${child.logFile}:\n${tail(child.logFile)}`,
+      );
     if (Date.now() > deadline) throw new Error(`${options.name} did not start in 30 s; see ${child.logFile}`);
     if (url) {
       const ok = await request(`${url}/healthz`).then(
@@ -93,7 +104,8 @@ export class Api {
       body: JSON.stringify(body),
     });
     const text = await response.body.text();
-    if (!expect.includes(response.statusCode)) throw new Error(`POST ${path}: ${response.statusCode} ${text.slice(0, 300)}`);
+    if (!expect.includes(response.statusCode))
+      throw new Error(`POST ${path}: ${response.statusCode} ${text.slice(0, 300)}`);
     return JSON.parse(text) as T;
   }
 }
@@ -110,7 +122,12 @@ export interface Setup {
  * Bootstraps an organization and creates `apps` applications, each with `endpointsPerApp` endpoints whose
  * URL comes from `urlOf(appIndex, endpointIndex)`.
  */
-export async function setupOrg(baseUrl: string, apps: number, endpointsPerApp: number, urlOf: (app: number, endpoint: number) => string): Promise<Setup> {
+export async function setupOrg(
+  baseUrl: string,
+  apps: number,
+  endpointsPerApp: number,
+  urlOf: (app: number, endpoint: number) => string,
+): Promise<Setup> {
   const boot = await new Api(baseUrl).post('/api/v1/dev/bootstrap', { name: 'Bench' });
   const key = boot.test_key.key as string;
   const api = new Api(baseUrl, key);
@@ -123,7 +140,8 @@ export async function setupOrg(baseUrl: string, apps: number, endpointsPerApp: n
     // Endpoints of one app are created a few at a time.
     for (let start = 0; start < endpointsPerApp; start += 16) {
       const batch = [];
-      for (let e = start; e < Math.min(endpointsPerApp, start + 16); e++) batch.push(api.post('/api/v1/endpoints', { app_id: app.id, url: urlOf(a, e) }));
+      for (let e = start; e < Math.min(endpointsPerApp, start + 16); e++)
+        batch.push(api.post('/api/v1/endpoints', { app_id: app.id, url: urlOf(a, e) }));
       for (const endpoint of await Promise.all(batch)) {
         endpointIds.push(endpoint.id);
         secrets.push(endpoint.signing_secret);
@@ -137,7 +155,13 @@ export function emitBody(appId: string, n: number): string {
   return JSON.stringify({
     app_id: appId,
     event_type: 'invoice.paid',
-    payload: { invoice_id: `inv_${n}`, amount: 4200, currency: 'usd', customer: 'cus_8Dj2kL', lines: [{ sku: 'pro-monthly', qty: 1 }] },
+    payload: {
+      invoice_id: `inv_${n}`,
+      amount: 4200,
+      currency: 'usd',
+      customer: 'cus_8Dj2kL',
+      lines: [{ sku: 'pro-monthly', qty: 1 }],
+    },
   });
 }
 

@@ -34,9 +34,19 @@ async function one(target: Target, body: string, keepBody: boolean): Promise<Sen
   const at = nowMs();
   const started = performance.now();
   try {
-    const response = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body } as Dispatcher.RequestOptions);
+    const response = await target.pool.request({
+      method: 'POST',
+      path: target.path,
+      headers: target.headers,
+      body,
+    } as Dispatcher.RequestOptions);
     const text = keepBody ? await response.body.text() : (await response.body.dump(), undefined);
-    return { at, latencyMs: performance.now() - started, status: response.statusCode, ...(text !== undefined ? { body: text } : {}) };
+    return {
+      at,
+      latencyMs: performance.now() - started,
+      status: response.statusCode,
+      ...(text !== undefined ? { body: text } : {}),
+    };
   } catch {
     return { at, latencyMs: performance.now() - started, status: 0 };
   }
@@ -203,11 +213,12 @@ export async function rawOpenLoop(
     };
     socket.on('connect', free);
     socket.on('error', () => {
-      if (current) (errors++, settle(), (current = null));
+      if (current) errors++, settle(), (current = null);
     });
     onAnswers(socket, (status) => {
       if (!current) return;
-      if (status >= 200 && status < 300) sent.push({ at: current.at, latencyMs: performance.now() - current.scheduled, status });
+      if (status >= 200 && status < 300)
+        sent.push({ at: current.at, latencyMs: performance.now() - current.scheduled, status });
       else errors++;
       current = null;
       settle();

@@ -59,11 +59,15 @@ export function spawnNode(options: SpawnOptions): Child {
   mkdirSync(options.logDir, { recursive: true });
   const logFile = join(options.logDir, `${options.name}.log`);
   const fd = openSync(logFile, 'a');
-  const proc = spawn(process.execPath, ['--import', 'tsx', '--import', WATCH, ...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])], {
-    cwd: REPO,
-    env: { ...process.env, ...options.env },
-    stdio: options.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
-  });
+  const proc = spawn(
+    process.execPath,
+    ['--import', 'tsx', '--import', WATCH, ...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])],
+    {
+      cwd: REPO,
+      env: { ...process.env, ...options.env },
+      stdio: options.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
+    },
+  );
   closeSync(fd);
   if (!proc.pid) throw new Error(`could not start ${options.name}`);
   const pid = proc.pid;

@@ -6,7 +6,15 @@ import type { ScenarioResult } from './context.js';
 export interface RunInfo {
   date: string;
   quick: boolean;
-  machine: { cores: number; cpuModel: string; node: string; platform: string; totalMemoryMb: number; loadAverageStart: number[]; loadAverageEnd: number[] };
+  machine: {
+    cores: number;
+    cpuModel: string;
+    node: string;
+    platform: string;
+    totalMemoryMb: number;
+    loadAverageStart: number[];
+    loadAverageEnd: number[];
+  };
   seconds: number;
 }
 
@@ -15,7 +23,12 @@ export interface Failure {
   error: string;
 }
 
-const fmt = (value: number | undefined) => (value === undefined || !Number.isFinite(value) ? '–' : Number.isInteger(value) ? value.toLocaleString('en') : String(value));
+const fmt = (value: number | undefined) =>
+  value === undefined || !Number.isFinite(value)
+    ? '–'
+    : Number.isInteger(value)
+      ? value.toLocaleString('en')
+      : String(value);
 
 function figureList(values: Record<string, number>): string {
   return Object.entries(values)
@@ -31,7 +44,9 @@ export function printTable(results: ScenarioResult[], failures: Failure[]): void
     if (Object.keys(r.ratios).length) console.log(`  ratios:   ${figureList(r.ratios)}`);
   }
   console.log('\nTargets');
-  for (const r of results) for (const t of r.targets) console.log(`  ${t.pass ? 'pass' : 'MISS'}  ${t.name}: ${fmt(t.value)} (target ${t.goal})`);
+  for (const r of results)
+    for (const t of r.targets)
+      console.log(`  ${t.pass ? 'pass' : 'MISS'}  ${t.name}: ${fmt(t.value)} (target ${t.goal})`);
   for (const f of failures) console.log(`  FAIL  ${f.name}: ${f.error}`);
 }
 
@@ -45,13 +60,18 @@ export function markdown(info: RunInfo, results: ScenarioResult[], failures: Fai
   lines.push('');
   lines.push('| target | measured | goal | |');
   lines.push('|---|---|---|---|');
-  for (const r of results) for (const t of r.targets) lines.push(`| ${t.name} | ${fmt(t.value)} | ${t.goal} | ${t.pass ? 'pass' : '**miss**'} |`);
-  for (const f of failures) lines.push(`| ${f.name} | failed: ${f.error.replace(/\|/g, '/').slice(0, 200)} | | **fail** |`);
+  for (const r of results)
+    for (const t of r.targets)
+      lines.push(`| ${t.name} | ${fmt(t.value)} | ${t.goal} | ${t.pass ? 'pass' : '**miss**'} |`);
+  for (const f of failures)
+    lines.push(`| ${f.name} | failed: ${f.error.replace(/\|/g, '/').slice(0, 200)} | | **fail** |`);
   lines.push('');
   lines.push('| scenario | Herald | baseline (same run) | ratios | peak RSS |');
   lines.push('|---|---|---|---|---|');
   for (const r of results) {
-    lines.push(`| ${r.title} | ${figureList(r.figures)} | ${figureList(r.baseline) || '–'} | ${figureList(r.ratios) || '–'} | ${r.peakRssMb} MB |`);
+    lines.push(
+      `| ${r.title} | ${figureList(r.figures)} | ${figureList(r.baseline) || '–'} | ${figureList(r.ratios) || '–'} | ${r.peakRssMb} MB |`,
+    );
   }
   lines.push('');
   for (const r of results) for (const note of r.notes) lines.push(`- ${r.name}: ${note}`);
@@ -71,5 +91,10 @@ export function writeDoc(path: string, generated: string): void {
   const text = readFileSync(path, 'utf8');
   const from = text.indexOf(START);
   const to = text.indexOf(END);
-  writeFileSync(path, from >= 0 && to > from ? text.slice(0, from) + block + text.slice(to + END.length) : `${text.trimEnd()}\n\n## Latest results\n\n${block}\n`);
+  writeFileSync(
+    path,
+    from >= 0 && to > from
+      ? text.slice(0, from) + block + text.slice(to + END.length)
+      : `${text.trimEnd()}\n\n## Latest results\n\n${block}\n`,
+  );
 }

@@ -52,7 +52,15 @@ pgClient.query = function (this: unknown, ...args: any[]) {
 
 if (out) {
   process.on('exit', () => {
-    const rows = [...totals].sort((a, b) => b[1].ms - a[1].ms).map(([sql, t]) => ({ ms: Math.round(t.ms), calls: t.calls, usPerCall: Math.round((t.ms * 1000) / t.calls), rows: t.rows, sql: sql.slice(0, 300) }));
+    const rows = [...totals]
+      .sort((a, b) => b[1].ms - a[1].ms)
+      .map(([sql, t]) => ({
+        ms: Math.round(t.ms),
+        calls: t.calls,
+        usPerCall: Math.round((t.ms * 1000) / t.calls),
+        rows: t.rows,
+        sql: sql.slice(0, 300),
+      }));
     writeFileSync(out, JSON.stringify(rows, null, 1));
   });
 }

@@ -29,7 +29,11 @@ async function probe(ctx: Context, label: string, org: Org | null, rows: number)
   let insertSeconds = 0;
   if (org && rows > 0) {
     ctx.log(`  inserting ${rows} future deliveries`);
-    insertSeconds = insertBacklog(dataDir, rows, { orgId: org.setup.orgId, appId: org.setup.appIds[0]!, endpointId: org.setup.endpointIds[0]! });
+    insertSeconds = insertBacklog(dataDir, rows, {
+      orgId: org.setup.orgId,
+      appId: org.setup.appIds[0]!,
+      endpointId: org.setup.endpointIds[0]!,
+    });
   }
   const spawned = nowMs();
   const herald = await startHerald(heraldOptions(ctx, { name: label, role: 'all', dataDir }));
@@ -54,7 +58,17 @@ async function probe(ctx: Context, label: string, org: Org | null, rows: number)
     const e = summarize(emits);
     const d = summarize(deliveries);
     const peak = await stopAll(herald);
-    return { dataDir, setup, emitP50: e.p50, emitP99: e.p99, deliverP50: d.p50, deliverP99: d.p99, startupMs: round(startupMs, 0), insertSeconds: round(insertSeconds, 1), peak };
+    return {
+      dataDir,
+      setup,
+      emitP50: e.p50,
+      emitP99: e.p99,
+      deliverP50: d.p50,
+      deliverP99: d.p99,
+      startupMs: round(startupMs, 0),
+      insertSeconds: round(insertSeconds, 1),
+      peak,
+    };
   } finally {
     await stopAll(herald);
   }
@@ -80,15 +94,33 @@ export async function backlog(ctx: Context): Promise<ScenarioResult> {
       startupMs: full.startupMs,
       insertSeconds: full.insertSeconds,
     },
-    baseline: { emitP50Ms: empty.emitP50, emitP99Ms: empty.emitP99, emitToArrivalP50Ms: empty.deliverP50, emitToArrivalP99Ms: empty.deliverP99, startupMs: empty.startupMs },
-    ratios: { emitP50VsEmpty: emitRatio, emitToArrivalP50VsEmpty: deliverRatio, emitP99VsEmpty: round(full.emitP99 / empty.emitP99), emitToArrivalP99VsEmpty: round(full.deliverP99 / empty.deliverP99) },
+    baseline: {
+      emitP50Ms: empty.emitP50,
+      emitP99Ms: empty.emitP99,
+      emitToArrivalP50Ms: empty.deliverP50,
+      emitToArrivalP99Ms: empty.deliverP99,
+      startupMs: empty.startupMs,
+    },
+    ratios: {
+      emitP50VsEmpty: emitRatio,
+      emitToArrivalP50VsEmpty: deliverRatio,
+      emitP99VsEmpty: round(full.emitP99 / empty.emitP99),
+      emitToArrivalP99VsEmpty: round(full.deliverP99 / empty.deliverP99),
+    },
     peakRssMb: mb(Math.max(empty.peak, full.peak)),
     targets: [
       target('backlog: emit p50 vs empty store', '<= 2.0x', emitRatio, emitRatio <= 2),
       target('backlog: emit-to-arrival p50 vs empty store', '<= 2.0x', deliverRatio, deliverRatio <= 2),
-      target('backlog peak RSS', '< 300 MB', mb(Math.max(empty.peak, full.peak)), mb(Math.max(empty.peak, full.peak)) < 300),
+      target(
+        'backlog peak RSS',
+        '< 300 MB',
+        mb(Math.max(empty.peak, full.peak)),
+        mb(Math.max(empty.peak, full.peak)) < 300,
+      ),
     ],
-    notes: [`${ctx.sizes.backlogSamples} sequential emits after 10 warm-up ones; baseline = the same on an empty store`],
+    notes: [
+      `${ctx.sizes.backlogSamples} sequential emits after 10 warm-up ones; baseline = the same on an empty store`,
+    ],
     seconds: 0,
   };
 }

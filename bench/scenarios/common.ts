@@ -7,7 +7,11 @@ import { round, sleep, summarize } from '../lib/stats.js';
 import type { Context } from '../lib/context.js';
 
 export function heraldOptions(ctx: Context, options: Omit<HeraldOptions, 'logDir' | 'profileDir'>): HeraldOptions {
-  return { ...options, logDir: ctx.logDir, ...(ctx.profileDir ? { profileDir: ctx.profileDir, sqlStatsDir: ctx.profileDir } : {}) };
+  return {
+    ...options,
+    logDir: ctx.logDir,
+    ...(ctx.profileDir ? { profileDir: ctx.profileDir, sqlStatsDir: ctx.profileDir } : {}),
+  };
 }
 
 /** Headers of an emit request with this API key. */
@@ -26,7 +30,12 @@ export async function closeTargets(targets: LoadTarget[]): Promise<void> {
 }
 
 /** Sends exactly `count` emits, `concurrency` at a time; returns the message ids. */
-export async function emitCount(targets: LoadTarget[], count: number, concurrency: number, bodyOf: (n: number) => string): Promise<string[]> {
+export async function emitCount(
+  targets: LoadTarget[],
+  count: number,
+  concurrency: number,
+  bodyOf: (n: number) => string,
+): Promise<string[]> {
   const ids: string[] = new Array(count);
   let next = 0;
   await Promise.all(
@@ -34,7 +43,12 @@ export async function emitCount(targets: LoadTarget[], count: number, concurrenc
       const target = targets[worker % targets.length]!;
       while (next < count) {
         const n = next++;
-        const response = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body: bodyOf(n) });
+        const response = await target.pool.request({
+          method: 'POST',
+          path: target.path,
+          headers: target.headers,
+          body: bodyOf(n),
+        });
         const text = await response.body.text();
         if (response.statusCode !== 201) throw new Error(`emit: ${response.statusCode} ${text.slice(0, 200)}`);
         ids[n] = (JSON.parse(text) as { id: string }).id;
@@ -50,7 +64,13 @@ export function fastest<T extends { rate: number }>(runs: T[]): T {
 }
 
 /** The bare fastify baseline (bench/baseline-ingest.ts) as a child process. */
-export async function startBaseline(ctx: Context, name: string, store: 'sqlite' | 'postgres' | 'none', db: string, apps: number): Promise<{ child: Child; url: string }> {
+export async function startBaseline(
+  ctx: Context,
+  name: string,
+  store: 'sqlite' | 'postgres' | 'none',
+  db: string,
+  apps: number,
+): Promise<{ child: Child; url: string }> {
   const port = await freePort();
   const child = spawnNode({
     name,
@@ -84,14 +104,30 @@ export interface ClosedFigures {
 
 export function closedFigures(result: LoadResult): ClosedFigures {
   const latency = summarize(result.sent.map((s) => s.latencyMs));
-  return { rate: round(result.sent.length / result.seconds, 0), p50: latency.p50, p99: latency.p99, errors: result.errors };
+  return {
+    rate: round(result.sent.length / result.seconds, 0),
+    p50: latency.p50,
+    p99: latency.p99,
+    errors: result.errors,
+  };
 }
 
 /** Closed-loop emits at the scenario's concurrency against one or more API processes. */
-export async function measureClosed(ctx: Context, urls: string[], key: string, appIds: string[]): Promise<ClosedFigures> {
+export async function measureClosed(
+  ctx: Context,
+  urls: string[],
+  key: string,
+  appIds: string[],
+): Promise<ClosedFigures> {
   const { ingestConcurrency, ingestSeconds, warmupSeconds } = ctx.sizes;
-  const result = await rawClosedLoop(urls, '/api/v1/messages', emitHeaders(key), ingestConcurrency, ingestSeconds * 1000, warmupSeconds * 1000, (n) =>
-    emitBody(appIds[n % appIds.length]!, n),
+  const result = await rawClosedLoop(
+    urls,
+    '/api/v1/messages',
+    emitHeaders(key),
+    ingestConcurrency,
+    ingestSeconds * 1000,
+    warmupSeconds * 1000,
+    (n) => emitBody(appIds[n % appIds.length]!, n),
   );
   return closedFigures(result);
 }
@@ -106,8 +142,17 @@ export interface OpenFigures {
   maxSendLagMs: number;
 }
 
-export async function measureOpen(urls: string[], key: string, appIds: string[], rate: number, seconds: number, connections = 128): Promise<OpenFigures> {
-  const result = await rawOpenLoop(urls, '/api/v1/messages', emitHeaders(key), connections, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n));
+export async function measureOpen(
+  urls: string[],
+  key: string,
+  appIds: string[],
+  rate: number,
+  seconds: number,
+  connections = 128,
+): Promise<OpenFigures> {
+  const result = await rawOpenLoop(urls, '/api/v1/messages', emitHeaders(key), connections, rate, seconds * 1000, (n) =>
+    emitBody(appIds[n % appIds.length]!, n),
+  );
   const latency = summarize(result.sent.map((s) => s.latencyMs));
   return {
     offered: round(rate, 0),
@@ -156,9 +201,17 @@ export async function measureEndToEnd(
     // runs its code unoptimized for its first seconds, and at 1,000/s the queue that builds meanwhile
     // would otherwise be most of the p99. Its deliveries arrive before measuring starts.
     await ctx.receiver.reset();
-    const warmup = await openLoop(targets, rate, ctx.sizes.warmupSeconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, -1 - n), true);
+    const warmup = await openLoop(
+      targets,
+      rate,
+      ctx.sizes.warmupSeconds * 1000,
+      (n) => emitBody(appIds[n % appIds.length]!, -1 - n),
+      true,
+    );
     // Only accepted emits are delivered; a warm-up that falls short is reported by the measured run.
-    const accepted = warmup.sent.filter((sent) => counted(appIds.indexOf((JSON.parse(sent.body!) as { app_id: string }).app_id))).length;
+    const accepted = warmup.sent.filter((sent) =>
+      counted(appIds.indexOf((JSON.parse(sent.body!) as { app_id: string }).app_id)),
+    ).length;
     await ctx.receiver.waitFor(accepted, 30_000).catch(() => {});
     await ctx.receiver.reset();
     result = await openLoop(targets, rate, seconds * 1000, (n) => emitBody(appIds[n % appIds.length]!, n), true);
@@ -176,7 +229,8 @@ export async function measureEndToEnd(
   let arrived = new Map<string, number>();
   for (;;) {
     arrived = new Map();
-    for (const [id, at] of await ctx.receiver.arrivals()) if (sendTimes.has(id) && !arrived.has(id)) arrived.set(id, at);
+    for (const [id, at] of await ctx.receiver.arrivals())
+      if (sendTimes.has(id) && !arrived.has(id)) arrived.set(id, at);
     if (arrived.size >= expectedTotal || Date.now() > deadline) break;
     await sleep(200);
   }
@@ -188,7 +242,8 @@ export async function measureEndToEnd(
   // last arrival came within a second of the last send, so no backlog built up).
   const lastSend = Math.max(...result.sent.map((s) => s.at));
   const drainMs = round(Math.max(...arrived.values()) - lastSend, 0);
-  const sustained = achieved >= rate * 0.95 && result.errors === 0 && arrived.size === expectedTotal && drainMs < 1000 ? 1 : 0;
+  const sustained =
+    achieved >= rate * 0.95 && result.errors === 0 && arrived.size === expectedTotal && drainMs < 1000 ? 1 : 0;
   return {
     offered: rate,
     achieved,

@@ -23,10 +23,18 @@ interface DeliveryRun {
 const DRAIN_LIMIT_MS = 120_000;
 
 /** Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain. */
-async function drain(ctx: Context, label: string, count: number, workers: number, databaseUrl?: string): Promise<DeliveryRun> {
+async function drain(
+  ctx: Context,
+  label: string,
+  count: number,
+  workers: number,
+  databaseUrl?: string,
+): Promise<DeliveryRun> {
   const dataDir = tempDir('herald-bench-delivery-');
   const env = { HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
-  const api = await startHerald(heraldOptions(ctx, { name: `${label}-api`, role: 'api', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) }));
+  const api = await startHerald(
+    heraldOptions(ctx, { name: `${label}-api`, role: 'api', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) }),
+  );
   const setup = await setupOrg(api.url!, 1, 1, () => `${ctx.receiver.url}/delivery/0`);
   const targets = emitTargets([api.url!], setup.key, 32);
   ctx.log(`  emitting ${count} with the worker off`);
@@ -39,7 +47,17 @@ async function drain(ctx: Context, label: string, count: number, workers: number
   const started: Herald[] = [];
   try {
     for (let i = 0; i < workers; i++) {
-      started.push(await startHerald(heraldOptions(ctx, { name: `${label}-worker${workers > 1 ? `-${i}` : ''}`, role: 'worker', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) })));
+      started.push(
+        await startHerald(
+          heraldOptions(ctx, {
+            name: `${label}-worker${workers > 1 ? `-${i}` : ''}`,
+            role: 'worker',
+            dataDir,
+            env,
+            ...(databaseUrl ? { databaseUrl } : {}),
+          }),
+        ),
+      );
     }
     // A drain that does not finish in time is reported with what arrived (and a note), not dropped.
     const last = await ctx.receiver.waitFor(count, DRAIN_LIMIT_MS).catch(() => null);
@@ -83,7 +101,13 @@ async function rawUndici(ctx: Context, count: number): Promise<number> {
           const response = await pool.request({
             method: 'POST',
             path: '/delivery/0',
-            headers: { 'content-type': 'application/json', 'user-agent': 'bench', 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': `v1,${signature}` },
+            headers: {
+              'content-type': 'application/json',
+              'user-agent': 'bench',
+              'webhook-id': id,
+              'webhook-timestamp': String(timestamp),
+              'webhook-signature': `v1,${signature}`,
+            },
             body,
           });
           await response.body.text();
@@ -120,7 +144,13 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
     name: 'delivery',
     title: 'Delivery from a backlog (SQLite, worker role)',
     store: 'sqlite',
-    figures: { deliveries: count, delivered: run.delivered, deliveriesPerSec: run.rate, deliveriesPerSecFromSpawn: run.rateFromSpawn, workerStartupMs: run.startupMs },
+    figures: {
+      deliveries: count,
+      delivered: run.delivered,
+      deliveriesPerSec: run.rate,
+      deliveriesPerSecFromSpawn: run.rateFromSpawn,
+      workerStartupMs: run.startupMs,
+    },
     baseline: { deliveriesPerSec: raw },
     ratios: { deliveryVsRawUndici: ratio },
     peakRssMb: mb(peak),

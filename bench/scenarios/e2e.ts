@@ -8,14 +8,22 @@ import { heraldOptions, measureEndToEnd, startHerald, stopAll, type E2eFigures }
 
 const APPS = 10;
 
-async function e2eRun(ctx: Context, name: string, databaseUrl?: string, split = false, slow = false): Promise<{ e2e: E2eFigures; peak: number }> {
+async function e2eRun(
+  ctx: Context,
+  name: string,
+  databaseUrl?: string,
+  split = false,
+  slow = false,
+): Promise<{ e2e: E2eFigures; peak: number }> {
   const dataDir = tempDir('herald-bench-e2e-');
   const db = databaseUrl ? { databaseUrl } : {};
   const services: Herald[] = [];
   try {
     if (split) {
       for (const role of ['api', 'api', 'worker', 'worker'] as const) {
-        services.push(await startHerald(heraldOptions(ctx, { name: `${name}-${role}-${services.length}`, role, dataDir, ...db })));
+        services.push(
+          await startHerald(heraldOptions(ctx, { name: `${name}-${role}-${services.length}`, role, dataDir, ...db })),
+        );
       }
     } else {
       services.push(await startHerald(heraldOptions(ctx, { name, role: 'all', dataDir, ...db })));
@@ -25,7 +33,15 @@ async function e2eRun(ctx: Context, name: string, databaseUrl?: string, split = 
     const apps = slow ? 5 : APPS;
     const setup = await setupOrg(urls[0]!, apps, 1, slow ? slowFirst(ctx) : (a) => `${ctx.receiver.url}/e2e/${a}`);
     const seconds = slow ? ctx.sizes.slowSeconds : ctx.sizes.e2eSeconds;
-    const e2e = await measureEndToEnd(ctx, urls, setup.key, setup.appIds, ctx.sizes.e2eRate, seconds, slow ? (a) => a !== 0 : undefined);
+    const e2e = await measureEndToEnd(
+      ctx,
+      urls,
+      setup.key,
+      setup.appIds,
+      ctx.sizes.e2eRate,
+      seconds,
+      slow ? (a) => a !== 0 : undefined,
+    );
     return { e2e, peak: Math.max(...services.map((s) => s.child.peakRss())) };
   } finally {
     await stopAll(...services);
@@ -63,7 +79,9 @@ export async function endToEnd(ctx: Context): Promise<ScenarioResult> {
       target('end to end p99', '< 50 ms', e2e.p99, e2e.p99 < 50),
       target('end-to-end peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
-    notes: [`open loop, ${ctx.sizes.e2eSeconds}s after ${ctx.sizes.warmupSeconds}s warm-up, ${APPS} applications with one endpoint each; latency = receiver arrival - emit send time`],
+    notes: [
+      `open loop, ${ctx.sizes.e2eSeconds}s after ${ctx.sizes.warmupSeconds}s warm-up, ${APPS} applications with one endpoint each; latency = receiver arrival - emit send time`,
+    ],
     seconds: 0,
   };
 }
@@ -99,7 +117,21 @@ function othersBesideSlow(
   reference: ScenarioResult,
   e2e: E2eFigures,
   peak: number,
-  { name, title, ratioTarget, rssTarget, note, figures = {} }: { name: string; title: string; ratioTarget: string; rssTarget: string; note: string; figures?: Record<string, number> },
+  {
+    name,
+    title,
+    ratioTarget,
+    rssTarget,
+    note,
+    figures = {},
+  }: {
+    name: string;
+    title: string;
+    ratioTarget: string;
+    rssTarget: string;
+    note: string;
+    figures?: Record<string, number>;
+  },
 ): ScenarioResult {
   const ratio = round(e2e.p99 / reference.figures.p99Ms!);
   return {
@@ -110,7 +142,10 @@ function othersBesideSlow(
     baseline: { e2eP99Ms: reference.figures.p99Ms! },
     ratios: { othersP99VsEndToEnd: ratio },
     peakRssMb: mb(peak),
-    targets: [target(ratioTarget, '<= 2.0x', ratio, ratio <= 2), target(rssTarget, '< 300 MB', mb(peak), mb(peak) < 300)],
+    targets: [
+      target(ratioTarget, '<= 2.0x', ratio, ratio <= 2),
+      target(rssTarget, '< 300 MB', mb(peak), mb(peak) < 300),
+    ],
     notes: [note],
     seconds: 0,
   };
@@ -133,12 +168,25 @@ export async function neighbourBacklog(ctx: Context): Promise<ScenarioResult> {
     await stopAll(first);
   }
   ctx.log(`  queueing ${rows.toLocaleString('en')} due deliveries for the slow endpoint`);
-  insertBacklog(dataDir, rows, { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]! }, 'due');
+  insertBacklog(
+    dataDir,
+    rows,
+    { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]! },
+    'due',
+  );
   const herald = await startHerald(heraldOptions(ctx, { name: 'neighbour-herald', role: 'all', dataDir }));
   let e2e: E2eFigures;
   let peak = 0;
   try {
-    e2e = await measureEndToEnd(ctx, [herald.url!], setup.key, setup.appIds, ctx.sizes.e2eRate, ctx.sizes.slowSeconds, (app) => app !== 0);
+    e2e = await measureEndToEnd(
+      ctx,
+      [herald.url!],
+      setup.key,
+      setup.appIds,
+      ctx.sizes.e2eRate,
+      ctx.sizes.slowSeconds,
+      (app) => app !== 0,
+    );
   } finally {
     peak = await stopAll(herald);
   }
@@ -160,7 +208,10 @@ export async function pgEndToEnd(ctx: Context): Promise<ScenarioResult> {
   const split = await e2eRun(ctx, 'pg-e2e-split', splitDb.url, true);
   await splitDb.drop();
   const figures: Record<string, number> = {};
-  for (const [suffix, run] of [['1Proc', one.e2e], ['2Api2Worker', split.e2e]] as const) {
+  for (const [suffix, run] of [
+    ['1Proc', one.e2e],
+    ['2Api2Worker', split.e2e],
+  ] as const) {
     figures[`achievedPerSec${suffix}`] = run.achieved;
     figures[`sustained${suffix}`] = run.sustained;
     figures[`p50Ms${suffix}`] = run.p50;
@@ -202,7 +253,8 @@ export async function fanout(ctx: Context): Promise<ScenarioResult> {
       const sent = nowMs();
       const reply = await api.post('/api/v1/messages', JSON.parse(emitBody(setup.appIds[0]!, r)));
       emits.push(nowMs() - sent);
-      if (reply.delivery_ids.length !== n) throw new Error(`fan-out emit made ${reply.delivery_ids.length} deliveries, expected ${n}`);
+      if (reply.delivery_ids.length !== n)
+        throw new Error(`fan-out emit made ${reply.delivery_ids.length} deliveries, expected ${n}`);
       const last = await ctx.receiver.waitFor(n, 60_000);
       times.push(last - sent);
     }
@@ -212,7 +264,13 @@ export async function fanout(ctx: Context): Promise<ScenarioResult> {
       name: 'fanout',
       title: `Fan-out: one message to ${n} endpoints (SQLite, role all)`,
       store: 'sqlite',
-      figures: { endpoints: n, rounds: times.length, lastArrivalMedianMs: summary.p50, lastArrivalMaxMs: summary.max, emitMaxMs: round(Math.max(...emits)) },
+      figures: {
+        endpoints: n,
+        rounds: times.length,
+        lastArrivalMedianMs: summary.p50,
+        lastArrivalMaxMs: summary.max,
+        emitMaxMs: round(Math.max(...emits)),
+      },
       baseline: {},
       ratios: {},
       peakRssMb: mb(peak),

@@ -4,7 +4,16 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { fastest, heraldOptions, measureClosed, measureOpen, startBaseline, startHerald, stopAll, type ClosedFigures } from './common.js';
+import {
+  fastest,
+  heraldOptions,
+  measureClosed,
+  measureOpen,
+  startBaseline,
+  startHerald,
+  stopAll,
+  type ClosedFigures,
+} from './common.js';
 
 const APPS = 10;
 const baselineApps = Array.from({ length: APPS }, (_, i) => `app_${i}`);
@@ -65,8 +74,19 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
       openLoopMaxMs: open.max,
       openLoopErrors: open.errors,
     },
-    baseline: { emitsPerSec: base.rate, p50Ms: base.p50, p99Ms: base.p99, errors: base.errors, peakRssMb: mb(baselineRss), bareRoutePerSec: bare.rate },
-    ratios: { emitsVsBaseline: ratio, bareRouteVsReferenceMachine: round(bare.rate / REFERENCE_BARE_ROUTE_PER_SEC), emitsVsMachineScaledTarget: round(closed.rate / machineScaledTarget) },
+    baseline: {
+      emitsPerSec: base.rate,
+      p50Ms: base.p50,
+      p99Ms: base.p99,
+      errors: base.errors,
+      peakRssMb: mb(baselineRss),
+      bareRoutePerSec: bare.rate,
+    },
+    ratios: {
+      emitsVsBaseline: ratio,
+      bareRouteVsReferenceMachine: round(bare.rate / REFERENCE_BARE_ROUTE_PER_SEC),
+      emitsVsMachineScaledTarget: round(closed.rate / machineScaledTarget),
+    },
     peakRssMb: mb(peak),
     targets: [
       target('ingest vs per-request-transaction baseline', '>= 1.0x', ratio, ratio >= 1.0),
@@ -94,7 +114,14 @@ export async function pgIngest(ctx: Context): Promise<ScenarioResult> {
   await baseDb.drop();
 
   const single = await createDatabase('one');
-  const one = await startHerald(heraldOptions(ctx, { name: 'pg-ingest-herald', role: 'api', dataDir: tempDir('herald-bench-pg-'), databaseUrl: single.url }));
+  const one = await startHerald(
+    heraldOptions(ctx, {
+      name: 'pg-ingest-herald',
+      role: 'api',
+      dataDir: tempDir('herald-bench-pg-'),
+      databaseUrl: single.url,
+    }),
+  );
   const setupOne = await setupOrg(one.url!, APPS, 1, (a) => `${ctx.receiver.url}/ingest/${a}`);
   ctx.log('  herald (1 API process) closed loop');
   const closedOne = await measureClosed(ctx, [one.url!], setupOne.key, setupOne.appIds);
@@ -103,8 +130,12 @@ export async function pgIngest(ctx: Context): Promise<ScenarioResult> {
 
   const multi = await createDatabase('two');
   const dataDir = tempDir('herald-bench-pg-');
-  const a = await startHerald(heraldOptions(ctx, { name: 'pg-ingest-herald-a', role: 'api', dataDir, databaseUrl: multi.url }));
-  const b = await startHerald(heraldOptions(ctx, { name: 'pg-ingest-herald-b', role: 'api', dataDir, databaseUrl: multi.url }));
+  const a = await startHerald(
+    heraldOptions(ctx, { name: 'pg-ingest-herald-a', role: 'api', dataDir, databaseUrl: multi.url }),
+  );
+  const b = await startHerald(
+    heraldOptions(ctx, { name: 'pg-ingest-herald-b', role: 'api', dataDir, databaseUrl: multi.url }),
+  );
   const setupTwo = await setupOrg(a.url!, APPS, 1, (i) => `${ctx.receiver.url}/ingest/${i}`);
   ctx.log('  herald (2 API processes) closed loop');
   const closedTwo = await measureClosed(ctx, [a.url!, b.url!], setupTwo.key, setupTwo.appIds);
@@ -131,7 +162,9 @@ export async function pgIngest(ctx: Context): Promise<ScenarioResult> {
     ratios: { emits1ApiVsBaseline: ratioOne, emits2ApiVsBaseline: ratioTwo },
     peakRssMb: mb(peak),
     targets: [target('PostgreSQL ingest (1 API process) vs baseline', '>= 1.0x', ratioOne, ratioOne >= 1.0)],
-    notes: [`concurrency ${ctx.sizes.ingestConcurrency}; baseline: bare fastify, pg pool of 10, BEGIN/COMMIT per request`],
+    notes: [
+      `concurrency ${ctx.sizes.ingestConcurrency}; baseline: bare fastify, pg pool of 10, BEGIN/COMMIT per request`,
+    ],
     seconds: 0,
   };
 }

@@ -25,7 +25,14 @@ export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
 
   app.get(
     '/api/v1/api-keys',
-    { schema: { summary: 'List keys (never their secret part)', tags: ['api-keys'], querystring: Type.Object(pageQuery('apiKey')), response: { 200: ListOf(ApiKey), ...errors(400, 401, 429) } } },
+    {
+      schema: {
+        summary: 'List keys (never their secret part)',
+        tags: ['api-keys'],
+        querystring: Type.Object(pageQuery('apiKey')),
+        response: { 200: ListOf(ApiKey), ...errors(400, 401, 429) },
+      },
+    },
     async (request) => list(await store.organizations.listKeys(scopeOf(request), pageOf(request.query)), apiKeyToApi),
   );
 
@@ -34,7 +41,12 @@ export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
     {
       // Never rate limited (installRateLimits): a leaked key keeping the counter full must not stop its revocation.
       config: { rateLimit: false },
-      schema: { summary: 'Revoke a key; it stops working at once', tags: ['api-keys'], params: IdParams, response: { 200: ApiKey, ...errors(401, 404) } },
+      schema: {
+        summary: 'Revoke a key; it stops working at once',
+        tags: ['api-keys'],
+        params: IdParams,
+        response: { 200: ApiKey, ...errors(401, 404) },
+      },
     },
     async (request) => {
       const row = await store.organizations.revokeKey(scopeOf(request), request.params.id);

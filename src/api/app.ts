@@ -47,7 +47,9 @@ function redactedQuery(query: string): string {
       const equals = part.indexOf('=');
       if (equals === -1) return part;
       const name = part.slice(0, equals);
-      const asRead = name.replace(/\+/g, ' ').replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
+      const asRead = name
+        .replace(/\+/g, ' ')
+        .replace(/%([0-9a-f]{2})/gi, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
       return SECRET_QUERY_NAME.test(asRead) ? `${name}=<redacted>` : part;
     })
     .join('&');
@@ -105,7 +107,8 @@ function unkeepableJson(value: unknown, levels: number): 'depth' | 'number' | nu
  */
 function unreadableEncoding(headers: FastifyRequest['headers']): string | null {
   const encoding = headers['content-encoding']?.trim().toLowerCase();
-  if (encoding && encoding !== 'identity') return `Content-Encoding ${encoding} is not supported; send the body uncompressed`;
+  if (encoding && encoding !== 'identity')
+    return `Content-Encoding ${encoding} is not supported; send the body uncompressed`;
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(headers['content-type'] ?? '')?.[1]?.toLowerCase();
   if (charset && charset !== 'utf-8' && charset !== 'utf8') return `charset ${charset} is not supported; send UTF-8`;
   return null;
@@ -118,22 +121,31 @@ function unreadableEncoding(headers: FastifyRequest['headers']): string | null {
  */
 function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (request, text, done) => {
-    const unreadable = unreadableEncoding(request.headers);
-    if (unreadable) return done(new HttpError(415, 'invalid_request', unreadable), undefined);
-    const body = text as string;
-    if (body.trim() === '') return done(null, undefined);
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body);
-    } catch (error) {
-      return done(invalid(`Body is not valid JSON${jsonProblem(error as Error)}`), undefined);
-    }
-    const unkeepable = unkeepableJson(parsed, MAX_JSON_DEPTH);
-    if (unkeepable === 'depth') return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
-    if (unkeepable === 'number') return done(invalid('Body holds a number too large to represent (beyond about 1.8e308); send it as a string'), undefined);
-    done(null, parsed);
-  });
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'string', bodyLimit: maxPayloadBytes },
+    (request, text, done) => {
+      const unreadable = unreadableEncoding(request.headers);
+      if (unreadable) return done(new HttpError(415, 'invalid_request', unreadable), undefined);
+      const body = text as string;
+      if (body.trim() === '') return done(null, undefined);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(body);
+      } catch (error) {
+        return done(invalid(`Body is not valid JSON${jsonProblem(error as Error)}`), undefined);
+      }
+      const unkeepable = unkeepableJson(parsed, MAX_JSON_DEPTH);
+      if (unkeepable === 'depth')
+        return done(invalid(`Body nests objects and arrays deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+      if (unkeepable === 'number')
+        return done(
+          invalid('Body holds a number too large to represent (beyond about 1.8e308); send it as a string'),
+          undefined,
+        );
+      done(null, parsed);
+    },
+  );
   app.addContentTypeParser('*', { parseAs: 'string', bodyLimit: maxPayloadBytes }, (_request, text, done) => {
     if ((text as string).length === 0) return done(null, undefined);
     done(new HttpError(415, 'invalid_request', 'Content-Type must be application/json'), undefined);
@@ -150,7 +162,12 @@ function unstorableField(part: string, value: unknown): string | null {
   // Only strings and lists of strings: free-form objects (payload, example_json) are stored as JSON
   // text, where such characters are escaped and harmless.
   for (const [name, field] of Object.entries(value)) {
-    const strings = typeof field === 'string' ? [field] : Array.isArray(field) ? field.filter((item) => typeof item === 'string') : [];
+    const strings =
+      typeof field === 'string'
+        ? [field]
+        : Array.isArray(field)
+          ? field.filter((item) => typeof item === 'string')
+          : [];
     if (strings.some((text) => UNSTORABLE_TEXT.test(text))) return `${part}/${name}`;
   }
   return null;
@@ -180,7 +197,16 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
           : error.code === 'FST_ERR_BAD_URL'
             ? invalid('The URL is not valid: a percent-escape does not decode')
             : internalError();
-      request.log.info({ method: request.method, url: loggedUrl(request), status: http.statusCode, code: http.code, reason: http.message }, 'request');
+      request.log.info(
+        {
+          method: request.method,
+          url: loggedUrl(request),
+          status: http.statusCode,
+          code: http.code,
+          reason: http.message,
+        },
+        'request',
+      );
       return sendError(request, reply.header('x-request-id', request.id), http);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -195,13 +221,20 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     if (request.body === undefined) request.body = {};
   });
   app.addHook('preValidation', async (request) => {
-    for (const [part, value] of [['params', request.params], ['querystring', request.query], ['body', request.body]] as const) {
+    for (const [part, value] of [
+      ['params', request.params],
+      ['querystring', request.query],
+      ['body', request.body],
+    ] as const) {
       const field = unstorableField(part, value);
       if (field) throw invalid(`${field} must not contain NUL characters or unpaired surrogates`);
     }
   });
   app.addHook('onResponse', async (request, reply) => {
-    request.log.info({ method: request.method, url: loggedUrl(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    request.log.info(
+      { method: request.method, url: loggedUrl(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
   });
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -210,8 +243,17 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
-      info: { title: 'Herald API', version: '1.0.0', description: 'Outbound webhooks: messages, applications, endpoints, deliveries, the event catalog and API keys.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (Test) or sk_live_… (Live)' } } },
+      info: {
+        title: 'Herald API',
+        version: '1.0.0',
+        description:
+          'Outbound webhooks: messages, applications, endpoints, deliveries, the event catalog and API keys.',
+      },
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'sk_test_… (Test) or sk_live_… (Live)' },
+        },
+      },
       security: [{ bearer: [] }],
     },
   });
@@ -220,7 +262,16 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
 
   const deps = { store, config };
-  for (const routes of [systemRoutes, messageRoutes, applicationRoutes, endpointRoutes, deliveryRoutes, eventTypeRoutes, apiKeyRoutes, portalRoutes]) {
+  for (const routes of [
+    systemRoutes,
+    messageRoutes,
+    applicationRoutes,
+    endpointRoutes,
+    deliveryRoutes,
+    eventTypeRoutes,
+    apiKeyRoutes,
+    portalRoutes,
+  ]) {
     await app.register(routes, deps);
   }
   return app;

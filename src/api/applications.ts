@@ -8,7 +8,12 @@ import { UidTakenError } from '../store/applications.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 256 });
 // A uid may stand in for the id in paths, so it must not look like one.
-const Uid = Type.String({ minLength: 1, maxLength: 256, pattern: '^(?!app_)[a-zA-Z0-9._:-]+$', description: 'Your stable id for this application (not starting with app_)' });
+const Uid = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^(?!app_)[a-zA-Z0-9._:-]+$',
+  description: 'Your stable id for this application (not starting with app_)',
+});
 
 /** Runs a store write and turns a taken uid into 409. */
 async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
@@ -23,7 +28,14 @@ async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
 export const applicationRoutes: RoutePlugin = async (app, { store }) => {
   app.get(
     '/api/v1/applications',
-    { schema: { summary: 'List applications', tags: ['applications'], querystring: Type.Object(pageQuery('application')), response: { 200: ListOf(Application), ...errors(400, 401, 429) } } },
+    {
+      schema: {
+        summary: 'List applications',
+        tags: ['applications'],
+        querystring: Type.Object(pageQuery('application')),
+        response: { 200: ListOf(Application), ...errors(400, 401, 429) },
+      },
+    },
     async (request) => list(await store.applications.list(scopeOf(request), pageOf(request.query)), applicationToApi),
   );
 
@@ -46,7 +58,14 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
 
   app.get(
     '/api/v1/applications/:id',
-    { schema: { summary: 'Get an application by id or uid', tags: ['applications'], params: IdParams, response: { 200: Application, ...errors(401, 404, 429) } } },
+    {
+      schema: {
+        summary: 'Get an application by id or uid',
+        tags: ['applications'],
+        params: IdParams,
+        response: { 200: Application, ...errors(401, 404, 429) },
+      },
+    },
     async (request) => {
       const row = await store.applications.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`application ${request.params.id}`);
@@ -92,9 +111,17 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
 
   app.delete(
     '/api/v1/applications/:id',
-    { schema: { summary: 'Delete an application and its endpoints', tags: ['applications'], params: IdParams, response: { 204: Type.Null(), ...errors(401, 404, 429) } } },
+    {
+      schema: {
+        summary: 'Delete an application and its endpoints',
+        tags: ['applications'],
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors(401, 404, 429) },
+      },
+    },
     async (request, reply) => {
-      if (!(await store.applications.delete(scopeOf(request), request.params.id))) throw notFound(`application ${request.params.id}`);
+      if (!(await store.applications.delete(scopeOf(request), request.params.id)))
+        throw notFound(`application ${request.params.id}`);
       reply.code(204);
       return null;
     },

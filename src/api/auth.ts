@@ -29,7 +29,8 @@ export function installAuth(app: FastifyInstance, store: Store): void {
     // route in production) reads as missing rather than as "send a key".
     if (request.routeOptions.config.public || request.is404) return;
     const header = request.headers.authorization;
-    if (!header) throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
+    if (!header)
+      throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
     const match = BEARER.exec(header.trim());
     if (!match) throw new HttpError(401, 'unauthorized', 'Malformed Authorization header; expected Bearer <API key>');
     const owner = await store.organizations.findKeyOwner(match[1]!);

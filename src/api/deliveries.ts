@@ -2,7 +2,16 @@ import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Delivery, DeliveryStatus, DeliveryWithAttempts, errors, Filter, IdParams, ListOf, pageQuery } from './schemas.js';
+import {
+  Delivery,
+  DeliveryStatus,
+  DeliveryWithAttempts,
+  errors,
+  Filter,
+  IdParams,
+  ListOf,
+  pageQuery,
+} from './schemas.js';
 import { attemptToApi, deliveryToApi, list } from './serialize.js';
 
 export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
@@ -26,7 +35,12 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
       const { message_id, endpoint_id, app_id, status } = request.query;
       const scope = scopeOf(request);
       const appId = await appIdFilter(store, scope, app_id);
-      const page = await store.deliveries.list(scope, pageOf(request.query), { messageId: message_id, endpointId: endpoint_id, appId, status });
+      const page = await store.deliveries.list(scope, pageOf(request.query), {
+        messageId: message_id,
+        endpointId: endpoint_id,
+        appId,
+        status,
+      });
       return list(page, deliveryToApi);
     },
   );
@@ -56,7 +70,14 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Queue one more attempt of a delivery',
         tags: ['deliveries'],
         params: IdParams,
-        response: { 200: Type.Object({ delivery_id: Type.String(), status: Type.Literal('enqueued'), attempt_number: Type.Integer() }), ...errors(401, 404, 429) },
+        response: {
+          200: Type.Object({
+            delivery_id: Type.String(),
+            status: Type.Literal('enqueued'),
+            attempt_number: Type.Integer(),
+          }),
+          ...errors(401, 404, 429),
+        },
       },
     },
     async (request) => {

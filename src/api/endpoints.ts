@@ -61,7 +61,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       schema: {
         summary: 'Create an endpoint (the signing secret is returned once)',
         tags: ['endpoints'],
-        body: Type.Object({ app_id: Type.String({ minLength: 1, maxLength: 256 }), url: Url, description: Type.Optional(Description), event_types: Type.Optional(EventTypes) }),
+        body: Type.Object({
+          app_id: Type.String({ minLength: 1, maxLength: 256 }),
+          url: Url,
+          description: Type.Optional(Description),
+          event_types: Type.Optional(EventTypes),
+        }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 429) },
       },
     },
@@ -71,7 +76,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       await checkEndpointInput(store, config, scope, body);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
-      const { row, secret } = await store.endpoints.create(scope, { appId: application.id, url: body.url, description: body.description, eventTypes: body.event_types });
+      const { row, secret } = await store.endpoints.create(scope, {
+        appId: application.id,
+        url: body.url,
+        description: body.description,
+        eventTypes: body.event_types,
+      });
       reply.code(201);
       return { ...endpointToApi(row), signing_secret: secret };
     },
@@ -79,7 +89,14 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
 
   app.get(
     '/api/v1/endpoints/:id',
-    { schema: { summary: 'Get an endpoint', tags: ['endpoints'], params: IdParams, response: { 200: Endpoint, ...errors(401, 404, 429) } } },
+    {
+      schema: {
+        summary: 'Get an endpoint',
+        tags: ['endpoints'],
+        params: IdParams,
+        response: { 200: Endpoint, ...errors(401, 404, 429) },
+      },
+    },
     async (request) => {
       const row = await store.endpoints.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`endpoint ${request.params.id}`);
@@ -107,7 +124,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
       const { url, description, event_types, status } = request.body;
-      const row = await store.endpoints.update(scope, request.params.id, { url, description, eventTypes: event_types, status });
+      const row = await store.endpoints.update(scope, request.params.id, {
+        url,
+        description,
+        eventTypes: event_types,
+        status,
+      });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return endpointToApi(row);
     },
@@ -115,9 +137,17 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
 
   app.delete(
     '/api/v1/endpoints/:id',
-    { schema: { summary: 'Delete an endpoint', tags: ['endpoints'], params: IdParams, response: { 204: Type.Null(), ...errors(401, 404, 429) } } },
+    {
+      schema: {
+        summary: 'Delete an endpoint',
+        tags: ['endpoints'],
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors(401, 404, 429) },
+      },
+    },
     async (request, reply) => {
-      if (!(await store.endpoints.delete(scopeOf(request), request.params.id))) throw notFound(`endpoint ${request.params.id}`);
+      if (!(await store.endpoints.delete(scopeOf(request), request.params.id)))
+        throw notFound(`endpoint ${request.params.id}`);
       reply.code(204);
       return null;
     },
@@ -130,13 +160,20 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         summary: 'Rotate the signing secret; the previous one also signs until previous_valid_until',
         tags: ['endpoints'],
         params: IdParams,
-        response: { 200: Type.Object({ id: Type.String(), signing_secret: Type.String(), previous_valid_until: Timestamp }), ...errors(401, 404, 429) },
+        response: {
+          200: Type.Object({ id: Type.String(), signing_secret: Type.String(), previous_valid_until: Timestamp }),
+          ...errors(401, 404, 429),
+        },
       },
     },
     async (request) => {
       const rotated = await store.endpoints.rotateSecret(scopeOf(request), request.params.id, config.secretGraceMs);
       if (!rotated) throw notFound(`endpoint ${request.params.id}`);
-      return { id: request.params.id, signing_secret: rotated.secret, previous_valid_until: iso(rotated.previousValidUntil) };
+      return {
+        id: request.params.id,
+        signing_secret: rotated.secret,
+        previous_valid_until: iso(rotated.previousValidUntil),
+      };
     },
   );
 };

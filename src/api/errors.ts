@@ -33,7 +33,8 @@ export class HttpError extends Error {
 export const invalid = (message: string) => new HttpError(400, 'invalid_request', message);
 export const notFound = (what: string) => new HttpError(404, 'not_found', `${what} not found`);
 export const conflict = (message: string) => new HttpError(409, 'conflict', message);
-export const internalError = () => new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
+export const internalError = () =>
+  new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
 
 /** Store failures that mean "the database is away for now" rather than a bug. */
 function isDatabaseUnavailable(error: unknown): boolean {
@@ -41,13 +42,29 @@ function isDatabaseUnavailable(error: unknown): boolean {
   if (!e) return false;
   // Network (the server or its address is gone), PostgreSQL class 08 (connection exception), 57P01-03
   // (shut down / restarting) and 53300 (too many connections): the database is away for now, retry shortly.
-  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', '57P01', '57P02', '57P03', '53300', 'SQLITE_BUSY'];
+  const codes = [
+    'ECONNREFUSED',
+    'ECONNRESET',
+    'ETIMEDOUT',
+    'EPIPE',
+    'EHOSTUNREACH',
+    'ENETUNREACH',
+    'ENOTFOUND',
+    'EAI_AGAIN',
+    '57P01',
+    '57P02',
+    '57P03',
+    '53300',
+    'SQLITE_BUSY',
+  ];
   if (codes.includes(e.code ?? '') || /^08...$/.test(e.code ?? '')) return true;
   // A deadlock or serialization failure rolled the request's transaction back: trying again succeeds.
   if (e.code === '40P01' || e.code === '40001') return true;
   // 55000 is a broad class; only its refusal of new connections (ALLOW_CONNECTIONS false) means "away".
   if (e.code === '55000' && /not currently accepting connections/.test(e.message ?? '')) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(e.message ?? '');
+  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(
+    e.message ?? '',
+  );
 }
 
 /**
@@ -57,7 +74,9 @@ function isDatabaseUnavailable(error: unknown): boolean {
 function validationMessage(error: FastifyError): string {
   const failures = error.validation ?? [];
   const choice = failures.find((failure) => failure.keyword === 'anyOf');
-  const allowed = failures.filter((failure) => failure.keyword === 'const').map((failure) => (failure.params as { allowedValue?: unknown }).allowedValue);
+  const allowed = failures
+    .filter((failure) => failure.keyword === 'const')
+    .map((failure) => (failure.params as { allowedValue?: unknown }).allowedValue);
   if (choice && allowed.length === failures.length - 1) {
     return `${error.validationContext ?? ''}${choice.instancePath} must be one of: ${allowed.map((value) => JSON.stringify(value)).join(', ')}`;
   }
@@ -80,7 +99,9 @@ function classify(error: FastifyError | HttpError | Error): HttpError {
       return invalid('Content-Length does not match the body');
   }
   if (isDatabaseUnavailable(error)) {
-    return new HttpError(503, 'service_unavailable', 'The database is unavailable or busy; retry shortly', { 'retry-after': '1' });
+    return new HttpError(503, 'service_unavailable', 'The database is unavailable or busy; retry shortly', {
+      'retry-after': '1',
+    });
   }
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) return invalid(fe.message);
   return internalError();
@@ -128,5 +149,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     else request.log.info({ code: http.code, reason: http.message }, 'request rejected');
     return sendError(request, reply, http);
   });
-  app.setNotFoundHandler((request, reply) => sendError(request, reply, new HttpError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`)));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
+      reply,
+      new HttpError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
+    ),
+  );
 }

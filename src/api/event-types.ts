@@ -6,7 +6,12 @@ import { errors, EventType, ListOf } from './schemas.js';
 import { eventTypeToApi, list } from './serialize.js';
 import { EVENT_TYPE_NAME } from '../domain/catalog.js';
 
-const Name = Type.String({ minLength: 1, maxLength: 255, pattern: EVENT_TYPE_NAME.source, description: 'Dotted name such as invoice.paid' });
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  pattern: EVENT_TYPE_NAME.source,
+  description: 'Dotted name such as invoice.paid',
+});
 const Description = Type.String({ maxLength: 1024 });
 const Example = Type.Object({}, { additionalProperties: true, description: 'Sample payload, used by send-test' });
 
@@ -19,7 +24,13 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
         tags: ['event-types'],
         querystring: Type.Object({
           limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 250 })),
-          cursor: Type.Optional(Type.String({ maxLength: 255, pattern: EVENT_TYPE_NAME.source, description: 'next_cursor of the previous page (an event type name)' })),
+          cursor: Type.Optional(
+            Type.String({
+              maxLength: 255,
+              pattern: EVENT_TYPE_NAME.source,
+              description: 'next_cursor of the previous page (an event type name)',
+            }),
+          ),
         }),
         response: { 200: ListOf(EventType), ...errors(400, 401, 429) },
       },
@@ -33,7 +44,11 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
       schema: {
         summary: 'Add an event type to the catalog',
         tags: ['event-types'],
-        body: Type.Object({ name: Name, description: Type.Optional(Description), example_json: Type.Optional(Example) }),
+        body: Type.Object({
+          name: Name,
+          description: Type.Optional(Description),
+          example_json: Type.Optional(Example),
+        }),
         response: { 201: EventType, ...errors(400, 401, 409, 429) },
       },
     },
@@ -49,7 +64,12 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
   app.get(
     '/api/v1/event-types/:name',
     {
-      schema: { summary: 'Get a catalog entry', tags: ['event-types'], params: Type.Object({ name: Type.String({ maxLength: 255 }) }), response: { 200: EventType, ...errors(401, 404, 429) } },
+      schema: {
+        summary: 'Get a catalog entry',
+        tags: ['event-types'],
+        params: Type.Object({ name: Type.String({ maxLength: 255 }) }),
+        response: { 200: EventType, ...errors(401, 404, 429) },
+      },
     },
     async (request) => {
       const row = await store.eventTypes.get(scopeOf(request), request.params.name);
@@ -70,7 +90,10 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
       },
     },
     async (request) => {
-      const row = await store.eventTypes.update(scopeOf(request), request.params.name, { description: request.body.description, example: request.body.example_json });
+      const row = await store.eventTypes.update(scopeOf(request), request.params.name, {
+        description: request.body.description,
+        example: request.body.example_json,
+      });
       if (!row) throw notFound(`event type ${request.params.name}`);
       return eventTypeToApi(row);
     },

@@ -10,7 +10,10 @@ import type { Store } from '../store/index.js';
 
 const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
 const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
-const Payload = Type.Object({}, { additionalProperties: true, description: 'Free-form JSON object delivered to receivers as `data`' });
+const Payload = Type.Object(
+  {},
+  { additionalProperties: true, description: 'Free-form JSON object delivered to receivers as `data`' },
+);
 
 const EmitBody = Type.Object({
   app_id: Type.String({ minLength: 1, maxLength: 256 }),
@@ -35,7 +38,11 @@ const SendTestResponse = Type.Object({
   note: Type.String(),
 });
 
-const ReplayResponse = Type.Object({ message_id: Type.String(), delivery_ids: Type.Array(Type.String()), status: Type.Literal('enqueued') });
+const ReplayResponse = Type.Object({
+  message_id: Type.String(),
+  delivery_ids: Type.Array(Type.String()),
+  status: Type.Literal('enqueued'),
+});
 
 /** Turns a store refusal into the contract's error. */
 function accepted(result: EmitResult, appId: string, eventType: string): Extract<EmitResult, { ok: true }> {
@@ -44,8 +51,21 @@ function accepted(result: EmitResult, appId: string, eventType: string): Extract
   throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
 }
 
-async function emit(store: Store, scope: Scope, appId: string, eventType: string, payload: object, idempotencyKey: string | null) {
-  const result = await store.messages.emit({ scope, appId, eventType, payloadJson: JSON.stringify(payload), idempotencyKey });
+async function emit(
+  store: Store,
+  scope: Scope,
+  appId: string,
+  eventType: string,
+  payload: object,
+  idempotencyKey: string | null,
+) {
+  const result = await store.messages.emit({
+    scope,
+    appId,
+    eventType,
+    payloadJson: JSON.stringify(payload),
+    idempotencyKey,
+  });
   return accepted(result, appId, eventType);
 }
 
@@ -68,7 +88,10 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
     async (request) => {
       const scope = scopeOf(request);
       const appId = await appIdFilter(store, scope, request.query.app_id);
-      const page = await store.messages.list(scope, pageOf(request.query), { appId, eventType: request.query.event_type });
+      const page = await store.messages.list(scope, pageOf(request.query), {
+        appId,
+        eventType: request.query.event_type,
+      });
       return list(page, messageToApi);
     },
   );
@@ -107,7 +130,8 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
     async (request, reply) => {
       const scope = scopeOf(request);
       // A sample event must never reach a live receiver.
-      if (scope.livemode) throw new HttpError(403, 'test_mode_only', 'send-test is only available with a Test key (sk_test_)');
+      if (scope.livemode)
+        throw new HttpError(403, 'test_mode_only', 'send-test is only available with a Test key (sk_test_)');
       const eventType = request.body.event_type ?? 'invoice.paid';
       let payload: object | undefined = request.body.payload;
       if (payload === undefined) {
@@ -124,14 +148,24 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
         event_type: result.message.event_type,
         app_id: result.message.app_id,
         delivery_ids: result.deliveryIds,
-        note: request.body.payload === undefined ? 'Sample event sent with the catalog example payload' : 'Sample event sent with the given payload',
+        note:
+          request.body.payload === undefined
+            ? 'Sample event sent with the catalog example payload'
+            : 'Sample event sent with the given payload',
       };
     },
   );
 
   app.get(
     '/api/v1/messages/:id',
-    { schema: { summary: 'Message metadata (never the payload)', tags: ['messages'], params: IdParams, response: { 200: Message, ...errors(401, 404, 429) } } },
+    {
+      schema: {
+        summary: 'Message metadata (never the payload)',
+        tags: ['messages'],
+        params: IdParams,
+        response: { 200: Message, ...errors(401, 404, 429) },
+      },
+    },
     async (request) => {
       const message = await store.messages.get(scopeOf(request), request.params.id);
       if (!message) throw notFound(`message ${request.params.id}`);
@@ -170,7 +204,10 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
     async (request) => {
       const scope = scopeOf(request);
       if (!(await store.messages.get(scope, request.params.id))) throw notFound(`message ${request.params.id}`);
-      return list(await store.deliveries.list(scope, pageOf(request.query), { messageId: request.params.id }), deliveryToApi);
+      return list(
+        await store.deliveries.list(scope, pageOf(request.query), { messageId: request.params.id }),
+        deliveryToApi,
+      );
     },
   );
 };

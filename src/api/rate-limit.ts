@@ -27,7 +27,9 @@ declare module 'fastify' {
  * shared by every API process; without it each process counts on its own.
  */
 export async function installRateLimits(app: FastifyInstance, config: Config): Promise<Redis | null> {
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false }) : null;
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    : null;
   // Without an offline queue, commands sent before the connection is up fail (and skipOnError lets those
   // requests through uncounted): wait briefly for it, but never refuse to start because Redis is away.
   if (redis) {

@@ -7,15 +7,13 @@ import { ID_PREFIX, type IdKind } from '../domain/ids.js';
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
-export const ErrorEnvelope = Type.Object(
-  {
-    error: Type.Object({
-      code: Type.String(),
-      message: Type.String(),
-      request_id: Type.Optional(Type.String()),
-    }),
-  },
-);
+export const ErrorEnvelope = Type.Object({
+  error: Type.Object({
+    code: Type.String(),
+    message: Type.String(),
+    request_id: Type.Optional(Type.String()),
+  }),
+});
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 256 }) });
 
@@ -33,7 +31,12 @@ export const pageQuery = (kind: IdKind) => ({
 
 /** The cursor of a list of `kind`: the next_cursor of the previous page, an id of that kind. */
 export const cursorOf = (kind: IdKind) =>
-  Type.Optional(Type.String({ pattern: `^${ID_PREFIX[kind]}[0-9a-z]{26}$`, description: `next_cursor of the previous page (an ${ID_PREFIX[kind]}… id)` }));
+  Type.Optional(
+    Type.String({
+      pattern: `^${ID_PREFIX[kind]}[0-9a-z]{26}$`,
+      description: `next_cursor of the previous page (an ${ID_PREFIX[kind]}… id)`,
+    }),
+  );
 
 /** A list response: {object: "list", data, has_more, next_cursor}. */
 export const ListOf = <T extends TSchema>(item: T) =>
@@ -86,7 +89,10 @@ const endpointFields = {
   updated_at: Timestamp,
 };
 export const Endpoint = Type.Object(endpointFields);
-export const EndpointWithSecret = Type.Object({ ...endpointFields, signing_secret: Type.String({ description: 'whsec_…, shown once' }) });
+export const EndpointWithSecret = Type.Object({
+  ...endpointFields,
+  signing_secret: Type.String({ description: 'whsec_…, shown once' }),
+});
 
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
@@ -99,7 +105,12 @@ export const Attempt = Type.Object({
   created_at: Timestamp,
 });
 
-export const DeliveryStatus = Type.Union([Type.Literal('pending'), Type.Literal('success'), Type.Literal('failed'), Type.Literal('disabled')]);
+export const DeliveryStatus = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('success'),
+  Type.Literal('failed'),
+  Type.Literal('disabled'),
+]);
 
 const deliveryFields = {
   id: Type.String({ description: 'dlv_…' }),
@@ -135,7 +146,10 @@ const apiKeyFields = {
   revoked_at: Nullable(Timestamp),
 };
 export const ApiKey = Type.Object(apiKeyFields);
-export const ApiKeyWithSecret = Type.Object({ ...apiKeyFields, key: Type.String({ description: 'The key in plaintext, shown once' }) });
+export const ApiKeyWithSecret = Type.Object({
+  ...apiKeyFields,
+  key: Type.String({ description: 'The key in plaintext, shown once' }),
+});
 
 /** Error responses a route documents, each with the envelope. */
 export function errors(...statuses: number[]): Record<number, typeof ErrorEnvelope> {

@@ -1,4 +1,12 @@
-import type { ApiKeyRow, ApplicationRow, AttemptRow, DeliveryRow, EndpointRow, EventTypeRow, MessageRow } from '../store/schema.js';
+import type {
+  ApiKeyRow,
+  ApplicationRow,
+  AttemptRow,
+  DeliveryRow,
+  EndpointRow,
+  EventTypeRow,
+  MessageRow,
+} from '../store/schema.js';
 import type { Page } from '../store/common.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
 

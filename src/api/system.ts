@@ -31,7 +31,11 @@ export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
     '/healthz',
     {
       config: { public: true },
-      schema: { summary: 'Liveness and database health', tags: ['system'], response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errors(503) } },
+      schema: {
+        summary: 'Liveness and database health',
+        tags: ['system'],
+        response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errors(503) },
+      },
     },
     async () => {
       if (!(await store.healthy())) throw new HttpError(503, 'service_unavailable', 'The database is unavailable');

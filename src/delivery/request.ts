@@ -21,7 +21,9 @@ export function signedRequest(
   const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
   const timestamp = Math.floor(nowMs / 1000);
   const msgId = input.delivery.messageId;
-  const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous].map((secret) => signPayload(secret, msgId, timestamp, body));
+  const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous].map((secret) =>
+    signPayload(secret, msgId, timestamp, body),
+  );
   return {
     url: endpoint.url,
     body,

@@ -47,13 +47,21 @@ type Connector = ReturnType<typeof buildConnector>;
  * left the connect fails without contacting any, and the error does not say which addresses the name
  * has: attempt errors are shown to whoever made the endpoint, who must not learn the operator's network.
  */
-export function guardedLookup(publicOnly: boolean, allow: string[], lookup: typeof dnsLookup = dnsLookup): LookupFunction {
+export function guardedLookup(
+  publicOnly: boolean,
+  allow: string[],
+  lookup: typeof dnsLookup = dnsLookup,
+): LookupFunction {
   return (hostname, options, callback) => {
     lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
       const kept = addresses.filter(({ address }) => refusedAddress(address, hostname, publicOnly, allow) === null);
       if (kept.length === 0) {
-        return callback(new BlockedAddressError(`refused to connect: ${hostname} resolves only to ${refusedKind(publicOnly)}`), '', 0);
+        return callback(
+          new BlockedAddressError(`refused to connect: ${hostname} resolves only to ${refusedKind(publicOnly)}`),
+          '',
+          0,
+        );
       }
       if (options.all) callback(null, kept);
       else callback(null, kept[0]!.address, kept[0]!.family);
@@ -91,7 +99,8 @@ export function guardedConnector(base: Connector, publicOnly: boolean, allow: st
       if (error) callback(error, null);
       else callback(null, socket!);
     };
-    const literal = parseAddress(options.hostname) && refusedAddress(options.hostname, options.hostname, publicOnly, allow);
+    const literal =
+      parseAddress(options.hostname) && refusedAddress(options.hostname, options.hostname, publicOnly, allow);
     if (literal) return finish(new BlockedAddressError(`refused to connect to ${literal}`), null);
     base({ ...options, protocol: 'http:', port, httpSocket: undefined }, (error, socket) => {
       if (error || !socket) return finish(error ?? new Error('connect failed'), null);
@@ -116,7 +125,12 @@ export function guardedConnector(base: Connector, publicOnly: boolean, allow: st
 
 function describe(error: unknown, timeoutMs: number): string {
   const e = error as { code?: string; name?: string; message?: string; cause?: unknown };
-  if (e.name === 'TimeoutError' || e.name === 'AbortError' || e.code === 'UND_ERR_HEADERS_TIMEOUT' || e.code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    e.name === 'TimeoutError' ||
+    e.name === 'AbortError' ||
+    e.code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    e.code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return `timed out after ${timeoutMs}ms`;
   }
   if (e.code === 'HERALD_BLOCKED_ADDRESS') return e.message ?? 'blocked address';
@@ -228,7 +242,14 @@ export class Attempt implements Dispatcher.DispatchHandler {
   }
 
   private failed(error: Error): void {
-    this.finish({ ok: false, responseStatus: null, responseBody: null, error: describe(error, this.timeoutMs), retryAfterMs: null, durationMs: this.elapsed() });
+    this.finish({
+      ok: false,
+      responseStatus: null,
+      responseBody: null,
+      error: describe(error, this.timeoutMs),
+      retryAfterMs: null,
+      durationMs: this.elapsed(),
+    });
   }
 
   private answered(): void {
@@ -345,8 +366,14 @@ export class Sender {
   constructor(private readonly options: SenderOptions) {
     const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000 };
     const agent = (publicOnly: boolean) => {
-      const connector = buildConnector({ timeout: options.attemptTimeoutMs, lookup: guardedLookup(publicOnly, options.ssrfAllow) });
-      return new Agent({ ...common, connect: guardedConnector(connector, publicOnly, options.ssrfAllow, options.attemptTimeoutMs) });
+      const connector = buildConnector({
+        timeout: options.attemptTimeoutMs,
+        lookup: guardedLookup(publicOnly, options.ssrfAllow),
+      });
+      return new Agent({
+        ...common,
+        connect: guardedConnector(connector, publicOnly, options.ssrfAllow, options.attemptTimeoutMs),
+      });
     };
     this.publicOnly = agent(true);
     this.local = agent(false);
@@ -363,7 +390,16 @@ export class Sender {
         const url = new URL(input.url);
         const dispatcher = input.publicOnly ? this.publicOnly : this.local;
         // An error in dispatch() itself comes back through the handler's onError.
-        dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers: input.headers, body: input.body }, attempt);
+        dispatcher.dispatch(
+          {
+            origin: url.origin,
+            path: `${url.pathname}${url.search}`,
+            method: 'POST',
+            headers: input.headers,
+            body: input.body,
+          },
+          attempt,
+        );
       } catch (error) {
         attempt.onError(error instanceof Error ? error : new Error(String(error)));
       }

@@ -157,9 +157,12 @@ export class DeliveryWorker {
     // What was held is given back: nothing is left marked for a top-up if the worker starts again.
     this.moreDue.clear();
     this.topUp.clear();
-    await this.queue.release(notStarted, this.owner).catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
+    await this.queue
+      .release(notStarted, this.owner)
+      .catch((error) => this.log.warn({ err: error }, 'release failed; leases will expire'));
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
-    while (this.claimed > 0 && Date.now() < deadline) await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
+    while (this.claimed > 0 && Date.now() < deadline)
+      await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
     await this.sender.close();
   }
 
@@ -289,7 +292,10 @@ export class DeliveryWorker {
     // until such a claim comes back short.
     const started = performance.now();
     const whole = started - this.lastWholeClaim >= WHOLE_QUEUE_CLAIM_MS;
-    const tasks = await this.queue.claimLoaded(this.owner, want, { skip: skipped, dueAfter: whole ? 0 : this.claimWindowFrom });
+    const tasks = await this.queue.claimLoaded(this.owner, want, {
+      skip: skipped,
+      dueAfter: whole ? 0 : this.claimWindowFrom,
+    });
     this.generalClaimBy = performance.now() + IDLE_POLL_MS;
     if (tasks.length > 0) await this.accept(tasks);
     if (tasks.length === want) {
@@ -302,7 +308,8 @@ export class DeliveryWorker {
     this.claimWindowFrom = claimStarted - LATE_COMMIT_MARGIN_MS;
     if (!this.newWork) {
       const nextDue = await this.queue.nextDueAt(skipped, claimStarted);
-      if (nextDue !== null) this.generalClaimBy = performance.now() + Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
+      if (nextDue !== null)
+        this.generalClaimBy = performance.now() + Math.max(10, Math.min(nextDue - Date.now(), IDLE_POLL_MS));
     }
     return { took: tasks.length, full: false };
   }
@@ -346,7 +353,9 @@ export class DeliveryWorker {
         excess.push(task);
       }
     }
-    for (const { task } of claimed) if (this.endpointLoad(task.endpoint_id) >= this.endpointShare && !this.unsignable(task.endpoint_id)) this.moreDue.add(task.endpoint_id);
+    for (const { task } of claimed)
+      if (this.endpointLoad(task.endpoint_id) >= this.endpointShare && !this.unsignable(task.endpoint_id))
+        this.moreDue.add(task.endpoint_id);
     // Start what we kept before giving the rest back.
     this.pump();
     if (excess.length > 0) await this.queue.release(excess, this.owner);
@@ -362,7 +371,11 @@ export class DeliveryWorker {
   /** Starts queued attempts while there are free slots, taking endpoints in turn. */
   private pump(): void {
     for (const [endpointId, list] of this.queued) {
-      while (list.length > 0 && this.inFlight < this.config.concurrency && (this.inFlightByEndpoint.get(endpointId) ?? 0) < this.config.endpointConcurrency) {
+      while (
+        list.length > 0 &&
+        this.inFlight < this.config.concurrency &&
+        (this.inFlightByEndpoint.get(endpointId) ?? 0) < this.config.endpointConcurrency
+      ) {
         const task = list.shift()!;
         this.inFlight++;
         this.inFlightByEndpoint.set(endpointId, (this.inFlightByEndpoint.get(endpointId) ?? 0) + 1);
@@ -386,7 +399,12 @@ export class DeliveryWorker {
     // Wake the claim loop for a top-up only when this endpoint is down to one wave and may have more due
     // tasks; waking it on every finish re-ran a claim that scans every due task of a busy endpoint only
     // to skip them all.
-    if (this.endpointLoad(task.endpoint_id) <= this.config.endpointConcurrency && this.moreDue.has(task.endpoint_id) && !this.topUp.has(task.endpoint_id) && !this.unsignable(task.endpoint_id)) {
+    if (
+      this.endpointLoad(task.endpoint_id) <= this.config.endpointConcurrency &&
+      this.moreDue.has(task.endpoint_id) &&
+      !this.topUp.has(task.endpoint_id) &&
+      !this.unsignable(task.endpoint_id)
+    ) {
       this.topUp.add(task.endpoint_id);
       this.wake();
     }
@@ -427,7 +445,8 @@ export class DeliveryWorker {
           input.endpoint = current;
         }
         if (!input) return void (await this.queue.drop(task));
-        if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null) return await this.cannotSign(task, input);
+        if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null)
+          return await this.cannotSign(task, input);
         result = await this.send(input);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.
         input.payloadJson = null;
@@ -436,10 +455,17 @@ export class DeliveryWorker {
       }
       const owned = await this.completions.submit({ input, result });
       if (owned instanceof Error) throw owned;
-      if (!owned) this.log.warn({ delivery_id: task.delivery_id, attempt: task.attempt_number }, 'task was no longer ours when its outcome was recorded (taken after its lease, cancelled, or written by an earlier try whose answer was lost); outcome kept');
+      if (!owned)
+        this.log.warn(
+          { delivery_id: task.delivery_id, attempt: task.attempt_number },
+          'task was no longer ours when its outcome was recorded (taken after its lease, cancelled, or written by an earlier try whose answer was lost); outcome kept',
+        );
     } catch (error) {
       // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
-      this.log.error({ err: error, delivery_id: task.delivery_id }, 'attempt could not be recorded; it will be retried after its lease');
+      this.log.error(
+        { err: error, delivery_id: task.delivery_id },
+        'attempt could not be recorded; it will be retried after its lease',
+      );
     }
   }
 
@@ -478,7 +504,9 @@ export class DeliveryWorker {
     const now = performance.now();
     let cached = this.endpointReads.get(claimed.id);
     if (!cached || now - cached.at > ENDPOINT_FRESH_MS) {
-      if (this.endpointReads.size >= 1_000) for (const [id, entry] of this.endpointReads) if (now - entry.at > ENDPOINT_FRESH_MS) this.endpointReads.delete(id);
+      if (this.endpointReads.size >= 1_000)
+        for (const [id, entry] of this.endpointReads)
+          if (now - entry.at > ENDPOINT_FRESH_MS) this.endpointReads.delete(id);
       const entry = { at: now, read: this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null) };
       // A read that failed is not reused: the next attempt reads again.
       entry.read.catch(() => this.endpointReads.get(claimed.id) === entry && this.endpointReads.delete(claimed.id));
@@ -522,12 +550,25 @@ export class DeliveryWorker {
   }
 
   private async send(input: AttemptInput): Promise<AttemptResult> {
-    const failed = (error: string): AttemptResult => ({ ok: false, responseStatus: null, responseBody: null, error, durationMs: 0, retryAfterMs: null, at: Date.now() });
+    const failed = (error: string): AttemptResult => ({
+      ok: false,
+      responseStatus: null,
+      responseBody: null,
+      error,
+      durationMs: 0,
+      retryAfterMs: null,
+      at: Date.now(),
+    });
     if (!input.endpoint) return failed('endpoint was deleted');
     if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
     if (input.payloadJson === null) return failed('payload is past its retention period');
     // Secrets that do not open never reach here (attempt() leaves those to cannotSign).
-    const request = signedRequest(input, { ...input.endpoint, secrets: input.endpoint.secrets! }, input.payloadJson, Date.now());
+    const request = signedRequest(
+      input,
+      { ...input.endpoint, secrets: input.endpoint.secrets! },
+      input.payloadJson,
+      Date.now(),
+    );
     const result = await this.sender.send(request);
     return { ...result, at: Date.now() };
   }

@@ -9,7 +9,9 @@ export function parseAddress(text: string): ipaddr.IPv4 | ipaddr.IPv6 | null {
   const zoneless = bare.split('%')[0]!;
   if (!ipaddr.isValid(zoneless)) return null;
   const address = ipaddr.parse(zoneless);
-  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress() ? (address as ipaddr.IPv6).toIPv4Address() : address;
+  return address.kind() === 'ipv6' && (address as ipaddr.IPv6).isIPv4MappedAddress()
+    ? (address as ipaddr.IPv6).toIPv4Address()
+    : address;
 }
 
 export function isPublicAddress(text: string): boolean {
@@ -66,7 +68,8 @@ function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | null {
   const bytes = v6.toByteArray();
   if (NAT64.some((prefix) => v6.match(prefix))) return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
   if (v6.match(SIX_TO_FOUR)) return ipaddr.fromByteArray(bytes.slice(2, 6)) as ipaddr.IPv4;
-  if (bytes.slice(0, 12).every((byte) => byte === 0) && bytes.slice(12).some((byte) => byte !== 0)) return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
+  if (bytes.slice(0, 12).every((byte) => byte === 0) && bytes.slice(12).some((byte) => byte !== 0))
+    return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
   return null;
 }
 
@@ -95,7 +98,12 @@ export function isLinkLocalOrMetadata(text: string): boolean {
  * developer's receiver), but not link-local or metadata addresses. The operator's allow-list (host
  * names, addresses and ranges) lifts either rule.
  */
-export function refusedAddress(address: string, hostname: string, publicOnly: boolean, allowList: string[]): string | null {
+export function refusedAddress(
+  address: string,
+  hostname: string,
+  publicOnly: boolean,
+  allowList: string[],
+): string | null {
   // Host names are listed without a trailing dot (`internal.corp.` names the same host).
   if (allowListed(address, allowList) || allowList.includes(hostname.replace(/\.$/, ''))) return null;
   const refused = publicOnly ? !isPublicAddress(address) : isLinkLocalOrMetadata(address);

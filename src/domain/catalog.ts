@@ -10,7 +10,13 @@ export const STARTER_CATALOG: CatalogEntry[] = [
   {
     name: 'invoice.paid',
     description: 'An invoice was paid in full.',
-    example: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd', customer_id: 'cus_42', paid_at: '2026-01-01T00:00:00Z' },
+    example: {
+      invoice_id: 'inv_1001',
+      amount: 4200,
+      currency: 'usd',
+      customer_id: 'cus_42',
+      paid_at: '2026-01-01T00:00:00Z',
+    },
   },
   {
     name: 'invoice.created',

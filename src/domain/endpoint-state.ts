@@ -20,13 +20,20 @@ export interface AttemptOutcome {
   at: number;
 }
 
-export function nextEndpointHealth(current: EndpointHealth, outcome: AttemptOutcome, disableAfterMs: number): EndpointHealth {
+export function nextEndpointHealth(
+  current: EndpointHealth,
+  outcome: AttemptOutcome,
+  disableAfterMs: number,
+): EndpointHealth {
   if (current.status === 'disabled') return current;
   if (outcome.ok) return { status: 'active', failingSince: null, exhaustedAt: null };
   const failingSince = current.failingSince ?? outcome.at;
   // An exhaustion before this run of failures began does not count (a process of the version before
   // exhausted_at may have started the run without clearing it).
-  const earlierExhaustion = current.failingSince !== null && current.exhaustedAt !== null && current.exhaustedAt >= current.failingSince ? current.exhaustedAt : null;
+  const earlierExhaustion =
+    current.failingSince !== null && current.exhaustedAt !== null && current.exhaustedAt >= current.failingSince
+      ? current.exhaustedAt
+      : null;
   const exhaustedAt = outcome.exhausted ? outcome.at : earlierExhaustion;
   const health = { failingSince, exhaustedAt };
   if (outcome.responseStatus === 410) return { status: 'disabled', ...health };

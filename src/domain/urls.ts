@@ -8,11 +8,17 @@ import { refusedAddress } from './addresses.js';
  * DNS rebinding. Other Test endpoints may use localhost and private addresses, but not link-local ones
  * (refusedAddress). Credentials in the URL are refused: they would be shown on every read, and are not sent.
  */
-export function endpointUrlProblem(text: string, livemode: boolean, allowList: string[], publicOnly = livemode): string | null {
+export function endpointUrlProblem(
+  text: string,
+  livemode: boolean,
+  allowList: string[],
+  publicOnly = livemode,
+): string | null {
   if (text.length > 2048) return 'url must be at most 2048 characters';
   // The URL parser would drop surrounding ones and encode inner ones, and the endpoint would read back
   // as sent, which is not a URI: refused, so what is stored is what is requested.
-  if (/[\s\u0000-\u001f\u007f]/.test(text)) return 'url must not contain spaces or control characters (percent-encode them)';
+  if (/[\s\u0000-\u001f\u007f]/.test(text))
+    return 'url must not contain spaces or control characters (percent-encode them)';
   let url: URL;
   try {
     url = new URL(text);

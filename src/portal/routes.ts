@@ -2,7 +2,15 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
-import { attemptToApi, deliveryToApi, endpointToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
+import {
+  attemptToApi,
+  deliveryToApi,
+  endpointToApi,
+  eventTypeToApi,
+  iso,
+  list,
+  messageToApi,
+} from '../api/serialize.js';
 import { IdParams } from '../api/schemas.js';
 import { checkEndpointInput } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
@@ -15,7 +23,8 @@ import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 
 const TOKEN_LENGTH = { minLength: 20, maxLength: 128 };
 const TokenParams = Type.Object({ token: Type.String(TOKEN_LENGTH) });
-const possibleToken = (token: string) => token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
+const possibleToken = (token: string) =>
+  token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
 const TokenIdParams = Type.Object({ token: TokenParams.properties.token, id: IdParams.properties.id });
 
 interface PortalContext {
@@ -53,7 +62,8 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     const ctx = possibleToken(token) ? await portalContext(store, token) : null;
     contexts.set(request, ctx);
     if (!ctx) request.quota = { bucket: `portal-guess:${request.ip}`, plan: config.defaultPlan };
-    else if (request.routeOptions.url !== PAGE_ROUTE) request.quota = { bucket: `portal:${ctx.app.id}`, plan: ctx.plan };
+    else if (request.routeOptions.url !== PAGE_ROUTE)
+      request.quota = { bucket: `portal:${ctx.app.id}`, plan: ctx.plan };
   });
   const context = async (request: FastifyRequest): Promise<PortalContext> => {
     const ctx = contexts.get(request);
@@ -74,35 +84,54 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     return delivery;
   }
 
-  app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) => reply.type('text/javascript; charset=utf-8').send(PORTAL_JS));
-  app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) => reply.type('text/css; charset=utf-8').send(PORTAL_CSS));
+  app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').send(PORTAL_JS),
+  );
+  app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
+  );
 
   app.get(PAGE_ROUTE, { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
     privatePage(reply);
-    reply.header('content-security-policy', "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'");
+    reply.header(
+      'content-security-policy',
+      "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
+    );
     const found = contexts.get(request);
-    if (!found) return reply.code(404).type('text/html; charset=utf-8').send('<!doctype html><title>Not found</title><p>This portal link is not valid.</p>');
+    if (!found)
+      return reply
+        .code(404)
+        .type('text/html; charset=utf-8')
+        .send('<!doctype html><title>Not found</title><p>This portal link is not valid.</p>');
     return reply.type('text/html; charset=utf-8').send(portalHtml(found.app.name));
   });
 
-  app.get('/portal/:token/api/app', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    const catalog = await store.eventTypes.list(ctx.scope, { limit: 250 });
-    return {
-      id: ctx.app.id,
-      name: ctx.app.name,
-      livemode: ctx.scope.livemode,
-      created_at: iso(ctx.app.created_at),
-      event_types: catalog.items.map(eventTypeToApi).map(({ name, description }) => ({ name, description })),
-    };
-  });
+  app.get(
+    '/portal/:token/api/app',
+    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const catalog = await store.eventTypes.list(ctx.scope, { limit: 250 });
+      return {
+        id: ctx.app.id,
+        name: ctx.app.name,
+        livemode: ctx.scope.livemode,
+        created_at: iso(ctx.app.created_at),
+        event_types: catalog.items.map(eventTypeToApi).map(({ name, description }) => ({ name, description })),
+      };
+    },
+  );
 
-  app.get('/portal/:token/api/endpoints', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), endpointToApi);
-  });
+  app.get(
+    '/portal/:token/api/endpoints',
+    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), endpointToApi);
+    },
+  );
 
   app.post(
     '/portal/:token/api/endpoints',
@@ -114,7 +143,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         body: Type.Object({
           url: Type.String({ minLength: 1, maxLength: 2048 }),
           description: Type.Optional(Type.String({ maxLength: 1024 })),
-          event_types: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true })),
+          event_types: Type.Optional(
+            Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true }),
+          ),
         }),
       },
     },
@@ -139,7 +170,11 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     '/portal/:token/api/endpoints/:id',
     {
       ...publicRoute,
-      schema: { hide: true, params: TokenIdParams, body: Type.Object({ status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]) }) },
+      schema: {
+        hide: true,
+        params: TokenIdParams,
+        body: Type.Object({ status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]) }),
+      },
     },
     async (request, reply) => {
       privatePage(reply);
@@ -151,54 +186,91 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     },
   );
 
-  app.post('/portal/:token/api/endpoints/:id/rotate-secret', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    await ownEndpoint(ctx, request.params.id);
-    const rotated = await store.endpoints.rotateSecret(ctx.scope, request.params.id, config.secretGraceMs);
-    if (!rotated) throw notFound(`endpoint ${request.params.id}`);
-    return { id: request.params.id, signing_secret: rotated.secret, previous_valid_until: iso(rotated.previousValidUntil) };
-  });
+  app.post(
+    '/portal/:token/api/endpoints/:id/rotate-secret',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      await ownEndpoint(ctx, request.params.id);
+      const rotated = await store.endpoints.rotateSecret(ctx.scope, request.params.id, config.secretGraceMs);
+      if (!rotated) throw notFound(`endpoint ${request.params.id}`);
+      return {
+        id: request.params.id,
+        signing_secret: rotated.secret,
+        previous_valid_until: iso(rotated.previousValidUntil),
+      };
+    },
+  );
 
-  app.get('/portal/:token/api/messages', { ...publicRoute, schema: { hide: true, params: TokenParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    return list(await store.messages.list(ctx.scope, { limit: 50 }, { appId: ctx.app.id }), messageToApi);
-  });
+  app.get(
+    '/portal/:token/api/messages',
+    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      return list(await store.messages.list(ctx.scope, { limit: 50 }, { appId: ctx.app.id }), messageToApi);
+    },
+  );
 
-  app.get('/portal/:token/api/messages/:id/deliveries', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    const message = await store.messages.get(ctx.scope, request.params.id);
-    if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
-    const page = await store.deliveries.list(ctx.scope, { limit: 250 }, { messageId: message.id });
-    const data = await Promise.all(
-      page.items.map(async (delivery) => ({ ...deliveryToApi(delivery), attempts: (await store.deliveries.recentAttempts(delivery.id)).map(attemptToApi) })),
-    );
-    return { object: 'list', data };
-  });
+  app.get(
+    '/portal/:token/api/messages/:id/deliveries',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const message = await store.messages.get(ctx.scope, request.params.id);
+      if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
+      const page = await store.deliveries.list(ctx.scope, { limit: 250 }, { messageId: message.id });
+      const data = await Promise.all(
+        page.items.map(async (delivery) => ({
+          ...deliveryToApi(delivery),
+          attempts: (await store.deliveries.recentAttempts(delivery.id)).map(attemptToApi),
+        })),
+      );
+      return { object: 'list', data };
+    },
+  );
 
-  app.post('/portal/:token/api/deliveries/:id/retry', { ...publicRoute, schema: { hide: true, params: TokenIdParams } }, async (request, reply) => {
-    privatePage(reply);
-    const ctx = await context(request);
-    await ownDelivery(ctx, request.params.id);
-    const attemptNumber = await store.deliveries.retry(ctx.scope, request.params.id);
-    if (attemptNumber === undefined) throw notFound(`delivery ${request.params.id}`);
-    return { delivery_id: request.params.id, status: 'enqueued', attempt_number: attemptNumber };
-  });
+  app.post(
+    '/portal/:token/api/deliveries/:id/retry',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      await ownDelivery(ctx, request.params.id);
+      const attemptNumber = await store.deliveries.retry(ctx.scope, request.params.id);
+      if (attemptNumber === undefined) throw notFound(`delivery ${request.params.id}`);
+      return { delivery_id: request.params.id, status: 'enqueued', attempt_number: attemptNumber };
+    },
+  );
 
   app.post(
     '/portal/:token/api/send-test',
-    { ...publicRoute, schema: { hide: true, params: TokenParams, body: Type.Object({ event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }) } },
+    {
+      ...publicRoute,
+      schema: {
+        hide: true,
+        params: TokenParams,
+        body: Type.Object({ event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
+      },
+    },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
       // A sample event must never reach a live receiver.
-      if (ctx.scope.livemode) throw new HttpError(403, 'test_mode_only', 'Test events can only be sent from a Test application');
+      if (ctx.scope.livemode)
+        throw new HttpError(403, 'test_mode_only', 'Test events can only be sent from a Test application');
       const eventType = request.body.event_type ?? 'invoice.paid';
       const entry = await store.eventTypes.get(ctx.scope, eventType);
       if (!entry) throw invalid(`event_type "${eventType}" is not in the event catalog`);
-      const result = await store.messages.emit({ scope: ctx.scope, appId: ctx.app.id, eventType, payloadJson: entry.example_json, idempotencyKey: null });
+      const result = await store.messages.emit({
+        scope: ctx.scope,
+        appId: ctx.app.id,
+        eventType,
+        payloadJson: entry.example_json,
+        idempotencyKey: null,
+      });
       if (!result.ok) throw notFound('application');
       reply.code(202);
       return { id: result.message.id, status: 'accepted', event_type: eventType, delivery_ids: result.deliveryIds };

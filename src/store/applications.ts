@@ -1,5 +1,13 @@
 import { newId, randomToken } from '../domain/ids.js';
-import { isUniqueViolation, liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  isUniqueViolation,
+  liveFlag,
+  toPage,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { ApplicationRow } from './schema.js';
 import { stopDeliveries } from './endpoints.js';
 
@@ -42,7 +50,13 @@ export class Applications {
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope));
     if (page.cursor) query = query.where('id', '<', page.cursor);
-    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+    return toPage(
+      await query
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+    );
   }
 
   /** An application by id or by its uid. */
@@ -60,7 +74,11 @@ export class Applications {
     return this.ctx.db.selectFrom('applications').selectAll().where('portal_token', '=', token).executeTakeFirst();
   }
 
-  async update(scope: Scope, id: string, changes: { name?: string | undefined; uid?: string | null | undefined }): Promise<ApplicationRow | undefined> {
+  async update(
+    scope: Scope,
+    id: string,
+    changes: { name?: string | undefined; uid?: string | null | undefined },
+  ): Promise<ApplicationRow | undefined> {
     const current = await this.get(scope, id);
     if (!current) return undefined;
     const next: ApplicationRow = {

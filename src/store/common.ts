@@ -31,7 +31,11 @@ export interface Page<T> {
 }
 
 /** Turns rows fetched with `limit + 1` into a page and its cursor (ids are time-ordered). */
-export function toPage<T>(rows: T[], limit: number, cursorOf: (row: T) => string = (row) => (row as { id: string }).id): Page<T> {
+export function toPage<T>(
+  rows: T[],
+  limit: number,
+  cursorOf: (row: T) => string = (row) => (row as { id: string }).id,
+): Page<T> {
   const hasMore = rows.length > limit;
   const items = hasMore ? rows.slice(0, limit) : rows;
   return { items, hasMore, nextCursor: hasMore ? cursorOf(items[items.length - 1]!) : null };

@@ -101,7 +101,10 @@ export function sqliteFile(dataDir: string): string {
 }
 
 /** One connection to the embedded store's file, set up as every connection of the service is. */
-export function connectSqlite(file: string, options: { fileMustExist?: boolean } = {}): { database: SQLite.Database; db: Kysely<Database> } {
+export function connectSqlite(
+  file: string,
+  options: { fileMustExist?: boolean } = {},
+): { database: SQLite.Database; db: Kysely<Database> } {
   // A new file is made readable by the service's user only (SQLite gives its -wal and -shm files the
   // database file's permissions); SQLite would create it world-readable under the usual umask.
   if (!options.fileMustExist) closeSync(openSync(file, 'a', 0o600));
@@ -111,7 +114,9 @@ export function connectSqlite(file: string, options: { fileMustExist?: boolean }
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
-  const db = new Kysely<Database>({ dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })) });
+  const db = new Kysely<Database>({
+    dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })),
+  });
   return { database, db };
 }
 
@@ -128,7 +133,10 @@ const BACKSTOP_CHECKPOINT_PAGES = 4000;
 /** Starts the checkpoint thread on `file`; `onFailed` runs if it ends before `stop()` (exported for tests). */
 export function startCheckpointThread(file: string, onFailed: () => void): { stop(): Promise<void> } {
   // execArgv: the thread runs plain JavaScript and needs none of the process's loaders (tsx).
-  const thread = new Worker(new URL('./checkpoint-thread.mjs', import.meta.url), { workerData: { file }, execArgv: [] });
+  const thread = new Worker(new URL('./checkpoint-thread.mjs', import.meta.url), {
+    workerData: { file },
+    execArgv: [],
+  });
   // Never what keeps the process alive.
   thread.unref();
   let stopping = false;
@@ -188,7 +196,12 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
 }
 
 function newPool(url: string, max: number, onConnect?: (client: pg.ClientBase) => Promise<void>): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, connectionTimeoutMillis: 5000, ...(onConnect ? { onConnect } : {}) });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: 5000,
+    ...(onConnect ? { onConnect } : {}),
+  });
   // An idle client that loses its server must not crash the process; the pool replaces it.
   pool.on('error', () => {});
   // Nor may a checked-out one: pg-pool removes its idle listener on checkout, and a client that is

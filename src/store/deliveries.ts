@@ -1,5 +1,13 @@
 import { newId } from '../domain/ids.js';
-import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  liveFlag,
+  toPage,
+  type Executor,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { AttemptRow, DeliveryRow } from './schema.js';
 
 export interface DeliveryFilter {
@@ -50,7 +58,13 @@ export class Deliveries {
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
     if (filter.status) query = query.where('status', '=', filter.status);
     if (page.cursor) query = query.where('id', '<', page.cursor);
-    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+    return toPage(
+      await query
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+    );
   }
 
   /**
@@ -72,10 +86,22 @@ export class Deliveries {
       if (!delivery) return undefined;
       const now = this.ctx.now();
       const { number, highest } = await numberManualAttempt(trx, id, this.ctx.dialect);
-      await trx.updateTable('deliveries').set({ attempt_seq: highest, next_attempt_at: now, updated_at: now }).where('id', '=', id).execute();
+      await trx
+        .updateTable('deliveries')
+        .set({ attempt_seq: highest, next_attempt_at: now, updated_at: now })
+        .where('id', '=', id)
+        .execute();
       await trx
         .insertInto('delivery_tasks')
-        .values({ id: newId('task', now), delivery_id: id, endpoint_id: delivery.endpoint_id, trigger: 'manual', attempt_number: number, run_at: now, lease_owner: null })
+        .values({
+          id: newId('task', now),
+          delivery_id: id,
+          endpoint_id: delivery.endpoint_id,
+          trigger: 'manual',
+          attempt_number: number,
+          run_at: now,
+          lease_owner: null,
+        })
         .execute();
       return number;
     });
@@ -91,21 +117,41 @@ export class Deliveries {
  * back. So the attempts read in time order with no gaps, also when the manual attempt delivers and the
  * scheduled one is dropped. A delivery has at most one scheduled attempt queued.
  */
-async function numberManualAttempt(trx: Executor, deliveryId: string, dialect: StoreContext['dialect']): Promise<{ number: number; highest: number }> {
+async function numberManualAttempt(
+  trx: Executor,
+  deliveryId: string,
+  dialect: StoreContext['dialect'],
+): Promise<{ number: number; highest: number }> {
   // The delivery is locked (retry), so no new scheduled task can appear meanwhile. The waiting one is
   // locked so that no worker claims it while it is renumbered, but without waiting (SKIP LOCKED): a task
   // locked elsewhere is being claimed or deleted, counts as ahead, and keeps its number. Waiting for it
   // could deadlock with an outcome that holds the delivery's lock in turn (a 410 stopping the endpoint's
   // tasks after counting its attempt).
-  let waiting = trx.selectFrom('delivery_tasks').select('id').where('delivery_id', '=', deliveryId).where('trigger', '=', 'scheduled').where('lease_owner', 'is', null);
+  let waiting = trx
+    .selectFrom('delivery_tasks')
+    .select('id')
+    .where('delivery_id', '=', deliveryId)
+    .where('trigger', '=', 'scheduled')
+    .where('lease_owner', 'is', null);
   if (dialect === 'postgres') waiting = waiting.forUpdate().skipLocked();
   const waitingIds = (await waiting.execute()).map((row) => row.id);
-  const made = await trx.selectFrom('attempts').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId).executeTakeFirst();
-  let ahead = trx.selectFrom('delivery_tasks').select((eb) => eb.fn.max('attempt_number').as('n')).where('delivery_id', '=', deliveryId);
+  const made = await trx
+    .selectFrom('attempts')
+    .select((eb) => eb.fn.max('attempt_number').as('n'))
+    .where('delivery_id', '=', deliveryId)
+    .executeTakeFirst();
+  let ahead = trx
+    .selectFrom('delivery_tasks')
+    .select((eb) => eb.fn.max('attempt_number').as('n'))
+    .where('delivery_id', '=', deliveryId);
   if (waitingIds.length > 0) ahead = ahead.where('id', 'not in', waitingIds);
   const before = await ahead.executeTakeFirst();
   const number = Math.max(Number(made?.n ?? 0), Number(before?.n ?? 0)) + 1;
   if (waitingIds.length === 0) return { number, highest: number };
-  await trx.updateTable('delivery_tasks').set({ attempt_number: number + 1 }).where('id', 'in', waitingIds).execute();
+  await trx
+    .updateTable('delivery_tasks')
+    .set({ attempt_number: number + 1 })
+    .where('id', 'in', waitingIds)
+    .execute();
   return { number, highest: number + 1 };
 }

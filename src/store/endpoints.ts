@@ -1,7 +1,15 @@
 import { newId } from '../domain/ids.js';
 import { generateSigningSecret, type SecretBox } from '../domain/secrets.js';
 import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
-import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  liveFlag,
+  toPage,
+  type Executor,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { EndpointRow } from './schema.js';
 
 export interface EndpointInput {
@@ -41,13 +49,21 @@ interface RetiredSecret {
 }
 
 /** The columns an endpoint's signing secrets are read from. */
-export type SecretColumns = Pick<EndpointRow, 'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'>;
+export type SecretColumns = Pick<
+  EndpointRow,
+  'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'
+>;
 
 /**
  * Stops the queued attempts of these endpoints: their pending deliveries take `status` (`disabled` when
  * the endpoint is switched off, `failed` when it is deleted), so nothing is dropped without a trace.
  */
-export async function stopDeliveries(db: Executor, endpointIds: string[], status: 'disabled' | 'failed', now: number): Promise<void> {
+export async function stopDeliveries(
+  db: Executor,
+  endpointIds: string[],
+  status: 'disabled' | 'failed',
+  now: number,
+): Promise<void> {
   if (endpointIds.length === 0) return;
   await db.deleteFrom('delivery_tasks').where('endpoint_id', 'in', endpointIds).execute();
   await db
@@ -100,7 +116,13 @@ export class Endpoints {
       .where('livemode', '=', liveFlag(scope));
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
     if (page.cursor) query = query.where('id', '<', page.cursor);
-    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+    return toPage(
+      await query
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+    );
   }
 
   async get(scope: Scope, id: string): Promise<EndpointRow | undefined> {
@@ -136,13 +158,24 @@ export class Endpoints {
       };
       if (changes.status === 'disabled') next.status = 'disabled';
       // Re-enabling starts a fresh health record.
-      if (changes.status === 'active' && current.status === 'disabled') Object.assign(next, { status: 'active', failing_since: null, exhausted_at: null });
+      if (changes.status === 'active' && current.status === 'disabled')
+        Object.assign(next, { status: 'active', failing_since: null, exhausted_at: null });
       // Health is written only when the status changes here: written back unchanged, it could undo an
       // outcome recorded since it was read (a 410's disable under a description change, on PostgreSQL).
-      const health = next.status === current.status ? {} : { status: next.status, failing_since: next.failing_since, exhausted_at: next.exhausted_at };
+      const health =
+        next.status === current.status
+          ? {}
+          : { status: next.status, failing_since: next.failing_since, exhausted_at: next.exhausted_at };
       await trx
         .updateTable('endpoints')
-        .set({ url: next.url, public_only: next.public_only, description: next.description, event_types: next.event_types, ...health, updated_at: now })
+        .set({
+          url: next.url,
+          public_only: next.public_only,
+          description: next.description,
+          event_types: next.event_types,
+          ...health,
+          updated_at: now,
+        })
         .where('id', '=', id)
         .execute();
       if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);
@@ -168,7 +201,11 @@ export class Endpoints {
    * Rotates the signing secret: the new one signs from now on, the old one until `previousValidUntil`,
    * and secrets rotated out before it until the end of their own grace.
    */
-  async rotateSecret(scope: Scope, id: string, graceMs: number): Promise<{ secret: string; previousValidUntil: number } | undefined> {
+  async rotateSecret(
+    scope: Scope,
+    id: string,
+    graceMs: number,
+  ): Promise<{ secret: string; previousValidUntil: number } | undefined> {
     const secret = generateSigningSecret();
     for (;;) {
       const row = await this.get(scope, id);
@@ -198,7 +235,10 @@ export class Endpoints {
 
   /** The secrets that sign an attempt made at `now` for this endpoint row. */
   signingSecrets(row: SecretColumns, now: number): SigningSecrets {
-    return { current: this.secrets.open(row.secret_sealed), previous: this.retiredSecrets(row, now).map((r) => r.secret) };
+    return {
+      current: this.secrets.open(row.secret_sealed),
+      previous: this.retiredSecrets(row, now).map((r) => r.secret),
+    };
   }
 
   /**
@@ -221,7 +261,12 @@ export class Endpoints {
   async recordHealth(db: Executor, id: string, health: EndpointHealth, now: number): Promise<void> {
     await db
       .updateTable('endpoints')
-      .set({ status: health.status as EndpointStatus, failing_since: health.failingSince, exhausted_at: health.exhaustedAt, updated_at: now })
+      .set({
+        status: health.status as EndpointStatus,
+        failing_since: health.failingSince,
+        exhausted_at: health.exhaustedAt,
+        updated_at: now,
+      })
       .where('id', '=', id)
       .where('status', '!=', 'disabled')
       .execute();

@@ -18,7 +18,14 @@ export class EventTypes {
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope));
     if (page.cursor) query = query.where('name', '>', page.cursor);
-    return toPage(await query.orderBy('name').limit(page.limit + 1).execute(), page.limit, (row) => row.name);
+    return toPage(
+      await query
+        .orderBy('name')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+      (row) => row.name,
+    );
   }
 
   async get(scope: Scope, name: string): Promise<EventTypeRow | undefined> {
@@ -84,7 +91,12 @@ export class EventTypes {
     };
     await this.ctx.db
       .updateTable('event_types')
-      .set({ description: next.description, example_json: next.example_json, version: next.version, updated_at: next.updated_at })
+      .set({
+        description: next.description,
+        example_json: next.example_json,
+        version: next.version,
+        updated_at: next.updated_at,
+      })
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .where('name', '=', name)

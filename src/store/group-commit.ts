@@ -44,7 +44,8 @@ export class GroupCommit<In, Out> {
     private readonly writeBatch: (inputs: In[]) => Promise<Out[]>,
     options: GroupCommitOptions<In>,
   ) {
-    if (!(options.maxParallel >= 1 && (options.maxBatch ?? 1) >= 1)) throw new Error('GroupCommit needs maxParallel and maxBatch of at least 1');
+    if (!(options.maxParallel >= 1 && (options.maxBatch ?? 1) >= 1))
+      throw new Error('GroupCommit needs maxParallel and maxBatch of at least 1');
     this.maxParallel = options.maxParallel;
     this.maxBatch = options.maxBatch ?? 500;
     this.maxBatchSize = options.maxBatchSize ?? Infinity;

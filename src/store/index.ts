@@ -47,7 +47,9 @@ export class Store {
   ) {
     this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now };
     this.notifier =
-      opened.dialect === 'postgres' ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, ${this.notifyPayload})`.execute(opened.db)) : null;
+      opened.dialect === 'postgres'
+        ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, ${this.notifyPayload})`.execute(opened.db))
+        : null;
     // Called after the transaction that queued attempts committed: wake the local worker, then the others.
     const onQueued = () => {
       this.events.emit('queued');
@@ -135,6 +137,8 @@ function unopenable(config: Config, error: unknown): Error {
   const e = error as { code?: string; message?: string; errors?: { message?: string }[] };
   // A refused connection to a name with several addresses is an AggregateError with an empty message.
   const reason = e.message || e.errors?.map((inner) => inner.message).join('; ') || e.code || String(error);
-  const where = config.databaseUrl ? 'the database (HERALD_DATABASE_URL)' : `the embedded store in ${config.dataDir} (HERALD_DATA_DIR)`;
+  const where = config.databaseUrl
+    ? 'the database (HERALD_DATABASE_URL)'
+    : `the embedded store in ${config.dataDir} (HERALD_DATA_DIR)`;
   return new ConfigError(`cannot open or migrate ${where}: ${reason}`, { cause: error });
 }

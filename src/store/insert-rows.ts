@@ -23,7 +23,13 @@ function cachedText(key: string, build: () => string): string {
   return text;
 }
 
-function insertText(dialect: Dialect, table: string, columns: readonly string[], rowCount: number, suffix: string): string {
+function insertText(
+  dialect: Dialect,
+  table: string,
+  columns: readonly string[],
+  rowCount: number,
+  suffix: string,
+): string {
   return cachedText(`${dialect}|${table}|${columns.join(',')}|${rowCount}|${suffix}`, () => {
     let n = 0;
     const placeholder = dialect === 'postgres' ? () => `$${++n}` : () => '?';
@@ -38,7 +44,12 @@ function insertText(dialect: Dialect, table: string, columns: readonly string[],
  * name, so their order in each object does not matter), one statement per `chunks` part so no statement
  * passes the drivers' parameter limits.
  */
-export async function insertRows<T extends keyof Database>(db: Executor, dialect: Dialect, table: T, rows: readonly Database[T][]): Promise<void> {
+export async function insertRows<T extends keyof Database>(
+  db: Executor,
+  dialect: Dialect,
+  table: T,
+  rows: readonly Database[T][],
+): Promise<void> {
   await insertChunks(db, dialect, table, rows, '');
 }
 
@@ -55,11 +66,23 @@ export async function insertNewRows<T extends keyof Database, C extends keyof Da
   key: keyof Database[T] & string,
   returning: C,
 ): Promise<Database[T][C][]> {
-  const written = await insertChunks(db, dialect, table, rows, ` on conflict ("${key}") do nothing returning "${returning}"`);
+  const written = await insertChunks(
+    db,
+    dialect,
+    table,
+    rows,
+    ` on conflict ("${key}") do nothing returning "${returning}"`,
+  );
   return written.map((row) => row[returning] as Database[T][C]);
 }
 
-async function insertChunks<T extends keyof Database>(db: Executor, dialect: Dialect, table: T, rows: readonly Database[T][], suffix: string): Promise<Record<string, unknown>[]> {
+async function insertChunks<T extends keyof Database>(
+  db: Executor,
+  dialect: Dialect,
+  table: T,
+  rows: readonly Database[T][],
+  suffix: string,
+): Promise<Record<string, unknown>[]> {
   if (rows.length === 0) return [];
   const columns = Object.keys(rows[0]!);
   const written: Record<string, unknown>[] = [];
@@ -67,7 +90,9 @@ async function insertChunks<T extends keyof Database>(db: Executor, dialect: Dia
     const parameters: unknown[] = new Array(part.length * columns.length);
     let i = 0;
     for (const row of part) for (const column of columns) parameters[i++] = row[column as keyof typeof row];
-    const result = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(insertText(dialect, table, columns, part.length, suffix), parameters));
+    const result = await db.executeQuery<Record<string, unknown>>(
+      CompiledQuery.raw(insertText(dialect, table, columns, part.length, suffix), parameters),
+    );
     for (const row of result.rows) written.push(row);
   }
   return written;
@@ -92,12 +117,15 @@ export async function insertTogether(db: Executor, dialect: Dialect, parts: read
   const present = parts.filter((part) => part.rows.length > 0);
   if (dialect === 'sqlite') {
     // insertRows may take several statements even for one table (chunks).
-    if (!db.isTransaction && present.length > 0) return db.transaction().execute((trx) => insertTogether(trx, dialect, present));
+    if (!db.isTransaction && present.length > 0)
+      return db.transaction().execute((trx) => insertTogether(trx, dialect, present));
     for (const part of present) await insertRows(db, dialect, part.table, part.rows);
     return;
   }
   if (present.length === 0) return;
-  const pieces = present.flatMap((part) => chunks([...part.rows], JSON_PARAMETER_ROWS).map((rows) => ({ table: part.table, rows })));
+  const pieces = present.flatMap((part) =>
+    chunks([...part.rows], JSON_PARAMETER_ROWS).map((rows) => ({ table: part.table, rows })),
+  );
   const shapes = pieces.map((piece) => ({ table: piece.table, columns: Object.keys(piece.rows[0]!) }));
   const text = cachedText(`together|${shapes.map((s) => `${s.table}(${s.columns.join(',')})`).join('|')}`, () => {
     const inserts = shapes.map(({ table, columns }, i) => {
@@ -105,7 +133,14 @@ export async function insertTogether(db: Executor, dialect: Dialect, parts: read
       return `insert into "${table}" (${list}) select ${list} from json_populate_recordset(null::"${table}", $${i + 1}::json)`;
     });
     const last = inserts.pop()!;
-    return inserts.length === 0 ? last : `with ${inserts.map((insert, i) => `"part_${i}" as (${insert})`).join(', ')} ${last}`;
+    return inserts.length === 0
+      ? last
+      : `with ${inserts.map((insert, i) => `"part_${i}" as (${insert})`).join(', ')} ${last}`;
   });
-  await db.executeQuery(CompiledQuery.raw(text, pieces.map((piece) => JSON.stringify(piece.rows))));
+  await db.executeQuery(
+    CompiledQuery.raw(
+      text,
+      pieces.map((piece) => JSON.stringify(piece.rows)),
+    ),
+  );
 }

@@ -4,7 +4,17 @@ import { scheduledDelay } from '../domain/retry.js';
 import { subscribes } from '../domain/envelope.js';
 import { GroupCommit } from './group-commit.js';
 import { insertTogether } from './insert-rows.js';
-import { chunks, liveFlag, parseJsonList, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  chunks,
+  liveFlag,
+  parseJsonList,
+  toPage,
+  type Executor,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
 
 export interface EmitRequest {
@@ -88,7 +98,8 @@ export class Messages {
     const prior = await this.priorEmits(db, requests, now);
     const pending: number[] = [];
     requests.forEach((request, i) => {
-      const earlier = request.idempotencyKey === null ? undefined : prior.get(scopeKey(request.scope, request.idempotencyKey));
+      const earlier =
+        request.idempotencyKey === null ? undefined : prior.get(scopeKey(request.scope, request.idempotencyKey));
       if (earlier) results[i] = earlier;
       else pending.push(i);
     });
@@ -96,7 +107,10 @@ export class Messages {
     const pendingRequests = pending.map((i) => requests[i]!);
     // Independent reads: on PostgreSQL outside a transaction they go on two connections at once.
     const [{ apps, endpoints }, unknownTypes] = await Promise.all([
-      this.appsWithEndpoints(db, pendingRequests.map((r) => ({ scope: r.scope, name: r.appId }))),
+      this.appsWithEndpoints(
+        db,
+        pendingRequests.map((r) => ({ scope: r.scope, name: r.appId })),
+      ),
       this.unknownEventTypes(db, pendingRequests),
     ]);
     const accepted: { index: number; message: MessageRow }[] = [];
@@ -128,7 +142,11 @@ export class Messages {
       accepted.push({ index: i, message });
     }
 
-    const lostRaces = await this.claimIdempotencyKeys(db, accepted.map(({ index, message }) => ({ index, request: requests[index]!, message })), now);
+    const lostRaces = await this.claimIdempotencyKeys(
+      db,
+      accepted.map(({ index, message }) => ({ index, request: requests[index]!, message })),
+      now,
+    );
     const created = accepted.filter(({ index }) => !lostRaces.has(index));
     for (const { index } of accepted) {
       if (lostRaces.has(index)) results[index] = lostRaces.get(index);
@@ -138,14 +156,25 @@ export class Messages {
     const fanned = this.plannedDeliveries(messages, endpoints, now);
     await insertTogether(db, this.ctx.dialect, [
       { table: 'messages', rows: messages },
-      { table: 'payloads', rows: created.map(({ index, message }) => ({ message_id: message.id, body: requests[index]!.payloadJson, created_at: now })) },
+      {
+        table: 'payloads',
+        rows: created.map(({ index, message }) => ({
+          message_id: message.id,
+          body: requests[index]!.payloadJson,
+          created_at: now,
+        })),
+      },
       { table: 'deliveries', rows: fanned.deliveries },
       { table: 'delivery_tasks', rows: fanned.tasks },
     ]);
     for (const { index, message } of created) {
       results[index] = { ok: true, message, deliveryIds: fanned.idsByMessage.get(message.id) ?? [], idempotent: false };
     }
-    await this.recordDeliveryIds(db, created.map(({ index, message }) => ({ request: requests[index]!, message })), fanned.idsByMessage);
+    await this.recordDeliveryIds(
+      db,
+      created.map(({ index, message }) => ({ request: requests[index]!, message })),
+      fanned.idsByMessage,
+    );
 
     // Requests that repeated a key first seen in this batch get that emit's result.
     requests.forEach((request, i) => {
@@ -165,7 +194,14 @@ export class Messages {
     for (const row of rows) {
       found.set(rowKey(row, row.key), {
         ok: true,
-        message: { id: row.id, org_id: row.org_id, livemode: row.livemode, app_id: row.app_id, event_type: row.event_type, created_at: row.created_at },
+        message: {
+          id: row.id,
+          org_id: row.org_id,
+          livemode: row.livemode,
+          app_id: row.app_id,
+          event_type: row.event_type,
+          created_at: row.created_at,
+        },
         deliveryIds: parseJsonList(row.delivery_ids),
         idempotent: true,
       });
@@ -175,28 +211,32 @@ export class Messages {
 
   /** The earlier emits holding the keys of `keyed` (requests with a key), with their messages. */
   private priorEmitsQuery(db: Executor, keyed: EmitRequest[], now: number) {
-    return db
-      .selectFrom('idempotency_keys')
-      .innerJoin('messages', 'messages.id', 'idempotency_keys.message_id')
-      .select([
-        'idempotency_keys.org_id',
-        'idempotency_keys.livemode',
-        'idempotency_keys.key',
-        'idempotency_keys.delivery_ids',
-        'messages.id',
-        'messages.app_id',
-        'messages.event_type',
-        'messages.created_at',
-      ])
-      // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
-      // unexpired key was read; with separate lists of organizations and keys, all of a scope's keys until
-      // PostgreSQL had statistics on the table.
-      .where(sql<boolean>`(${sql.ref('idempotency_keys.org_id')}, ${sql.ref('idempotency_keys.livemode')}, ${sql.ref('idempotency_keys.key')}) in (values ${sql.join(
-        [...new Map(keyed.map((r) => [scopeKey(r.scope, r.idempotencyKey!), r])).values()].map(
-          (r) => sql`(${r.scope.orgId}, cast(${liveFlag(r.scope)} as integer), ${r.idempotencyKey})`,
-        ),
-      )})`)
-      .where('idempotency_keys.expires_at', '>', now);
+    return (
+      db
+        .selectFrom('idempotency_keys')
+        .innerJoin('messages', 'messages.id', 'idempotency_keys.message_id')
+        .select([
+          'idempotency_keys.org_id',
+          'idempotency_keys.livemode',
+          'idempotency_keys.key',
+          'idempotency_keys.delivery_ids',
+          'messages.id',
+          'messages.app_id',
+          'messages.event_type',
+          'messages.created_at',
+        ])
+        // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
+        // unexpired key was read; with separate lists of organizations and keys, all of a scope's keys until
+        // PostgreSQL had statistics on the table.
+        .where(
+          sql<boolean>`(${sql.ref('idempotency_keys.org_id')}, ${sql.ref('idempotency_keys.livemode')}, ${sql.ref('idempotency_keys.key')}) in (values ${sql.join(
+            [...new Map(keyed.map((r) => [scopeKey(r.scope, r.idempotencyKey!), r])).values()].map(
+              (r) => sql`(${r.scope.orgId}, cast(${liveFlag(r.scope)} as integer), ${r.idempotencyKey})`,
+            ),
+          )})`,
+        )
+        .where('idempotency_keys.expires_at', '>', now)
+    );
   }
 
   /**
@@ -243,7 +283,11 @@ export class Messages {
     }
     const losers = keyed.filter(({ request }) => !taken.has(scopeKey(request.scope, request.idempotencyKey!)));
     if (losers.length === 0) return lost;
-    const winners = await this.priorEmits(db, losers.map((l) => l.request), now);
+    const winners = await this.priorEmits(
+      db,
+      losers.map((l) => l.request),
+      now,
+    );
     for (const loser of losers) {
       const winner = winners.get(scopeKey(loser.request.scope, loser.request.idempotencyKey!));
       if (!winner) throw new Error('idempotency key held by an emit that is not visible yet; retry');
@@ -253,7 +297,11 @@ export class Messages {
   }
 
   /** Stores the delivery ids an emit returned, so a repeat of its key can return the same ids. */
-  private async recordDeliveryIds(db: Executor, created: { request: EmitRequest; message: MessageRow }[], deliveryIds: Map<string, string[]>): Promise<void> {
+  private async recordDeliveryIds(
+    db: Executor,
+    created: { request: EmitRequest; message: MessageRow }[],
+    deliveryIds: Map<string, string[]>,
+  ): Promise<void> {
     for (const { request, message } of created) {
       const ids = deliveryIds.get(message.id) ?? [];
       if (request.idempotencyKey === null || ids.length === 0) continue;
@@ -271,7 +319,10 @@ export class Messages {
    * The applications named (by id or uid) in their scopes, keyed by scope + id and scope + uid, and all
    * their endpoints in id order: one statement for both.
    */
-  private async appsWithEndpoints(db: Executor, named: { scope: Scope; name: string }[]): Promise<{ apps: Map<string, string>; endpoints: SubscriberRow[] }> {
+  private async appsWithEndpoints(
+    db: Executor,
+    named: { scope: Scope; name: string }[],
+  ): Promise<{ apps: Map<string, string>; endpoints: SubscriberRow[] }> {
     const apps = new Map<string, string>();
     const endpoints: SubscriberRow[] = [];
     if (named.length === 0) return { apps, endpoints };
@@ -295,7 +346,8 @@ export class Messages {
     for (const row of rows) {
       apps.set(rowKey(row, row.app_id), row.app_id);
       if (row.uid !== null) apps.set(rowKey(row, row.uid), row.app_id);
-      if (row.id !== null) endpoints.push({ id: row.id, app_id: row.app_id, status: row.status!, event_types: row.event_types! });
+      if (row.id !== null)
+        endpoints.push({ id: row.id, app_id: row.app_id, status: row.status!, event_types: row.event_types! });
     }
     return { apps, endpoints };
   }
@@ -317,14 +369,19 @@ export class Messages {
    * One delivery per endpoint of the message's application subscribed to its event type, with its first
    * attempt queued; an endpoint that is disabled gets a `disabled` delivery and no attempt.
    */
-  private plannedDeliveries(messages: MessageRow[], endpoints: SubscriberRow[], now: number): { deliveries: DeliveryRow[]; tasks: TaskRow[]; idsByMessage: Map<string, string[]> } {
+  private plannedDeliveries(
+    messages: MessageRow[],
+    endpoints: SubscriberRow[],
+    now: number,
+  ): { deliveries: DeliveryRow[]; tasks: TaskRow[]; idsByMessage: Map<string, string[]> } {
     const idsByMessage = new Map<string, string[]>();
     const deliveries: DeliveryRow[] = [];
     const tasks: TaskRow[] = [];
     for (const message of messages) {
       const ids: string[] = [];
       for (const endpoint of endpoints) {
-        if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type)) continue;
+        if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type))
+          continue;
         const disabled = endpoint.status === 'disabled';
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
         const delivery: DeliveryRow = {
@@ -345,7 +402,15 @@ export class Messages {
         deliveries.push(delivery);
         ids.push(delivery.id);
         if (!disabled) {
-          tasks.push({ id: newId('task', now), delivery_id: delivery.id, endpoint_id: endpoint.id, trigger: 'scheduled', attempt_number: 1, run_at: runAt, lease_owner: null });
+          tasks.push({
+            id: newId('task', now),
+            delivery_id: delivery.id,
+            endpoint_id: endpoint.id,
+            trigger: 'scheduled',
+            attempt_number: 1,
+            run_at: runAt,
+            lease_owner: null,
+          });
         }
       }
       idsByMessage.set(message.id, ids);
@@ -394,11 +459,21 @@ export class Messages {
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
     if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
     if (page.cursor) query = query.where('id', '<', page.cursor);
-    return toPage(await query.orderBy('id', 'desc').limit(page.limit + 1).execute(), page.limit);
+    return toPage(
+      await query
+        .orderBy('id', 'desc')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+    );
   }
 
   async payload(messageId: string): Promise<string | undefined> {
-    const row = await this.ctx.db.selectFrom('payloads').select('body').where('message_id', '=', messageId).executeTakeFirst();
+    const row = await this.ctx.db
+      .selectFrom('payloads')
+      .select('body')
+      .where('message_id', '=', messageId)
+      .executeTakeFirst();
     return row?.body;
   }
 }

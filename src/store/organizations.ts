@@ -1,7 +1,15 @@
 import { newId } from '../domain/ids.js';
 import { generateApiKey, hashApiKey, KEY_PREFIX } from '../domain/secrets.js';
 import { STARTER_CATALOG } from '../domain/catalog.js';
-import { liveFlag, toPage, type Executor, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  liveFlag,
+  toPage,
+  type Executor,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { ApiKeyRow, OrganizationRow } from './schema.js';
 
 /** How long an API-key lookup is reused (see Organizations.findKeyOwner). */
@@ -142,7 +150,10 @@ export class Organizations {
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope));
     if (page.cursor) query = query.where('id', '<', page.cursor);
-    const rows = await query.orderBy('id', 'desc').limit(page.limit + 1).execute();
+    const rows = await query
+      .orderBy('id', 'desc')
+      .limit(page.limit + 1)
+      .execute();
     return toPage(rows, page.limit);
   }
 

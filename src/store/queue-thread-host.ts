@@ -67,7 +67,8 @@ port.on('message', (message: { id: number; call: QueueCall } | 'close') => {
   const done = run(call).then(
     (result) => port.postMessage({ id, result } satisfies QueueReply),
     (error: unknown) => {
-      const { message: text, code } = error instanceof Error ? (error as Error & { code?: string }) : { message: String(error), code: undefined };
+      const { message: text, code } =
+        error instanceof Error ? (error as Error & { code?: string }) : { message: String(error), code: undefined };
       port.postMessage({ id, error: { message: text, code } } satisfies QueueReply);
     },
   );

@@ -36,8 +36,17 @@ export class QueueThread implements WorkerQueue {
 
   /** The queue thread for a service's configuration. */
   static forConfig(config: Config): QueueThread {
-    const policy: QueuePolicy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs, leaseMs: config.leaseMs };
-    return new QueueThread({ file: sqliteFile(config.dataDir), secretKey: config.secretKey, policy, retentionMs: config.retentionMs });
+    const policy: QueuePolicy = {
+      retryScheduleMs: config.retryScheduleMs,
+      disableAfterMs: config.disableAfterMs,
+      leaseMs: config.leaseMs,
+    };
+    return new QueueThread({
+      file: sqliteFile(config.dataDir),
+      secretKey: config.secretKey,
+      policy,
+      retentionMs: config.retentionMs,
+    });
   }
 
   claimLoaded(...args: Parameters<Queue['claimLoaded']>) {
@@ -130,7 +139,11 @@ export class QueueThread implements WorkerQueue {
       else waiting.resolve(result);
     });
     // Followed by 'exit'; kept so that the failed calls say why the thread ended.
-    worker.on('error', (error) => (failure = error instanceof Error ? error : new Error(String((error as { code?: string }).code ?? error))));
+    worker.on(
+      'error',
+      (error) =>
+        (failure = error instanceof Error ? error : new Error(String((error as { code?: string }).code ?? error))),
+    );
     const exited = new Promise<void>((resolve) =>
       worker.once('exit', (code) => {
         if (this.thread?.worker === worker) this.thread = null;

@@ -20,7 +20,13 @@ export interface AttemptInput {
   delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
   /** `secrets` is null when this process cannot open them (sealed under another HERALD_SECRET_KEY). */
   /** `publicOnly`: its URL may reach public addresses only (a Live endpoint, or one made in a portal). */
-  endpoint: { id: string; url: string; publicOnly: boolean; status: EndpointStatus; secrets: SigningSecrets | null } | null;
+  endpoint: {
+    id: string;
+    url: string;
+    publicOnly: boolean;
+    status: EndpointStatus;
+    secrets: SigningSecrets | null;
+  } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
   /** Too large to come with a claim (CLAIMED_PAYLOAD_LIMIT): `load` the input when the attempt starts. */
@@ -73,7 +79,9 @@ const INPUT_COLUMNS = [
  */
 function inputColumns(payloadLimit: number | null) {
   const body =
-    payloadLimit === null ? sql<string | null>`payloads.body` : sql<string | null>`case when octet_length(payloads.body) <= ${payloadLimit} then payloads.body end`;
+    payloadLimit === null
+      ? sql<string | null>`payloads.body`
+      : sql<string | null>`case when octet_length(payloads.body) <= ${payloadLimit} then payloads.body end`;
   return [...INPUT_COLUMNS, body.as('body'), 'payloads.message_id as payload_id'] as const;
 }
 
@@ -99,7 +107,10 @@ interface LoadedRow {
 }
 
 /** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
-export type WorkerQueue = Pick<Queue, 'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'endpointsNow' | 'drop' | 'completeMany'>;
+export type WorkerQueue = Pick<
+  Queue,
+  'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'endpointsNow' | 'drop' | 'completeMany'
+>;
 
 export interface QueuePolicy {
   retryScheduleMs: number[];
@@ -142,10 +153,16 @@ export class Queue {
    * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later. On PostgreSQL this is one statement (the
    * claim is a data-modifying CTE joined to the inputs), so a claim costs one round trip instead of two.
    */
-  async claimLoaded(owner: string, limit: number, scope: ClaimScope = {}): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
+  async claimLoaded(
+    owner: string,
+    limit: number,
+    scope: ClaimScope = {},
+  ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
     if (this.ctx.dialect !== 'postgres') {
       const tasks = await this.claim(owner, limit, scope);
-      const inputs = new Map((await this.loadWith(tasks, CLAIMED_PAYLOAD_LIMIT)).map((input) => [input.task.id, input]));
+      const inputs = new Map(
+        (await this.loadWith(tasks, CLAIMED_PAYLOAD_LIMIT)).map((input) => [input.task.id, input]),
+      );
       return tasks.map((task) => ({ task, input: inputs.get(task.id) ?? null }));
     }
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
@@ -221,7 +238,10 @@ export class Queue {
   }
 
   private nextDueQuery(excludeEndpoints: readonly string[], since: number) {
-    const query = this.ctx.db.selectFrom('delivery_tasks').select((eb) => eb.fn.min('run_at').as('due')).where('run_at', '>', since);
+    const query = this.ctx.db
+      .selectFrom('delivery_tasks')
+      .select((eb) => eb.fn.min('run_at').as('due'))
+      .where('run_at', '>', since);
     return excludeEndpoints.length > 0 ? query.where(this.endpointNotAmong(excludeEndpoints)) : query;
   }
 
@@ -280,7 +300,11 @@ export class Queue {
       .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
       .select(inputColumns(payloadLimit))
-      .where('deliveries.id', 'in', tasks.map((t) => t.delivery_id))
+      .where(
+        'deliveries.id',
+        'in',
+        tasks.map((t) => t.delivery_id),
+      )
       .execute();
     const byId = new Map(rows.map((row) => [row.d_id, row]));
     const now = this.ctx.now();
@@ -296,16 +320,24 @@ export class Queue {
    * `secrets` memoizes the opened secrets within one load: the tasks of a claim mostly share a few
    * endpoints, and opening a sealed secret is a decryption.
    */
-  private toInput(task: ClaimedTask, row: LoadedRow, now: number, secrets: Map<string, SigningSecrets | null>): AttemptInput | null {
+  private toInput(
+    task: ClaimedTask,
+    row: LoadedRow,
+    now: number,
+    secrets: Map<string, SigningSecrets | null>,
+  ): AttemptInput | null {
     // The delivery or its message is gone (retention, or a deleted application).
     if (row.d_id === null || row.m_id === null) return null;
     return {
       task,
-      delivery: { id: row.d_id, messageId: row.message_id!, eventType: row.event_type!, createdAt: row.created_at!, livemode: Boolean(row.livemode) },
-      endpoint:
-        row.e_id === null
-          ? null
-          : this.endpointInput(row.e_id, row.endpoint_status!, row, now, secrets),
+      delivery: {
+        id: row.d_id,
+        messageId: row.message_id!,
+        eventType: row.event_type!,
+        createdAt: row.created_at!,
+        livemode: Boolean(row.livemode),
+      },
+      endpoint: row.e_id === null ? null : this.endpointInput(row.e_id, row.endpoint_status!, row, now, secrets),
       payloadJson: row.body ?? null,
       payloadLater: row.body === null && row.payload_id !== null,
     };
@@ -321,14 +353,24 @@ export class Queue {
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
-    return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets: this.secretsOf(row, now, secrets) };
+    return {
+      id,
+      url: row.url!,
+      publicOnly,
+      status: status as EndpointStatus,
+      secrets: this.secretsOf(row, now, secrets),
+    };
   }
 
   /**
    * The endpoint's signing secrets, or null when they do not open here (sealed under another
    * HERALD_SECRET_KEY): that endpoint's attempts wait, and the rest of the claim goes on (worker.ts).
    */
-  private secretsOf(row: Pick<LoadedRow, keyof SecretColumns>, now: number, memo: Map<string, SigningSecrets | null>): SigningSecrets | null {
+  private secretsOf(
+    row: Pick<LoadedRow, keyof SecretColumns>,
+    now: number,
+    memo: Map<string, SigningSecrets | null>,
+  ): SigningSecrets | null {
     // Every rotation seals a new current secret (a fresh nonce each time), so it names the whole set.
     let secrets = memo.get(row.secret_sealed!);
     if (secrets === undefined) {
@@ -350,7 +392,18 @@ export class Queue {
     if (ids.length === 0) return [];
     const rows = await this.ctx.db
       .selectFrom('endpoints')
-      .select(['id', 'url', 'livemode', 'public_only', 'status', 'secret_sealed', 'previous_secret_sealed', 'previous_valid_until', 'earlier_secrets_sealed', 'earlier_valid_until'])
+      .select([
+        'id',
+        'url',
+        'livemode',
+        'public_only',
+        'status',
+        'secret_sealed',
+        'previous_secret_sealed',
+        'previous_valid_until',
+        'earlier_secrets_sealed',
+        'earlier_valid_until',
+      ])
       .where('id', 'in', ids)
       .execute();
     const now = this.ctx.now();
@@ -388,13 +441,21 @@ export class Queue {
       const newAttemptsOf = await insertNewRows(trx, this.ctx.dialect, 'attempts', rows, 'id', 'delivery_id');
       // A 2xx delivered the message even when the task was taken or cancelled meanwhile.
       const delivered = new Set(items.filter((i) => i.result.ok).map((i) => i.input.task.delivery_id));
-      const owned = await this.takeOwnedTasks(trx, items.map((i) => i.input.task), owner, delivered);
+      const owned = await this.takeOwnedTasks(
+        trx,
+        items.map((i) => i.input.task),
+        owner,
+        delivered,
+      );
       await this.countAttempts(trx, newAttemptsOf, delivered, now);
       const exhausted = new Set<AttemptInput>();
       for (const { input, result } of items) {
-        if (!result.ok && owned.has(input.task.id) && (await this.settleFailure(trx, input, result))) exhausted.add(input);
+        if (!result.ok && owned.has(input.task.id) && (await this.settleFailure(trx, input, result)))
+          exhausted.add(input);
       }
-      const healthFrom = items.filter(({ input }) => owned.has(input.task.id) && input.endpoint !== null && input.endpoint.status !== 'disabled');
+      const healthFrom = items.filter(
+        ({ input }) => owned.has(input.task.id) && input.endpoint !== null && input.endpoint.status !== 'disabled',
+      );
       await this.updateHealth(trx, healthFrom, exhausted);
       return items.map(({ input }) => owned.has(input.task.id));
     });
@@ -409,9 +470,16 @@ export class Queue {
    * outcome of the batch, ours or not). Batches are at most a few hundred outcomes (GroupCommit), well
    * within PostgreSQL's parameter limit.
    */
-  private async completeDelivered(items: { input: AttemptInput; result: AttemptResult }[], owner: string): Promise<boolean[]> {
+  private async completeDelivered(
+    items: { input: AttemptInput; result: AttemptResult }[],
+    owner: string,
+  ): Promise<boolean[]> {
     const { rows } = await this.completeDeliveredQuery(items, owner).execute(this.ctx.db);
-    const owned = ownedTasks(items.map(({ input }) => input.task), rows, owner);
+    const owned = ownedTasks(
+      items.map(({ input }) => input.task),
+      rows,
+      owner,
+    );
     return items.map(({ input }) => owned.has(input.task.id));
   }
 
@@ -435,7 +503,9 @@ export class Queue {
     ];
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
-      const ours = sql.join(healthFrom.map(({ input }) => sql`(${input.task.id}, ${input.task.leaseUntil}::bigint, ${input.endpoint!.id})`));
+      const ours = sql.join(
+        healthFrom.map(({ input }) => sql`(${input.task.id}, ${input.task.leaseUntil}::bigint, ${input.endpoint!.id})`),
+      );
       // In parentheses: kysely writes a raw expression after `in` as it is.
       const ownedEndpoints = sql<string>`(select e.endpoint_id from (values ${ours}) as e(task_id, lease_until, endpoint_id)
         join taken on taken.id = e.task_id and taken.lease_owner = ${owner} and taken.run_at = e.lease_until)`;
@@ -443,20 +513,39 @@ export class Queue {
       // it must not wait for an endpoint: one that needs marking healthy and is locked (being disabled,
       // deleted, or its failure recorded) fails the statement at once (55P03), and completeMany records
       // the batch in a transaction instead. Healthy endpoints are not locked at all.
-      const lockedHere = db.selectFrom('endpoints').select('id').where('id', 'in', ownedEndpoints).where(changedBySuccess).forUpdate().noWait();
-      parts.push(sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`);
+      const lockedHere = db
+        .selectFrom('endpoints')
+        .select('id')
+        .where('id', 'in', ownedEndpoints)
+        .where(changedBySuccess)
+        .forUpdate()
+        .noWait();
+      parts.push(
+        sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`,
+      );
     }
-    return sql<{ id: string; lease_owner: string | null; run_at: number }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`;
+    return sql<{
+      id: string;
+      lease_owner: string | null;
+      run_at: number;
+    }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`;
   }
 
   /**
    * Deletes the tasks we still hold (same owner, same lease end) and returns their ids; in the same
    * statement, drops the remaining scheduled attempts of `delivered` deliveries (manual ones were asked for).
    */
-  private async takeOwnedTasks(trx: Executor, tasks: ClaimedTask[], owner: string, delivered: Set<string>): Promise<Set<string>> {
+  private async takeOwnedTasks(
+    trx: Executor,
+    tasks: ClaimedTask[],
+    owner: string,
+    delivered: Set<string>,
+  ): Promise<Set<string>> {
     const owned = new Set<string>();
     for (const part of chunks(tasks, 200)) {
-      const rows = await this.takeTasks(trx, part, owner, delivered).returning(['id', 'lease_owner', 'run_at']).execute();
+      const rows = await this.takeTasks(trx, part, owner, delivered)
+        .returning(['id', 'lease_owner', 'run_at'])
+        .execute();
       for (const id of ownedTasks(part, rows, owner)) owned.add(id);
     }
     return owned;
@@ -468,8 +557,14 @@ export class Queue {
     // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
     const byLease = idsByLease(tasks);
     return db.deleteFrom('delivery_tasks').where((eb) => {
-      const ours = eb.and([eb('lease_owner', '=', owner), eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)])))]);
-      const taken = deliveredHere.length === 0 ? ours : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
+      const ours = eb.and([
+        eb('lease_owner', '=', owner),
+        eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)]))),
+      ]);
+      const taken =
+        deliveredHere.length === 0
+          ? ours
+          : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
       if (this.ctx.dialect !== 'postgres') return taken;
       // PostgreSQL without table statistics expects each value of an `in` list to match 0.5% of the rows, so
       // the lists above read the whole task table for a batch of outcomes (100 at 50,000 tasks: ~10 ms).
@@ -490,7 +585,12 @@ export class Queue {
    * and a manual attempt in one batch); delivered ones also become `success`, with their next attempt the
    * earliest manual one left, if any. An outcome whose row existed already was counted when it was written.
    */
-  private async countAttempts(trx: Executor, newAttemptsOf: string[], delivered: Set<string>, now: number): Promise<void> {
+  private async countAttempts(
+    trx: Executor,
+    newAttemptsOf: string[],
+    delivered: Set<string>,
+    now: number,
+  ): Promise<void> {
     const counts = new Map<string, number>();
     for (const id of newAttemptsOf) counts.set(id, (counts.get(id) ?? 0) + 1);
     const groups = new Map<string, { n: number; success: boolean; ids: string[] }>();
@@ -507,7 +607,12 @@ export class Queue {
           .updateTable('deliveries')
           .set((eb) =>
             success
-              ? { attempt_count: eb('attempt_count', '+', n), status: 'success', next_attempt_at: nextRunAt(eb.ref('deliveries.id')), updated_at: now }
+              ? {
+                  attempt_count: eb('attempt_count', '+', n),
+                  status: 'success',
+                  next_attempt_at: nextRunAt(eb.ref('deliveries.id')),
+                  updated_at: now,
+                }
               : { attempt_count: eb('attempt_count', '+', n), updated_at: now },
           )
           .where('id', 'in', part)
@@ -536,19 +641,40 @@ export class Queue {
     const endpointDisabled = input.endpoint === null || input.endpoint.status === 'disabled';
     if (task.trigger === 'scheduled') {
       const nextStep = delivery.schedule_step + 1;
-      const delay = endpointDisabled ? null : nextDelayAfterFailure(this.policy.retryScheduleMs, nextStep, result.retryAfterMs);
+      const delay = endpointDisabled
+        ? null
+        : nextDelayAfterFailure(this.policy.retryScheduleMs, nextStep, result.retryAfterMs);
       if (delay === null) {
-        await this.setDelivery(trx, task.delivery_id, { status: endpointDisabled && input.endpoint ? 'disabled' : 'failed', schedule_step: nextStep }, now);
+        await this.setDelivery(
+          trx,
+          task.delivery_id,
+          { status: endpointDisabled && input.endpoint ? 'disabled' : 'failed', schedule_step: nextStep },
+          now,
+        );
         return !endpointDisabled;
       }
       const runAt = now + delay;
       await trx
         .insertInto('delivery_tasks')
-        .values({ id: newId('task', now), delivery_id: task.delivery_id, endpoint_id: task.endpoint_id, trigger: 'scheduled', attempt_number: delivery.attempt_seq + 1, run_at: runAt, lease_owner: null })
+        .values({
+          id: newId('task', now),
+          delivery_id: task.delivery_id,
+          endpoint_id: task.endpoint_id,
+          trigger: 'scheduled',
+          attempt_number: delivery.attempt_seq + 1,
+          run_at: runAt,
+          lease_owner: null,
+        })
         .execute();
       await trx
         .updateTable('deliveries')
-        .set({ status: 'pending', schedule_step: nextStep, attempt_seq: delivery.attempt_seq + 1, next_attempt_at: runAt, updated_at: now })
+        .set({
+          status: 'pending',
+          schedule_step: nextStep,
+          attempt_seq: delivery.attempt_seq + 1,
+          next_attempt_at: runAt,
+          updated_at: now,
+        })
         .where('id', '=', task.delivery_id)
         .execute();
       return false;
@@ -560,7 +686,12 @@ export class Queue {
     if (waiting !== null) {
       await this.setDelivery(trx, task.delivery_id, { next_attempt_at: waiting }, now);
     } else if (delivery.status !== 'success') {
-      await this.setDelivery(trx, task.delivery_id, { status: endpointDisabled && input.endpoint ? 'disabled' : 'failed' }, now);
+      await this.setDelivery(
+        trx,
+        task.delivery_id,
+        { status: endpointDisabled && input.endpoint ? 'disabled' : 'failed' },
+        now,
+      );
     } else {
       await this.setDelivery(trx, task.delivery_id, {}, now);
     }
@@ -568,7 +699,11 @@ export class Queue {
   }
 
   private async nextQueuedAt(trx: Executor, deliveryId: string): Promise<number | null> {
-    const row = await trx.selectFrom('delivery_tasks').select(minRunAt().as('due')).where('delivery_id', '=', deliveryId).executeTakeFirst();
+    const row = await trx
+      .selectFrom('delivery_tasks')
+      .select(minRunAt().as('due'))
+      .where('delivery_id', '=', deliveryId)
+      .executeTakeFirst();
     return row?.due == null ? null : Number(row.due);
   }
 
@@ -578,7 +713,8 @@ export class Queue {
     changes: { status?: string; schedule_step?: number; next_attempt_at?: number | null },
     now: number,
   ): Promise<void> {
-    const nextAttemptAt = changes.next_attempt_at !== undefined ? changes.next_attempt_at : await this.nextQueuedAt(trx, deliveryId);
+    const nextAttemptAt =
+      changes.next_attempt_at !== undefined ? changes.next_attempt_at : await this.nextQueuedAt(trx, deliveryId);
     await trx
       .updateTable('deliveries')
       .set({ ...changes, next_attempt_at: nextAttemptAt, updated_at: now })
@@ -587,13 +723,19 @@ export class Queue {
   }
 
   /** Endpoint health after a batch: each endpoint read once, its outcomes applied in order, written if changed. */
-  private async updateHealth(trx: Executor, items: { input: AttemptInput; result: AttemptResult }[], exhausted: Set<AttemptInput>): Promise<void> {
+  private async updateHealth(
+    trx: Executor,
+    items: { input: AttemptInput; result: AttemptResult }[],
+    exhausted: Set<AttemptInput>,
+  ): Promise<void> {
     // An endpoint whose outcomes here are all successes ends `active` with no failure streak, whatever it
     // was (unless disabled, which an outcome never undoes): one conditional write, no read.
     const failed = new Set(items.filter(({ result }) => !result.ok).map(({ input }) => input.endpoint!.id));
     const healthy = [...new Set(items.map(({ input }) => input.endpoint!.id))].filter((id) => !failed.has(id));
     if (healthy.length > 0) {
-      const at = Math.max(...items.filter(({ input }) => !failed.has(input.endpoint!.id)).map(({ result }) => result.at));
+      const at = Math.max(
+        ...items.filter(({ input }) => !failed.has(input.endpoint!.id)).map(({ result }) => result.at),
+      );
       await markHealthy(trx, healthy, at).execute();
       items = items.filter(({ input }) => failed.has(input.endpoint!.id));
     }
@@ -601,8 +743,17 @@ export class Queue {
     if (ids.length === 0) return;
     // Health is read, changed and written back: on PostgreSQL the rows were locked when the transaction
     // began (lockEndpoints), so another batch cannot undo this one's change meanwhile.
-    const rows = await trx.selectFrom('endpoints').select(['id', 'status', 'failing_since', 'exhausted_at']).where('id', 'in', ids).execute();
-    const before = new Map(rows.map((row) => [row.id, { status: row.status as EndpointStatus, failingSince: row.failing_since, exhaustedAt: row.exhausted_at }]));
+    const rows = await trx
+      .selectFrom('endpoints')
+      .select(['id', 'status', 'failing_since', 'exhausted_at'])
+      .where('id', 'in', ids)
+      .execute();
+    const before = new Map(
+      rows.map((row) => [
+        row.id,
+        { status: row.status as EndpointStatus, failingSince: row.failing_since, exhaustedAt: row.exhausted_at },
+      ]),
+    );
     const after = new Map(before);
     let at = 0;
     for (const { input, result } of items) {
@@ -611,12 +762,21 @@ export class Queue {
       at = Math.max(at, result.at);
       after.set(
         input.endpoint!.id,
-        nextEndpointHealth(current, { ok: result.ok, responseStatus: result.responseStatus, exhausted: exhausted.has(input), at: result.at }, this.policy.disableAfterMs),
+        nextEndpointHealth(
+          current,
+          { ok: result.ok, responseStatus: result.responseStatus, exhausted: exhausted.has(input), at: result.at },
+          this.policy.disableAfterMs,
+        ),
       );
     }
     for (const [id, health] of after) {
       const was = before.get(id)!;
-      if (health.status !== was.status || health.failingSince !== was.failingSince || health.exhaustedAt !== was.exhaustedAt) await this.endpoints.recordHealth(trx, id, health, at);
+      if (
+        health.status !== was.status ||
+        health.failingSince !== was.failingSince ||
+        health.exhaustedAt !== was.exhaustedAt
+      )
+        await this.endpoints.recordHealth(trx, id, health, at);
     }
   }
 }
@@ -633,7 +793,11 @@ export class Queue {
 async function lockEndpoints(trx: Executor, items: { input: AttemptInput; result: AttemptResult }[]): Promise<void> {
   const ids = [...new Set(items.flatMap(({ input }) => (input.endpoint ? [input.endpoint.id] : [])))];
   if (ids.length === 0) return;
-  const failed = [...new Set(items.filter(({ input, result }) => input.endpoint && !result.ok).map(({ input }) => input.endpoint!.id))];
+  const failed = [
+    ...new Set(
+      items.filter(({ input, result }) => input.endpoint && !result.ok).map(({ input }) => input.endpoint!.id),
+    ),
+  ];
   // Only the rows this batch may write: those with a failure here, and those a success would mark healthy.
   // A healthy endpoint with only successes here is left unlocked, or a busy one would make every batch
   // with a failure, in every worker, wait for the others.
@@ -660,14 +824,20 @@ function minRunAt() {
 /** When the delivery's next queued attempt runs (null: none left), leaving out the task ids of `except`. */
 function nextRunAt(deliveryId: Expression<string>, except?: Expression<string>) {
   const left = except ? sql` and ${sql.ref('delivery_tasks.id')} not in (${except})` : sql``;
-  return sql<number | null>`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId}${left})`;
+  return sql<
+    number | null
+  >`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId}${left})`;
 }
 
 /**
  * Endpoints after outcomes that were all successes: `active` with no failure streak, whatever they were,
  * unless disabled (which an outcome never undoes). Only rows that change are written.
  */
-function markHealthy(db: Executor, endpointIds: readonly string[] | Expression<string> | SelectQueryBuilder<Database, 'endpoints', { id: string }>, at: number) {
+function markHealthy(
+  db: Executor,
+  endpointIds: readonly string[] | Expression<string> | SelectQueryBuilder<Database, 'endpoints', { id: string }>,
+  at: number,
+) {
   return db
     .updateTable('endpoints')
     .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: at })
@@ -693,7 +863,11 @@ function idsByLease(tasks: ClaimedTask[]): Map<number, string[]> {
 }
 
 /** Ids of the deleted `rows` that were still ours: same owner, same lease end as when we claimed them. */
-function ownedTasks(tasks: ClaimedTask[], rows: { id: string; lease_owner: string | null; run_at: number }[], owner: string): Set<string> {
+function ownedTasks(
+  tasks: ClaimedTask[],
+  rows: { id: string; lease_owner: string | null; run_at: number }[],
+  owner: string,
+): Set<string> {
   const byId = new Map(tasks.map((task) => [task.id, task]));
   const owned = new Set<string>();
   for (const row of rows) {

@@ -29,7 +29,14 @@ type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promi
  * whatever its age: a replay of an old message creates fresh deliveries that still need them.
  */
 const STEPS: [keyof PurgeCounts, Step][] = [
-  ['attempts', (trx, cutoff, _now, limit) => trx.deleteFrom('attempts').where('id', 'in', trx.selectFrom('attempts').select('id').where('created_at', '<', cutoff).limit(limit)).executeTakeFirst()],
+  [
+    'attempts',
+    (trx, cutoff, _now, limit) =>
+      trx
+        .deleteFrom('attempts')
+        .where('id', 'in', trx.selectFrom('attempts').select('id').where('created_at', '<', cutoff).limit(limit))
+        .executeTakeFirst(),
+  ],
   [
     'deliveries',
     (trx, cutoff, _now, limit) =>
@@ -38,7 +45,13 @@ const STEPS: [keyof PurgeCounts, Step][] = [
         .where(
           'id',
           'in',
-          trx.selectFrom('deliveries').select('id').where('created_at', '<', cutoff).where('status', '!=', 'pending').where('id', 'not in', queued(trx)).limit(limit),
+          trx
+            .selectFrom('deliveries')
+            .select('id')
+            .where('created_at', '<', cutoff)
+            .where('status', '!=', 'pending')
+            .where('id', 'not in', queued(trx))
+            .limit(limit),
         )
         .executeTakeFirst(),
   ],
@@ -47,7 +60,16 @@ const STEPS: [keyof PurgeCounts, Step][] = [
     (trx, cutoff, _now, limit) =>
       trx
         .deleteFrom('payloads')
-        .where('message_id', 'in', trx.selectFrom('payloads').select('message_id').where('created_at', '<', cutoff).where('message_id', 'not in', unsettled(trx)).limit(limit))
+        .where(
+          'message_id',
+          'in',
+          trx
+            .selectFrom('payloads')
+            .select('message_id')
+            .where('created_at', '<', cutoff)
+            .where('message_id', 'not in', unsettled(trx))
+            .limit(limit),
+        )
         .executeTakeFirst(),
   ],
   [
@@ -63,7 +85,15 @@ const STEPS: [keyof PurgeCounts, Step][] = [
             .selectFrom('messages')
             .select('id')
             .where('created_at', '<', cutoff)
-            .where(({ not, exists, selectFrom }) => not(exists(selectFrom('deliveries').select('deliveries.id').whereRef('deliveries.message_id', '=', 'messages.id'))))
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('deliveries')
+                    .select('deliveries.id')
+                    .whereRef('deliveries.message_id', '=', 'messages.id'),
+                ),
+              ),
+            )
             .limit(limit),
         )
         .executeTakeFirst(),
@@ -74,7 +104,16 @@ const STEPS: [keyof PurgeCounts, Step][] = [
       trx
         .deleteFrom('idempotency_keys')
         .where((eb) =>
-          eb(eb.refTuple('org_id', 'livemode', 'key'), 'in', trx.selectFrom('idempotency_keys').select(['org_id', 'livemode', 'key']).where('expires_at', '<=', now).limit(limit).$asTuple('org_id', 'livemode', 'key')),
+          eb(
+            eb.refTuple('org_id', 'livemode', 'key'),
+            'in',
+            trx
+              .selectFrom('idempotency_keys')
+              .select(['org_id', 'livemode', 'key'])
+              .where('expires_at', '<=', now)
+              .limit(limit)
+              .$asTuple('org_id', 'livemode', 'key'),
+          ),
         )
         .executeTakeFirst(),
   ],
@@ -94,7 +133,12 @@ const unsettled = (trx: Executor) =>
  * Removes what is older than the retention period (see STEPS), in transactions of at most `batch` rows.
  * `stopped` is asked between batches: a service that is closing ends the purge there (the next one goes on).
  */
-export async function purgeExpired(ctx: StoreContext, retentionMs: number, batch = PURGE_BATCH, stopped = () => false): Promise<PurgeCounts> {
+export async function purgeExpired(
+  ctx: StoreContext,
+  retentionMs: number,
+  batch = PURGE_BATCH,
+  stopped = () => false,
+): Promise<PurgeCounts> {
   const now = ctx.now();
   const cutoff = now - retentionMs;
   const counts: PurgeCounts = { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 };
@@ -114,7 +158,11 @@ export async function purgeExpired(ctx: StoreContext, retentionMs: number, batch
 }
 
 /** One batch in its own transaction; null when another process holds the purge (PostgreSQL). */
-async function purgeBatch(db: Kysely<Database>, postgres: boolean, remove: (trx: Executor) => Promise<{ numDeletedRows: bigint }>): Promise<number | null> {
+async function purgeBatch(
+  db: Kysely<Database>,
+  postgres: boolean,
+  remove: (trx: Executor) => Promise<{ numDeletedRows: bigint }>,
+): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
     // Every worker process runs the purge; on PostgreSQL one batch at a time is enough, and two at once
     // would only block or deadlock each other. The lock ends with the transaction.

@@ -19,7 +19,10 @@ describe('api keys', () => {
     assert.equal(reply.body.object, 'bootstrap');
     assert.match(reply.body.organization.id, /^org_/);
     assert.equal(reply.body.organization.name, 'Boot');
-    for (const [field, prefix, livemode] of [['test_key', 'sk_test_', false], ['live_key', 'sk_live_', true]] as const) {
+    for (const [field, prefix, livemode] of [
+      ['test_key', 'sk_test_', false],
+      ['live_key', 'sk_live_', true],
+    ] as const) {
       const key = reply.body[field];
       assert.match(key.id, /^key_/);
       assert.equal(key.object, 'api_key');
@@ -33,11 +36,20 @@ describe('api keys', () => {
     const again = await new Client(service.url).post('/api/v1/dev/bootstrap');
     assert.equal(again.status, 201);
     assert.notEqual(again.body.organization.id, reply.body.organization.id);
-    assertError(await new Client(service.url).post('/api/v1/dev/bootstrap', { name: 5 }), 400, 'invalid_request', /name/);
+    assertError(
+      await new Client(service.url).post('/api/v1/dev/bootstrap', { name: 5 }),
+      400,
+      'invalid_request',
+      /name/,
+    );
   });
 
   test('in production the dev bootstrap route does not exist: 404 with the envelope', async () => {
-    const production = await startTestService({ HERALD_ROLE: 'api', HERALD_MODE: 'production', HERALD_SECRET_KEY: 'production-secret-key-0123456789-abcdefghij' });
+    const production = await startTestService({
+      HERALD_ROLE: 'api',
+      HERALD_MODE: 'production',
+      HERALD_SECRET_KEY: 'production-secret-key-0123456789-abcdefghij',
+    });
     try {
       const anonymous = new Client(production.url);
       assertError(await anonymous.post('/api/v1/dev/bootstrap', { name: 'Nope' }), 404, 'not_found');
@@ -143,7 +155,11 @@ describe('api keys', () => {
     // Unknown keys presented as a flood would (in batches, a thousand at a time at most).
     const flood = async (from: number, to: number) => {
       for (let i = from; i < to; i += 50) {
-        const answers = await Promise.all(Array.from({ length: 50 }, (_, j) => organizations.findKeyOwner(`sk_test_flood${String(i + j).padStart(28, '0')}`)));
+        const answers = await Promise.all(
+          Array.from({ length: 50 }, (_, j) =>
+            organizations.findKeyOwner(`sk_test_flood${String(i + j).padStart(28, '0')}`),
+          ),
+        );
         assert.ok(answers.every((owner) => owner === undefined));
       }
     };

@@ -50,7 +50,12 @@ describe('applications', () => {
     assertError(await api.post('/api/v1/applications', {}), 400, 'invalid_request', /name/);
     assertError(await api.post('/api/v1/applications', { name: '' }), 400, 'invalid_request', /name/);
     assertError(await api.post('/api/v1/applications', { name: 7 }), 400, 'invalid_request', /name/);
-    assertError(await api.post('/api/v1/applications', { name: 'x', uid: 'app_looks_like_an_id' }), 400, 'invalid_request', /uid/);
+    assertError(
+      await api.post('/api/v1/applications', { name: 'x', uid: 'app_looks_like_an_id' }),
+      400,
+      'invalid_request',
+      /uid/,
+    );
     assert.deepEqual(await idsOf(api, '/api/v1/applications'), before);
   });
 
@@ -100,7 +105,11 @@ describe('applications', () => {
     assertError(await api.get(`/api/v1/endpoints/${endpoint.id}`), 404, 'not_found');
     assert.ok(!(await idsOf(api, '/api/v1/applications')).includes(app.id));
     assert.equal((await api.get(`/api/v1/messages/${message.id}`)).status, 200);
-    assertError(await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} }), 404, 'not_found');
+    assertError(
+      await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} }),
+      404,
+      'not_found',
+    );
     assertError(await api.delete(`/api/v1/applications/${app.id}`), 404, 'not_found');
     // The uid is free again.
     await createApp(api, { name: 'Reborn', uid: 'doomed' });
@@ -112,7 +121,11 @@ describe('applications', () => {
     for (let i = 0; i < 13; i++) created.push((await createApp(fresh, { name: `App ${i}` })).id);
     for (const limit of [1, 4, 13, 50]) {
       const all = await listAll(fresh, '/api/v1/applications', limit);
-      assert.deepEqual(all.map((a) => a.id), [...created].reverse(), `limit=${limit}`);
+      assert.deepEqual(
+        all.map((a) => a.id),
+        [...created].reverse(),
+        `limit=${limit}`,
+      );
     }
     assertError(await fresh.get('/api/v1/applications?limit=0'), 400, 'invalid_request', /limit/);
     assertError(await fresh.get('/api/v1/applications?limit=abc'), 400, 'invalid_request', /limit/);

@@ -60,9 +60,17 @@ describe('authentication and isolation', () => {
   test('the scheme of the Authorization header is case-insensitive; the key is not', async () => {
     const anonymous = new Client(service.url);
     for (const scheme of ['bearer', 'BEARER', 'Bearer ']) {
-      assert.equal((await anonymous.get('/api/v1/applications', { authorization: `${scheme} ${ownerKey.key}` })).status, 200, scheme);
+      assert.equal(
+        (await anonymous.get('/api/v1/applications', { authorization: `${scheme} ${ownerKey.key}` })).status,
+        200,
+        scheme,
+      );
     }
-    assertError(await anonymous.get('/api/v1/applications', { authorization: `Bearer ${ownerKey.key.toUpperCase()}` }), 401, 'unauthorized');
+    assertError(
+      await anonymous.get('/api/v1/applications', { authorization: `Bearer ${ownerKey.key.toUpperCase()}` }),
+      401,
+      'unauthorized',
+    );
   });
 
   test('a Live key of organization A does not see its Test keys, and vice versa', async () => {
@@ -98,9 +106,21 @@ describe('authentication and isolation', () => {
       assertError(await other.patch('/api/v1/event-types/a.private', { description: 'stolen' }), 404, 'not_found');
       assertError(await other.delete(`/api/v1/api-keys/${ownerKey.id}`), 404, 'not_found');
       // Emitting or attaching to another scope's application.
-      assertError(await other.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} }), 404, 'not_found');
-      assertError(await other.post('/api/v1/messages', { app_id: 'shared-uid', event_type: 'invoice.paid', payload: {} }), 404, 'not_found');
-      assertError(await other.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com/x' }), 404, 'not_found');
+      assertError(
+        await other.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} }),
+        404,
+        'not_found',
+      );
+      assertError(
+        await other.post('/api/v1/messages', { app_id: 'shared-uid', event_type: 'invoice.paid', payload: {} }),
+        404,
+        'not_found',
+      );
+      assertError(
+        await other.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com/x' }),
+        404,
+        'not_found',
+      );
       // Lists, including filtered by the other's ids.
       assert.ok(!(await idsOf(other, '/api/v1/applications')).includes(app.id));
       assert.ok(!(await idsOf(other, '/api/v1/endpoints')).includes(endpoint.id));

@@ -52,7 +52,10 @@ describe('command line', () => {
   before(async () => {
     database = await createTestDatabase();
     env = { ...database.env, HERALD_MODE: 'production', HERALD_SECRET_KEY: SECRET };
-    service = await startTestService({ HERALD_ROLE: 'api', HERALD_MODE: 'production', HERALD_SECRET_KEY: SECRET }, database);
+    service = await startTestService(
+      { HERALD_ROLE: 'api', HERALD_MODE: 'production', HERALD_SECRET_KEY: SECRET },
+      database,
+    );
   });
   after(async () => {
     await service?.stop();
@@ -72,7 +75,11 @@ describe('command line', () => {
     const liveClient = new Client(service.url, org.live_key.key);
     const app = await testClient.post('/api/v1/applications', { name: 'From CLI key' });
     assert.equal(app.status, 201);
-    assert.equal((await liveClient.get(`/api/v1/applications/${app.body.id}`)).status, 404, 'the live key acts on Live');
+    assert.equal(
+      (await liveClient.get(`/api/v1/applications/${app.body.id}`)).status,
+      404,
+      'the live key acts on Live',
+    );
     assert.equal((await liveClient.get('/api/v1/applications')).status, 200);
 
     // In parallel: each process spends most of its time starting up.
@@ -83,7 +90,11 @@ describe('command line', () => {
     ]);
     const listedOrg = JSON.parse(orgs.stdout).find((o: any) => o.id === org.organization.id);
     assert.equal(listedOrg.name, 'CLI Org');
-    assert.match(listedOrg.created_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'org list shows times as the API does');
+    assert.match(
+      listedOrg.created_at,
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/,
+      'org list shows times as the API does',
+    );
     assert.equal(issued.code, 0, issued.stderr);
     const key = JSON.parse(issued.stdout);
     assert.match(key.id, /^key_/);
@@ -92,7 +103,10 @@ describe('command line', () => {
     assert.ok(key.key.startsWith('sk_live_'));
     const listed = await new Client(service.url, key.key).get('/api/v1/api-keys');
     assert.equal(listed.status, 200);
-    assert.ok(listed.body.data.some((k: any) => k.id === org.live_key.id), 'the new key belongs to the same organization and environment');
+    assert.ok(
+      listed.body.data.some((k: any) => k.id === org.live_key.id),
+      'the new key belongs to the same organization and environment',
+    );
 
     assert.notEqual(unknown.code, 0);
     assert.match(unknown.stderr, /org_doesnotexist/);
@@ -104,7 +118,9 @@ describe('command line', () => {
       [{ HERALD_SECRET_KEY: '' }, /HERALD_SECRET_KEY/],
     ];
     // In parallel: each process spends most of its time starting up.
-    const runs = await Promise.all(cases.map(([override]) => herald(['org', 'create', '--name', 'Never'], { ...env, ...override })));
+    const runs = await Promise.all(
+      cases.map(([override]) => herald(['org', 'create', '--name', 'Never'], { ...env, ...override })),
+    );
     for (const [i, [override, variable]] of cases.entries()) {
       const run = runs[i]!;
       assert.notEqual(run.code, 0, `${JSON.stringify(override)} must fail`);
@@ -127,9 +143,18 @@ describe('command line', () => {
     const app = await store.applications.create(scope, { name: 'listen-fails' });
     await store.endpoints.create(scope, { appId: app.id, url: `${receiver.url}/hook` });
     const config = loadConfig({ ...env, HERALD_ROLE: 'all', PORT: new URL(service.url).port });
-    await assert.rejects(startService(config, pino({ level: 'silent' })), (error: unknown) => error instanceof ConfigError && /the port is in use/.test(error.message));
+    await assert.rejects(
+      startService(config, pino({ level: 'silent' })),
+      (error: unknown) => error instanceof ConfigError && /the port is in use/.test(error.message),
+    );
     // A worker left running would claim this within its idle poll (500 ms).
-    const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
+    const emitted = await store.messages.emit({
+      scope,
+      appId: app.id,
+      eventType: 'invoice.paid',
+      payloadJson: '{}',
+      idempotencyKey: null,
+    });
     assert.ok(emitted.ok);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     assert.equal(receiver.received.length, 0);
@@ -149,14 +174,29 @@ describe('command line', () => {
       [{ ...embedded, HERALD_DATA_DIR: aFile }, /HERALD_DATA_DIR=.*not-a-dir cannot be used as a directory/],
       [{ ...embedded, HERALD_DATA_DIR: join(aFile, 'below') }, /HERALD_DATA_DIR=.*cannot be used as a directory/],
       [{ ...env, HERALD_ROLE: 'api', HERALD_LOG_LEVEL: 'bogus' }, /HERALD_LOG_LEVEL=bogus must be one of/],
-      [{ ...env, HERALD_ROLE: 'api', HERALD_SSRF_ALLOW: '10.0.0.0/8,10.0.0.0/99' }, /HERALD_SSRF_ALLOW entry 10\.0\.0\.0\/99 is not/],
-      [{ ...env, HERALD_ROLE: 'api', PORT: takenPort }, new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`)],
+      [
+        { ...env, HERALD_ROLE: 'api', HERALD_SSRF_ALLOW: '10.0.0.0/8,10.0.0.0/99' },
+        /HERALD_SSRF_ALLOW entry 10\.0\.0\.0\/99 is not/,
+      ],
+      [
+        { ...env, HERALD_ROLE: 'api', PORT: takenPort },
+        new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`),
+      ],
       [{ ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0' }, /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/],
       [{ ...env, HERALD_PLANS: 'starter:3,unlimited:2' }, /HERALD_PLANS=.*unlimited is built in/],
-      [{ ...env, HERALD_REDIS_URL: 'notaurl' }, /HERALD_REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL or a Unix socket path/],
-      [{ ...embedded, HERALD_DATA_DIR: storeIsADir }, /cannot open or migrate the embedded store in .*store-is-a-dir \(HERALD_DATA_DIR\): .+/],
+      [
+        { ...env, HERALD_REDIS_URL: 'notaurl' },
+        /HERALD_REDIS_URL must be a redis:\/\/ or rediss:\/\/ URL or a Unix socket path/,
+      ],
+      [
+        { ...embedded, HERALD_DATA_DIR: storeIsADir },
+        /cannot open or migrate the embedded store in .*store-is-a-dir \(HERALD_DATA_DIR\): .+/,
+      ],
       // A server that refuses the connection; the password in the URL is never printed.
-      [{ ...embedded, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' }, /^herald: cannot open or migrate the database \(HERALD_DATABASE_URL\): .*ECONNREFUSED(?!.*pw-never-shown)/],
+      [
+        { ...embedded, HERALD_DATABASE_URL: 'postgres://herald:pw-never-shown@127.0.0.1:1/herald' },
+        /^herald: cannot open or migrate the database \(HERALD_DATABASE_URL\): .*ECONNREFUSED(?!.*pw-never-shown)/,
+      ],
     ];
     const runs = await Promise.all(cases.map(([override]) => herald(['serve'], { ...override })));
     for (const [i, [override, expected]] of cases.entries()) {
@@ -184,18 +224,30 @@ describe('command line', () => {
       const lines = run.stderr.split('\n').filter((line) => line.trim() !== '');
       assert.match(lines[0]!, /^herald: cannot open or migrate /);
       assert.ok(lines.length > 2, `the underlying error follows: ${run.stderr}`);
-      assert.ok(lines.slice(1).some((line) => /^\s+at /.test(line)), `with its stack: ${run.stderr}`);
+      assert.ok(
+        lines.slice(1).some((line) => /^\s+at /.test(line)),
+        `with its stack: ${run.stderr}`,
+      );
       assert.doesNotMatch(run.stderr, /pw-never-shown/);
     }
   });
 });
 
-test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leaving nothing running', { timeout: 60_000 }, async (t) => {
+test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leaving nothing running', {
+  timeout: 60_000,
+}, async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'herald-npm-start-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const npm = spawn('npm', ['start'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: SECRET, HERALD_LOG_LEVEL: 'info' },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      HERALD_DATA_DIR: dir,
+      HERALD_SECRET_KEY: SECRET,
+      HERALD_LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -217,7 +269,11 @@ test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leavi
     const pid = servicePid();
     if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
   });
-  await eventually(async () => /listening on http/.test(output) && servicePid() !== null, 30_000, 'the service listening');
+  await eventually(
+    async () => /listening on http/.test(output) && servicePid() !== null,
+    30_000,
+    'the service listening',
+  );
   const pid = servicePid()!;
   assert.notEqual(pid, npm.pid, 'the service runs in a process of its own');
   const outputEnds = new Promise((resolve) => npm.stdout.once('close', resolve));

@@ -15,7 +15,8 @@ describe('deliveries', () => {
     // One scheduled attempt only, so a failed delivery is final at once and retries are manual.
     service = await startTestService({ HERALD_RETRY_SCHEDULE: '0s' });
     receiver = await new Receiver().start();
-    receiver.respond = (request) => (request.path.startsWith('/fail') ? { status: 500, body: 'nope' } : { status: 200, body: 'ok' });
+    receiver.respond = (request) =>
+      request.path.startsWith('/fail') ? { status: 500, body: 'nope' } : { status: 200, body: 'ok' };
     ({ test: api } = await bootstrap(service.url));
   });
   after(async () => {
@@ -24,10 +25,14 @@ describe('deliveries', () => {
   });
 
   const settled = (client: Client, id: string, status: string) =>
-    eventually(async () => {
-      const reply = await client.get(`/api/v1/deliveries/${id}`);
-      return reply.body.status === status && reply.body.attempts.length > 0 ? reply.body : undefined;
-    }, 20_000, `delivery ${id} to become ${status}`);
+    eventually(
+      async () => {
+        const reply = await client.get(`/api/v1/deliveries/${id}`);
+        return reply.body.status === status && reply.body.attempts.length > 0 ? reply.body : undefined;
+      },
+      20_000,
+      `delivery ${id} to become ${status}`,
+    );
 
   test('get: the delivery with its attempts, newest first', async () => {
     const app = await createApp(api);
@@ -64,10 +69,14 @@ describe('deliveries', () => {
     const retry = await api.post(`/api/v1/deliveries/${id}/retry`);
     assert.equal(retry.status, 200);
     assert.deepEqual(retry.body, { delivery_id: id, status: 'enqueued', attempt_number: 2 });
-    const after = await eventually(async () => {
-      const reply = await api.get(`/api/v1/deliveries/${id}`);
-      return reply.body.attempts.length >= 2 ? reply.body : undefined;
-    }, 20_000, 'the manual attempt');
+    const after = await eventually(
+      async () => {
+        const reply = await api.get(`/api/v1/deliveries/${id}`);
+        return reply.body.attempts.length >= 2 ? reply.body : undefined;
+      },
+      20_000,
+      'the manual attempt',
+    );
     assert.equal(after.attempts[0].attempt_number, 2);
     assert.equal(after.attempts[0].trigger, 'manual');
     assert.equal(after.attempts[0].status, 'failed');
@@ -86,7 +95,12 @@ describe('deliveries', () => {
     const messages = [];
     for (let i = 0; i < 4; i++) messages.push(await emit(fresh, app.id));
     const allIds = messages.flatMap((m) => m.delivery_ids);
-    for (const id of allIds) await eventually(async () => ((await fresh.get(`/api/v1/deliveries/${id}`)).body.status !== 'pending' ? true : undefined), 20_000, `delivery ${id} to settle`);
+    for (const id of allIds)
+      await eventually(
+        async () => ((await fresh.get(`/api/v1/deliveries/${id}`)).body.status !== 'pending' ? true : undefined),
+        20_000,
+        `delivery ${id} to settle`,
+      );
 
     const all = await listAll(fresh, '/api/v1/deliveries', 3);
     assert.deepEqual(all.map((d) => d.id).sort(), [...allIds].sort());

@@ -20,7 +20,12 @@ describe('endpoints', () => {
 
   test('create: 201 with whsec_ secret once, status active; list and get never show the secret', async () => {
     const app = await createApp(api);
-    const reply = await api.post('/api/v1/endpoints', { app_id: app.id, url: 'http://localhost:3000/hook', description: 'local', event_types: ['invoice.paid'] });
+    const reply = await api.post('/api/v1/endpoints', {
+      app_id: app.id,
+      url: 'http://localhost:3000/hook',
+      description: 'local',
+      event_types: ['invoice.paid'],
+    });
     assert.equal(reply.status, 201);
     assert.match(reply.body.id, /^ep_/);
     assert.equal(reply.body.app_id, app.id);
@@ -59,26 +64,85 @@ describe('endpoints', () => {
   test('create errors: 404 unknown app, 400 missing app_id, invalid or non-http URL, unknown event types', async () => {
     const app = await createApp(api);
     const before = await idsOf(api, '/api/v1/endpoints');
-    assertError(await api.post('/api/v1/endpoints', { app_id: 'app_doesnotexist', url: 'https://example.com' }), 404, 'not_found');
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: 'app_doesnotexist', url: 'https://example.com' }),
+      404,
+      'not_found',
+    );
     assertError(await api.post('/api/v1/endpoints', { url: 'https://example.com' }), 400, 'invalid_request', /app_id/);
     assertError(await api.post('/api/v1/endpoints', { app_id: app.id }), 400, 'invalid_request', /url/);
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'not a url' }), 400, 'invalid_request', /url/);
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: '/relative' }), 400, 'invalid_request', /url/);
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'ftp://example.com/x' }), 400, 'invalid_request', /http/);
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'javascript:alert(1)' }), 400, 'invalid_request', /http/);
-    for (const url of ['  https://example.com/hook', 'https://example.com/hook\t', 'https://example.com/a b', 'https://example.com/\u00a0x', 'https://example.com/\nx']) {
-      assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url }), 400, 'invalid_request', /spaces or control characters/);
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: 'not a url' }),
+      400,
+      'invalid_request',
+      /url/,
+    );
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: '/relative' }),
+      400,
+      'invalid_request',
+      /url/,
+    );
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: 'ftp://example.com/x' }),
+      400,
+      'invalid_request',
+      /http/,
+    );
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: 'javascript:alert(1)' }),
+      400,
+      'invalid_request',
+      /http/,
+    );
+    for (const url of [
+      '  https://example.com/hook',
+      'https://example.com/hook\t',
+      'https://example.com/a b',
+      'https://example.com/\u00a0x',
+      'https://example.com/\nx',
+    ]) {
+      assertError(
+        await api.post('/api/v1/endpoints', { app_id: app.id, url }),
+        400,
+        'invalid_request',
+        /spaces or control characters/,
+      );
     }
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: ['nope.nope'] }), 400, 'invalid_request', /nope\.nope/);
-    assertError(await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: 'invoice.paid' }), 400, 'invalid_request', /event_types/);
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: ['nope.nope'] }),
+      400,
+      'invalid_request',
+      /nope\.nope/,
+    );
+    assertError(
+      await api.post('/api/v1/endpoints', { app_id: app.id, url: 'https://example.com', event_types: 'invoice.paid' }),
+      400,
+      'invalid_request',
+      /event_types/,
+    );
     assert.deepEqual(await idsOf(api, '/api/v1/endpoints'), before);
   });
 
   test('Live endpoints need https to a public host; Test allows http and localhost', async () => {
     const liveApp = await createApp(live);
     const before = await idsOf(live, '/api/v1/endpoints');
-    for (const url of ['http://example.com/hook', 'https://127.0.0.1/hook', 'https://10.0.0.1/hook', 'https://localhost/hook', 'https://[::1]/hook', 'https://169.254.169.254/latest', 'https://2130706433/', 'https://192.168.1.1/']) {
-      assertError(await live.post('/api/v1/endpoints', { app_id: liveApp.id, url }), 400, 'invalid_request', /https|localhost|private|reserved/);
+    for (const url of [
+      'http://example.com/hook',
+      'https://127.0.0.1/hook',
+      'https://10.0.0.1/hook',
+      'https://localhost/hook',
+      'https://[::1]/hook',
+      'https://169.254.169.254/latest',
+      'https://2130706433/',
+      'https://192.168.1.1/',
+    ]) {
+      assertError(
+        await live.post('/api/v1/endpoints', { app_id: liveApp.id, url }),
+        400,
+        'invalid_request',
+        /https|localhost|private|reserved/,
+      );
     }
     assert.deepEqual(await idsOf(live, '/api/v1/endpoints'), before);
     const ok = await live.post('/api/v1/endpoints', { app_id: liveApp.id, url: 'https://example.com/hook' });
@@ -89,7 +153,11 @@ describe('endpoints', () => {
       assert.equal((await api.post('/api/v1/endpoints', { app_id: testApp.id, url })).status, 201, url);
     }
     // Updating a Live endpoint follows the same rules.
-    assertError(await live.patch(`/api/v1/endpoints/${ok.body.id}`, { url: 'https://127.0.0.1/' }), 400, 'invalid_request');
+    assertError(
+      await live.patch(`/api/v1/endpoints/${ok.body.id}`, { url: 'https://127.0.0.1/' }),
+      400,
+      'invalid_request',
+    );
     assert.equal((await live.get(`/api/v1/endpoints/${ok.body.id}`)).body.url, 'https://example.com/hook');
   });
 
@@ -104,7 +172,10 @@ describe('endpoints', () => {
     assert.match(reply.body.signing_secret, /^whsec_/);
     assert.notEqual(reply.body.signing_secret, endpoint.signing_secret);
     const until = Date.parse(reply.body.previous_valid_until);
-    assert.ok(until >= before + GRACE_MS && until <= after + GRACE_MS, `previous_valid_until ${reply.body.previous_valid_until}`);
+    assert.ok(
+      until >= before + GRACE_MS && until <= after + GRACE_MS,
+      `previous_valid_until ${reply.body.previous_valid_until}`,
+    );
     const again = await api.post(`/api/v1/endpoints/${endpoint.id}/rotate-secret`);
     assert.notEqual(again.body.signing_secret, reply.body.signing_secret);
     assertError(await api.post('/api/v1/endpoints/ep_doesnotexist/rotate-secret'), 404, 'not_found');
@@ -115,7 +186,11 @@ describe('endpoints', () => {
     const endpoint = await createEndpoint(api, app.id);
     const pending = await emit(api, app.id);
 
-    const updated = await api.patch(`/api/v1/endpoints/${endpoint.id}`, { url: 'https://example.org/new', description: 'changed', event_types: ['customer.created'] });
+    const updated = await api.patch(`/api/v1/endpoints/${endpoint.id}`, {
+      url: 'https://example.org/new',
+      description: 'changed',
+      event_types: ['customer.created'],
+    });
     assert.equal(updated.status, 200);
     assert.equal(updated.body.url, 'https://example.org/new');
     assert.equal(updated.body.description, 'changed');
@@ -139,8 +214,18 @@ describe('endpoints', () => {
     const afterEnable = await emit(api, app.id);
     assert.equal((await api.get(`/api/v1/deliveries/${afterEnable.delivery_ids[0]}`)).body.status, 'pending');
 
-    assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, { status: 'failing' }), 400, 'invalid_request', /status/);
-    assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, { event_types: ['nope.nope'] }), 400, 'invalid_request', /nope\.nope/);
+    assertError(
+      await api.patch(`/api/v1/endpoints/${endpoint.id}`, { status: 'failing' }),
+      400,
+      'invalid_request',
+      /status/,
+    );
+    assertError(
+      await api.patch(`/api/v1/endpoints/${endpoint.id}`, { event_types: ['nope.nope'] }),
+      400,
+      'invalid_request',
+      /nope\.nope/,
+    );
     assertError(await api.patch(`/api/v1/endpoints/${endpoint.id}`, { url: 'nope' }), 400, 'invalid_request', /url/);
     assertError(await api.patch('/api/v1/endpoints/ep_doesnotexist', { description: 'x' }), 404, 'not_found');
     assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.url, 'https://example.org/new');
@@ -164,8 +249,14 @@ describe('endpoints', () => {
     const created: string[] = [];
     for (let i = 0; i < 9; i++) created.push((await createEndpoint(fresh, i % 3 === 0 ? b.id : a.id)).id);
     const all = await listAll(fresh, '/api/v1/endpoints', 2);
-    assert.deepEqual(all.map((e) => e.id), [...created].reverse());
+    assert.deepEqual(
+      all.map((e) => e.id),
+      [...created].reverse(),
+    );
     const ofB = await listAll(fresh, `/api/v1/endpoints?app_id=${b.id}`, 2);
-    assert.deepEqual(ofB.map((e) => e.id), created.filter((_, i) => i % 3 === 0).reverse());
+    assert.deepEqual(
+      ofB.map((e) => e.id),
+      created.filter((_, i) => i % 3 === 0).reverse(),
+    );
   });
 });

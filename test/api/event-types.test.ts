@@ -31,7 +31,11 @@ describe('event types', () => {
   });
 
   test('create: 201, then usable on emit; a duplicate name is 409; bad names are 400', async () => {
-    const created = await api.post('/api/v1/event-types', { name: 'order.shipped', description: 'An order left the warehouse', example_json: { order_id: 'o_1' } });
+    const created = await api.post('/api/v1/event-types', {
+      name: 'order.shipped',
+      description: 'An order left the warehouse',
+      example_json: { order_id: 'o_1' },
+    });
     assert.equal(created.status, 201);
     assert.equal(created.body.name, 'order.shipped');
     assert.equal(created.body.description, 'An order left the warehouse');
@@ -43,7 +47,12 @@ describe('event types', () => {
     assertError(await api.post('/api/v1/event-types', { name: 'order.shipped' }), 409, 'conflict', /order\.shipped/);
     assertError(await api.post('/api/v1/event-types', {}), 400, 'invalid_request', /name/);
     assertError(await api.post('/api/v1/event-types', { name: 'has space' }), 400, 'invalid_request', /name/);
-    assertError(await api.post('/api/v1/event-types', { name: 'x.y', example_json: [1] }), 400, 'invalid_request', /example_json/);
+    assertError(
+      await api.post('/api/v1/event-types', { name: 'x.y', example_json: [1] }),
+      400,
+      'invalid_request',
+      /example_json/,
+    );
     assertError(await api.get('/api/v1/event-types/x.y'), 404, 'not_found');
   });
 
@@ -66,16 +75,26 @@ describe('event types', () => {
     assert.equal((await api.get('/api/v1/event-types/user.deleted')).body.version, 2);
 
     assertError(await api.patch('/api/v1/event-types/no.such', { description: 'x' }), 404, 'not_found');
-    assertError(await api.patch('/api/v1/event-types/user.deleted', { example_json: 'text' }), 400, 'invalid_request', /example_json/);
+    assertError(
+      await api.patch('/api/v1/event-types/user.deleted', { example_json: 'text' }),
+      400,
+      'invalid_request',
+      /example_json/,
+    );
   });
 
   test('list pages by name without duplicates or gaps', async () => {
     const { test: fresh } = await bootstrap(service.url, 'Catalog paging');
-    for (let i = 0; i < 7; i++) assert.equal((await fresh.post('/api/v1/event-types', { name: `paging.e${i}` })).status, 201);
+    for (let i = 0; i < 7; i++)
+      assert.equal((await fresh.post('/api/v1/event-types', { name: `paging.e${i}` })).status, 201);
     const everything = (await fresh.get('/api/v1/event-types?limit=250')).body.data.map((e: any) => e.name);
     assert.equal(everything.length, 10);
     for (const limit of [1, 3, 10]) {
-      assert.deepEqual((await listAll(fresh, '/api/v1/event-types', limit)).map((e) => e.name), everything, `limit=${limit}`);
+      assert.deepEqual(
+        (await listAll(fresh, '/api/v1/event-types', limit)).map((e) => e.name),
+        everything,
+        `limit=${limit}`,
+      );
     }
   });
 });

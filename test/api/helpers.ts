@@ -29,7 +29,13 @@ export async function createEndpoint(client: Client, appId: string, extra: Recor
   return reply.body;
 }
 
-export async function emit(client: Client, appId: string, eventType = 'invoice.paid', payload: object = { n: 1 }, headers?: Record<string, string>): Promise<any> {
+export async function emit(
+  client: Client,
+  appId: string,
+  eventType = 'invoice.paid',
+  payload: object = { n: 1 },
+  headers?: Record<string, string>,
+): Promise<any> {
   const reply = await client.post('/api/v1/messages', { app_id: appId, event_type: eventType, payload }, headers);
   assert.equal(reply.status, 201, JSON.stringify(reply.body));
   return reply.body;
@@ -41,7 +47,9 @@ export async function listAll(client: Client, path: string, limit: number): Prom
   let cursor: string | null = null;
   for (let pages = 0; pages < 1000; pages++) {
     const separator = path.includes('?') ? '&' : '?';
-    const reply: Reply = await client.get(`${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    const reply: Reply = await client.get(
+      `${path}${separator}limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    );
     assert.equal(reply.status, 200, JSON.stringify(reply.body));
     assert.equal(reply.body.object, 'list');
     assert.ok(reply.body.data.length <= limit, `page of ${reply.body.data.length} items for limit ${limit}`);
@@ -62,10 +70,30 @@ export async function idsOf(client: Client, path: string, field = 'id'): Promise
 }
 
 /** Inputs no route should answer with a 5xx: wrong types, odd strings, NUL and unpaired surrogates, operators. */
-export const ODD_VALUES: unknown[] = [null, true, -1, 1e308, '', 'x'.repeat(5000), 'a\u0000b', '\ud800', '../../etc/passwd', [], ['\u0000'], { $gt: '' }];
+export const ODD_VALUES: unknown[] = [
+  null,
+  true,
+  -1,
+  1e308,
+  '',
+  'x'.repeat(5000),
+  'a\u0000b',
+  '\ud800',
+  '../../etc/passwd',
+  [],
+  ['\u0000'],
+  { $gt: '' },
+];
 
 /** Whole bodies (sent as raw text) that are not what a route expects. */
-export const ODD_BODIES: string[] = ['', 'null', '[]', '{', '{"__proto__":{"x":1}}', '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]'];
+export const ODD_BODIES: string[] = [
+  '',
+  'null',
+  '[]',
+  '{',
+  '{"__proto__":{"x":1}}',
+  '[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]',
+];
 
 /** Bodies that each put one odd value in one of a route's fields. */
 export function oddBodiesFor(fields: string[]): unknown[] {

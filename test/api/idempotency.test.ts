@@ -25,7 +25,12 @@ describe('idempotency', () => {
   });
   after(async () => service?.stop());
 
-  const body = (extra: Record<string, unknown> = {}) => ({ app_id: app.id, event_type: 'invoice.paid', payload: { n: 1 }, ...extra });
+  const body = (extra: Record<string, unknown> = {}) => ({
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { n: 1 },
+    ...extra,
+  });
 
   test('header key: 201 then 200 with the same ids and idempotent:true, whatever the new body says', async () => {
     const first = await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'header-1' });
@@ -34,7 +39,12 @@ describe('idempotency', () => {
     assert.equal(first.body.delivery_ids.length, 2);
     const before = await idsOf(api, '/api/v1/messages');
 
-    for (const changed of [body(), body({ payload: { n: 2 } }), { app_id: otherApp.id, event_type: 'customer.created', payload: {} }, { app_id: 'app_doesnotexist', event_type: 'no.such', payload: {} }]) {
+    for (const changed of [
+      body(),
+      body({ payload: { n: 2 } }),
+      { app_id: otherApp.id, event_type: 'customer.created', payload: {} },
+      { app_id: 'app_doesnotexist', event_type: 'no.such', payload: {} },
+    ]) {
       const repeat = await api.post('/api/v1/messages', changed, { 'Idempotency-Key': 'header-1' });
       assert.equal(repeat.status, 200, JSON.stringify(repeat.body));
       assert.equal(repeat.body.idempotent, true);
@@ -62,7 +72,9 @@ describe('idempotency', () => {
   });
 
   test('when both are sent the header wins', async () => {
-    const both = await api.post('/api/v1/messages', body({ idempotency_key: 'loser-body' }), { 'Idempotency-Key': 'winner-header' });
+    const both = await api.post('/api/v1/messages', body({ idempotency_key: 'loser-body' }), {
+      'Idempotency-Key': 'winner-header',
+    });
     assert.equal(both.status, 201);
     const byHeader = await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'winner-header' });
     assert.equal(byHeader.status, 200);
@@ -77,30 +89,75 @@ describe('idempotency', () => {
     const inTest = await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'scoped' });
     assert.equal(inTest.status, 201);
     const liveApp = await createApp(live, { name: 'Live' });
-    const inLive = await live.post('/api/v1/messages', { app_id: liveApp.id, event_type: 'invoice.paid', payload: {} }, { 'Idempotency-Key': 'scoped' });
+    const inLive = await live.post(
+      '/api/v1/messages',
+      { app_id: liveApp.id, event_type: 'invoice.paid', payload: {} },
+      { 'Idempotency-Key': 'scoped' },
+    );
     assert.equal(inLive.status, 201);
     assert.notEqual(inLive.body.id, inTest.body.id);
     assert.ok((await idsOf(live, '/api/v1/messages')).includes(inLive.body.id));
     const strangerApp = await createApp(stranger, { name: 'Stranger app' });
-    const inOtherOrg = await stranger.post('/api/v1/messages', { app_id: strangerApp.id, event_type: 'invoice.paid', payload: {} }, { 'Idempotency-Key': 'scoped' });
+    const inOtherOrg = await stranger.post(
+      '/api/v1/messages',
+      { app_id: strangerApp.id, event_type: 'invoice.paid', payload: {} },
+      { 'Idempotency-Key': 'scoped' },
+    );
     assert.equal(inOtherOrg.status, 201);
     assert.notEqual(inOtherOrg.body.id, inTest.body.id);
     // Each repeats within its own scope.
-    assert.equal((await live.post('/api/v1/messages', { app_id: liveApp.id, event_type: 'invoice.paid', payload: {} }, { 'Idempotency-Key': 'scoped' })).body.id, inLive.body.id);
+    assert.equal(
+      (
+        await live.post(
+          '/api/v1/messages',
+          { app_id: liveApp.id, event_type: 'invoice.paid', payload: {} },
+          { 'Idempotency-Key': 'scoped' },
+        )
+      ).body.id,
+      inLive.body.id,
+    );
   });
 
   test('a refused emit does not use up its key', async () => {
-    assertError(await api.post('/api/v1/messages', body({ app_id: 'app_doesnotexist' }), { 'Idempotency-Key': 'after-404' }), 404, 'not_found');
-    assertError(await api.post('/api/v1/messages', body({ event_type: 'no.such' }), { 'Idempotency-Key': 'after-404' }), 400, 'invalid_request');
+    assertError(
+      await api.post('/api/v1/messages', body({ app_id: 'app_doesnotexist' }), { 'Idempotency-Key': 'after-404' }),
+      404,
+      'not_found',
+    );
+    assertError(
+      await api.post('/api/v1/messages', body({ event_type: 'no.such' }), { 'Idempotency-Key': 'after-404' }),
+      400,
+      'invalid_request',
+    );
     const ok = await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'after-404' });
     assert.equal(ok.status, 201);
   });
 
   test('bad keys are 400: empty or longer than 255 characters', async () => {
-    assertError(await api.post('/api/v1/messages', body({ idempotency_key: '' })), 400, 'invalid_request', /idempotency_key/);
-    assertError(await api.post('/api/v1/messages', body({ idempotency_key: 'k'.repeat(256) })), 400, 'invalid_request', /idempotency_key/);
-    assertError(await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'k'.repeat(256) }), 400, 'invalid_request', /idempotency-key/i);
-    assertError(await api.post('/api/v1/messages', body({ idempotency_key: 7 })), 400, 'invalid_request', /idempotency_key/);
+    assertError(
+      await api.post('/api/v1/messages', body({ idempotency_key: '' })),
+      400,
+      'invalid_request',
+      /idempotency_key/,
+    );
+    assertError(
+      await api.post('/api/v1/messages', body({ idempotency_key: 'k'.repeat(256) })),
+      400,
+      'invalid_request',
+      /idempotency_key/,
+    );
+    assertError(
+      await api.post('/api/v1/messages', body(), { 'Idempotency-Key': 'k'.repeat(256) }),
+      400,
+      'invalid_request',
+      /idempotency-key/i,
+    );
+    assertError(
+      await api.post('/api/v1/messages', body({ idempotency_key: 7 })),
+      400,
+      'invalid_request',
+      /idempotency_key/,
+    );
   });
 
   test('20 concurrent emits with one key create exactly one message and all answer with its id', async () => {
@@ -108,7 +165,11 @@ describe('idempotency', () => {
     await createEndpoint(api, target.id);
     const replies = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        api.post('/api/v1/messages', { app_id: target.id, event_type: 'invoice.paid', payload: { i } }, { 'Idempotency-Key': 'concurrent-key' }),
+        api.post(
+          '/api/v1/messages',
+          { app_id: target.id, event_type: 'invoice.paid', payload: { i } },
+          { 'Idempotency-Key': 'concurrent-key' },
+        ),
       ),
     );
     for (const reply of replies) assert.ok(reply.status === 200 || reply.status === 201, JSON.stringify(reply.body));
@@ -126,7 +187,12 @@ describe('idempotency', () => {
     try {
       const { test: client } = await bootstrap(short.url);
       const target = await createApp(client);
-      const send = () => client.post('/api/v1/messages', { app_id: target.id, event_type: 'invoice.paid', payload: {} }, { 'Idempotency-Key': 'short-lived' });
+      const send = () =>
+        client.post(
+          '/api/v1/messages',
+          { app_id: target.id, event_type: 'invoice.paid', payload: {} },
+          { 'Idempotency-Key': 'short-lived' },
+        );
       const first = await send();
       assert.equal(first.status, 201);
       await new Promise((resolve) => setTimeout(resolve, 1_300));

@@ -31,7 +31,11 @@ describe('messages', () => {
     const invoices = await createEndpoint(api, app.id, { url: hook(), event_types: ['invoice.paid'] });
     const customers = await createEndpoint(api, app.id, { url: hook(), event_types: ['customer.created'] });
 
-    const reply = await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { amount: 1 } });
+    const reply = await api.post('/api/v1/messages', {
+      app_id: app.id,
+      event_type: 'invoice.paid',
+      payload: { amount: 1 },
+    });
     assert.equal(reply.status, 201);
     assert.match(reply.body.id, /^evt_/);
     assert.equal(reply.body.event_type, 'invoice.paid');
@@ -43,12 +47,18 @@ describe('messages', () => {
     const deliveries = await api.get(`/api/v1/messages/${reply.body.id}/deliveries`);
     assert.equal(deliveries.status, 200);
     assert.deepEqual(deliveries.body.data.map((d: any) => d.id).sort(), [...reply.body.delivery_ids].sort());
-    assert.deepEqual(deliveries.body.data.map((d: any) => d.endpoint_id).sort(), [all.id, allEmpty.id, invoices.id].sort());
+    assert.deepEqual(
+      deliveries.body.data.map((d: any) => d.endpoint_id).sort(),
+      [all.id, allEmpty.id, invoices.id].sort(),
+    );
     for (const d of deliveries.body.data) assert.equal(d.message_id, reply.body.id);
 
     const other = await emit(api, app.id, 'customer.created', {});
     const otherDeliveries = await api.get(`/api/v1/messages/${other.id}/deliveries`);
-    assert.deepEqual(otherDeliveries.body.data.map((d: any) => d.endpoint_id).sort(), [all.id, allEmpty.id, customers.id].sort());
+    assert.deepEqual(
+      otherDeliveries.body.data.map((d: any) => d.endpoint_id).sort(),
+      [all.id, allEmpty.id, customers.id].sort(),
+    );
   });
 
   test('emit to an application without endpoints stores the message and returns delivery_ids []', async () => {
@@ -62,17 +72,41 @@ describe('messages', () => {
 
   test('emit accepts the application uid in place of its id', async () => {
     const app = await createApp(api, { name: 'By uid', uid: 'tenant-by-uid' });
-    const reply = await api.post('/api/v1/messages', { app_id: 'tenant-by-uid', event_type: 'invoice.paid', payload: {} });
+    const reply = await api.post('/api/v1/messages', {
+      app_id: 'tenant-by-uid',
+      event_type: 'invoice.paid',
+      payload: {},
+    });
     assert.equal(reply.status, 201);
     assert.equal(reply.body.app_id, app.id);
   });
 
   test('emit errors: 404 unknown application, 400 unknown event_type, payload must be an object', async () => {
     const app = await createApp(api, { name: 'Errors' });
-    assertError(await api.post('/api/v1/messages', { app_id: 'app_doesnotexist', event_type: 'invoice.paid', payload: {} }), 404, 'not_found', /application/);
-    assertError(await api.post('/api/v1/messages', { app_id: app.id, event_type: 'no.such.type', payload: {} }), 400, 'invalid_request', /no\.such\.type/);
-    assertError(await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: [1] }), 400, 'invalid_request', /payload/);
-    assertError(await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid' }), 400, 'invalid_request', /payload/);
+    assertError(
+      await api.post('/api/v1/messages', { app_id: 'app_doesnotexist', event_type: 'invoice.paid', payload: {} }),
+      404,
+      'not_found',
+      /application/,
+    );
+    assertError(
+      await api.post('/api/v1/messages', { app_id: app.id, event_type: 'no.such.type', payload: {} }),
+      400,
+      'invalid_request',
+      /no\.such\.type/,
+    );
+    assertError(
+      await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: [1] }),
+      400,
+      'invalid_request',
+      /payload/,
+    );
+    assertError(
+      await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid' }),
+      400,
+      'invalid_request',
+      /payload/,
+    );
   });
 
   test('get message returns metadata only, never the payload', async () => {
@@ -94,7 +128,8 @@ describe('messages', () => {
     const otherApp = await createApp(api, { name: 'Other' });
     const emitted: string[] = [];
     // Sequential, so the order of creation is known.
-    for (let i = 0; i < 55; i++) emitted.push((await emit(api, app.id, i % 5 === 0 ? 'customer.created' : 'invoice.paid', { i })).id);
+    for (let i = 0; i < 55; i++)
+      emitted.push((await emit(api, app.id, i % 5 === 0 ? 'customer.created' : 'invoice.paid', { i })).id);
     await emit(api, otherApp.id);
 
     const first = await api.get('/api/v1/messages');
@@ -106,7 +141,10 @@ describe('messages', () => {
     for (let i = 1; i < times.length; i++) assert.ok(times[i - 1] >= times[i], 'list is not newest first');
 
     const ofApp = await listAll(api, `/api/v1/messages?app_id=${app.id}`, 7);
-    assert.deepEqual(ofApp.map((m) => m.id), [...emitted].reverse());
+    assert.deepEqual(
+      ofApp.map((m) => m.id),
+      [...emitted].reverse(),
+    );
 
     const customers = await listAll(api, `/api/v1/messages?app_id=${app.id}&event_type=customer.created`, 50);
     assert.equal(customers.length, 11);
@@ -133,7 +171,10 @@ describe('messages', () => {
 
     const deliveries = await listAll(api, `/api/v1/messages/${emitted.id}/deliveries`, 1);
     assert.equal(deliveries.length, 3);
-    const replayed = deliveries.filter((d) => replay.body.delivery_ids.includes(d.id)).map((d) => d.endpoint_id).sort();
+    const replayed = deliveries
+      .filter((d) => replay.body.delivery_ids.includes(d.id))
+      .map((d) => d.endpoint_id)
+      .sort();
     assert.deepEqual(replayed, [first.id, second.id].sort());
     assertError(await api.post('/api/v1/messages/evt_doesnotexist/replay'), 404, 'not_found');
   });
@@ -168,13 +209,22 @@ describe('messages', () => {
 
   test('send-test with an explicit event type and payload; errors 400, 404, and 403 with a Live key', async () => {
     const app = await createApp(api, { name: 'Sample 2' });
-    const reply = await api.post('/api/v1/messages/send-test', { app_id: app.id, event_type: 'customer.created', payload: { x: 1 } });
+    const reply = await api.post('/api/v1/messages/send-test', {
+      app_id: app.id,
+      event_type: 'customer.created',
+      payload: { x: 1 },
+    });
     assert.equal(reply.status, 202);
     assert.equal(reply.body.event_type, 'customer.created');
     assert.deepEqual(reply.body.delivery_ids, []);
 
     assertError(await api.post('/api/v1/messages/send-test', { app_id: 'app_doesnotexist' }), 404, 'not_found');
-    assertError(await api.post('/api/v1/messages/send-test', { app_id: app.id, event_type: 'no.such.type' }), 400, 'invalid_request', /no\.such\.type/);
+    assertError(
+      await api.post('/api/v1/messages/send-test', { app_id: app.id, event_type: 'no.such.type' }),
+      400,
+      'invalid_request',
+      /no\.such\.type/,
+    );
     assertError(await api.post('/api/v1/messages/send-test', {}), 400, 'invalid_request', /app_id/);
 
     const liveApp = await createApp(live, { name: 'Live sample' });

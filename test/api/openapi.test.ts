@@ -18,7 +18,9 @@ describe('openapi.json', () => {
   after(async () => service?.stop());
 
   const operations = () =>
-    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
+    Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
+    );
 
   test('is an OpenAPI 3 document with exactly the documented routes, all registered', async () => {
     assert.match(doc.openapi, /^3\./);
@@ -32,18 +34,26 @@ describe('openapi.json', () => {
   });
 
   test('every operation has a summary and documents its success and error statuses', async () => {
-    const statuses = (method: string, path: string) => Object.keys(doc.paths[path][method.toLowerCase()].responses).sort();
+    const statuses = (method: string, path: string) =>
+      Object.keys(doc.paths[path][method.toLowerCase()].responses).sort();
     for (const [method, path] of [...AUTHENTICATED_ROUTES, ...PUBLIC_ROUTES]) {
       const op = doc.paths[path][method.toLowerCase()];
       assert.equal(typeof op.summary, 'string', `${method} ${path} summary`);
       const codes = statuses(method, path);
-      assert.ok(codes.some((c) => c.startsWith('2')), `${method} ${path} documents a success status`);
+      assert.ok(
+        codes.some((c) => c.startsWith('2')),
+        `${method} ${path} documents a success status`,
+      );
     }
     for (const [method, path] of AUTHENTICATED_ROUTES) {
       assert.ok(statuses(method, path).includes('401'), `${method} ${path} documents 401`);
       // Revoking a key is never rate limited.
       const limited = !(method === 'DELETE' && path === '/api/v1/api-keys/{id}');
-      assert.equal(statuses(method, path).includes('429'), limited, `${method} ${path} documents 429 when it is limited`);
+      assert.equal(
+        statuses(method, path).includes('429'),
+        limited,
+        `${method} ${path} documents 429 when it is limited`,
+      );
     }
     // The statuses api-v1.md lists for each operation.
     const contract: Record<string, string[]> = {
@@ -77,6 +87,10 @@ describe('openapi.json', () => {
     assert.equal(doc.components.securitySchemes.bearer.scheme, 'bearer');
     const emit = doc.paths['/api/v1/messages'].post;
     assert.ok(emit.parameters.some((p: any) => p.in === 'header' && p.name.toLowerCase() === 'idempotency-key'));
-    assert.deepEqual(emit.requestBody.content['application/json'].schema.required.sort(), ['app_id', 'event_type', 'payload']);
+    assert.deepEqual(emit.requestBody.content['application/json'].schema.required.sort(), [
+      'app_id',
+      'event_type',
+      'payload',
+    ]);
   });
 });

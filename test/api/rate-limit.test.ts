@@ -12,7 +12,11 @@ describe('rate limits', () => {
   let service: TestService;
 
   before(async () => {
-    service = await startTestService({ HERALD_ROLE: 'api', HERALD_DEFAULT_PLAN: 'starter', HERALD_PLANS: `starter:${LIMIT}` });
+    service = await startTestService({
+      HERALD_ROLE: 'api',
+      HERALD_DEFAULT_PLAN: 'starter',
+      HERALD_PLANS: `starter:${LIMIT}`,
+    });
   });
   after(async () => service?.stop());
 
@@ -42,12 +46,20 @@ describe('rate limits', () => {
       () => a.test.post('/api/v1/applications', { name: 'x' }),
       () => b.test.get('/api/v1/applications'),
     ]);
-    assert.deepEqual(replies.slice(0, LIMIT).map((r) => r.status), Array(LIMIT).fill(200));
+    assert.deepEqual(
+      replies.slice(0, LIMIT).map((r) => r.status),
+      Array(LIMIT).fill(200),
+    );
     const limited = replies[LIMIT]!;
     assertError(limited, 429, 'rate_limited');
-    assert.deepEqual(limited.body, { error: { code: 'rate_limited', message: 'Too many requests', request_id: limited.body.error.request_id } });
+    assert.deepEqual(limited.body, {
+      error: { code: 'rate_limited', message: 'Too many requests', request_id: limited.body.error.request_id },
+    });
     const retryAfter = Number(limited.headers.get('retry-after'));
-    assert.ok(Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= 1, `Retry-After ${limited.headers.get('retry-after')}`);
+    assert.ok(
+      Number.isInteger(retryAfter) && retryAfter >= 0 && retryAfter <= 1,
+      `Retry-After ${limited.headers.get('retry-after')}`,
+    );
     assertError(replies[LIMIT + 1]!, 429, 'rate_limited');
     assertError(replies[LIMIT + 2]!, 429, 'rate_limited');
     assert.equal(replies[LIMIT + 3]!.status, 200, 'another organization is not limited');
@@ -57,7 +69,10 @@ describe('rate limits', () => {
     const org = await bootstrap(service.url, 'Unlimited');
     assert.ok(await service.store.organizations.setPlan(org.org.id, 'unlimited'));
     const replies = await Promise.all(Array.from({ length: 30 }, () => org.test.get('/api/v1/applications')));
-    assert.deepEqual(replies.map((r) => r.status), Array(30).fill(200));
+    assert.deepEqual(
+      replies.map((r) => r.status),
+      Array(30).fill(200),
+    );
   });
 
   test("a portal link has a limit of its own at its organization's rate: a customer cannot use up the organization's API", async () => {
@@ -74,13 +89,21 @@ describe('rate limits', () => {
       () => otherPortal.get('/api/endpoints'),
       () => org.test.get('/api/v1/applications'),
     ]);
-    assert.deepEqual(replies.slice(0, LIMIT).map((r) => r.status), Array(LIMIT).fill(200));
+    assert.deepEqual(
+      replies.slice(0, LIMIT).map((r) => r.status),
+      Array(LIMIT).fill(200),
+    );
     assertError(replies[LIMIT]!, 429, 'rate_limited');
     assertError(replies[LIMIT + 1]!, 429, 'rate_limited');
     assert.equal(replies[LIMIT + 2]!.status, 200, "another application's link counts on its own");
     assert.equal(replies[LIMIT + 3]!.status, 200, "the organization's keys count on their own");
     // Links that open nothing spend a limit of the caller's address (the default plan's rate).
-    const guesses = await burst(Array.from({ length: LIMIT + 1 }, (_, i) => () => new Client(`${service.url}/portal/${String(i).repeat(43)}`).get('/api/endpoints')));
+    const guesses = await burst(
+      Array.from(
+        { length: LIMIT + 1 },
+        (_, i) => () => new Client(`${service.url}/portal/${String(i).repeat(43)}`).get('/api/endpoints'),
+      ),
+    );
     for (const reply of guesses.slice(0, LIMIT)) assertError(reply, 404, 'not_found');
     assertError(guesses[LIMIT]!, 429, 'rate_limited');
   });
@@ -94,9 +117,17 @@ describe('rate limits', () => {
       return { status: response.status, headers: response.headers, body: await response.text() };
     };
     const valid = await burst(Array.from({ length: LIMIT + 3 }, () => page(app.portal_path)));
-    assert.deepEqual(valid.map((r) => r.status), Array(LIMIT + 3).fill(200), 'the page of a valid link');
+    assert.deepEqual(
+      valid.map((r) => r.status),
+      Array(LIMIT + 3).fill(200),
+      'the page of a valid link',
+    );
     const guesses = await burst(Array.from({ length: LIMIT + 1 }, (_, i) => page(`/portal/${String(i).repeat(43)}`)));
-    assert.deepEqual(guesses.map((r) => r.status), [...Array(LIMIT).fill(404), 429], 'pages of links that open nothing');
+    assert.deepEqual(
+      guesses.map((r) => r.status),
+      [...Array(LIMIT).fill(404), 429],
+      'pages of links that open nothing',
+    );
   });
 
   test('revoking a key is never limited, so a leaked key that keeps the counter full can still be revoked', async () => {
@@ -123,7 +154,9 @@ describe('rate limits', () => {
   });
 });
 
-test('a Redis that is away: requests are served uncounted, with one warning in the log and nothing on stderr', { timeout: 30_000 }, async (t) => {
+test('a Redis that is away: requests are served uncounted, with one warning in the log and nothing on stderr', {
+  timeout: 30_000,
+}, async (t) => {
   // A port with nothing listening: every connection to "Redis" is refused.
   const closed = createServer();
   await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
@@ -133,7 +166,9 @@ test('a Redis that is away: requests are served uncounted, with one warning in t
   const stderr: string[] = [];
   const write = process.stderr.write.bind(process.stderr);
   const originalError = console.error;
-  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (stderr.push(String(chunk)), (write as (...args: unknown[]) => boolean)(chunk, ...rest))) as typeof process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => (
+    stderr.push(String(chunk)), (write as (...args: unknown[]) => boolean)(chunk, ...rest)
+  )) as typeof process.stderr.write;
   console.error = (...args: unknown[]) => void stderr.push(args.map(String).join(' '));
   t.after(() => {
     process.stderr.write = write;
@@ -141,13 +176,27 @@ test('a Redis that is away: requests are served uncounted, with one warning in t
   });
 
   const lines: string[] = [];
-  const service = await startTestService({ HERALD_ROLE: 'api', HERALD_DEFAULT_PLAN: 'starter', HERALD_PLANS: `starter:${LIMIT}`, HERALD_REDIS_URL: `redis://127.0.0.1:${port}` }, undefined, lines);
+  const service = await startTestService(
+    {
+      HERALD_ROLE: 'api',
+      HERALD_DEFAULT_PLAN: 'starter',
+      HERALD_PLANS: `starter:${LIMIT}`,
+      HERALD_REDIS_URL: `redis://127.0.0.1:${port}`,
+    },
+    undefined,
+    lines,
+  );
   t.after(() => service.stop());
   const { test: api } = await bootstrap(service.url);
-  for (let i = 0; i < LIMIT + 2; i++) assert.equal((await api.get('/api/v1/applications')).status, 200, 'not counted while Redis is away');
+  for (let i = 0; i < LIMIT + 2; i++)
+    assert.equal((await api.get('/api/v1/applications')).status, 200, 'not counted while Redis is away');
   await new Promise((resolve) => setTimeout(resolve, 2_000)); // ioredis retries meanwhile
   const warnings = lines.map((line) => JSON.parse(line)).filter((entry) => /Redis unreachable/.test(entry.msg));
   assert.equal(warnings.length, 1, 'one warning for the outage');
   assert.equal(warnings[0].level, 40);
-  assert.deepEqual(stderr.filter((text) => /ioredis/i.test(text)), [], 'nothing from ioredis on stderr');
+  assert.deepEqual(
+    stderr.filter((text) => /ioredis/i.test(text)),
+    [],
+    'nothing from ioredis on stderr',
+  );
 });

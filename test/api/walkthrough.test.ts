@@ -24,7 +24,11 @@ test('bootstrap → application → endpoint → emit → delivered and readable
   assert.match(endpoint.body.signing_secret, /^whsec_/);
   assert.equal(endpoint.body.status, 'active');
 
-  const emitted = await api.post('/api/v1/messages', { app_id: app.body.id, event_type: 'invoice.paid', payload: { amount: 42 } });
+  const emitted = await api.post('/api/v1/messages', {
+    app_id: app.body.id,
+    event_type: 'invoice.paid',
+    payload: { amount: 42 },
+  });
   assert.equal(emitted.status, 201);
   assert.match(emitted.body.id, /^evt_/);
   assert.equal(emitted.body.idempotent, false);

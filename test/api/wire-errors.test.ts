@@ -34,7 +34,10 @@ describe('errors on the wire and what the log keeps', () => {
   test('requests the HTTP parser refuses get the envelope with a request_id that the log line also carries', async () => {
     const cases: [string, number][] = [
       ['POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nidempotency-key: a\u0001b\r\nContent-Length: 2\r\n\r\n{}', 400],
-      ['POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+      [
+        'POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+        400,
+      ],
       ['FOO /api/v1/messages HTTP/1.1\r\nHost: x\r\n\r\n', 400],
       [`GET /api/v1/messages HTTP/1.1\r\nHost: x\r\nx-big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
     ];
@@ -47,21 +50,52 @@ describe('errors on the wire and what the log keeps', () => {
       assert.equal(parsed.error.code, 'invalid_request');
       assert.match(parsed.error.request_id, /^req_/);
       assert.match(head!, new RegExp(`x-request-id: ${parsed.error.request_id}`, 'i'));
-      await eventually(async () => lines.some((line) => line.includes(parsed.error.request_id) && line.includes(`"status":${status}`)), 5_000, 'the log line');
+      await eventually(
+        async () => lines.some((line) => line.includes(parsed.error.request_id) && line.includes(`"status":${status}`)),
+        5_000,
+        'the log line',
+      );
     }
   });
 
   test('credential-like query values and the text of a body that is not JSON stay out of the log', async () => {
     const key = api.key!;
-    assertError(await api.withKey('').get(`/api/v1/messages?limit=5&api_key=${key}&access_token=tok_secret123`), 401, 'unauthorized');
+    assertError(
+      await api.withKey('').get(`/api/v1/messages?limit=5&api_key=${key}&access_token=tok_secret123`),
+      401,
+      'unauthorized',
+    );
     // Names spelled with escapes are the same names to the server: `api%5Fkey` is api_key, `%6Bey` is key.
-    assertError(await api.withKey('').get(`/api/v1/messages?limit=6&api%5Fkey=escaped_secret1&%6Bey=escaped_secret2&x%ZZ+tok%65n=escaped_secret3`), 401, 'unauthorized');
+    assertError(
+      await api
+        .withKey('')
+        .get(`/api/v1/messages?limit=6&api%5Fkey=escaped_secret1&%6Bey=escaped_secret2&x%ZZ+tok%65n=escaped_secret3`),
+      401,
+      'unauthorized',
+    );
     const notJson = await api.post('/api/v1/messages', 'sk_live_SECRETSECRETSECRET');
     assertError(notJson, 400, 'invalid_request', /not valid JSON/);
     assert.doesNotMatch(notJson.body.error.message, /SECRET/, 'the message does not quote the body');
     await eventually(async () => lines.some((line) => line.includes('api_key=<redacted>')), 5_000, 'the request line');
-    assert.ok(lines.some((line) => line.includes('limit=5&api_key=<redacted>&access_token=<redacted>')), 'other parameters are kept');
-    await eventually(async () => lines.some((line) => line.includes('limit=6&api%5Fkey=<redacted>&%6Bey=<redacted>&x%ZZ+tok%65n=<redacted>')), 5_000, 'the escaped names');
-    assert.deepEqual(lines.filter((line) => line.includes(key) || line.includes('tok_secret123') || line.includes('SECRET') || line.includes('escaped_secret')), []);
+    assert.ok(
+      lines.some((line) => line.includes('limit=5&api_key=<redacted>&access_token=<redacted>')),
+      'other parameters are kept',
+    );
+    await eventually(
+      async () =>
+        lines.some((line) => line.includes('limit=6&api%5Fkey=<redacted>&%6Bey=<redacted>&x%ZZ+tok%65n=<redacted>')),
+      5_000,
+      'the escaped names',
+    );
+    assert.deepEqual(
+      lines.filter(
+        (line) =>
+          line.includes(key) ||
+          line.includes('tok_secret123') ||
+          line.includes('SECRET') ||
+          line.includes('escaped_secret'),
+      ),
+      [],
+    );
   });
 });

@@ -14,14 +14,31 @@ const REPO = resolve(import.meta.dirname, '..', '..');
 const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow', 'neighbour'];
 const TIMEOUT_MS = 240_000;
 
-test('bench --quick writes valid results for every scenario', { skip: process.env.HERALD_TEST_STORE === 'postgres' ? 'bench runs in the sqlite pass only' : false, timeout: TIMEOUT_MS + 10_000 }, async (t) => {
+test('bench --quick writes valid results for every scenario', {
+  skip: process.env.HERALD_TEST_STORE === 'postgres' ? 'bench runs in the sqlite pass only' : false,
+  timeout: TIMEOUT_MS + 10_000,
+}, async (t) => {
   const out = mkdtempSync(join(tmpdir(), 'herald-bench-test-'));
   t.after(() => rmSync(out, { recursive: true, force: true }));
 
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/run.ts', '--quick', '--skip-postgres', '--out', out, '--time-limit', String(TIMEOUT_MS / 1000 - 10)], {
-    cwd: REPO,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'bench/run.ts',
+      '--quick',
+      '--skip-postgres',
+      '--out',
+      out,
+      '--time-limit',
+      String(TIMEOUT_MS / 1000 - 10),
+    ],
+    {
+      cwd: REPO,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk));
@@ -41,15 +58,26 @@ test('bench --quick writes valid results for every scenario', { skip: process.en
     const scenario = results.scenarios[name];
     assert.ok(scenario, `scenario ${name} is in the results`);
     assert.ok(Object.keys(scenario.figures).length > 0, `${name} has figures`);
-    for (const [key, value] of Object.entries({ ...scenario.figures, ...scenario.baseline, ...scenario.ratios, peakRssMb: scenario.peakRssMb })) {
+    for (const [key, value] of Object.entries({
+      ...scenario.figures,
+      ...scenario.baseline,
+      ...scenario.ratios,
+      peakRssMb: scenario.peakRssMb,
+    })) {
       assert.equal(typeof value, 'number', `${name}.${key} is a number`);
       assert.ok(Number.isFinite(value as number), `${name}.${key} is finite (${value})`);
     }
     assert.ok(scenario.peakRssMb > 0, `${name} reports the service's peak RSS`);
     for (const target of scenario.targets) assert.equal(typeof target.pass, 'boolean');
   }
-  assert.ok(results.scenarios.ingest.baseline.bareRoutePerSec > 0, "ingest measures the machine's speed with a bare route");
-  assert.ok(results.scenarios.ingest.notes.some((note: string) => /^machine: /.test(note)), 'and says what it scales the target to');
+  assert.ok(
+    results.scenarios.ingest.baseline.bareRoutePerSec > 0,
+    "ingest measures the machine's speed with a bare route",
+  );
+  assert.ok(
+    results.scenarios.ingest.notes.some((note: string) => /^machine: /.test(note)),
+    'and says what it scales the target to',
+  );
   for (const name of ['ingest', 'delivery', 'backlog', 'slow', 'neighbour']) {
     assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
   }

@@ -40,9 +40,14 @@ export async function startChild(env: Record<string, string>, timeoutMs = 60_000
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const output: string[] = [];
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   const ready = new Promise<string | null>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`service did not start in ${timeoutMs}ms:\n${output.join('')}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`service did not start in ${timeoutMs}ms:\n${output.join('')}`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       output.push(chunk.toString());
       const text = output.join('');

@@ -14,7 +14,9 @@ import { SocketReceiver } from './helpers.js';
 // took everything due, the next due attempt is looked for from the time that claim started. General claims
 // read only a window (what came due since the last claim that took all it could) except every 5 s.
 
-test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', { timeout: 60_000 }, async (t) => {
+test('work queued while a claim that finds nothing runs is claimed at once, not at the next idle poll', {
+  timeout: 60_000,
+}, async (t) => {
   const receiver = await new Receiver().start();
   const { store, config, emit, closeFirst } = await openStore(t, {}, `${receiver.url}/hook`);
   closeFirst(() => receiver.stop());
@@ -62,7 +64,11 @@ test('work queued while a claim that finds nothing runs is claimed at once, not 
   assert.equal(calls[taken + 1], 'nextDueAt', `after the claim that took the three: ${calls.slice(taken).join(', ')}`);
   // Asked from the time the claim before it started, not from the oldest task (which walks a backlog), nor
   // from after the claim (which would skip what came due while it ran).
-  for (const { since, claimCalledAt } of nextDueAsked) assert.ok(since !== undefined && since > claimCalledAt - 1_000 && since <= claimCalledAt, `nextDueAt since ${since}, claim called at ${claimCalledAt}`);
+  for (const { since, claimCalledAt } of nextDueAsked)
+    assert.ok(
+      since !== undefined && since > claimCalledAt - 1_000 && since <= claimCalledAt,
+      `nextDueAt since ${since}, claim called at ${claimCalledAt}`,
+    );
 });
 
 test('a claim that failed is tried again after its pause, with no idle poll on top', { timeout: 60_000 }, async (t) => {
@@ -85,10 +91,16 @@ test('a claim that failed is tried again after its pause, with no idle poll on t
   assert.ok(pause >= 950 && pause < 1_450, `second claim ${pause} ms after the failed one`);
 });
 
-test('general claims read their window, and every 5 s the whole queue, which takes what was stamped due before the window', { timeout: 60_000 }, async (t) => {
+test('general claims read their window, and every 5 s the whole queue, which takes what was stamped due before the window', {
+  timeout: 60_000,
+}, async (t) => {
   const receiver = await new Receiver().start();
   // Every first attempt held back for an hour: the worker finds nothing due and polls.
-  const { store, config, emit, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '1h' }, `${receiver.url}/hook`);
+  const { store, config, emit, closeFirst } = await openStore(
+    t,
+    { HERALD_RETRY_SCHEDULE: '1h' },
+    `${receiver.url}/hook`,
+  );
   closeFirst(() => receiver.stop());
   const generals: { at: number; dueAfter: number; taken: number; limit: number }[] = [];
   const queue: WorkerQueue = {
@@ -106,7 +118,10 @@ test('general claims read their window, and every 5 s the whole queue, which tak
   worker.start();
   await eventually(async () => generals.length >= 3, 5_000, 'three general claims');
   // Stamped due 5 s ago, with no wake: what a commit later than the window's margin leaves behind it.
-  await store.ctx.db.updateTable('delivery_tasks').set({ run_at: Date.now() - 5_000 }).execute();
+  await store.ctx.db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 5_000 })
+    .execute();
   await receiver.waitFor(1, 10_000);
   const taking = generals.find((claim) => claim.taken > 0)!;
   assert.equal(taking.dueAfter, 0, 'taken by a claim over the whole queue');
@@ -121,11 +136,17 @@ test('general claims read their window, and every 5 s the whole queue, which tak
       assert.ok(claim.at - lastWhole >= 4_990, `whole-queue claims ${claim.at - lastWhole} ms apart`);
       lastWhole = claim.at;
     } else {
-      assert.ok(lastShort !== null && claim.dueAfter >= lastShort - 1_050 && claim.dueAfter <= lastShort - 1_000, `window from ${claim.dueAfter}, last short claim at ${lastShort}`);
+      assert.ok(
+        lastShort !== null && claim.dueAfter >= lastShort - 1_050 && claim.dueAfter <= lastShort - 1_000,
+        `window from ${claim.dueAfter}, last short claim at ${lastShort}`,
+      );
     }
     if (claim.taken < claim.limit) lastShort = claim.at;
   }
-  assert.ok(generals.some((claim) => claim.dueAfter > 0), `claims between them read only their window: ${JSON.stringify(generals)}`);
+  assert.ok(
+    generals.some((claim) => claim.dueAfter > 0),
+    `claims between them read only their window: ${JSON.stringify(generals)}`,
+  );
 });
 
 /**
@@ -177,28 +198,48 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   const db = store.ctx.db;
   const now = Date.now();
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', hungEndpoint).execute();
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '=', endpointId).execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 600 })
+      .where('endpoint_id', '=', hungEndpoint)
+      .execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 500 })
+      .where('endpoint_id', '=', endpointId)
+      .execute();
   });
   await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 60_000 }).where('endpoint_id', '=', endpointId).where('lease_owner', 'is', null).execute();
+  await db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 60_000 })
+    .where('endpoint_id', '=', endpointId)
+    .where('lease_owner', 'is', null)
+    .execute();
   await eventually(async () => quick.requests.length >= 3, 10_000, "the quick endpoint's third attempt");
   assert.equal(hung.requests.length, 1, 'the hung endpoint holds its one slot');
   return { thirdAt: quick.requests[2]!.at, ...seen };
 }
 
-test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', { timeout: 60_000 }, async (t) => {
+test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', {
+  timeout: 60_000,
+}, async (t) => {
   const { thirdAt, firstRecordedAt } = await drainedWhileFull(t, { failFirstTopUp: false });
   const waited = thirdAt - firstRecordedAt;
   assert.ok(firstRecordedAt > 0 && waited < 1_500, `the top-up came ${waited} ms after the first outcome was recorded`);
 });
 
-test('an endpoint whose top-up claim fails is not left out of the claims that follow', { timeout: 60_000 }, async (t) => {
+test('an endpoint whose top-up claim fails is not left out of the claims that follow', {
+  timeout: 60_000,
+}, async (t) => {
   // The drained endpoint's top-up fails: it holds nothing, so no finished attempt asks for another top-up.
   // Left marked, every later general claim (the whole-queue one too) would skip it for good.
   const { thirdAt, topUpFailedAt } = await drainedWhileFull(t, { failFirstTopUp: true });
   const waited = thirdAt - topUpFailedAt;
-  assert.ok(topUpFailedAt > 0 && waited < 3_000, `its next attempt came ${waited} ms after the failed top-up (the pause after a failed claim is 1 s)`);
+  assert.ok(
+    topUpFailedAt > 0 && waited < 3_000,
+    `its next attempt came ${waited} ms after the failed top-up (the pause after a failed claim is 1 s)`,
+  );
 });
 
 /** The queue's methods bound to it, to override one. */

@@ -79,16 +79,30 @@ test('a worker-only process delivers what an API-only process accepted on the sa
   const { api: client, appId } = await organization(api.url!, hooks.url);
   const accepted = await emitMany(client, appId, 10, 2);
   assert.equal(accepted.length, 10);
-  await eventually(async () => accepted.every((id) => arrivals(hooks).has(id)), 30_000, 'worker process to deliver every message');
+  await eventually(
+    async () => accepted.every((id) => arrivals(hooks).has(id)),
+    30_000,
+    'worker process to deliver every message',
+  );
   const delivery = await client.get(`/api/v1/messages/${accepted[0]}/deliveries`);
-  await eventually(async () => (await client.get(`/api/v1/deliveries/${delivery.body.data[0].id}`)).body.status === 'success', 10_000, 'success recorded');
+  await eventually(
+    async () => (await client.get(`/api/v1/deliveries/${delivery.body.data[0].id}`)).body.status === 'success',
+    10_000,
+    'success recorded',
+  );
 });
 
 test('SIGKILL mid-delivery loses nothing: every acknowledged message arrives after a restart', async (t) => {
   const db = await database(t);
   // Slowed a little, so the burst is accepted well before it is delivered and the kill lands mid-delivery.
   const hooks = await receiver(t, () => ({ status: 200, delayMs: 150 }));
-  const env = { ...db.env, HERALD_LEASE: '2s', HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_ENDPOINT_CONCURRENCY: '4', HERALD_RETRY_SCHEDULE: '0s,300ms,1s,2s,5s' };
+  const env = {
+    ...db.env,
+    HERALD_LEASE: '2s',
+    HERALD_ATTEMPT_TIMEOUT: '1s',
+    HERALD_ENDPOINT_CONCURRENCY: '4',
+    HERALD_RETRY_SCHEDULE: '0s,300ms,1s,2s,5s',
+  };
   const first = await child(t, env);
   const { api, appId } = await organization(first.url!, hooks.url);
 
@@ -99,16 +113,27 @@ test('SIGKILL mid-delivery loses nothing: every acknowledged message arrives aft
   const exit = await first.exited;
   assert.equal(exit.signal, 'SIGKILL');
   const deliveredBeforeKill = arrivals(hooks).size;
-  assert.ok(deliveredBeforeKill < accepted.length, `the kill must land mid-delivery (${deliveredBeforeKill} of ${accepted.length} delivered)`);
+  assert.ok(
+    deliveredBeforeKill < accepted.length,
+    `the kill must land mid-delivery (${deliveredBeforeKill} of ${accepted.length} delivered)`,
+  );
 
   const second = await child(t, { ...env, PORT: new URL(first.url!).port });
-  await eventually(async () => accepted.every((id) => arrivals(hooks).has(id)), 90_000, 'every acknowledged message to arrive after the restart').catch((error) => {
+  await eventually(
+    async () => accepted.every((id) => arrivals(hooks).has(id)),
+    90_000,
+    'every acknowledged message to arrive after the restart',
+  ).catch((error) => {
     const missing = accepted.filter((id) => !arrivals(hooks).has(id));
-    throw new Error(`${(error as Error).message}: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(', ')}\n${second.output.join('')}`);
+    throw new Error(
+      `${(error as Error).message}: ${missing.length} missing, e.g. ${missing.slice(0, 3).join(', ')}\n${second.output.join('')}`,
+    );
   });
   const counts = arrivals(hooks);
   const duplicates = [...counts.values()].reduce((sum, n) => sum + n - 1, 0);
-  console.log(`# SIGKILL: ${accepted.length} acknowledged, ${deliveredBeforeKill} delivered before the kill, all delivered after restart; ${duplicates} duplicate requests`);
+  console.log(
+    `# SIGKILL: ${accepted.length} acknowledged, ${deliveredBeforeKill} delivered before the kill, all delivered after restart; ${duplicates} duplicate requests`,
+  );
   for (const id of accepted) assert.ok(counts.has(id));
 });
 
@@ -138,18 +163,25 @@ async function sigtermDrains(t: TestContext, split: boolean): Promise<void> {
   // Every request the service made before exiting was answered and recorded: none was abandoned.
   const store = await Store.open(loadConfig({ ...BASE_ENV, ...env }));
   try {
-    const row = await sql<{ n: number | string }>`select count(*) as n from attempts where status = 'success'`.execute(store.ctx.db);
+    const row = await sql<{ n: number | string }>`select count(*) as n from attempts where status = 'success'`.execute(
+      store.ctx.db,
+    );
     assert.equal(Number(row.rows[0]!.n), requestsMade, 'each in-flight attempt was recorded as a success before exit');
   } finally {
     await store.close();
   }
 
   await child(t, split ? { ...env, HERALD_ROLE: 'worker' } : { ...env, PORT: new URL(first.url!).port });
-  await eventually(async () => accepted.every((id) => arrivals(hooks).has(id)), 60_000, 'the rest delivered after restart');
+  await eventually(
+    async () => accepted.every((id) => arrivals(hooks).has(id)),
+    60_000,
+    'the rest delivered after restart',
+  );
   const duplicates = hooks.received.length - arrivals(hooks).size;
   assert.equal(duplicates, 0, 'a clean stop repeats nothing');
 }
 
-test('SIGTERM drains: the process exits 0, in-flight attempts are recorded, and a restart delivers the rest', (t) => sigtermDrains(t, false));
+test('SIGTERM drains: the process exits 0, in-flight attempts are recorded, and a restart delivers the rest', (t) =>
+  sigtermDrains(t, false));
 
 test('SIGTERM drains a worker-only process beside an API-only one the same way', (t) => sigtermDrains(t, true));

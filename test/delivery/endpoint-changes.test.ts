@@ -10,9 +10,13 @@ import { setup, startReceiver, verifies } from './helpers.js';
 
 const SLOW_MS = 1_500;
 
-test("attempts claimed before an endpoint's URL and secret changed go to the new URL, signed with the new secret", { timeout: 60_000 }, async (t) => {
+test("attempts claimed before an endpoint's URL and secret changed go to the new URL, signed with the new secret", {
+  timeout: 60_000,
+}, async (t) => {
   const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '1' });
-  const receiver = await startReceiver(t, (r) => (r.path === '/old' ? { status: 200, delayMs: SLOW_MS } : { status: 200 }));
+  const receiver = await startReceiver(t, (r) =>
+    r.path === '/old' ? { status: 200, delayMs: SLOW_MS } : { status: 200 },
+  );
   const endpoint = await s.endpoint(`${receiver.url}/old`);
   const ids = [];
   for (let i = 0; i < 3; i++) ids.push((await s.emit({ i })).deliveryIds[0]!);
@@ -47,9 +51,23 @@ test('attempts claimed before an endpoint was deleted or disabled are not sent',
   assert.deepEqual(receiver.received.map((r) => r.path).sort(), ['/deleted', '/disabled']);
   // The waiting ones record no attempt (none was made): stopped with their endpoint, as those not claimed are.
   const deliveriesOf = async (endpointId: string) =>
-    (await s.service.store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).where('endpoint_id', '=', endpointId).execute())
+    (
+      await s.service.store.ctx.db
+        .selectFrom('deliveries')
+        .select(['status', 'attempt_count'])
+        .where('endpoint_id', '=', endpointId)
+        .execute()
+    )
       .map((d) => `${d.status}/${d.attempt_count}`)
       .sort();
-  await eventually(async () => (await deliveriesOf(deleted.id)).join() === 'failed/0,success/1', 5_000, "the deleted endpoint's deliveries");
-  await eventually(async () => (await deliveriesOf(disabled.id)).join() === 'disabled/0,success/1', 5_000, "the disabled endpoint's deliveries");
+  await eventually(
+    async () => (await deliveriesOf(deleted.id)).join() === 'failed/0,success/1',
+    5_000,
+    "the deleted endpoint's deliveries",
+  );
+  await eventually(
+    async () => (await deliveriesOf(disabled.id)).join() === 'disabled/0,success/1',
+    5_000,
+    "the disabled endpoint's deliveries",
+  );
 });

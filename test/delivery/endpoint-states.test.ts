@@ -29,7 +29,11 @@ test('410 Gone disables the endpoint; its deliveries are kept as disabled and de
   const receiver = await startReceiver(t, () => ({ status: gone ? 410 : 200 }));
   const endpoint = await s.endpoint(`${receiver.url}/hook`);
   const first = await s.emit({ n: 1 });
-  const firstDelivery = await s.until(first.deliveryIds[0]!, (d) => d.status === 'disabled', 'delivery disabled by 410');
+  const firstDelivery = await s.until(
+    first.deliveryIds[0]!,
+    (d) => d.status === 'disabled',
+    'delivery disabled by 410',
+  );
   assert.equal(firstDelivery.attempts.length, 1, 'no retry after 410');
   assert.equal(firstDelivery.attempts[0]!.response_status, 410);
   assert.equal(firstDelivery.next_attempt_at, null);
@@ -52,7 +56,10 @@ test('410 Gone disables the endpoint; its deliveries are kept as disabled and de
   assert.equal(patched.body.status, 'active');
   // Numbered after the attempts made: the first delivery's retry queued by its 410 was dropped, and its
   // number is handed out again (2, not 3).
-  for (const [id, number] of [[first.deliveryIds[0]!, 2], [second.deliveryIds[0]!, 1]] as const) {
+  for (const [id, number] of [
+    [first.deliveryIds[0]!, 2],
+    [second.deliveryIds[0]!, 1],
+  ] as const) {
     const retried = await s.api.post(`/api/v1/deliveries/${id}/retry`);
     assert.equal(retried.status, 200);
     assert.equal(retried.body.attempt_number, number);
@@ -60,7 +67,10 @@ test('410 Gone disables the endpoint; its deliveries are kept as disabled and de
     assert.equal(d.attempts[0]!.trigger, 'manual');
     assert.equal(d.attempts[0]!.attempt_number, number);
   }
-  const payloads = receiver.received.slice(1).map((r) => JSON.parse(r.body).data.n).sort();
+  const payloads = receiver.received
+    .slice(1)
+    .map((r) => JSON.parse(r.body).data.n)
+    .sort();
   assert.deepEqual(payloads, [1, 2]);
 });
 
@@ -121,7 +131,13 @@ test('manual retry adds exactly one attempt to the same delivery, whatever its s
   assert.deepEqual(retried.body, { delivery_id: okId, status: 'enqueued', attempt_number: 2 });
   let d = await s.until(okId, (d) => d.attempt_count === 2, 'manual attempt recorded');
   assert.equal(d.status, 'success');
-  assert.deepEqual(oldestFirst(d).map((a) => [a.attempt_number, a.trigger, a.status]), [[1, 'scheduled', 'success'], [2, 'manual', 'success']]);
+  assert.deepEqual(
+    oldestFirst(d).map((a) => [a.attempt_number, a.trigger, a.status]),
+    [
+      [1, 'scheduled', 'success'],
+      [2, 'manual', 'success'],
+    ],
+  );
 
   // failed → one more attempt, which succeeds
   answer = 500;
@@ -175,7 +191,14 @@ test('manual retries of a pending delivery each add one attempt, numbered apart,
   assert.equal(d.next_attempt_at, null, 'delivered: the scheduled attempt is no longer needed');
   const numbered = d.attempts.map((a) => [a.attempt_number, a.trigger]).sort((a, b) => Number(a[0]) - Number(b[0]));
   // No gap where the scheduled attempt, no longer needed, was dropped.
-  assert.deepEqual(numbered, [[1, 'scheduled'], [2, 'manual'], [3, 'manual'], [4, 'manual'], [5, 'manual'], [6, 'manual']]);
+  assert.deepEqual(numbered, [
+    [1, 'scheduled'],
+    [2, 'manual'],
+    [3, 'manual'],
+    [4, 'manual'],
+    [5, 'manual'],
+    [6, 'manual'],
+  ]);
 });
 
 test('a manual retry while a scheduled attempt waits is numbered before it: the attempts read in time order', async (t) => {
@@ -188,9 +211,20 @@ test('a manual retry while a scheduled attempt waits is numbered before it: the 
   assert.equal(retried.body.attempt_number, 2);
   const d = await s.until(id, (d) => d.attempt_count === 3, 'the manual attempt, then the scheduled one', 10_000);
   const inTime = oldestFirst(d);
-  assert.deepEqual(inTime.map((a) => [a.attempt_number, a.trigger]), [[1, 'scheduled'], [2, 'manual'], [3, 'scheduled']]);
-  for (let i = 1; i < inTime.length; i++) assert.ok(Date.parse(inTime[i]!.created_at) >= Date.parse(inTime[i - 1]!.created_at));
-  assert.ok(Date.parse(inTime[2]!.created_at) >= Date.parse(waiting.next_attempt_at!) - 50, 'the scheduled attempt kept its time');
+  assert.deepEqual(
+    inTime.map((a) => [a.attempt_number, a.trigger]),
+    [
+      [1, 'scheduled'],
+      [2, 'manual'],
+      [3, 'scheduled'],
+    ],
+  );
+  for (let i = 1; i < inTime.length; i++)
+    assert.ok(Date.parse(inTime[i]!.created_at) >= Date.parse(inTime[i - 1]!.created_at));
+  assert.ok(
+    Date.parse(inTime[2]!.created_at) >= Date.parse(waiting.next_attempt_at!) - 50,
+    'the scheduled attempt kept its time',
+  );
   // The next scheduled attempt follows on from there.
   const next = await s.api.post(`/api/v1/deliveries/${id}/retry`);
   assert.equal(next.body.attempt_number, 4);

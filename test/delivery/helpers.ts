@@ -79,10 +79,14 @@ export async function setup(t: TestContext, env: Record<string, string> = {}): P
     async until(id, check, what, timeoutMs = 15_000) {
       let last: DeliveryRead | undefined;
       try {
-        return await eventually(async () => {
-          last = await s.delivery(id);
-          return check(last) ? last : undefined;
-        }, timeoutMs, what);
+        return await eventually(
+          async () => {
+            last = await s.delivery(id);
+            return check(last) ? last : undefined;
+          },
+          timeoutMs,
+          what,
+        );
       } catch (error) {
         throw new Error(`${(error as Error).message}; last read: ${JSON.stringify(last)}`);
       }
@@ -133,7 +137,8 @@ export async function closedPort(): Promise<number> {
   return port;
 }
 
-export const gapMs = (earlier: Attempt, later: Attempt) => Date.parse(later.created_at) - Date.parse(earlier.created_at);
+export const gapMs = (earlier: Attempt, later: Attempt) =>
+  Date.parse(later.created_at) - Date.parse(earlier.created_at);
 
 /** Attempts oldest first (the API lists them newest first). */
 export const oldestFirst = (d: DeliveryRead) => [...d.attempts].reverse();
@@ -159,7 +164,13 @@ export class SocketReceiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         this.sockets.add(req.socket);
-        this.requests.push({ path: req.url ?? '/', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), socket: req.socket, at: Date.now() });
+        this.requests.push({
+          path: req.url ?? '/',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+          socket: req.socket,
+          at: Date.now(),
+        });
         this.open++;
         this.maxOpen = Math.max(this.maxOpen, this.open);
         const answer = () => {

@@ -16,7 +16,11 @@ async function socketReceiver(t: TestContext, holdMs: (path: string) => number):
 }
 
 test('a slow endpoint and a silent one do not delay a healthy endpoint', async (t) => {
-  const s = await setup(t, { HERALD_ENDPOINT_CONCURRENCY: '2', HERALD_CONCURRENCY: '8', HERALD_ATTEMPT_TIMEOUT: '30s' });
+  const s = await setup(t, {
+    HERALD_ENDPOINT_CONCURRENCY: '2',
+    HERALD_CONCURRENCY: '8',
+    HERALD_ATTEMPT_TIMEOUT: '30s',
+  });
   const slow = await socketReceiver(t, () => 10_000);
   const silent = await socketReceiver(t, () => Infinity);
   const healthy = await socketReceiver(t, () => 0);
@@ -29,7 +33,10 @@ test('a slow endpoint and a silent one do not delay a healthy endpoint', async (
   await eventually(async () => healthy.requests.length >= messages, 20_000, 'healthy endpoint to get every message');
   // Ordering, not timing: all of that happened while the slow and silent endpoints still held every request.
   assert.ok(slow.requests.length >= 1 && slow.open === slow.requests.length, 'slow endpoint has answered nothing yet');
-  assert.ok(silent.requests.length >= 1 && silent.open === silent.requests.length, 'silent endpoint has answered nothing');
+  assert.ok(
+    silent.requests.length >= 1 && silent.open === silent.requests.length,
+    'silent endpoint has answered nothing',
+  );
   assert.ok(slow.maxOpen <= 2 && silent.maxOpen <= 2, 'the stuck endpoints never held more than their share');
   // Hung-up receivers end the stuck attempts, so the service stops without waiting for their timeout.
   await Promise.all([slow.stop(), silent.stop()]);
@@ -42,7 +49,11 @@ test('a hanging endpoint does not delay another endpoint on the same host', asyn
   await s.endpoint(`${receiver.url}/ok`);
   const messages = 6;
   for (let i = 0; i < messages; i++) await s.emit({ i });
-  await eventually(async () => receiver.count('/ok') >= messages, 20_000, 'the healthy endpoint on the same host to get every message');
+  await eventually(
+    async () => receiver.count('/ok') >= messages,
+    20_000,
+    'the healthy endpoint on the same host to get every message',
+  );
   assert.equal(receiver.count('/hang'), 2, 'the hanging endpoint holds its two slots and no more');
   await receiver.stop();
 });
@@ -53,17 +64,29 @@ test('per-endpoint concurrency is bounded by HERALD_ENDPOINT_CONCURRENCY and con
   await s.endpoint(`${receiver.url}/hook`);
   const messages = 16;
   await Promise.all(Array.from({ length: messages }, (_, i) => s.emit({ i })));
-  await eventually(async () => receiver.requests.length >= messages && receiver.open === 0, 30_000, 'every message delivered');
+  await eventually(
+    async () => receiver.requests.length >= messages && receiver.open === 0,
+    30_000,
+    'every message delivered',
+  );
   assert.ok(receiver.maxOpen <= 2, `at most 2 requests open at once (saw ${receiver.maxOpen})`);
   assert.equal(receiver.maxOpen, 2, 'the two slots were used in parallel');
-  assert.ok(receiver.sockets.size < receiver.requests.length, `connections reused: ${receiver.sockets.size} sockets for ${receiver.requests.length} requests`);
+  assert.ok(
+    receiver.sockets.size < receiver.requests.length,
+    `connections reused: ${receiver.sockets.size} sockets for ${receiver.requests.length} requests`,
+  );
   assert.ok(receiver.sockets.size <= 4, `few sockets: ${receiver.sockets.size}`);
 });
 
 test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoint behind it is still served', async (t) => {
   // Few slots overall, one per endpoint, and every first attempt held back for an hour so the test can
   // release the whole backlog at once (as after an outage): the stuck endpoint's 30 attempts come first.
-  const s = await setup(t, { HERALD_CONCURRENCY: '3', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_ATTEMPT_TIMEOUT: '30s', HERALD_RETRY_SCHEDULE: '1h' });
+  const s = await setup(t, {
+    HERALD_CONCURRENCY: '3',
+    HERALD_ENDPOINT_CONCURRENCY: '1',
+    HERALD_ATTEMPT_TIMEOUT: '30s',
+    HERALD_RETRY_SCHEDULE: '1h',
+  });
   const stuck = await socketReceiver(t, () => Infinity);
   const healthy = await socketReceiver(t, () => 0);
   const stuckEndpoint = await s.endpoint(`${stuck.url}/stuck`, { event_types: ['customer.created'] });
@@ -75,8 +98,16 @@ test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoin
   await db.transaction().execute(async (trx) => {
     // Both due within the last second, so the next claim reads them all (its window starts a second before
     // the last claim), the stuck ones first.
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', stuckEndpoint.id).execute();
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '!=', stuckEndpoint.id).execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 600 })
+      .where('endpoint_id', '=', stuckEndpoint.id)
+      .execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 500 })
+      .where('endpoint_id', '!=', stuckEndpoint.id)
+      .execute();
   });
   await eventually(async () => healthy.requests.length >= 5, 20_000, 'healthy endpoint served despite the backlog');
   assert.equal(stuck.requests.length, 1, 'the stuck endpoint holds its single slot');
@@ -93,15 +124,21 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
   for (let i = 0; i < messages; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => s.emit({ i: i + j })));
   // Claims answer 30 ms late (a busy database), so attempts keep finishing while a top-up is under way.
   const queue = s.service.store.queue;
-  const slow = <A extends unknown[], R>(claim: (...args: A) => Promise<R>) => async (...args: A) => {
-    const result = await claim.apply(queue, args);
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    return result;
-  };
+  const slow =
+    <A extends unknown[], R>(claim: (...args: A) => Promise<R>) =>
+    async (...args: A) => {
+      const result = await claim.apply(queue, args);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      return result;
+    };
   queue.claim = slow(queue.claim);
   queue.claimLoaded = slow(queue.claimLoaded);
   const db = s.service.store.ctx.db;
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', '=', endpoint.id).execute();
+  await db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 500 })
+    .where('endpoint_id', '=', endpoint.id)
+    .execute();
   // The first claim may wait for one idle poll (nothing announced the released backlog).
   await eventually(async () => receiver.requests.length >= 1, 5_000, 'the first attempt');
   await eventually(async () => receiver.requests.length >= messages, 60_000, 'every message delivered');
@@ -122,15 +159,27 @@ test("a backlog draining through top-ups does not hold back another endpoint's a
   const backlogEndpoint = await s.endpoint(`${receiver.url}/backlog`, { event_types: ['customer.created'] });
   const otherEndpoint = await s.endpoint(`${receiver.url}/other`, { event_types: ['invoice.paid'] });
   const backlog = 150;
-  for (let i = 0; i < backlog; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  for (let i = 0; i < backlog; i += 20)
+    await Promise.all(Array.from({ length: 20 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
   await s.emit({ other: true }, 'invoice.paid');
   const db = s.service.store.ctx.db;
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', '=', backlogEndpoint.id).execute();
+  await db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 500 })
+    .where('endpoint_id', '=', backlogEndpoint.id)
+    .execute();
   await eventually(async () => receiver.count('/backlog') >= 10, 10_000, 'the backlog draining');
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 100 }).where('endpoint_id', '=', otherEndpoint.id).execute();
+  await db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 100 })
+    .where('endpoint_id', '=', otherEndpoint.id)
+    .execute();
   await eventually(async () => receiver.count('/other') >= 1, 10_000, "the other endpoint's attempt");
   // At 30 ms an attempt the backlog takes over 4.5 s; the idle poll (500 ms) comes well before it is done.
-  assert.ok(receiver.count('/backlog') < backlog * 0.6, `the other attempt waited for ${receiver.count('/backlog')} of the backlog's ${backlog}`);
+  assert.ok(
+    receiver.count('/backlog') < backlog * 0.6,
+    `the other attempt waited for ${receiver.count('/backlog')} of the backlog's ${backlog}`,
+  );
 });
 
 test('a worker full of backlogged endpoints still serves a new endpoint before the backlogs drain', async (t) => {
@@ -140,12 +189,22 @@ test('a worker full of backlogged endpoints still serves a new endpoint before t
   const s = await setup(t, { HERALD_CONCURRENCY: '4', HERALD_ENDPOINT_CONCURRENCY: '1', HERALD_RETRY_SCHEDULE: '1h' });
   const receiver = await socketReceiver(t, (path) => (path.startsWith('/backlog') ? 100 : 0));
   const backlogged = [];
-  for (let i = 0; i < 4; i++) backlogged.push(await s.endpoint(`${receiver.url}/backlog${i}`, { event_types: ['customer.created'] }));
+  for (let i = 0; i < 4; i++)
+    backlogged.push(await s.endpoint(`${receiver.url}/backlog${i}`, { event_types: ['customer.created'] }));
   const fresh = await s.endpoint(`${receiver.url}/new`, { event_types: ['invoice.paid'] });
   const perEndpoint = 40;
-  for (let i = 0; i < perEndpoint; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  for (let i = 0; i < perEndpoint; i += 10)
+    await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
   const db = s.service.store.ctx.db;
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() - 500 }).where('endpoint_id', 'in', backlogged.map((e) => e.id)).execute();
+  await db
+    .updateTable('delivery_tasks')
+    .set({ run_at: Date.now() - 500 })
+    .where(
+      'endpoint_id',
+      'in',
+      backlogged.map((e) => e.id),
+    )
+    .execute();
   await eventually(async () => receiver.requests.length >= 12, 10_000, 'the backlogs draining');
   await s.emit({ fresh: true }, 'invoice.paid');
   await db.updateTable('delivery_tasks').set({ run_at: Date.now() }).where('endpoint_id', '=', fresh.id).execute();
@@ -165,14 +224,23 @@ test('new work that fills a full worker does not starve an endpoint with a backl
   const receiver = await socketReceiver(t, () => 50);
   const backlogged = await s.endpoint(`${receiver.url}/backlog`, { event_types: ['customer.created'] });
   for (let i = 0; i < 40; i++) await s.endpoint(`${receiver.url}/other${i}`, { event_types: ['invoice.paid'] });
-  for (let i = 0; i < 30; i += 10) await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
+  for (let i = 0; i < 30; i += 10)
+    await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
   await s.emit({ many: true }, 'invoice.paid');
   const db = s.service.store.ctx.db;
   const now = Date.now();
   await db.transaction().execute(async (trx) => {
     // Within the general claim's window, the backlog's first.
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 600 }).where('endpoint_id', '=', backlogged.id).execute();
-    await trx.updateTable('delivery_tasks').set({ run_at: now - 500 }).where('endpoint_id', '!=', backlogged.id).execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 600 })
+      .where('endpoint_id', '=', backlogged.id)
+      .execute();
+    await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: now - 500 })
+      .where('endpoint_id', '!=', backlogged.id)
+      .execute();
   });
   await eventually(async () => receiver.count('/other') >= 40, 20_000, 'every other endpoint served');
   const paths = receiver.requests.map((r) => r.path);
@@ -194,16 +262,25 @@ test('large payloads are not held while their attempts wait: each is loaded when
   const emitted = [];
   for (let i = 0; i < 6; i++) emitted.push(await s.emit({ i, pad: 'x'.repeat(20_000) }));
   // Two requests hang at the receiver, two more attempts are claimed and wait for their slots.
-  await eventually(async () => receiver.open === 2 && worker.busy === 4, 20_000, 'two attempts in flight and two waiting');
+  await eventually(
+    async () => receiver.open === 2 && worker.busy === 4,
+    20_000,
+    'two attempts in flight and two waiting',
+  );
   assert.equal(worker.waitingPayloadChars, 0, 'the waiting attempts hold no payload');
 
   hold = 0;
   receiver.release();
   await eventually(async () => receiver.requests.length >= 6, 20_000, 'every message delivered');
-  for (const r of receiver.requests) assert.ok(verifies({ path: r.path, headers: r.headers, body: r.body, at: r.at }, endpoint.secret), 'signed as usual');
+  for (const r of receiver.requests)
+    assert.ok(
+      verifies({ path: r.path, headers: r.headers, body: r.body, at: r.at }, endpoint.secret),
+      'signed as usual',
+    );
   const pads = receiver.requests.map((r) => (JSON.parse(r.body) as { data: { pad: string } }).data.pad.length);
   assert.deepEqual(pads, [20_000, 20_000, 20_000, 20_000, 20_000, 20_000], 'the payloads arrive whole');
-  for (const { deliveryIds } of emitted) await s.until(deliveryIds[0]!, (d) => d.status === 'success', 'recorded as delivered');
+  for (const { deliveryIds } of emitted)
+    await s.until(deliveryIds[0]!, (d) => d.status === 'success', 'recorded as delivered');
 });
 
 test('small payloads are loaded with the claim', async (t) => {
@@ -212,7 +289,15 @@ test('small payloads are loaded with the claim', async (t) => {
   await s.endpoint(`${receiver.url}/hook`);
   const worker = s.service.worker!;
   for (let i = 0; i < 6; i++) await s.emit({ i });
-  await eventually(async () => receiver.open === 2 && worker.busy === 4, 20_000, 'two attempts in flight and two waiting');
-  assert.equal(worker.waitingPayloadChars, 2 * JSON.stringify({ i: 0 }).length, 'the two waiting attempts hold their payloads');
+  await eventually(
+    async () => receiver.open === 2 && worker.busy === 4,
+    20_000,
+    'two attempts in flight and two waiting',
+  );
+  assert.equal(
+    worker.waitingPayloadChars,
+    2 * JSON.stringify({ i: 0 }).length,
+    'the two waiting attempts hold their payloads',
+  );
   await receiver.stop();
 });

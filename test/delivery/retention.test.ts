@@ -23,25 +23,44 @@ test('retention removes old history and keeps what is still to be delivered', as
   await s.until(pending.deliveryIds[0]!, (d) => d.attempt_count === 1, 'pending attempted once');
 
   // Payload bytes are their own table, not a column of the message record.
-  const payload = await db.selectFrom('payloads').selectAll().where('message_id', '=', settled.id).executeTakeFirstOrThrow();
+  const payload = await db
+    .selectFrom('payloads')
+    .selectAll()
+    .where('message_id', '=', settled.id)
+    .executeTakeFirstOrThrow();
   assert.deepEqual(JSON.parse(payload.body), { case: 'settled' });
   const messageRow = await db.selectFrom('messages').selectAll().where('id', '=', settled.id).executeTakeFirstOrThrow();
-  assert.ok(!Object.values(messageRow).some((v) => typeof v === 'string' && v.includes('settled')), 'no payload in the message row');
+  assert.ok(
+    !Object.values(messageRow).some((v) => typeof v === 'string' && v.includes('settled')),
+    'no payload in the message row',
+  );
 
   await sleep(1_300);
   // A replay of an old message: a fresh delivery that still needs the old payload.
   const late = await s.endpoint(`${receiver.url}/fail`, { event_types: ['invoice.paid'] });
   const replay = await s.api.post(`/api/v1/messages/${replayed.id}/replay`);
-  const replayToLate = (await Promise.all((replay.body.delivery_ids as string[]).map((id) => s.delivery(id)))).find((d) => d.endpoint_id === late.id)!;
-  await s.until(replayToLate.id, (d) => d.attempt_count === 1 && d.status === 'pending', 'replayed delivery attempted once');
+  const replayToLate = (await Promise.all((replay.body.delivery_ids as string[]).map((id) => s.delivery(id)))).find(
+    (d) => d.endpoint_id === late.id,
+  )!;
+  await s.until(
+    replayToLate.id,
+    (d) => d.attempt_count === 1 && d.status === 'pending',
+    'replayed delivery attempted once',
+  );
 
   const counts = await s.service.store.purgeExpired();
-  assert.ok(counts.attempts >= 3 && counts.deliveries >= 2 && counts.payloads >= 1 && counts.messages >= 1, JSON.stringify(counts));
+  assert.ok(
+    counts.attempts >= 3 && counts.deliveries >= 2 && counts.payloads >= 1 && counts.messages >= 1,
+    JSON.stringify(counts),
+  );
 
   // Settled and old: gone entirely.
   assert.equal((await s.api.get(`/api/v1/messages/${settled.id}`)).status, 404);
   assert.equal((await s.api.get(`/api/v1/deliveries/${settled.deliveryIds[0]}`)).status, 404);
-  assert.equal(await db.selectFrom('payloads').select('message_id').where('message_id', '=', settled.id).executeTakeFirst(), undefined);
+  assert.equal(
+    await db.selectFrom('payloads').select('message_id').where('message_id', '=', settled.id).executeTakeFirst(),
+    undefined,
+  );
   // Its old settled delivery is gone, but the replay keeps the message and payload.
   assert.equal((await s.api.get(`/api/v1/deliveries/${replayed.deliveryIds[0]}`)).status, 404);
   assert.equal((await s.api.get(`/api/v1/messages/${replayed.id}`)).status, 200);
@@ -58,7 +77,10 @@ test('retention removes old history and keeps what is still to be delivered', as
     await s.api.post(`/api/v1/deliveries/${id}/retry`);
     await s.until(id, (d) => d.status === 'success', 'kept delivery delivered');
   }
-  const data = receiver.received.slice(before).map((r) => JSON.parse(r.body).data.case).sort();
+  const data = receiver.received
+    .slice(before)
+    .map((r) => JSON.parse(r.body).data.case)
+    .sort();
   assert.deepEqual(data, ['pending', 'replayed']);
 });
 
@@ -97,7 +119,11 @@ test('the purge works in small transactions and still removes everything that is
   await s.endpoint(`${receiver.url}/ok`);
   const ids: string[] = [];
   for (let i = 0; i < 23; i++) {
-    const reply = await s.api.post('/api/v1/messages', { app_id: s.appId, event_type: 'invoice.paid', payload: { i } }, { 'idempotency-key': `purge-${i}` });
+    const reply = await s.api.post(
+      '/api/v1/messages',
+      { app_id: s.appId, event_type: 'invoice.paid', payload: { i } },
+      { 'idempotency-key': `purge-${i}` },
+    );
     assert.equal(reply.status, 201);
     ids.push(reply.body.delivery_ids[0]);
   }
@@ -109,7 +135,10 @@ test('the purge works in small transactions and still removes everything that is
   assert.deepEqual(counts, { attempts: 23, deliveries: 23, payloads: 23, messages: 23, idempotencyKeys: 23 });
   const db = s.service.store.ctx.db;
   for (const table of ['attempts', 'deliveries', 'payloads', 'messages', 'idempotency_keys'] as const) {
-    const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await db
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.equal(Number(row.n), 0, `${table} is empty`);
   }
 });

@@ -8,7 +8,11 @@ import { closedPort, gapMs, oldestFirst, setup, startReceiver, type DeliveryRead
 test('5xx, 4xx, 3xx, timeouts, refused and reset connections are failures retried on schedule; 2xx succeeds', async (t) => {
   // The attempt timeout leaves room for a loaded machine (and undici's first-connection start-up) on
   // the answers that come at once; /slow answers long after it.
-  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms', HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_RESPONSE_BODY_LIMIT: '64' });
+  const s = await setup(t, {
+    HERALD_RETRY_SCHEDULE: '0s,200ms,400ms',
+    HERALD_ATTEMPT_TIMEOUT: '1s',
+    HERALD_RESPONSE_BODY_LIMIT: '64',
+  });
   const receiver = await startReceiver(t, (r) => {
     switch (r.path) {
       case '/5xx':
@@ -33,7 +37,9 @@ test('5xx, 4xx, 3xx, timeouts, refused and reset connections are failures retrie
   const emitted = await s.emit({ kind: 'retry' });
   assert.equal(emitted.deliveryIds.length, 7);
   const list = await s.api.get(`/api/v1/messages/${emitted.id}/deliveries`);
-  const pathOf = new Map<string, string>(list.body.data.map((d: { id: string; endpoint_id: string }) => [d.id, endpoints.get(d.endpoint_id)!]));
+  const pathOf = new Map<string, string>(
+    list.body.data.map((d: { id: string; endpoint_id: string }) => [d.id, endpoints.get(d.endpoint_id)!]),
+  );
 
   const settled = new Map<string, DeliveryRead>();
   for (const id of emitted.deliveryIds) {
@@ -62,7 +68,11 @@ test('5xx, 4xx, 3xx, timeouts, refused and reset connections are failures retrie
     assert.equal(d.next_attempt_at, null, `${path}: nothing left to do`);
     assert.equal(d.attempt_count, 3, `${path}: one attempt per schedule entry`);
     const attempts = oldestFirst(d);
-    assert.deepEqual(attempts.map((a) => a.attempt_number), [1, 2, 3], path);
+    assert.deepEqual(
+      attempts.map((a) => a.attempt_number),
+      [1, 2, 3],
+      path,
+    );
     for (const a of attempts) {
       assert.equal(a.trigger, 'scheduled');
       assert.equal(a.status, 'failed');
@@ -76,7 +86,10 @@ test('5xx, 4xx, 3xx, timeouts, refused and reset connections are failures retrie
     assert.ok(gapMs(attempts[1]!, attempts[2]!) >= 300, `${path}: third attempt too early`);
   }
   assert.equal(settled.get('/5xx')!.attempts[0]!.response_body, 'E'.repeat(64));
-  assert.ok(settled.get('/slow')!.attempts.every((a) => a.duration_ms >= 900 && a.duration_ms < 4_000), 'whole-attempt timeout cut the wait');
+  assert.ok(
+    settled.get('/slow')!.attempts.every((a) => a.duration_ms >= 900 && a.duration_ms < 4_000),
+    'whole-attempt timeout cut the wait',
+  );
   // Redirects are not followed.
   assert.equal(receiver.received.filter((r) => r.path === '/other').length, 0);
   assert.equal(receiver.received.filter((r) => r.path === '/3xx').length, 3);
@@ -93,7 +106,8 @@ test('Retry-After on 429 and 503 is honoured; on other statuses the schedule dec
     seen.set(r.path, n);
     if (n > 1) return { status: 200 };
     if (r.path === '/429') return { status: 429, headers: { 'retry-after': '1' } };
-    if (r.path === '/503') return { status: 503, headers: { 'retry-after': new Date(Date.now() + 2_000).toUTCString() } };
+    if (r.path === '/503')
+      return { status: 503, headers: { 'retry-after': new Date(Date.now() + 2_000).toUTCString() } };
     return { status: 500, headers: { 'retry-after': '30' } };
   });
   const ids = new Map<string, string>();

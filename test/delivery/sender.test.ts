@@ -5,7 +5,14 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
-import { Attempt, BlockedAddressError, guardedConnector, guardedLookup, Sender, type SendResult } from '../../src/delivery/sender.js';
+import {
+  Attempt,
+  BlockedAddressError,
+  guardedConnector,
+  guardedLookup,
+  Sender,
+  type SendResult,
+} from '../../src/delivery/sender.js';
 
 // The Sender on its own against a real HTTP server on loopback (Test-mode requests, which may reach it):
 // the attempt timeout bounds the whole attempt, body included, and each attempt gets its own deadline.
@@ -33,7 +40,12 @@ function sender(t: TestContext, attemptTimeoutMs: number, connectionsPerOrigin =
   return s;
 }
 
-const request = (url: string) => ({ url, body: '{}', headers: { 'content-type': 'application/json' }, publicOnly: false });
+const request = (url: string) => ({
+  url,
+  body: '{}',
+  headers: { 'content-type': 'application/json' },
+  publicOnly: false,
+});
 
 test('an answer whose body never ends fails as timed out, at the attempt timeout', { timeout: 10_000 }, async (t) => {
   const url = await server(t, (_req, res) => {
@@ -61,7 +73,9 @@ test("each attempt has its own deadline: one started later is not cut at an earl
   assert.equal(second.responseBody, 'ok');
 });
 
-test('attempts keep their deadlines behind a hung one and after thousands that finished', { timeout: 20_000 }, async (t) => {
+test('attempts keep their deadlines behind a hung one and after thousands that finished', {
+  timeout: 20_000,
+}, async (t) => {
   const url = await server(t, (req, res) => {
     if (req.url !== '/hang') res.end('ok');
   });
@@ -81,7 +95,9 @@ test('attempts keep their deadlines behind a hung one and after thousands that f
   assert.ok(hungLater.durationMs >= 550, `the later one ran to its own deadline (${hungLater.durationMs} ms)`);
 });
 
-test('an answer that arrived while the event loop was stalled past the deadline is kept, not aborted as a timeout', { timeout: 10_000 }, async (t) => {
+test('an answer that arrived while the event loop was stalled past the deadline is kept, not aborted as a timeout', {
+  timeout: 10_000,
+}, async (t) => {
   // The receiver runs on a thread of its own, so it answers while this thread is blocked. It flags the
   // request's arrival in shared memory and answers 20 ms later.
   const arrived = new Int32Array(new SharedArrayBuffer(4));
@@ -113,17 +129,31 @@ test('an answer that arrived while the event loop was stalled past the deadline 
 test('the connection guard checks the peer a connection reached: Live only public ones, Test anything but link-local and metadata ones', async () => {
   // A stand-in for undici's connector: "connects" to the given peer address, whatever the host name said.
   const reaching = (remoteAddress: string) => {
-    const socket = { remoteAddress, destroyed: false, destroy() {
-      this.destroyed = true;
-    } };
-    const base = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) => callback(null, socket)) as unknown as Parameters<typeof guardedConnector>[0];
+    const socket = {
+      remoteAddress,
+      destroyed: false,
+      destroy() {
+        this.destroyed = true;
+      },
+    };
+    const base = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) =>
+      callback(null, socket)) as unknown as Parameters<typeof guardedConnector>[0];
     return { socket, base };
   };
   const connect = (remoteAddress: string, livemode: boolean, allow: string[] = []) =>
     new Promise<{ error: Error | null; destroyed: boolean }>((resolve) => {
       const { socket, base } = reaching(remoteAddress);
-      const options = { protocol: 'http:', hostname: 'receiver.example', host: 'receiver.example', port: '80' } as Parameters<ReturnType<typeof guardedConnector>>[0];
-      guardedConnector(base, livemode, allow)(options, (...args) => resolve({ error: args[0], destroyed: socket.destroyed }));
+      const options = {
+        protocol: 'http:',
+        hostname: 'receiver.example',
+        host: 'receiver.example',
+        port: '80',
+      } as Parameters<ReturnType<typeof guardedConnector>>[0];
+      guardedConnector(
+        base,
+        livemode,
+        allow,
+      )(options, (...args) => resolve({ error: args[0], destroyed: socket.destroyed }));
     });
   for (const address of ['169.254.169.254', 'fd00:ec2::254', '64:ff9b::a9fe:a9fe']) {
     const test = await connect(address, false);
@@ -140,30 +170,62 @@ test('the connection guard checks the peer a connection reached: Live only publi
 
 test('the DNS lookup of a connection keeps only the addresses its endpoint may reach, and names none when it keeps nothing', async () => {
   // A stand-in resolver: what a name resolves to is up to its DNS, which may point it anywhere.
-  const answers: Record<string, string[]> = { 'mixed.example': ['10.0.0.7', '8.8.8.8', '::1'], 'inside.example': ['10.0.0.7', '127.0.0.1'], 'meta.example': ['169.254.169.254'] };
-  const resolver = ((hostname: string, _options: unknown, callback: (error: Error | null, addresses: { address: string; family: number }[]) => void) =>
-    callback(null, (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })))) as unknown as Parameters<typeof guardedLookup>[2];
+  const answers: Record<string, string[]> = {
+    'mixed.example': ['10.0.0.7', '8.8.8.8', '::1'],
+    'inside.example': ['10.0.0.7', '127.0.0.1'],
+    'meta.example': ['169.254.169.254'],
+  };
+  const resolver = ((
+    hostname: string,
+    _options: unknown,
+    callback: (error: Error | null, addresses: { address: string; family: number }[]) => void,
+  ) =>
+    callback(
+      null,
+      (answers[hostname] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+    )) as unknown as Parameters<typeof guardedLookup>[2];
   const resolve = (hostname: string, livemode: boolean, all: boolean, allow: string[] = []) =>
     new Promise<{ error: Error | null; result: unknown }>((done) =>
-      guardedLookup(livemode, allow, resolver)(hostname, { all }, (error: Error | null, result: unknown) => done({ error, result })),
+      guardedLookup(livemode, allow, resolver)(hostname, { all }, (error: Error | null, result: unknown) =>
+        done({ error, result }),
+      ),
     );
   assert.deepEqual((await resolve('mixed.example', true, true)).result, [{ address: '8.8.8.8', family: 4 }]);
   assert.deepEqual((await resolve('mixed.example', true, false)).result, '8.8.8.8');
-  assert.deepEqual((await resolve('mixed.example', false, true)).result, answers['mixed.example']!.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  assert.deepEqual(
+    (await resolve('mixed.example', false, true)).result,
+    answers['mixed.example']!.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+  );
   const inside = await resolve('inside.example', true, true);
   assert.ok(inside.error instanceof BlockedAddressError);
   assert.match(inside.error.message, /inside\.example resolves only to non-public/);
-  assert.doesNotMatch(inside.error.message, /10\.0\.0\.7|127\.0\.0\.1/, 'the refusal does not tell what the name resolves to');
-  assert.ok((await resolve('meta.example', false, true)).error instanceof BlockedAddressError, 'Test: metadata address');
+  assert.doesNotMatch(
+    inside.error.message,
+    /10\.0\.0\.7|127\.0\.0\.1/,
+    'the refusal does not tell what the name resolves to',
+  );
+  assert.ok(
+    (await resolve('meta.example', false, true)).error instanceof BlockedAddressError,
+    'Test: metadata address',
+  );
   assert.equal((await resolve('inside.example', true, true, ['inside.example'])).error, null, 'allow-listed host name');
 });
 
-test('a TLS handshake that never completes fails as timed out at the attempt timeout, not at undici\'s coarse connect timer', { timeout: 20_000 }, async (t) => {
+test("a TLS handshake that never completes fails as timed out at the attempt timeout, not at undici's coarse connect timer", {
+  timeout: 20_000,
+}, async (t) => {
   // Accepts TCP and then says nothing, so the client's TLS hello is never answered.
   const sockets = new Set<Socket>();
   let closed = 0;
   // Reads what arrives (else a closed connection would never show as closed here) and never answers.
-  const silent = createNetServer((socket) => sockets.add(socket.resume().on('error', () => {}).on('close', () => closed++)));
+  const silent = createNetServer((socket) =>
+    sockets.add(
+      socket
+        .resume()
+        .on('error', () => {})
+        .on('close', () => closed++),
+    ),
+  );
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
   t.after(() => {
     // close() waits for the connections it accepted.
@@ -183,11 +245,18 @@ test('a TLS handshake that never completes fails as timed out at the attempt tim
 });
 
 test('a connection that completes after the connect timed out is closed, not handed to a request', async () => {
-  const socket = { remoteAddress: '127.0.0.1', destroyed: false, destroy() {
-    this.destroyed = true;
-  } };
-  const late = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) => void setTimeout(() => callback(null, socket), 100)) as unknown as Parameters<typeof guardedConnector>[0];
-  const options = { protocol: 'http:', hostname: 'localhost', host: 'localhost', port: '80' } as Parameters<ReturnType<typeof guardedConnector>>[0];
+  const socket = {
+    remoteAddress: '127.0.0.1',
+    destroyed: false,
+    destroy() {
+      this.destroyed = true;
+    },
+  };
+  const late = ((_options: unknown, callback: (error: Error | null, socket: unknown) => void) =>
+    void setTimeout(() => callback(null, socket), 100)) as unknown as Parameters<typeof guardedConnector>[0];
+  const options = { protocol: 'http:', hostname: 'localhost', host: 'localhost', port: '80' } as Parameters<
+    ReturnType<typeof guardedConnector>
+  >[0];
   const calls: (Error | null)[] = [];
   guardedConnector(late, false, [], 20)(options, (...args) => void calls.push(args[0]));
   await new Promise((resolve) => setTimeout(resolve, 200));
@@ -196,7 +265,9 @@ test('a connection that completes after the connect timed out is closed, not han
   assert.equal(socket.destroyed, true);
 });
 
-test("an answer's headers and body: Retry-After in any letter case on 429, the body kept up to the limit and the rest not read", { timeout: 10_000 }, async (t) => {
+test("an answer's headers and body: Retry-After in any letter case on 429, the body kept up to the limit and the rest not read", {
+  timeout: 10_000,
+}, async (t) => {
   const { url, connections } = await receiverCounting(t, (req, res) => {
     if (req.url === '/busy') return void res.writeHead(429, { 'Retry-After': '7' }).end('slow down');
     if (req.url === '/redirect') return void res.writeHead(302, { location: '/elsewhere' }).end();
@@ -210,7 +281,10 @@ test("an answer's headers and body: Retry-After in any letter case on 429, the b
   assert.equal(busy.responseStatus, 429);
   assert.equal(busy.error, 'HTTP 429');
   assert.equal(busy.responseBody, 'slow down');
-  assert.ok(busy.retryAfterMs !== null && Math.abs(busy.retryAfterMs - 7_000) < 1_500, `Retry-After read: ${busy.retryAfterMs}`);
+  assert.ok(
+    busy.retryAfterMs !== null && Math.abs(busy.retryAfterMs - 7_000) < 1_500,
+    `Retry-After read: ${busy.retryAfterMs}`,
+  );
   const redirect = await s.send(request(`${url}/redirect`));
   assert.equal(redirect.ok, false);
   assert.equal(redirect.error, 'redirect (302) not followed');
@@ -225,7 +299,9 @@ test("an answer's headers and body: Retry-After in any letter case on 429, the b
 });
 
 /** A receiver that never answers /hang, counting the other requests that reach it and its connections. */
-async function hangingReceiver(t: TestContext): Promise<{ url: string; arrivals: () => number; connections: () => number }> {
+async function hangingReceiver(
+  t: TestContext,
+): Promise<{ url: string; arrivals: () => number; connections: () => number }> {
   let arrivals = 0;
   const receiver = await receiverCounting(t, (req, res) => {
     if (req.url === '/hang') return;
@@ -235,7 +311,9 @@ async function hangingReceiver(t: TestContext): Promise<{ url: string; arrivals:
   return { ...receiver, arrivals: () => arrivals };
 }
 
-test('an attempt that timed out while waiting for a connection is never sent, and costs no connection', { timeout: 10_000 }, async (t) => {
+test('an attempt that timed out while waiting for a connection is never sent, and costs no connection', {
+  timeout: 10_000,
+}, async (t) => {
   const receiver = await hangingReceiver(t);
   // The second attempt waits in undici's queue for the first one's connection.
   const s = sender(t, 500, 1);
@@ -245,7 +323,10 @@ test('an attempt that timed out while waiting for a connection is never sent, an
     const stallUntil = performance.now() + 300;
     while (performance.now() < stallUntil);
   }, 400);
-  const [hung, queued] = await Promise.all([s.send(request(`${receiver.url}/hang`)), s.send(request(`${receiver.url}/ok`))]);
+  const [hung, queued] = await Promise.all([
+    s.send(request(`${receiver.url}/hang`)),
+    s.send(request(`${receiver.url}/ok`)),
+  ]);
   assert.match(hung.error ?? '', /timed out after 500ms/);
   assert.match(queued.error ?? '', /timed out after 500ms/);
   const later = await s.send(request(`${receiver.url}/ok`));
@@ -263,7 +344,11 @@ test('a request undici hands a connection after its deadline is not written: it 
   const settled: SendResult[] = [];
   const late = new Attempt(performance.now() - 400, 300, 1024, (result) => settled.push(result));
   let aborted = 0;
-  assert.throws(() => late.onConnect(() => aborted++), /attempt took longer than 300ms/, 'thrown: undici then drops the request, unwritten');
+  assert.throws(
+    () => late.onConnect(() => aborted++),
+    /attempt took longer than 300ms/,
+    'thrown: undici then drops the request, unwritten',
+  );
   assert.equal(aborted, 0, "not aborted: undici's abort would close the connection handed over");
   assert.equal(settled.length, 1);
   assert.match(settled[0]!.error ?? '', /timed out after 300ms/);
@@ -272,7 +357,9 @@ test('a request undici hands a connection after its deadline is not written: it 
   assert.equal(settled.length, 1, 'an attempt within its time is handed over and goes on');
 });
 
-test('finished attempts queued behind a hung one do not keep their results until its deadline', { timeout: 20_000 }, async (t) => {
+test('finished attempts queued behind a hung one do not keep their results until its deadline', {
+  timeout: 20_000,
+}, async (t) => {
   setFlagsFromString('--expose-gc');
   const gc = runInNewContext('gc') as () => void;
   const url = await server(t, (req, res) => {

@@ -112,7 +112,10 @@ test('rotation: one signature per secret in its grace, each verifying alone; onl
   // Each signature alone is valid for exactly one of the secrets.
   for (const signature of signatures) {
     const alone = { ...during, headers: { ...during.headers, 'webhook-signature': signature } };
-    assert.equal([verifies(alone, fresh), verifies(alone, middle), verifies(alone, endpoint.secret)].filter(Boolean).length, 1);
+    assert.equal(
+      [verifies(alone, fresh), verifies(alone, middle), verifies(alone, endpoint.secret)].filter(Boolean).length,
+      1,
+    );
   }
 
   await eventually(async () => Date.now() > graceEnds + 100, 5_000, 'grace to end');

@@ -25,7 +25,9 @@ async function trap(t: TestContext): Promise<{ port: number; connections: number
   await new Promise<void>((resolve) => servers[0]!.listen(0, '127.0.0.1', resolve));
   state.port = (servers[0]!.address() as { port: number }).port;
   const v6 = createServer(onConnection);
-  await new Promise<void>((resolve) => v6.once('error', () => resolve()).listen(state.port, '::1', () => (servers.push(v6), resolve())));
+  await new Promise<void>((resolve) =>
+    v6.once('error', () => resolve()).listen(state.port, '::1', () => (servers.push(v6), resolve())),
+  );
   t.after(async () => {
     for (const socket of sockets) socket.destroy();
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
@@ -57,13 +59,18 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
   // … so they are written straight into the store, as DNS rebinding or a later change would leave them.
   const scope = { orgId: s.orgId, livemode: true };
   const urlOf = new Map<string, string>();
-  for (const url of spellings) urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
+  for (const url of spellings)
+    urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
   // A closed port answers exactly as an open one: nothing tells them apart.
   for (const url of [`https://localhost:${closed}/`, `https://127.0.0.1:${closed}/`]) {
     urlOf.set((await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url })).row.id, url);
   }
 
-  const emitted = await s.live.post('/api/v1/messages', { app_id: s.liveAppId, event_type: 'invoice.paid', payload: { secret: 'metadata' } });
+  const emitted = await s.live.post('/api/v1/messages', {
+    app_id: s.liveAppId,
+    event_type: 'invoice.paid',
+    payload: { secret: 'metadata' },
+  });
   assert.equal(emitted.status, 201);
   assert.equal(emitted.body.delivery_ids.length, urlOf.size);
   for (const id of emitted.body.delivery_ids as string[]) {
@@ -79,7 +86,12 @@ test('Live endpoints that reach a loopback address at connect time are refused, 
     assert.equal(d.attempts[0].response_status, null);
     assert.match(d.attempts[0].error, /non-public \(private or reserved\) address/, `${url}: ${d.attempts[0].error}`);
     // A name's error does not give away what it resolves to.
-    if (url!.includes('localhost')) assert.match(d.attempts[0].error, /^refused to connect: localhost resolves only to non-public .* addresses /, d.attempts[0].error);
+    if (url!.includes('localhost'))
+      assert.match(
+        d.attempts[0].error,
+        /^refused to connect: localhost resolves only to non-public .* addresses /,
+        d.attempts[0].error,
+      );
   }
   assert.equal(target.connections, 0, 'no connection (not even a TCP handshake) reached the loopback listener');
   assert.equal(target.bytes, 0);
@@ -89,14 +101,24 @@ test('the operator allow-list (HERALD_SSRF_ALLOW) lets Live endpoints reach the 
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s', HERALD_SSRF_ALLOW: '127.0.0.1' });
   const receiver = await startReceiver(t);
   const target = await trap(t);
-  const created = await s.live.post('/api/v1/endpoints', { app_id: s.liveAppId, url: `https://127.0.0.1:${target.port}/` });
+  const created = await s.live.post('/api/v1/endpoints', {
+    app_id: s.liveAppId,
+    url: `https://127.0.0.1:${target.port}/`,
+  });
   assert.equal(created.status, 201, 'allow-listed address accepted by the API');
   await s.live.patch(`/api/v1/endpoints/${created.body.id}`, { status: 'disabled' });
 
   const scope = { orgId: s.orgId, livemode: true };
   const allowed = await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url: `${receiver.url}/live` });
-  const other = await s.service.store.endpoints.create(scope, { appId: s.liveAppId, url: `http://[::1]:${target.port}/` });
-  const emitted = await s.live.post('/api/v1/messages', { app_id: s.liveAppId, event_type: 'invoice.paid', payload: { live: true } });
+  const other = await s.service.store.endpoints.create(scope, {
+    appId: s.liveAppId,
+    url: `http://[::1]:${target.port}/`,
+  });
+  const emitted = await s.live.post('/api/v1/messages', {
+    app_id: s.liveAppId,
+    event_type: 'invoice.paid',
+    payload: { live: true },
+  });
   await receiver.waitFor(1);
   assert.equal(receiver.received[0]!.path, '/live');
   assert.ok(verifies(receiver.received[0]!, allowed.secret));
@@ -141,12 +163,24 @@ test('Test endpoints made through the API may reach localhost, not link-local ad
   // A name that resolves to loopback passes the check when the endpoint is made, and is refused when its
   // deliveries connect, with no connection made.
   const target = await trap(t);
-  const portalMade = (await s.service.store.endpoints.create({ orgId: s.orgId, livemode: false }, { appId: s.appId, url: `http://localhost:${target.port}/p`, publicOnly: true })).row;
+  const portalMade = (
+    await s.service.store.endpoints.create(
+      { orgId: s.orgId, livemode: false },
+      { appId: s.appId, url: `http://localhost:${target.port}/p`, publicOnly: true },
+    )
+  ).row;
   // A change that keeps the URL keeps its rule, also when it sends the same URL back (a whole-form save).
-  assert.equal((await s.api.patch(`/api/v1/endpoints/${portalMade.id}`, { url: portalMade.url, event_types: ['invoice.paid'] })).status, 200);
+  assert.equal(
+    (await s.api.patch(`/api/v1/endpoints/${portalMade.id}`, { url: portalMade.url, event_types: ['invoice.paid'] }))
+      .status,
+    200,
+  );
   const emitted = await s.emit();
   const toPortalMade = async () => {
-    const deliveries = (await s.api.get(`/api/v1/messages/${emitted.id}/deliveries`)).body.data as { id: string; endpoint_id: string }[];
+    const deliveries = (await s.api.get(`/api/v1/messages/${emitted.id}/deliveries`)).body.data as {
+      id: string;
+      endpoint_id: string;
+    }[];
     return deliveries.find((d) => d.endpoint_id === portalMade.id)!.id;
   };
   const refused = await eventually(async () => {
@@ -160,15 +194,27 @@ test('Test endpoints made through the API may reach localhost, not link-local ad
   // The operator's team may point it at its own network again: a URL set through the API takes the API's rule.
   assert.equal((await s.api.patch(`/api/v1/endpoints/${portalMade.id}`, { url: `${receiver.url}/moved` })).status, 200);
   const again = await s.emit();
-  await eventually(async () => receiver.received.find((r) => r.path === '/moved' && r.headers['webhook-id'] === again.id));
+  await eventually(async () =>
+    receiver.received.find((r) => r.path === '/moved' && r.headers['webhook-id'] === again.id),
+  );
 });
 
 test('endpoint URLs with a user name or password are refused (they would be shown on every read, and were never sent)', async (t) => {
   const s = await setup(t);
   for (const url of ['http://user:secret@localhost:9/', 'http://user@localhost:9/', 'http://:pw@localhost:9/']) {
-    assertError(await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }), 400, 'invalid_request', /user name or password/);
+    assertError(
+      await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }),
+      400,
+      'invalid_request',
+      /user name or password/,
+    );
   }
   const created = await s.endpoint('http://localhost:9/');
-  assertError(await s.api.patch(`/api/v1/endpoints/${created.id}`, { url: 'http://a:b@localhost:9/' }), 400, 'invalid_request', /user name or password/);
+  assertError(
+    await s.api.patch(`/api/v1/endpoints/${created.id}`, { url: 'http://a:b@localhost:9/' }),
+    400,
+    'invalid_request',
+    /user name or password/,
+  );
   assert.equal((await s.api.get(`/api/v1/endpoints/${created.id}`)).body.url, 'http://localhost:9/');
 });

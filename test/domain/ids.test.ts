@@ -24,7 +24,10 @@ test('an id made from a seed is the same for the same inputs, ordered by its own
   assert.match(id, /^atm_[0-9a-hjkmnp-tv-z]{26}$/);
   assert.equal(idFrom('attempt', at, seed), id, 'recording an outcome again gives the same attempt id');
   assert.notEqual(idFrom('attempt', at, seed.replace('wrk_a', 'wrk_b')), id, 'another worker, another id');
-  assert.ok(idFrom('attempt', at - 1, seed) < id && id < newId('attempt', at + 1), 'ordered by the attempt time, among other ids');
+  assert.ok(
+    idFrom('attempt', at - 1, seed) < id && id < newId('attempt', at + 1),
+    'ordered by the attempt time, among other ids',
+  );
   // The digest spreads over the alphabet (a stuck encoding would give few characters).
   const tails = Array.from({ length: 200 }, (_, i) => idFrom('attempt', at, `${seed}${i}`).slice(14)).join('');
   assert.ok(new Set(tails).size === 32);

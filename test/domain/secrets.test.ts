@@ -23,7 +23,10 @@ test('what one box opened, a box under another key still refuses, and a tampered
   assert.throws(() => other.open(sealed), 'another key cannot open it');
   const [version, iv, tag, body] = sealed.split(':') as [string, string, string, string];
   const changed = (text: string) => (text.startsWith('A') ? 'B' : 'A') + text.slice(1);
-  assert.throws(() => box.open([version, iv, tag, changed(body)].join(':')), 'a changed body fails its authentication tag');
+  assert.throws(
+    () => box.open([version, iv, tag, changed(body)].join(':')),
+    'a changed body fails its authentication tag',
+  );
   assert.throws(() => box.open([version, iv, changed(tag), body].join(':')), 'a changed tag fails');
   assert.equal(box.open(sealed), 'whsec_c2VjcmV0', 'the original still opens');
 });

@@ -86,8 +86,16 @@ test('a portal link opens with a trailing slash too, and its token never reaches
   assert.equal((await portal.get('/api/endpoints')).status, 200);
   // Also spelled so that a plain match on the raw URL would miss it: the router decodes %70 to p.
   assert.equal((await fetch(`${logged.url}/%70ortal/${token}/api/endpoints`)).status, 200);
-  await eventually(async () => lines.filter((line) => line.includes('/portal/:token')).length >= 4, 5_000, 'the request lines');
-  assert.deepEqual(lines.filter((line) => line.includes(token)), [], 'lines with the token');
+  await eventually(
+    async () => lines.filter((line) => line.includes('/portal/:token')).length >= 4,
+    5_000,
+    'the request lines',
+  );
+  assert.deepEqual(
+    lines.filter((line) => line.includes(token)),
+    [],
+    'lines with the token',
+  );
 });
 
 test("a portal token reaches its own application's data and nothing else", async () => {
@@ -96,26 +104,39 @@ test("a portal token reaches its own application's data and nothing else", async
 
   const endpoints = await a.portal.get('/api/endpoints');
   assert.equal(endpoints.status, 200);
-  assert.deepEqual(endpoints.body.data.map((e: { id: string }) => e.id), [a.endpoint.id]);
+  assert.deepEqual(
+    endpoints.body.data.map((e: { id: string }) => e.id),
+    [a.endpoint.id],
+  );
 
   // b's endpoint through a's portal: not found, and unchanged.
   assert.equal((await a.portal.patch(`/api/endpoints/${b.endpoint.id}`, { status: 'disabled' })).status, 404);
   assert.equal((await a.portal.post(`/api/endpoints/${b.endpoint.id}/rotate-secret`)).status, 404);
   assert.equal((await api.get(`/api/v1/endpoints/${b.endpoint.id}`)).body.status, 'active');
 
-  const emitted = await api.post('/api/v1/messages', { app_id: b.app.id, event_type: 'invoice.paid', payload: { n: 1 } });
+  const emitted = await api.post('/api/v1/messages', {
+    app_id: b.app.id,
+    event_type: 'invoice.paid',
+    payload: { n: 1 },
+  });
   assert.equal(emitted.status, 201);
   assert.deepEqual((await a.portal.get('/api/messages')).body.data, []);
   assert.equal((await a.portal.get(`/api/messages/${emitted.body.id}/deliveries`)).status, 404);
   assert.equal((await a.portal.post(`/api/deliveries/${emitted.body.delivery_ids[0]}/retry`)).status, 404);
   const own = await b.portal.get('/api/messages');
-  assert.deepEqual(own.body.data.map((m: { id: string }) => m.id), [emitted.body.id]);
+  assert.deepEqual(
+    own.body.data.map((m: { id: string }) => m.id),
+    [emitted.body.id],
+  );
 });
 
 test('customers add and disable endpoints, rotate a secret, send a test event and retry from the portal', async () => {
   const { app, portal } = await appWithEndpoint('gamma');
 
-  const added = await portal.post('/api/endpoints', { url: `${receiver.url}/gamma-added`, event_types: ['invoice.paid'] });
+  const added = await portal.post('/api/endpoints', {
+    url: `${receiver.url}/gamma-added`,
+    event_types: ['invoice.paid'],
+  });
   assert.equal(added.status, 201);
   assert.match(added.body.signing_secret, /^whsec_/);
   const listed = await api.get(`/api/v1/endpoints?app_id=${app.id}`);
@@ -135,10 +156,14 @@ test('customers add and disable endpoints, rotate a secret, send a test event an
   assert.equal(sent.body.delivery_ids.length, 2);
   await receiver.waitFor(before + 2);
 
-  const deliveries = await eventually(async () => {
-    const reply = await portal.get(`/api/messages/${sent.body.id}/deliveries`);
-    return reply.body.data.every((d: { status: string }) => d.status === 'success') ? reply.body.data : null;
-  }, 10_000, 'test event delivered');
+  const deliveries = await eventually(
+    async () => {
+      const reply = await portal.get(`/api/messages/${sent.body.id}/deliveries`);
+      return reply.body.data.every((d: { status: string }) => d.status === 'success') ? reply.body.data : null;
+    },
+    10_000,
+    'test event delivered',
+  );
   assert.equal(deliveries[0].attempts.length, 1);
 
   const retried = await portal.post(`/api/deliveries/${deliveries[0].id}/retry`);
@@ -163,13 +188,25 @@ test('a Live application portal never sends test events', async () => {
 // missing (a bare `npm test` on a machine without it) this one test is skipped and says why.
 const CHROMIUM = '/usr/bin/chromium';
 test('in a browser: the portal lists endpoints, adds one, sends a test event and shows its deliveries', {
-  skip: TEST_STORE !== 'sqlite' ? 'browser check runs in the SQLite pass' : !existsSync(CHROMIUM) ? `no ${CHROMIUM} (apt-get install chromium)` : false,
+  skip:
+    TEST_STORE !== 'sqlite'
+      ? 'browser check runs in the SQLite pass'
+      : !existsSync(CHROMIUM)
+        ? `no ${CHROMIUM} (apt-get install chromium)`
+        : false,
 }, async (t) => {
   const { chromium } = await import('playwright-core');
   const { app } = await appWithEndpoint('browser');
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+    ],
   });
   t.after(() => browser.close());
   const page = await browser.newPage();
@@ -200,5 +237,6 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   await page.click('#endpoints tbody tr:first-child button:text("Disable")');
   await page.waitForSelector('#endpoints .status-disabled');
   await page.screenshot({ path: `${service.database.env.HERALD_DATA_DIR}/portal.png`, fullPage: true });
-  if (process.env.HERALD_PORTAL_SCREENSHOT) await page.screenshot({ path: process.env.HERALD_PORTAL_SCREENSHOT, fullPage: true });
+  if (process.env.HERALD_PORTAL_SCREENSHOT)
+    await page.screenshot({ path: process.env.HERALD_PORTAL_SCREENSHOT, fullPage: true });
 });

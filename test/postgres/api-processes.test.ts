@@ -12,7 +12,10 @@ import { LoadClient, startHerald, stopAll, type HeraldProcess } from './processe
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 const REDIS_URL = process.env.HERALD_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-test('20 concurrent emits with one Idempotency-Key across two API processes create one message', { skip, timeout: 180_000 }, async (t) => {
+test('20 concurrent emits with one Idempotency-Key across two API processes create one message', {
+  skip,
+  timeout: 180_000,
+}, async (t) => {
   const database = await createTestDatabase();
   const processes: HeraldProcess[] = [];
   const loaders: LoadClient[] = [];
@@ -32,19 +35,30 @@ test('20 concurrent emits with one Idempotency-Key across two API processes crea
   const key = `idem-${randomToken(8)}`;
   const replies = await Promise.all(
     Array.from({ length: 20 }, (_, i) =>
-      loaders[i % 2]!.post('/api/v1/messages', { app_id: app.body.id, event_type: 'invoice.paid', payload: { i } }, { 'idempotency-key': key }),
+      loaders[i % 2]!.post(
+        '/api/v1/messages',
+        { app_id: app.body.id, event_type: 'invoice.paid', payload: { i } },
+        { 'idempotency-key': key },
+      ),
     ),
   );
-  for (const reply of replies) assert.ok(reply.status === 201 || reply.status === 200, `status ${reply.status} ${JSON.stringify(reply.body)}`);
+  for (const reply of replies)
+    assert.ok(reply.status === 201 || reply.status === 200, `status ${reply.status} ${JSON.stringify(reply.body)}`);
   assert.equal(replies.filter((r) => r.status === 201).length, 1, 'exactly one emit created the message');
   assert.equal(new Set(replies.map((r) => r.body.id)).size, 1, 'every reply names the same message');
-  assert.equal(new Set(replies.map((r) => JSON.stringify(r.body.delivery_ids))).size, 1, 'every reply names the same deliveries');
+  assert.equal(
+    new Set(replies.map((r) => JSON.stringify(r.body.delivery_ids))).size,
+    1,
+    'every reply names the same deliveries',
+  );
   assert.equal(replies.filter((r) => r.body.idempotent === true).length, 19);
 
   const sql = new pg.Client({ connectionString: database.env.HERALD_DATABASE_URL });
   await sql.connect();
   try {
-    const { rows } = await sql.query('select (select count(*)::int from messages) as messages, (select count(*)::int from deliveries) as deliveries');
+    const { rows } = await sql.query(
+      'select (select count(*)::int from messages) as messages, (select count(*)::int from deliveries) as deliveries',
+    );
     assert.deepEqual(rows[0], { messages: 1, deliveries: 1 });
   } finally {
     await sql.end();
@@ -55,9 +69,20 @@ test('20 concurrent emits with one Idempotency-Key across two API processes crea
 async function burst(loaders: LoadClient[], appId: string) {
   const started = Date.now();
   const replies = await Promise.all(
-    Array.from({ length: 30 }, (_, i) => loaders[i % loaders.length]!.post('/api/v1/messages', { app_id: appId, event_type: 'invoice.paid', payload: { i } })),
+    Array.from({ length: 30 }, (_, i) =>
+      loaders[i % loaders.length]!.post('/api/v1/messages', {
+        app_id: appId,
+        event_type: 'invoice.paid',
+        payload: { i },
+      }),
+    ),
   );
-  return { replies, spanMs: Date.now() - started, ok: replies.filter((r) => r.status === 201).length, limited: replies.filter((r) => r.status === 429) };
+  return {
+    replies,
+    spanMs: Date.now() - started,
+    ok: replies.filter((r) => r.status === 201).length,
+    limited: replies.filter((r) => r.status === 429),
+  };
 }
 
 async function rateLimitedSetup(t: { after: (fn: () => Promise<void>) => void }, extraEnv: Record<string, string>) {

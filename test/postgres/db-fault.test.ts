@@ -24,7 +24,10 @@ interface Outcome {
   ms: number;
 }
 
-test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, every acknowledged message delivered', { skip, timeout: 240_000 }, async (t) => {
+test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, every acknowledged message delivered', {
+  skip,
+  timeout: 240_000,
+}, async (t) => {
   let cluster: PgCluster | null = null;
   let service: TestService | null = null;
   const receiver = await new Receiver().start();
@@ -64,8 +67,19 @@ test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, e
       const at = phase;
       const started = Date.now();
       try {
-        const reply = await loader!.post('/api/v1/messages', { app_id: app.body.id, event_type: 'invoice.paid', payload: { i } }, {}, 10_000);
-        outcomes.push({ status: reply.status, code: reply.body?.error?.code, id: reply.body?.id, phase: at, ms: Date.now() - started });
+        const reply = await loader!.post(
+          '/api/v1/messages',
+          { app_id: app.body.id, event_type: 'invoice.paid', payload: { i } },
+          {},
+          10_000,
+        );
+        outcomes.push({
+          status: reply.status,
+          code: reply.body?.error?.code,
+          id: reply.body?.id,
+          phase: at,
+          ms: Date.now() - started,
+        });
         if (reply.status === 503) assert.equal(typeof reply.body.error.request_id, 'string');
       } catch (error) {
         const timedOut = /timeout/i.test(String((error as { code?: string }).code ?? (error as Error).message));
@@ -76,7 +90,8 @@ test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, e
     }
   };
   const senders = Array.from({ length: 8 }, sender);
-  const count = (p: Outcome['phase'], status: Outcome['status']) => outcomes.filter((o) => o.phase === p && o.status === status).length;
+  const count = (p: Outcome['phase'], status: Outcome['status']) =>
+    outcomes.filter((o) => o.phase === p && o.status === status).length;
 
   await eventually(async () => count('before', 201) >= 200, 60_000, '200 acknowledged emits before the fault');
   await cluster.stop();
@@ -88,18 +103,28 @@ test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, e
   assert.equal(health.status, 503);
   await cluster.start();
   phase = 'after';
-  await eventually(async () => count('after', 201) >= 200, 60_000, '200 acknowledged emits after the database came back');
+  await eventually(
+    async () => count('after', 201) >= 200,
+    60_000,
+    '200 acknowledged emits after the database came back',
+  );
   sending = false;
   await Promise.all(senders);
 
   const summary = ['before', 'down', 'after'].map((p) => {
     const mine = outcomes.filter((o) => o.phase === p);
-    const statuses = [...new Set(mine.map((o) => o.status))].map((s) => `${s}×${mine.filter((o) => o.status === s).length}`).join(' ');
+    const statuses = [...new Set(mine.map((o) => o.status))]
+      .map((s) => `${s}×${mine.filter((o) => o.status === s).length}`)
+      .join(' ');
     return `${p}: ${statuses}; slowest ${Math.max(0, ...mine.map((o) => o.ms))} ms`;
   });
   t.diagnostic(summary.join(' | '));
 
-  assert.equal(outcomes.filter((o) => o.status === 'timeout' || o.status === 'error').length, 0, `no request hung or lost its connection: ${summary.join(' | ')}`);
+  assert.equal(
+    outcomes.filter((o) => o.status === 'timeout' || o.status === 'error').length,
+    0,
+    `no request hung or lost its connection: ${summary.join(' | ')}`,
+  );
   for (const o of outcomes) {
     if (o.status === 201) continue;
     assert.equal(o.status, 503, `only 201 or 503: ${JSON.stringify(o)}`);
@@ -112,7 +137,9 @@ test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, e
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   try {
-    const listeners = await admin.query(`select count(*)::int as n from pg_stat_activity where application_name = 'herald-listen'`);
+    const listeners = await admin.query(
+      `select count(*)::int as n from pg_stat_activity where application_name = 'herald-listen'`,
+    );
     assert.equal(listeners.rows[0].n, 1);
   } finally {
     await admin.end();
@@ -126,7 +153,9 @@ test('PostgreSQL stops and restarts under a burst: 503 while away, reconnects, e
     120_000,
     `all ${acknowledged.length} acknowledged messages delivered (have ${acknowledged.filter((id) => arrived().has(id)).length})`,
   );
-  t.diagnostic(`${acknowledged.length} acknowledged, all delivered; ${receiver.received.length - arrived().size} repeated deliveries`);
+  t.diagnostic(
+    `${acknowledged.length} acknowledged, all delivered; ${receiver.received.length - arrived().size} repeated deliveries`,
+  );
 });
 
 test('the LISTEN connection reconnects by itself after the server restarts', { skip, timeout: 120_000 }, async (t) => {
@@ -134,7 +163,11 @@ test('the LISTEN connection reconnects by itself after the server restarts', { s
   const cluster = await createPgCluster();
   let notified = 0;
   let connects = 0;
-  const listener = new TaskListener({ connectionString: cluster.url, onNotify: () => notified++, onListening: () => connects++ });
+  const listener = new TaskListener({
+    connectionString: cluster.url,
+    onNotify: () => notified++,
+    onListening: () => connects++,
+  });
   t.after(async () => {
     await listener.stop();
     await cluster.destroy();

@@ -10,7 +10,10 @@ import { eventually } from '../support/receiver.js';
 
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 
-test('a database that refuses connections answers 503 service_unavailable, then recovers by itself', { skip, timeout: 60_000 }, async (t) => {
+test('a database that refuses connections answers 503 service_unavailable, then recovers by itself', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const service = await startTestService({ HERALD_ROLE: 'api' });
   const name = new URL(service.config.databaseUrl!).pathname.slice(1);
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
@@ -26,10 +29,14 @@ test('a database that refuses connections answers 503 service_unavailable, then 
 
   await allow(false);
   await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
-  const refused = await eventually(async () => {
-    const reply = await api.get('/api/v1/applications');
-    return reply.status !== 200 ? reply : null;
-  }, 10_000, 'a request that meets the refusing database');
+  const refused = await eventually(
+    async () => {
+      const reply = await api.get('/api/v1/applications');
+      return reply.status !== 200 ? reply : null;
+    },
+    10_000,
+    'a request that meets the refusing database',
+  );
   assert.equal(refused.status, 503, JSON.stringify(refused.body));
   assert.equal(refused.body.error.code, 'service_unavailable');
   assert.equal(refused.headers.get('retry-after'), '1');

@@ -17,7 +17,11 @@ const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_T
 
 /** Sessions of the test database waiting for a lock. */
 async function waitingOnLocks(store: Store): Promise<number> {
-  const { rows } = await sql<{ n: string }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(store.ctx.db);
+  const { rows } = await sql<{
+    n: string;
+  }>`select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`.execute(
+    store.ctx.db,
+  );
   return Number(rows[0]!.n);
 }
 
@@ -32,21 +36,40 @@ async function sessionInTransaction(url: string, closeFirst: (close: () => Promi
 
 /** The store's endpoint made `failing` (an outcome writes to its row), and its one emitted attempt claimed. */
 async function claimedOfFailingEndpoint(store: Store, endpointId: string) {
-  await store.ctx.db.updateTable('endpoints').set({ status: 'failing', failing_since: Date.now() - 1_000 }).where('id', '=', endpointId).execute();
+  await store.ctx.db
+    .updateTable('endpoints')
+    .set({ status: 'failing', failing_since: Date.now() - 1_000 })
+    .where('id', '=', endpointId)
+    .execute();
   const [claimed] = await store.queue.claimLoaded('wrk_health', 10);
   assert.ok(claimed?.input);
   return { task: claimed.task, input: claimed.input };
 }
 
-const failure = (at: number): AttemptResult => ({ ok: false, responseStatus: 500, responseBody: 'no', error: 'HTTP 500', durationMs: 1, retryAfterMs: null, at });
+const failure = (at: number): AttemptResult => ({
+  ok: false,
+  responseStatus: 500,
+  responseBody: 'no',
+  error: 'HTTP 500',
+  durationMs: 1,
+  retryAfterMs: null,
+  at,
+});
 
-test("two failures of one endpoint recorded at once: the second keeps the first's exhausted delivery", { skip, timeout: 60_000 }, async (t) => {
+test("two failures of one endpoint recorded at once: the second keeps the first's exhausted delivery", {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, emit, endpointId, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(2);
   const [exhausting, retried] = await store.queue.claimLoaded('wrk_health', 10);
   assert.ok(exhausting?.input && retried?.input);
   // The first delivery is on its last scheduled attempt: its failure exhausts it. The second has a retry left.
-  await store.ctx.db.updateTable('deliveries').set({ schedule_step: 1 }).where('id', '=', exhausting.task.delivery_id).execute();
+  await store.ctx.db
+    .updateTable('deliveries')
+    .set({ schedule_step: 1 })
+    .where('id', '=', exhausting.task.delivery_id)
+    .execute();
 
   // A third session holds the endpoint's row, so both recordings queue up behind it, the exhausting one first.
   const holder = await sessionInTransaction(config.databaseUrl!, closeFirst);
@@ -60,16 +83,28 @@ test("two failures of one endpoint recorded at once: the second keeps the first'
   await holder.query('commit');
   assert.deepEqual(await Promise.all([first, second]), [[true], [true]]);
 
-  const endpoint = await store.ctx.db.selectFrom('endpoints').select(['status', 'failing_since', 'exhausted_at']).where('id', '=', endpointId).executeTakeFirstOrThrow();
+  const endpoint = await store.ctx.db
+    .selectFrom('endpoints')
+    .select(['status', 'failing_since', 'exhausted_at'])
+    .where('id', '=', endpointId)
+    .executeTakeFirstOrThrow();
   assert.equal(endpoint.status, 'failing');
   assert.equal(Number(endpoint.failing_since), at, 'the run of failures began with the first');
   assert.equal(Number(endpoint.exhausted_at), at, "the first failure's exhausted delivery is still on record");
   const statuses = await store.ctx.db.selectFrom('deliveries').select(['id', 'status']).execute();
-  assert.deepEqual(Object.fromEntries(statuses.map((d) => [d.id, d.status])), { [exhausting.task.delivery_id]: 'failed', [retried.task.delivery_id]: 'pending' });
+  assert.deepEqual(Object.fromEntries(statuses.map((d) => [d.id, d.status])), {
+    [exhausting.task.delivery_id]: 'failed',
+    [retried.task.delivery_id]: 'pending',
+  });
 });
 
-test('a failure recorded while the endpoint is being disabled: both complete, neither deadlocks', { skip, timeout: 60_000 }, async (t) => {
-  const { store, emit, endpointId, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h,2h' });
+test('a failure recorded while the endpoint is being disabled: both complete, neither deadlocks', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit, endpointId, scope, config, closeFirst } = await openStore(t, {
+    HERALD_RETRY_SCHEDULE: '0s,1h,2h',
+  });
   await emit(1);
   // Already failing, so the failure changes nothing in its health: the endpoint row is still taken.
   const claimed = await claimedOfFailingEndpoint(store, endpointId);
@@ -86,14 +121,32 @@ test('a failure recorded while the endpoint is being disabled: both complete, ne
   assert.deepEqual(await recording, [true]);
   assert.ok(await disabling, 'the update went through');
 
-  const endpoint = await store.ctx.db.selectFrom('endpoints').select('status').where('id', '=', endpointId).executeTakeFirstOrThrow();
+  const endpoint = await store.ctx.db
+    .selectFrom('endpoints')
+    .select('status')
+    .where('id', '=', endpointId)
+    .executeTakeFirstOrThrow();
   assert.equal(endpoint.status, 'disabled');
-  const delivery = await store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).executeTakeFirstOrThrow();
-  assert.deepEqual(delivery, { status: 'disabled', attempt_count: 1 }, 'the failure counted, then the delivery stopped with its endpoint');
-  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0, 'its next attempt went with the disabling');
+  const delivery = await store.ctx.db
+    .selectFrom('deliveries')
+    .select(['status', 'attempt_count'])
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(
+    delivery,
+    { status: 'disabled', attempt_count: 1 },
+    'the failure counted, then the delivery stopped with its endpoint',
+  );
+  assert.equal(
+    (await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length,
+    0,
+    'its next attempt went with the disabling',
+  );
 });
 
-test('a success recorded while its failing endpoint is being disabled: both complete, neither deadlocks', { skip, timeout: 60_000 }, async (t) => {
+test('a success recorded while its failing endpoint is being disabled: both complete, neither deadlocks', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, emit, endpointId, config, closeFirst } = await openStore(t);
   await emit(1);
   // Failing, so the success would mark it healthy: a write to its row.
@@ -102,16 +155,31 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   // The API's order, by hand: the endpoint's row, then (once the recording has started) its tasks.
   const api = await sessionInTransaction(config.databaseUrl!, closeFirst);
   await api.query("update endpoints set status = 'disabled' where id = $1", [endpointId]);
-  const ok: AttemptResult = { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
+  const ok: AttemptResult = {
+    ok: true,
+    responseStatus: 200,
+    responseBody: 'ok',
+    error: null,
+    durationMs: 1,
+    retryAfterMs: null,
+    at: Date.now(),
+  };
   const recording = store.queue.completeMany([{ input: claimed.input, result: ok }], 'wrk_health');
   await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the recording waits for the endpoint');
   await api.query('delete from delivery_tasks where endpoint_id = $1', [endpointId]);
   await api.query('commit');
   assert.deepEqual(await recording, [false], 'its task went with the disabling');
 
-  const delivery = await store.ctx.db.selectFrom('deliveries').select(['status', 'attempt_count']).executeTakeFirstOrThrow();
+  const delivery = await store.ctx.db
+    .selectFrom('deliveries')
+    .select(['status', 'attempt_count'])
+    .executeTakeFirstOrThrow();
   assert.deepEqual(delivery, { status: 'success', attempt_count: 1 }, 'delivered all the same');
-  const endpoint = await store.ctx.db.selectFrom('endpoints').select('status').where('id', '=', endpointId).executeTakeFirstOrThrow();
+  const endpoint = await store.ctx.db
+    .selectFrom('endpoints')
+    .select('status')
+    .where('id', '=', endpointId)
+    .executeTakeFirstOrThrow();
   assert.equal(endpoint.status, 'disabled', 'the success did not undo the disabling');
 });
 
@@ -125,7 +193,10 @@ async function failedOnceWithRetryWaiting(t: TestContext) {
   return { ...opened, deliveryId: first.task.delivery_id };
 }
 
-test("a manual retry while an outcome holding the delivery drops its waiting scheduled attempt: both complete, neither deadlocks", { skip, timeout: 60_000 }, async (t) => {
+test('a manual retry while an outcome holding the delivery drops its waiting scheduled attempt: both complete, neither deadlocks', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, scope, config, closeFirst, deliveryId } = await failedOnceWithRetryWaiting(t);
 
   // A third session plays the outcome: it holds the delivery (as counting an attempt does), then drops the
@@ -136,15 +207,24 @@ test("a manual retry while an outcome holding the delivery drops its waiting sch
   await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the retry waits for the delivery');
   // Waiting on the retry here, while the retry waits on this session, would be a deadlock (one of the two
   // aborted by PostgreSQL after a second).
-  const dropped = await outcome.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [deliveryId]);
+  const dropped = await outcome.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [
+    deliveryId,
+  ]);
   assert.equal(dropped.rowCount, 1);
   await outcome.query('commit');
   assert.equal(await retried, 2, 'numbered after the one attempt made');
-  const tasks = await store.ctx.db.selectFrom('delivery_tasks').select(['trigger', 'attempt_number']).where('delivery_id', '=', deliveryId).execute();
+  const tasks = await store.ctx.db
+    .selectFrom('delivery_tasks')
+    .select(['trigger', 'attempt_number'])
+    .where('delivery_id', '=', deliveryId)
+    .execute();
   assert.deepEqual(tasks, [{ trigger: 'manual', attempt_number: 2 }]);
 });
 
-test('a manual retry while an endpoint change holds the waiting scheduled attempt and then the delivery: both complete', { skip, timeout: 60_000 }, async (t) => {
+test('a manual retry while an endpoint change holds the waiting scheduled attempt and then the delivery: both complete', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, scope, config, closeFirst, deliveryId } = await failedOnceWithRetryWaiting(t);
 
   // A third session plays an endpoint being disabled: tasks first, then their deliveries.

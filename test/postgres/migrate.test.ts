@@ -9,7 +9,10 @@ import { runHerald, startHerald, stopAll, type HeraldProcess } from './processes
 
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 
-test('three processes started at once on an empty database all come up; each migration runs once', { skip, timeout: 180_000 }, async (t) => {
+test('three processes started at once on an empty database all come up; each migration runs once', {
+  skip,
+  timeout: 180_000,
+}, async (t) => {
   const database = await createTestDatabase();
   const processes: HeraldProcess[] = [];
   t.after(async () => {
@@ -17,7 +20,13 @@ test('three processes started at once on an empty database all come up; each mig
     await database.drop();
   });
 
-  processes.push(...(await Promise.all([startHerald('api', database.env), startHerald('api', database.env), startHerald('all', database.env)])));
+  processes.push(
+    ...(await Promise.all([
+      startHerald('api', database.env),
+      startHerald('api', database.env),
+      startHerald('all', database.env),
+    ])),
+  );
   for (const p of processes) {
     const health = await p.client.get('/healthz');
     assert.equal(health.status, 200, p.output());
@@ -35,7 +44,10 @@ test('three processes started at once on an empty database all come up; each mig
   }
 });
 
-test('`migrate` run three times at once on an empty database succeeds every time', { skip, timeout: 180_000 }, async (t) => {
+test('`migrate` run three times at once on an empty database succeeds every time', {
+  skip,
+  timeout: 180_000,
+}, async (t) => {
   const database = await createTestDatabase();
   t.after(() => database.drop());
   const runs = await Promise.all([1, 2, 3].map(() => runHerald(['migrate'], database.env)));
@@ -50,7 +62,9 @@ test('`migrate` run three times at once on an empty database succeeds every time
     assert.ok(rows.length >= 1);
     for (const row of rows) assert.equal(row.n, 1, `${row.name} recorded once`);
     // The schema is complete: the newest tables exist.
-    const tables = await sql.query(`select count(*)::int as n from information_schema.tables where table_name in ('delivery_tasks', 'payloads', 'idempotency_keys')`);
+    const tables = await sql.query(
+      `select count(*)::int as n from information_schema.tables where table_name in ('delivery_tasks', 'payloads', 'idempotency_keys')`,
+    );
     assert.equal(tables.rows[0].n, 3);
   } finally {
     await sql.end();

@@ -10,11 +10,15 @@ import { openStore } from '../store/helpers.js';
 
 const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false;
 
-test("a process's own NOTIFY does not wake its worker again; another process's does", { skip, timeout: 60_000 }, async (t) => {
+test("a process's own NOTIFY does not wake its worker again; another process's does", {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store: mine, config, scope, appId, closeFirst } = await openStore(t);
   const other = await Store.open(config);
   closeFirst(() => other.close());
-  const emitThrough = (store: Store) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
+  const emitThrough = (store: Store) =>
+    store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: null });
 
   mine.listen();
   await eventually(async () => mine.listening, 10_000, 'LISTEN in place');

@@ -39,14 +39,20 @@ async function planNodes(db: Kysely<Database>, query: Compilable | CompiledQuery
 }
 
 /** The plan of the statement as it ran (after `before`), in a transaction rolled back afterwards: nothing either wrote stays. */
-async function executedPlan(db: Kysely<Database>, { sql: text, parameters }: CompiledQuery, before?: CompiledQuery): Promise<PlanNode[]> {
+async function executedPlan(
+  db: Kysely<Database>,
+  { sql: text, parameters }: CompiledQuery,
+  before?: CompiledQuery,
+): Promise<PlanNode[]> {
   let plan: PlanNode[] = [];
   const rollBack = new Error('roll back');
   await db
     .transaction()
     .execute(async (trx) => {
       if (before) await trx.executeQuery(before);
-      const rows = (await trx.executeQuery(CompiledQuery.raw(`explain (analyze, format json) ${text}`, [...parameters]))).rows;
+      const rows = (
+        await trx.executeQuery(CompiledQuery.raw(`explain (analyze, format json) ${text}`, [...parameters]))
+      ).rows;
       plan = nodes((rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
       throw rollBack;
     })
@@ -60,10 +66,18 @@ async function executedPlan(db: Kysely<Database>, { sql: text, parameters }: Com
 const rowsRead = (plan: PlanNode[], table: string) =>
   plan
     .filter((node) => node['Relation Name'] === table && node['Node Type'] !== 'ModifyTable')
-    .reduce((sum, node) => sum + (node['Actual Rows']! + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) * node['Actual Loops']!, 0);
+    .reduce(
+      (sum, node) =>
+        sum +
+        (node['Actual Rows']! + (node['Rows Removed by Filter'] ?? 0) + (node['Rows Removed by Index Recheck'] ?? 0)) *
+          node['Actual Loops']!,
+      0,
+    );
 
 const wholeTableReads = (plan: PlanNode[], tables: string[]) =>
-  plan.filter((node) => node['Node Type'] === 'Seq Scan' && tables.includes(node['Relation Name'] ?? '')).map((node) => node['Relation Name']);
+  plan
+    .filter((node) => node['Node Type'] === 'Seq Scan' && tables.includes(node['Relation Name'] ?? ''))
+    .map((node) => node['Relation Name']);
 
 /** The worker's queue runs on sessions of its own (src/store/db.ts), whose settings shape its plans. */
 const queueSessions = (store: Store) => store.queue['ctx'].db;
@@ -75,22 +89,43 @@ const queueSessions = (store: Store) => store.queue['ctx'].db;
  */
 async function seedQueued(
   db: Kysely<Database>,
-  { orgId, appId, prefix, count, endpointOf, runAtOf, now }: { orgId: string; appId: string; prefix: string; count: number; endpointOf: string; runAtOf: string; now: number },
+  {
+    orgId,
+    appId,
+    prefix,
+    count,
+    endpointOf,
+    runAtOf,
+    now,
+  }: { orgId: string; appId: string; prefix: string; count: number; endpointOf: string; runAtOf: string; now: number },
 ): Promise<void> {
   const rows = `generate_series(1, ${count}) g`;
-  await sql.raw(`insert into messages (id, org_id, livemode, app_id, event_type, created_at)
-    select 'msg_${prefix}' || g, '${orgId}', 0, '${appId}', 'invoice.paid', ${now} from ${rows}`).execute(db);
-  await sql.raw(`insert into payloads (message_id, body, created_at) select 'msg_${prefix}' || g, '{"n":' || g || '}', ${now} from ${rows}`).execute(db);
-  await sql.raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
-    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, null, ${now}, ${now} from ${rows}`).execute(db);
-  await sql.raw(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
-    select 'tsk_${prefix}' || g, 'dlv_${prefix}' || g, ${endpointOf}, 'scheduled', 1, ${runAtOf}, null from ${rows}`).execute(db);
+  await sql
+    .raw(`insert into messages (id, org_id, livemode, app_id, event_type, created_at)
+    select 'msg_${prefix}' || g, '${orgId}', 0, '${appId}', 'invoice.paid', ${now} from ${rows}`)
+    .execute(db);
+  await sql
+    .raw(
+      `insert into payloads (message_id, body, created_at) select 'msg_${prefix}' || g, '{"n":' || g || '}', ${now} from ${rows}`,
+    )
+    .execute(db);
+  await sql
+    .raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
+    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, null, ${now}, ${now} from ${rows}`)
+    .execute(db);
+  await sql
+    .raw(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
+    select 'tsk_${prefix}' || g, 'dlv_${prefix}' || g, ${endpointOf}, 'scheduled', 1, ${runAtOf}, null from ${rows}`)
+    .execute(db);
 }
 
 const DELIVERIES = 6_000;
 const DUE = 20;
 
-test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the planner expects it to take', { skip, timeout: 60_000 }, async (t) => {
+test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the planner expects it to take', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, scope, appId, endpointId } = await openStore(t);
   const db = store.ctx.db;
   const now = Date.now();
@@ -105,20 +140,32 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
     runAtOf: `case when g <= ${DUE} then ${now - 1000} else ${now + 30 * 86_400_000} end`,
     now,
   });
-  await sql`delete from delivery_tasks where id in (select 'tsk_plan' || g from generate_series(${DUE + 1}::int, ${DELIVERIES / 2}::int) g)`.execute(db);
+  await sql`delete from delivery_tasks where id in (select 'tsk_plan' || g from generate_series(${DUE + 1}::int, ${DELIVERIES / 2}::int) g)`.execute(
+    db,
+  );
 
   const queue = store.queue;
   const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
     general: queue['claimLoadedQuery']('wrk_plan', 100, {}, leaseUntil),
-    'with busy endpoints left out': queue['claimLoadedQuery']('wrk_plan', 100, { skip: ['ep_busy1', 'ep_busy2'] }, leaseUntil),
+    'with busy endpoints left out': queue['claimLoadedQuery'](
+      'wrk_plan',
+      100,
+      { skip: ['ep_busy1', 'ep_busy2'] },
+      leaseUntil,
+    ),
     'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil),
   };
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     for (const [name, query] of Object.entries(claims)) {
-      const reads = wholeTableReads(await planNodes(queueDb, query), ['delivery_tasks', 'deliveries', 'messages', 'payloads']);
+      const reads = wholeTableReads(await planNodes(queueDb, query), [
+        'delivery_tasks',
+        'deliveries',
+        'messages',
+        'payloads',
+      ]);
       assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's plan`);
     }
   }
@@ -127,10 +174,17 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   const first = await queue.claimLoaded('wrk_plan', 5);
   const rest = await queue.claimLoaded('wrk_plan', 100);
   assert.deepEqual([first.length, rest.length], [5, DUE - 5]);
-  const leased = await db.selectFrom('delivery_tasks').select(['id', 'lease_owner', 'run_at']).where('run_at', '<', now + 86_400_000).execute();
+  const leased = await db
+    .selectFrom('delivery_tasks')
+    .select(['id', 'lease_owner', 'run_at'])
+    .where('run_at', '<', now + 86_400_000)
+    .execute();
   assert.equal(leased.length, DUE);
   for (const { task, input } of [...first, ...rest]) {
-    assert.deepEqual(leased.find((row) => row.id === task.id), { id: task.id, lease_owner: 'wrk_plan', run_at: task.leaseUntil });
+    assert.deepEqual(
+      leased.find((row) => row.id === task.id),
+      { id: task.id, lease_owner: 'wrk_plan', run_at: task.leaseUntil },
+    );
     assert.equal(input?.delivery.id, task.delivery_id);
     assert.equal(input?.payloadJson, `{"n":${task.id.slice('tsk_plan'.length)}}`);
     assert.equal(input?.endpoint?.id, endpointId);
@@ -138,7 +192,10 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   assert.deepEqual(await queue.claimLoaded('wrk_plan', 100), [], 'claimed tasks are leased');
 });
 
-test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in proportion to what they take', { skip, timeout: 120_000 }, async (t) => {
+test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in proportion to what they take', {
+  skip,
+  timeout: 120_000,
+}, async (t) => {
   // Thousands of due tasks on one endpoint (a receiver back from an outage), a tenth as many on another.
   // Without statistics the planner took a top-up for a few dozen of them to match 0.5% of the table: it read
   // and sorted all of the endpoint's due tasks. A batch of outcomes named its deliveries in a long list
@@ -151,33 +208,83 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
     const now = Date.now();
     const endpointOf = `case when g % 10 = 0 then '${other}' else '${endpointId}' end`;
-    await seedQueued(db, { orgId: scope.orgId, appId, prefix: 'b', count: total, endpointOf, runAtOf: `${now - 100_000} + g`, now });
+    await seedQueued(db, {
+      orgId: scope.orgId,
+      appId,
+      prefix: 'b',
+      count: total,
+      endpointOf,
+      runAtOf: `${now - 100_000} + g`,
+      now,
+    });
     // The endpoint's earliest tasks (every tenth is the other endpoint's), in the order a top-up takes them.
     const earliest = (count: number) => Array.from({ length: count }, (_, i) => i + 1 + Math.floor(i / 9));
     const leaseUntil = now + 60_000;
     const delivered = (g: number) => {
-      const task = { id: `tsk_b${g}`, delivery_id: `dlv_b${g}`, endpoint_id: endpointId, trigger: 'scheduled', attempt_number: 1, run_at: leaseUntil, lease_owner: 'wrk_plan', leaseUntil };
+      const task = {
+        id: `tsk_b${g}`,
+        delivery_id: `dlv_b${g}`,
+        endpoint_id: endpointId,
+        trigger: 'scheduled',
+        attempt_number: 1,
+        run_at: leaseUntil,
+        lease_owner: 'wrk_plan',
+        leaseUntil,
+      };
       const input = {
         task,
-        delivery: { id: task.delivery_id, messageId: `msg_b${g}`, eventType: 'invoice.paid', createdAt: now, livemode: false },
-        endpoint: { id: endpointId, url: 'http://127.0.0.1:9/hook', publicOnly: false, status: 'active' as const, secrets: { current: '', previous: [] } },
+        delivery: {
+          id: task.delivery_id,
+          messageId: `msg_b${g}`,
+          eventType: 'invoice.paid',
+          createdAt: now,
+          livemode: false,
+        },
+        endpoint: {
+          id: endpointId,
+          url: 'http://127.0.0.1:9/hook',
+          publicOnly: false,
+          status: 'active' as const,
+          secrets: { current: '', previous: [] },
+        },
         payloadJson: null,
         payloadLater: false,
       };
-      return { input, result: { ok: true, responseStatus: 200, responseBody: '', error: null, durationMs: 1, retryAfterMs: null, at: now } };
+      return {
+        input,
+        result: {
+          ok: true,
+          responseStatus: 200,
+          responseBody: '',
+          error: null,
+          durationMs: 1,
+          retryAfterMs: null,
+          at: now,
+        },
+      };
     };
     for (const statistics of ['without statistics', 'with statistics']) {
       if (statistics === 'with statistics') await sql`analyze`.execute(db);
       const where = `${total} tasks, ${statistics}`;
-      const topUp = await executedPlan(queueDb, queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil).compile());
+      const topUp = await executedPlan(
+        queueDb,
+        queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil).compile(),
+      );
       // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
-      assert.ok(rowsRead(topUp, 'delivery_tasks') <= 4 * 48, `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`);
+      assert.ok(
+        rowsRead(topUp, 'delivery_tasks') <= 4 * 48,
+        `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`,
+      );
       for (const count of [100, 500]) {
         // The outcomes of a top-up's tasks, leased to the worker as the top-up leaves them (in the transaction
         // the plan runs in, so rolled back with it).
         const outcomes = earliest(count).map(delivered);
         const lease = sql`update delivery_tasks set lease_owner = 'wrk_plan', run_at = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.id))})`;
-        const batch = await executedPlan(queueDb, queue['completeDeliveredQuery'](outcomes, 'wrk_plan').compile(queueDb), lease.compile(queueDb));
+        const batch = await executedPlan(
+          queueDb,
+          queue['completeDeliveredQuery'](outcomes, 'wrk_plan').compile(queueDb),
+          lease.compile(queueDb),
+        );
         // Three reads per outcome (its task by id, its delivery's scheduled tasks, its delivery's next attempt).
         const read = rowsRead(batch, 'delivery_tasks');
         assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} task rows`);
@@ -187,18 +294,36 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     // And the statements do their work: a top-up takes the endpoint's earliest due tasks, and their
     // outcomes delete exactly those tasks and count their deliveries as delivered.
     const claimed = await queue.claimLoaded('wrk_plan', 48, { only: endpointId });
-    assert.deepEqual(claimed.map(({ task }) => task.id).sort(), earliest(48).map((g) => `tsk_b${g}`).sort());
+    assert.deepEqual(
+      claimed.map(({ task }) => task.id).sort(),
+      earliest(48)
+        .map((g) => `tsk_b${g}`)
+        .sort(),
+    );
     const recorded = claimed.map(({ task, input }) => ({ input: { ...input!, task }, result: delivered(0).result }));
-    assert.deepEqual(await queue.completeMany(recorded, 'wrk_plan'), claimed.map(() => true));
-    const left = await db.selectFrom('delivery_tasks').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+    assert.deepEqual(
+      await queue.completeMany(recorded, 'wrk_plan'),
+      claimed.map(() => true),
+    );
+    const left = await db
+      .selectFrom('delivery_tasks')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .executeTakeFirstOrThrow();
     assert.equal(Number(left.n), total - 48);
-    const done = await db.selectFrom('deliveries').select(['id', 'attempt_count']).where('status', '=', 'success').execute();
+    const done = await db
+      .selectFrom('deliveries')
+      .select(['id', 'attempt_count'])
+      .where('status', '=', 'success')
+      .execute();
     assert.deepEqual(done.map((row) => row.id).sort(), claimed.map(({ task }) => task.delivery_id).sort());
     assert.ok(done.every((row) => row.attempt_count === 1));
   }
 });
 
-test('after a claim, the next claim and the next due attempt are read from the claim on, not past a backlog of endpoints left out', { skip, timeout: 60_000 }, async (t) => {
+test('after a claim, the next claim and the next due attempt are read from the claim on, not past a backlog of endpoints left out', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, scope, appId, endpointId: busy } = await openStore(t);
   const db = store.ctx.db;
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
@@ -218,36 +343,69 @@ test('after a claim, the next claim and the next due attempt are read from the c
   const windowFrom = now - 1_000;
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
-    const claim = await executedPlan(queueDb, store.queue['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000).compile());
-    assert.ok(rowsRead(claim, 'delivery_tasks') <= 10, `${statistics}: a claim in a window read ${rowsRead(claim, 'delivery_tasks')} task rows`);
+    const claim = await executedPlan(
+      queueDb,
+      store.queue['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000).compile(),
+    );
+    assert.ok(
+      rowsRead(claim, 'delivery_tasks') <= 10,
+      `${statistics}: a claim in a window read ${rowsRead(claim, 'delivery_tasks')} task rows`,
+    );
     const plan = await executedPlan(queueDb, store.queue['nextDueQuery']([busy], now).compile());
-    assert.ok(rowsRead(plan, 'delivery_tasks') <= 10, `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`);
+    assert.ok(
+      rowsRead(plan, 'delivery_tasks') <= 10,
+      `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`,
+    );
   }
-  assert.deepEqual((await store.queue.claimLoaded('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom })).map(({ task }) => task.id), ['tsk_n3002']);
+  assert.deepEqual(
+    (await store.queue.claimLoaded('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom })).map(({ task }) => task.id),
+    ['tsk_n3002'],
+  );
   assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000);
 });
 
-test("an emit's idempotency-key lookup finds each key through the primary key", { skip, timeout: 60_000 }, async (t) => {
+test("an emit's idempotency-key lookup finds each key through the primary key", {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const { store, scope, appId } = await openStore(t);
   const db = store.ctx.db;
   const now = Date.now();
   // What a day of keyed emits leaves: thousands of unexpired keys in this scope (with their messages) and
   // in other organizations.
   await sql`insert into messages (id, org_id, livemode, app_id, event_type, created_at)
-    select 'msg_seed' || g, ${scope.orgId}, 0, ${appId}, 'invoice.paid', ${now}::bigint from generate_series(1, 5000) g`.execute(db);
+    select 'msg_seed' || g, ${scope.orgId}, 0, ${appId}, 'invoice.paid', ${now}::bigint from generate_series(1, 5000) g`.execute(
+    db,
+  );
   await sql`insert into idempotency_keys (org_id, livemode, key, message_id, delivery_ids, expires_at)
-    select ${scope.orgId}, 0, 'key' || g, 'msg_seed' || g, '[]', ${now + 86_400_000}::bigint from generate_series(1, 5000) g`.execute(db);
+    select ${scope.orgId}, 0, 'key' || g, 'msg_seed' || g, '[]', ${now + 86_400_000}::bigint from generate_series(1, 5000) g`.execute(
+    db,
+  );
   await sql`insert into idempotency_keys (org_id, livemode, key, message_id, delivery_ids, expires_at)
-    select 'org_other' || (g % 50), g % 2, 'key' || g, 'msg_other' || g, '[]', ${now + 86_400_000}::bigint from generate_series(1, 20000) g`.execute(db);
-  const request = (key: string) => ({ scope, appId, eventType: 'invoice.paid', payloadJson: '{}', idempotencyKey: key });
+    select 'org_other' || (g % 50), g % 2, 'key' || g, 'msg_other' || g, '[]', ${now + 86_400_000}::bigint from generate_series(1, 20000) g`.execute(
+    db,
+  );
+  const request = (key: string) => ({
+    scope,
+    appId,
+    eventType: 'invoice.paid',
+    payloadJson: '{}',
+    idempotencyKey: key,
+  });
   const lookup = store.messages['priorEmitsQuery'](db, ['key1', 'key2', 'key3'].map(request), now);
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     const plan = await planNodes(db, lookup);
-    const keyReads = plan.filter((node) => node['Relation Name'] === 'idempotency_keys' || node['Index Name']?.startsWith('idempotency_keys'));
+    const keyReads = plan.filter(
+      (node) => node['Relation Name'] === 'idempotency_keys' || node['Index Name']?.startsWith('idempotency_keys'),
+    );
     assert.ok(keyReads.length > 0, statistics);
     for (const node of keyReads) {
-      assert.equal(node['Index Name'], 'idempotency_keys_pk', `${statistics}: ${node['Node Type']} of idempotency_keys`);
+      assert.equal(
+        node['Index Name'],
+        'idempotency_keys_pk',
+        `${statistics}: ${node['Node Type']} of idempotency_keys`,
+      );
       assert.match(node['Index Cond'] ?? '', /\(key = /, `${statistics}: the key is not part of the index lookup`);
     }
     assert.deepEqual(wholeTableReads(plan, ['idempotency_keys', 'messages']), [], statistics);

@@ -32,7 +32,8 @@ process.on('exit', () => {
 /** The environment a child gets: this process's, without any HERALD_* setting that was not asked for. */
 function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('HERALD_') || name.startsWith('HERALD_TEST_')) base[name] = value;
+  for (const [name, value] of Object.entries(process.env))
+    if (!name.startsWith('HERALD_') || name.startsWith('HERALD_TEST_')) base[name] = value;
   return {
     ...base,
     PORT: '0',
@@ -57,15 +58,20 @@ export async function startHerald(
   });
   started.add(child);
   let output = '';
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => (started.delete(child), resolve(code))));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => (started.delete(child), resolve(code))),
+  );
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`herald ${role} not ready in ${readyTimeoutMs}ms:\n${output}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`herald ${role} not ready in ${readyTimeoutMs}ms:\n${output}`)),
+      readyTimeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       if (output.length > 200_000) output = output.slice(-100_000);
       const listening = /listening on (http:\/\/\S+)/.exec(output);
-      if (listening) return clearTimeout(timer), resolve(listening[1]!);
-      if (/Herald worker running/.test(output)) return clearTimeout(timer), resolve('');
+      if (listening) return (clearTimeout(timer), resolve(listening[1]!));
+      if (/Herald worker running/.test(output)) return (clearTimeout(timer), resolve(''));
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);
@@ -89,8 +95,16 @@ export async function startHerald(
 }
 
 /** Runs `src/main.ts <args>` to completion; resolves with its exit code and output. */
-export function runHerald(args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], { cwd: REPO_ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function runHerald(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: REPO_ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.add(child);
   let output = '';
   child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
@@ -139,7 +153,12 @@ export class LoadClient {
     this.agent = new Agent({ connections, keepAliveTimeout: 30_000 });
   }
   /** `timeoutMs` bounds the wait for the answer's headers and then for its body. */
-  async post(path: string, body: unknown, headers: Record<string, string> = {}, timeoutMs = 30_000): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
+  async post(
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+    timeoutMs = 30_000,
+  ): Promise<{ status: number; headers: Record<string, unknown>; body: any }> {
     const response = await request(this.baseUrl + path, {
       method: 'POST',
       dispatcher: this.agent,

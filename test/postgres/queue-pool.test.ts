@@ -16,7 +16,11 @@ const skip = TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_T
 
 const settings = async (db: Kysely<Database>) =>
   (
-    await sql<{ commit: string; timeout: string; pageCost: string }>`select current_setting('synchronous_commit') as commit,
+    await sql<{
+      commit: string;
+      timeout: string;
+      pageCost: string;
+    }>`select current_setting('synchronous_commit') as commit,
       current_setting('statement_timeout') as timeout, current_setting('random_page_cost') as "pageCost"`.execute(db)
   ).rows[0];
 
@@ -30,7 +34,13 @@ function withOptions(url: string, options: string): string {
 /** A store on a fresh database whose URL carries `options`; closed, and the database dropped, after the test. */
 async function storeWithOptions(t: TestContext, options: string): Promise<Store> {
   const database = await createTestDatabase();
-  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: withOptions(database.env.HERALD_DATABASE_URL!, options) }));
+  const store = await Store.open(
+    loadConfig({
+      ...BASE_ENV,
+      ...database.env,
+      HERALD_DATABASE_URL: withOptions(database.env.HERALD_DATABASE_URL!, options),
+    }),
+  );
   t.after(async () => {
     await store.close();
     await database.drop();
@@ -38,7 +48,10 @@ async function storeWithOptions(t: TestContext, options: string): Promise<Store>
   return store;
 }
 
-test("the queue's sessions commit asynchronously, the rest synchronously, and both keep the URL's options", { skip, timeout: 60_000 }, async (t) => {
+test("the queue's sessions commit asynchronously, the rest synchronously, and both keep the URL's options", {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const store = await storeWithOptions(t, '-c statement_timeout=30000');
   assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s', pageCost: '4' });
   assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s', pageCost: '1.1' });
@@ -49,7 +62,10 @@ test("the queue's sessions keep a random_page_cost set lower than theirs", { ski
   assert.equal((await settings(store.queue['ctx'].db))?.pageCost, '1');
 });
 
-test('a queue connection lost while it is being set up is dropped from the pool, not leaked', { skip, timeout: 60_000 }, async (t) => {
+test('a queue connection lost while it is being set up is dropped from the pool, not leaked', {
+  skip,
+  timeout: 60_000,
+}, async (t) => {
   const database = await createTestDatabase();
   const target = new URL(database.env.HERALD_DATABASE_URL!);
   // A proxy in front of PostgreSQL that cuts the connection when it sees the session's SET (twice).
@@ -75,7 +91,9 @@ test('a queue connection lost while it is being set up is dropped from the pool,
   proxied.hostname = '127.0.0.1';
   proxied.port = String((proxy.address() as net.AddressInfo).port);
   // Two connections per pool: two leaked ones would leave the queue nothing to run on.
-  const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: proxied.toString(), HERALD_DB_POOL_SIZE: '2' }));
+  const store = await Store.open(
+    loadConfig({ ...BASE_ENV, ...database.env, HERALD_DATABASE_URL: proxied.toString(), HERALD_DB_POOL_SIZE: '2' }),
+  );
   t.after(async () => {
     proxy.close();
     await database.drop();
@@ -86,6 +104,9 @@ test('a queue connection lost while it is being set up is dropped from the pool,
   assert.deepEqual(await settings(queueDb), { commit: 'off', timeout: '0', pageCost: '1.1' });
   assert.ok(Date.now() - started < 4_000, 'the third query got a connection without waiting for the pool to time out');
   // Nothing is left checked out: closing the store finishes.
-  const closed = await Promise.race([store.close().then(() => true), new Promise((resolve) => setTimeout(() => resolve(false), 5_000))]);
+  const closed = await Promise.race([
+    store.close().then(() => true),
+    new Promise((resolve) => setTimeout(() => resolve(false), 5_000)),
+  ]);
   assert.equal(closed, true, 'the store closed');
 });

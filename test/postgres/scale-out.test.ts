@@ -41,7 +41,10 @@ class Tally {
   }
 }
 
-test('2 API + 3 worker processes deliver 5,000 messages exactly once, and survive a SIGKILLed worker', { skip, timeout: 300_000 }, async (t) => {
+test('2 API + 3 worker processes deliver 5,000 messages exactly once, and survive a SIGKILLed worker', {
+  skip,
+  timeout: 300_000,
+}, async (t) => {
   const database = await createTestDatabase();
   const receiver = await new Receiver().start();
   const processes: HeraldProcess[] = [];
@@ -60,7 +63,12 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
   // a receiver that shares two busy cores with everything else: an attempt that times out after the
   // receiver got it is a legitimate at-least-once repeat, which phase 1 must not be confused by. Failed
   // attempts are retried within seconds rather than the production schedule's minutes.
-  const env = { ...database.env, HERALD_LEASE: '10s', HERALD_ATTEMPT_TIMEOUT: '3s', HERALD_RETRY_SCHEDULE: '0s,1s,2s,2s,2s,2s,2s,2s' };
+  const env = {
+    ...database.env,
+    HERALD_LEASE: '10s',
+    HERALD_ATTEMPT_TIMEOUT: '3s',
+    HERALD_RETRY_SCHEDULE: '0s,1s,2s,2s,2s,2s,2s,2s',
+  };
   const started = await Promise.all([
     startHerald('api', env),
     startHerald('api', env),
@@ -75,7 +83,13 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
 
   // Each worker process holds one LISTEN connection.
   const listeners = async () =>
-    Number((await sql.query(`select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'herald-listen'`)).rows[0].n);
+    Number(
+      (
+        await sql.query(
+          `select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'herald-listen'`,
+        )
+      ).rows[0].n,
+    );
   await eventually(async () => (await listeners()) === 3, 30_000, 'three LISTEN connections');
 
   const { test: first, raw } = await bootstrap(apis[0]!.url);
@@ -88,13 +102,19 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
 
   const tally = new Tally(receiver);
   const emit = async (i: number, phase: number) => {
-    const reply = await loaders[i % 2]!.post('/api/v1/messages', { app_id: app.body.id, event_type: 'invoice.paid', payload: { phase, n: i } });
+    const reply = await loaders[i % 2]!.post('/api/v1/messages', {
+      app_id: app.body.id,
+      event_type: 'invoice.paid',
+      payload: { phase, n: i },
+    });
     assert.equal(reply.status, 201, `emit ${phase}/${i}: ${reply.status} ${JSON.stringify(reply.body)}`);
     assert.equal(reply.body.delivery_ids.length, 1);
     return reply.body.id as string;
   };
   const attemptSummary = async () =>
-    JSON.stringify((await sql.query(`select status, error, count(*)::int as n from attempts group by 1, 2 order by 3 desc`)).rows);
+    JSON.stringify(
+      (await sql.query(`select status, error, count(*)::int as n from attempts group by 1, 2 order by 3 desc`)).rows,
+    );
   /** Message ids that reached the receiver more often than their delivery's failed attempts explain. */
   const repeatsWithoutFailedAttempt = async (ids: string[]) => {
     const { rows } = await sql.query(
@@ -106,9 +126,17 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
     return ids.filter((id) => (tally.seen.get(id) ?? 0) - 1 > (failed.get(id) ?? 0));
   };
   const deliveriesSucceededTwice = async () =>
-    Number((await sql.query(`select count(*) as n from (select delivery_id from attempts where status = 'success' group by 1 having count(*) > 1) twice`)).rows[0].n);
+    Number(
+      (
+        await sql.query(
+          `select count(*) as n from (select delivery_id from attempts where status = 'success' group by 1 having count(*) > 1) twice`,
+        )
+      ).rows[0].n,
+    );
   const settled = async (expected: number) => {
-    const { rows } = await sql.query(`select (select count(*) from delivery_tasks) as tasks, (select count(*) from deliveries where status = 'success') as done`);
+    const { rows } = await sql.query(
+      `select (select count(*) from delivery_tasks) as tasks, (select count(*) from deliveries where status = 'success') as done`,
+    );
     return Number(rows[0].tasks) === 0 && Number(rows[0].done) === expected;
   };
 
@@ -117,14 +145,22 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
   const ids1 = await pooled(PHASE1, IN_FLIGHT, (i) => emit(i, 1));
   const emitMs = Date.now() - t0;
   assert.equal(new Set(ids1).size, PHASE1);
-  await eventually(async () => tally.arrived(ids1) === PHASE1, 180_000, `all ${PHASE1} phase-1 deliveries (have ${tally.arrived(ids1)})`);
+  await eventually(
+    async () => tally.arrived(ids1) === PHASE1,
+    180_000,
+    `all ${PHASE1} phase-1 deliveries (have ${tally.arrived(ids1)})`,
+  );
   const deliverMs = Date.now() - t0;
   await eventually(() => settled(PHASE1), 60_000, 'phase-1 queue empty and every delivery success');
   // Exactly once unless an attempt failed: an attempt that timed out after the receiver got it is a
   // legitimate repeat (the worker cannot know). A double claim would show as a delivery that succeeded twice.
   const phase1Repeats = tally.repeats(ids1);
   const unexplained = await repeatsWithoutFailedAttempt(ids1);
-  assert.deepEqual(unexplained, [], `every repeated phase-1 delivery had a failed attempt first; attempts: ${await attemptSummary()}`);
+  assert.deepEqual(
+    unexplained,
+    [],
+    `every repeated phase-1 delivery had a failed attempt first; attempts: ${await attemptSummary()}`,
+  );
   assert.equal(await deliveriesSucceededTwice(), 0, 'no delivery succeeded twice');
   assert.ok(phase1Repeats <= PHASE1 / 100, `repeats are rare (${phase1Repeats}); attempts: ${await attemptSummary()}`);
   assert.equal(receiver.received.length, PHASE1 + phase1Repeats);
@@ -139,11 +175,21 @@ test('2 API + 3 worker processes deliver 5,000 messages exactly once, and surviv
   const emitting = pooled(PHASE2, IN_FLIGHT, (i) => emit(i, 2));
   const before = receiver.received.length;
   await eventually(async () => receiver.received.length - before >= 100, 120_000, 'phase-2 deliveries under way');
-  const leased = Number((await sql.query(`select count(*) as n from delivery_tasks where lease_owner is not null and run_at > $1`, [Date.now()])).rows[0].n);
+  const leased = Number(
+    (
+      await sql.query(`select count(*) as n from delivery_tasks where lease_owner is not null and run_at > $1`, [
+        Date.now(),
+      ])
+    ).rows[0].n,
+  );
   victim.kill('SIGKILL');
   await victim.exited;
   const ids2 = await emitting;
-  await eventually(async () => tally.arrived(ids2) === PHASE2, 180_000, `all ${PHASE2} phase-2 deliveries (have ${tally.arrived(ids2)})`);
+  await eventually(
+    async () => tally.arrived(ids2) === PHASE2,
+    180_000,
+    `all ${PHASE2} phase-2 deliveries (have ${tally.arrived(ids2)})`,
+  );
   const phase2Ms = Date.now() - t1;
   await eventually(() => settled(PHASE1 + PHASE2), 60_000, 'phase-2 queue empty and every delivery success');
   await eventually(async () => (await listeners()) === 2, 30_000, 'the killed worker’s LISTEN connection gone');

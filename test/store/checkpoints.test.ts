@@ -30,10 +30,18 @@ test('committed pages reach the database file without the service checkpointing,
   // would checkpoint. Only the thread copies them into the file.
   const payload = { note: 'x'.repeat(500) };
   for (let round = 0; round < 4; round++) {
-    const replies = await Promise.all(Array.from({ length: 30 }, (_, i) => api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { ...payload, round, i } })));
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { ...payload, round, i } }),
+      ),
+    );
     assert.ok(replies.every((r) => r.status === 201));
   }
-  const grown = await eventually(async () => (statSync(file).size - before > 60_000 ? statSync(file).size : false), 5_000, 'the database file to grow');
+  const grown = await eventually(
+    async () => (statSync(file).size - before > 60_000 ? statSync(file).size : false),
+    5_000,
+    'the database file to grow',
+  );
   assert.ok(grown > before);
 
   // Closing stops the thread first, so the service's connection is the last one: SQLite then folds the

@@ -16,12 +16,18 @@ async function twoEndpoints(t: TestContext, messages: number) {
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
   await emit(messages);
   const db = store.ctx.db;
-  const tasksOf = async (endpointId: string) => (await db.selectFrom('delivery_tasks').select('id').where('endpoint_id', '=', endpointId).orderBy('id').execute()).map((row) => row.id);
-  const setRunAt = (id: string, runAt: number) => db.updateTable('delivery_tasks').set({ run_at: runAt }).where('id', '=', id).execute();
+  const tasksOf = async (endpointId: string) =>
+    (
+      await db.selectFrom('delivery_tasks').select('id').where('endpoint_id', '=', endpointId).orderBy('id').execute()
+    ).map((row) => row.id);
+  const setRunAt = (id: string, runAt: number) =>
+    db.updateTable('delivery_tasks').set({ run_at: runAt }).where('id', '=', id).execute();
   return { store, busy, other, tasksOf, setRunAt };
 }
 
-test('a claim with a window takes only the tasks due in it; without one, every due task', { timeout: 60_000 }, async (t) => {
+test('a claim with a window takes only the tasks due in it; without one, every due task', {
+  timeout: 60_000,
+}, async (t) => {
   const { store, busy, tasksOf, setRunAt, other } = await twoEndpoints(t, 4);
   const now = Date.now();
   // The busy endpoint: a backlog due long ago and one task in the window. The other: one task due before
@@ -38,14 +44,35 @@ test('a claim with a window takes only the tasks due in it; without one, every d
   await setRunAt(notYet!, now + 60_000);
 
   const ids = (claimed: { id: string }[]) => claimed.map((task) => task.id).sort();
-  assert.deepEqual(ids(await store.queue.claim('wrk_a', 10, { skip: [busy], dueAfter: windowFrom })), [inWindow], 'in the window, the busy endpoint left out');
-  assert.deepEqual(ids(await store.queue.claim('wrk_b', 10, { dueAfter: windowFrom })), [busyTasks[3]], "the busy endpoint's task in the window when it is not left out");
-  assert.deepEqual(ids(await store.queue.claim('wrk_c', 10, { skip: [busy] })), [late, atStart].sort(), 'without a window, every due task left');
-  assert.deepEqual((await store.queue.claimLoaded('wrk_d', 10, { dueAfter: windowFrom })).map(({ task }) => task.id), [], 'claimLoaded keeps to the window too');
-  assert.deepEqual(ids(await store.queue.claimLoaded('wrk_d', 10).then((claimed) => claimed.map(({ task }) => task))), busyTasks.slice(0, 3).sort());
+  assert.deepEqual(
+    ids(await store.queue.claim('wrk_a', 10, { skip: [busy], dueAfter: windowFrom })),
+    [inWindow],
+    'in the window, the busy endpoint left out',
+  );
+  assert.deepEqual(
+    ids(await store.queue.claim('wrk_b', 10, { dueAfter: windowFrom })),
+    [busyTasks[3]],
+    "the busy endpoint's task in the window when it is not left out",
+  );
+  assert.deepEqual(
+    ids(await store.queue.claim('wrk_c', 10, { skip: [busy] })),
+    [late, atStart].sort(),
+    'without a window, every due task left',
+  );
+  assert.deepEqual(
+    (await store.queue.claimLoaded('wrk_d', 10, { dueAfter: windowFrom })).map(({ task }) => task.id),
+    [],
+    'claimLoaded keeps to the window too',
+  );
+  assert.deepEqual(
+    ids(await store.queue.claimLoaded('wrk_d', 10).then((claimed) => claimed.map(({ task }) => task))),
+    busyTasks.slice(0, 3).sort(),
+  );
 });
 
-test('the next due attempt counts from the given time on and leaves out the given endpoints', { timeout: 60_000 }, async (t) => {
+test('the next due attempt counts from the given time on and leaves out the given endpoints', {
+  timeout: 60_000,
+}, async (t) => {
   const { store, busy, tasksOf, setRunAt, other } = await twoEndpoints(t, 3);
   const now = Date.now();
   // The busy endpoint: a backlog due long ago and a retry in 2 s. The other: one task due a second ago
@@ -59,8 +86,16 @@ test('the next due attempt counts from the given time on and leaves out the give
   await setRunAt(soon!, now + 5_000);
   await setRunAt(later!, now + 9_000);
 
-  assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000, 'the busy endpoint and what was due before the claim left out');
-  assert.equal(await store.queue.nextDueAt([], now), now + 2_000, "the busy endpoint's retry counts when it is not left out");
+  assert.equal(
+    await store.queue.nextDueAt([busy], now),
+    now + 5_000,
+    'the busy endpoint and what was due before the claim left out',
+  );
+  assert.equal(
+    await store.queue.nextDueAt([], now),
+    now + 2_000,
+    "the busy endpoint's retry counts when it is not left out",
+  );
   assert.equal(await store.queue.nextDueAt([busy], now - 2_000), now - 1_000, 'a task due after the given time counts');
   assert.equal(await store.queue.nextDueAt([busy, other], now), null, 'nothing outside the endpoints left out');
   assert.equal(await store.queue.nextDueAt([busy]), now - 1_000, 'from the oldest task when no time is given');
@@ -78,6 +113,13 @@ test('a claim and the next-due read leave out any number of endpoints', { timeou
   // takes as bound parameters (SQLite 32,766, PostgreSQL 65,535) if each were one.
   const manyBusy = [busy, ...Array.from({ length: 70_000 }, (_, i) => `ep_elsewhere${i}`)];
   assert.equal(await store.queue.nextDueAt(manyBusy, now - 2_000), now - 1_000);
-  assert.deepEqual((await store.queue.claimLoaded('wrk_a', 10, { skip: manyBusy })).map(({ task }) => task.id), [otherDue]);
-  assert.deepEqual((await store.queue.claim('wrk_b', 10, { skip: [...manyBusy, other] })).map((task) => task.id), [], 'both endpoints left out');
+  assert.deepEqual(
+    (await store.queue.claimLoaded('wrk_a', 10, { skip: manyBusy })).map(({ task }) => task.id),
+    [otherDue],
+  );
+  assert.deepEqual(
+    (await store.queue.claim('wrk_b', 10, { skip: [...manyBusy, other] })).map((task) => task.id),
+    [],
+    'both endpoints left out',
+  );
 });

@@ -6,7 +6,9 @@ import { openStore } from './helpers.js';
 // A delivery worker holds what it claims until a slot is free, so a claim brings payloads only up to
 // CLAIMED_PAYLOAD_LIMIT; a larger one is marked to be loaded when its attempt starts.
 
-test('a claim leaves out payloads over the limit and marks them to load later; load brings them whole', { timeout: 60_000 }, async (t) => {
+test('a claim leaves out payloads over the limit and marks them to load later; load brings them whole', {
+  timeout: 60_000,
+}, async (t) => {
   const { store, emit } = await openStore(t);
   const large = `{"pad":"${'é'.repeat(CLAIMED_PAYLOAD_LIMIT / 2)}"}`; // fewer characters than the limit, more bytes
   const small = `{"pad":"${'x'.repeat(CLAIMED_PAYLOAD_LIMIT - 10)}"}`; // exactly the limit: still comes along
@@ -17,7 +19,10 @@ test('a claim leaves out payloads over the limit and marks them to load later; l
   const claimed = await store.queue.claimLoaded('wrk_inputs', 10);
   const byMessage = new Map(claimed.map(({ input }) => [input!.delivery.messageId, input!]));
   assert.deepEqual(
-    [largeId, smallId, goneId].map((id) => [byMessage.get(id!)!.payloadJson?.length ?? null, byMessage.get(id!)!.payloadLater]),
+    [largeId, smallId, goneId].map((id) => [
+      byMessage.get(id!)!.payloadJson?.length ?? null,
+      byMessage.get(id!)!.payloadLater,
+    ]),
     [
       [null, true],
       [small.length, false],

@@ -14,7 +14,9 @@ test('a batch whose rows pass the bound-parameter limit is written whole', { tim
   // rows than one JSON parameter of insertTogether takes.
   for (let i = 1; i < 1_100; i++) await store.endpoints.create(scope, { appId, url: `http://127.0.0.1:9/hook/${i}` });
   const emitted = await Promise.all(
-    Array.from({ length: 10 }, (_, i) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })),
+    Array.from({ length: 10 }, (_, i) =>
+      store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null }),
+    ),
   );
   for (const result of emitted) {
     assert.ok(result.ok);
@@ -22,12 +24,23 @@ test('a batch whose rows pass the bound-parameter limit is written whole', { tim
   }
   const db = store.ctx.db;
   const count = async (table: 'messages' | 'payloads' | 'deliveries' | 'delivery_tasks') =>
-    Number((await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   assert.equal(await count('messages'), 10);
   assert.equal(await count('payloads'), 10);
   assert.equal(await count('deliveries'), 11_000);
   assert.equal(await count('delivery_tasks'), 11_000);
-  const stored = await db.selectFrom('payloads').select('body').where('message_id', '=', emitted[3]!.ok ? emitted[3]!.message.id : '').executeTakeFirstOrThrow();
+  const stored = await db
+    .selectFrom('payloads')
+    .select('body')
+    .where('message_id', '=', emitted[3]!.ok ? emitted[3]!.message.id : '')
+    .executeTakeFirstOrThrow();
   assert.equal(stored.body, '{"i":3}');
 });
 
@@ -41,8 +54,22 @@ test('rows written together are all written or none, without a transaction', { t
   const now = Date.now();
   const message = { ...stored, id: newId('message', now) };
   const newDelivery = { ...delivery!, id: newId('delivery', now), message_id: message.id };
-  const task = (id: string) => ({ id, delivery_id: newDelivery.id, endpoint_id: newDelivery.endpoint_id, trigger: 'scheduled' as const, attempt_number: 1, run_at: now, lease_owner: null });
-  const count = async (table: 'messages' | 'payloads' | 'deliveries') => (await db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n;
+  const task = (id: string) => ({
+    id,
+    delivery_id: newDelivery.id,
+    endpoint_id: newDelivery.endpoint_id,
+    trigger: 'scheduled' as const,
+    attempt_number: 1,
+    run_at: now,
+    lease_owner: null,
+  });
+  const count = async (table: 'messages' | 'payloads' | 'deliveries') =>
+    (
+      await db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n;
 
   // The last table's row repeats an existing task id: that part fails, and so must the parts before it.
   await assert.rejects(
@@ -56,8 +83,15 @@ test('rows written together are all written or none, without a transaction', { t
   );
   // One table whose rows take several statements on SQLite (600 rows), the last one a repeat.
   const many = Array.from({ length: 600 }, () => ({ ...stored, id: newId('message', now) }));
-  await assert.rejects(insertTogether(db, store.dialect, [{ table: 'messages', rows: [...many, stored] }]), /duplicate key|UNIQUE constraint/);
-  assert.deepEqual([Number(await count('messages')), Number(await count('payloads')), Number(await count('deliveries'))], [1, 1, 1], 'nothing of either write is left');
+  await assert.rejects(
+    insertTogether(db, store.dialect, [{ table: 'messages', rows: [...many, stored] }]),
+    /duplicate key|UNIQUE constraint/,
+  );
+  assert.deepEqual(
+    [Number(await count('messages')), Number(await count('payloads')), Number(await count('deliveries'))],
+    [1, 1, 1],
+    'nothing of either write is left',
+  );
 
   // The same rows with a new task id go in, as they were given.
   await insertTogether(db, store.dialect, [
@@ -65,16 +99,31 @@ test('rows written together are all written or none, without a transaction', { t
     { table: 'deliveries', rows: [newDelivery] },
     { table: 'delivery_tasks', rows: [task(newId('task', now))] },
   ]);
-  assert.deepEqual(await db.selectFrom('messages').selectAll().where('id', '=', message.id).executeTakeFirstOrThrow(), message);
-  assert.deepEqual(await db.selectFrom('deliveries').selectAll().where('id', '=', newDelivery.id).executeTakeFirstOrThrow(), newDelivery);
+  assert.deepEqual(
+    await db.selectFrom('messages').selectAll().where('id', '=', message.id).executeTakeFirstOrThrow(),
+    message,
+  );
+  assert.deepEqual(
+    await db.selectFrom('deliveries').selectAll().where('id', '=', newDelivery.id).executeTakeFirstOrThrow(),
+    newDelivery,
+  );
 });
 
 test('payloads keep every character through the batch write', { timeout: 60_000 }, async (t) => {
   const { store, emit } = await openStore(t);
   const payloads = [
-    JSON.stringify({ quotes: '"\\"', backslashes: '\\\\', nul: '\u0000', controls: '\n\t\b\f\r\u0001', separators: '\u2028\u2029' }),
+    JSON.stringify({
+      quotes: '"\\"',
+      backslashes: '\\\\',
+      nul: '\u0000',
+      controls: '\n\t\b\f\r\u0001',
+      separators: '\u2028\u2029',
+    }),
     JSON.stringify({ emoji: '🎉✓', bom: '\ufeff', max: '\uffff', text: "it's" }),
-    JSON.stringify({ numbers: [9007199254740993, 1e300, -0.0001, 123456789012345678901234567890] }).replace('9007199254740992', '9007199254740993'),
+    JSON.stringify({ numbers: [9007199254740993, 1e300, -0.0001, 123456789012345678901234567890] }).replace(
+      '9007199254740992',
+      '9007199254740993',
+    ),
     JSON.stringify({ big: '\\"'.repeat(100_000) }),
   ];
   const ids = await Promise.all(payloads.map((payload) => emit(1, () => payload).then(([id]) => id!)));

@@ -4,10 +4,13 @@ import { GroupCommit } from '../../src/store/group-commit.js';
 
 test('requests submitted in one turn share one batch, in order', async () => {
   const batches: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (inputs) => {
-    batches.push(inputs);
-    return inputs.map((n) => n * 10);
-  }, { maxParallel: 1 });
+  const commit = new GroupCommit<number, number>(
+    async (inputs) => {
+      batches.push(inputs);
+      return inputs.map((n) => n * 10);
+    },
+    { maxParallel: 1 },
+  );
   const results = await Promise.all([1, 2, 3].map((n) => commit.submit(n)));
   assert.deepEqual(results, [10, 20, 30]);
   assert.deepEqual(batches, [[1, 2, 3]]);
@@ -15,11 +18,14 @@ test('requests submitted in one turn share one batch, in order', async () => {
 
 test('one failing input fails alone; the others in its batch still succeed', async () => {
   const batches: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (inputs) => {
-    batches.push(inputs);
-    if (inputs.includes(2)) throw new Error('bad input 2');
-    return inputs.map((n) => n + 1);
-  }, { maxParallel: 1 });
+  const commit = new GroupCommit<number, number>(
+    async (inputs) => {
+      batches.push(inputs);
+      if (inputs.includes(2)) throw new Error('bad input 2');
+      return inputs.map((n) => n + 1);
+    },
+    { maxParallel: 1 },
+  );
   const settled = await Promise.allSettled([1, 2, 3].map((n) => commit.submit(n)));
   assert.deepEqual(settled[0], { status: 'fulfilled', value: 2 });
   assert.equal(settled[1]!.status, 'rejected');
@@ -32,11 +38,14 @@ test('batches wait for the one in flight when parallelism is 1 (group commit)', 
   const batches: number[][] = [];
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
-  const commit = new GroupCommit<number, number>(async (inputs) => {
-    batches.push(inputs);
-    if (batches.length === 1) await gate;
-    return inputs;
-  }, { maxParallel: 1 });
+  const commit = new GroupCommit<number, number>(
+    async (inputs) => {
+      batches.push(inputs);
+      if (batches.length === 1) await gate;
+      return inputs;
+    },
+    { maxParallel: 1 },
+  );
   const first = commit.submit(1);
   await new Promise((r) => setImmediate(r));
   const later = [2, 3, 4].map((n) => commit.submit(n));
@@ -49,7 +58,10 @@ test('batches wait for the one in flight when parallelism is 1 (group commit)', 
 
 test('with a minimum spacing, requests arriving soon after a commit wait and share the next batch', async () => {
   const batches: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), { maxParallel: 1, minSpacingMs: 60 });
+  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), {
+    maxParallel: 1,
+    minSpacingMs: 60,
+  });
   // A batch of two: requests are arriving faster than one at a time, so the spacing applies.
   await Promise.all([commit.submit(0), commit.submit(0)]);
   // Three requests in three separate event-loop turns, all within the spacing after the first commit.
@@ -59,12 +71,18 @@ test('with a minimum spacing, requests arriving soon after a commit wait and sha
     await new Promise((r) => setTimeout(r, 5));
   }
   await Promise.all(later);
-  assert.deepEqual(batches, [[0, 0], [1, 2, 3]]);
+  assert.deepEqual(batches, [
+    [0, 0],
+    [1, 2, 3],
+  ]);
 });
 
 test('a client sending one request at a time is not held back by the spacing', async () => {
   const batches: number[][] = [];
-  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), { maxParallel: 1, minSpacingMs: 5_000 });
+  const commit = new GroupCommit<number, number>(async (inputs) => (batches.push(inputs), inputs), {
+    maxParallel: 1,
+    minSpacingMs: 5_000,
+  });
   const started = performance.now();
   for (const n of [1, 2, 3, 4]) await commit.submit(n);
   // Each batch held one request, so none waited 5 s after the previous commit.

@@ -11,7 +11,11 @@ import { createTestDatabase } from '../support/service.js';
  * and removed after the test, after what was handed to `closeFirst` (last handed, first closed): a worker
  * or a second store on the same database must end before it.
  */
-export async function openStore(t: TestContext, env: Record<string, string> = {}, endpointUrl = 'http://127.0.0.1:9/hook') {
+export async function openStore(
+  t: TestContext,
+  env: Record<string, string> = {},
+  endpointUrl = 'http://127.0.0.1:9/hook',
+) {
   const database = await createTestDatabase();
   const config = loadConfig({ ...BASE_ENV, ...database.env, ...env });
   const store = await Store.open(config);
@@ -28,7 +32,13 @@ export async function openStore(t: TestContext, env: Record<string, string> = {}
   const emit = async (count: number, payloadOf: (i: number) => string = (i) => `{"i":${i}}`) => {
     const ids: string[] = [];
     for (let i = 0; i < count; i++) {
-      const emitted = await store.messages.emit({ scope, appId: app.id, eventType: 'invoice.paid', payloadJson: payloadOf(i), idempotencyKey: null });
+      const emitted = await store.messages.emit({
+        scope,
+        appId: app.id,
+        eventType: 'invoice.paid',
+        payloadJson: payloadOf(i),
+        idempotencyKey: null,
+      });
       assert.ok(emitted.ok);
       ids.push(emitted.message.id);
     }

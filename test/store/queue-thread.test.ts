@@ -22,11 +22,24 @@ const timeout = 60_000;
 const OWNER = 'wrk_thread_test';
 
 function ok(): AttemptResult {
-  return { ok: true, responseStatus: 200, responseBody: 'ok', error: null, durationMs: 1, retryAfterMs: null, at: Date.now() };
+  return {
+    ok: true,
+    responseStatus: 200,
+    responseBody: 'ok',
+    error: null,
+    durationMs: 1,
+    retryAfterMs: null,
+    at: Date.now(),
+  };
 }
 
 /** openStore with `messages` emitted, and a queue thread on it, closed before the store. */
-async function seeded(t: TestContext, messages: number, env: Record<string, string> = {}, payloadOf = (i: number) => `{"i":${i}}`) {
+async function seeded(
+  t: TestContext,
+  messages: number,
+  env: Record<string, string> = {},
+  payloadOf = (i: number) => `{"i":${i}}`,
+) {
   const opened = await openStore(t, env);
   await opened.emit(messages, payloadOf);
   const thread = QueueThread.forConfig(opened.config);
@@ -34,7 +47,10 @@ async function seeded(t: TestContext, messages: number, env: Record<string, stri
   return { ...opened, thread };
 }
 
-test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', { skip, timeout }, async (t) => {
+test('the queue thread claims with opened secrets, hands a lease extension back, and records outcomes', {
+  skip,
+  timeout,
+}, async (t) => {
   const { store, secret, thread } = await seeded(t, 3);
   const claimed = await thread.claimLoaded(OWNER, 10);
   assert.equal(claimed.length, 3);
@@ -56,17 +72,26 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   const before = first!.task.leaseUntil;
   await new Promise((resolve) => setTimeout(resolve, 5));
   assert.equal(await thread.extendLease(first!.task, OWNER), true);
-  assert.ok(first!.task.leaseUntil > before, 'the new lease end is applied to the caller\'s task');
+  assert.ok(first!.task.leaseUntil > before, "the new lease end is applied to the caller's task");
   // Completing requires the lease end the task holds now: with the old one it would count as lost.
-  const owned = await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
+  const owned = await thread.completeMany(
+    claimed.map(({ input }) => ({ input: input!, result: ok() })),
+    OWNER,
+  );
   assert.deepEqual(owned, [true, true, true]);
 
   const statuses = await store.ctx.db.selectFrom('deliveries').select('status').execute();
-  assert.deepEqual(statuses.map((row) => row.status), ['success', 'success', 'success']);
+  assert.deepEqual(
+    statuses.map((row) => row.status),
+    ['success', 'success', 'success'],
+  );
   assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
 });
 
-test('a large payload stays out of a claim through the thread and comes with a later load', { skip, timeout }, async (t) => {
+test('a large payload stays out of a claim through the thread and comes with a later load', {
+  skip,
+  timeout,
+}, async (t) => {
   const large = `{"pad":"${'x'.repeat(40_000)}"}`;
   const { store, thread } = await seeded(t, 1, {}, () => large);
   const [claimed] = await thread.claimLoaded(OWNER, 10);
@@ -76,7 +101,10 @@ test('a large payload stays out of a claim through the thread and comes with a l
   assert.equal(loaded!.task, claimed!.task, "the caller's task");
 });
 
-test('a queue thread that ends fails the calls under way, and the next call starts a new one', { skip, timeout }, async (t) => {
+test('a queue thread that ends fails the calls under way, and the next call starts a new one', {
+  skip,
+  timeout,
+}, async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-queue-thread-'));
   t.after(() => rmSync(dataDir, { recursive: true, force: true }));
   const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: dataDir });
@@ -101,7 +129,13 @@ test('close lets the calls under way finish, then refuses new ones', { skip, tim
 test('the retention purge runs on the thread', { skip, timeout }, async (t) => {
   const { store, thread } = await seeded(t, 2, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
   const claimed = await thread.claimLoaded(OWNER, 10);
-  assert.deepEqual(await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER), [true, true]);
+  assert.deepEqual(
+    await thread.completeMany(
+      claimed.map(({ input }) => ({ input: input!, result: ok() })),
+      OWNER,
+    ),
+    [true, true],
+  );
   await new Promise((resolve) => setTimeout(resolve, 1_100));
   const counts = await thread.purgeExpired();
   assert.deepEqual([counts.attempts, counts.deliveries, counts.messages], [2, 2, 2]);
@@ -112,9 +146,20 @@ test('closing stops a purge under way at its next batch, and the purge still ans
   // More settled history than one purge batch (PURGE_BATCH rows per table).
   const total = PURGE_BATCH + 100;
   const { store, thread, scope, appId } = await seeded(t, 0, { HERALD_RETENTION: '1s', HERALD_IDEMPOTENCY_TTL: '1s' });
-  await Promise.all(Array.from({ length: total }, (_, i) => store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null })));
-  for (let claimed = await thread.claimLoaded(OWNER, 200); claimed.length > 0; claimed = await thread.claimLoaded(OWNER, 200)) {
-    await thread.completeMany(claimed.map(({ input }) => ({ input: input!, result: ok() })), OWNER);
+  await Promise.all(
+    Array.from({ length: total }, (_, i) =>
+      store.messages.emit({ scope, appId, eventType: 'invoice.paid', payloadJson: `{"i":${i}}`, idempotencyKey: null }),
+    ),
+  );
+  for (
+    let claimed = await thread.claimLoaded(OWNER, 200);
+    claimed.length > 0;
+    claimed = await thread.claimLoaded(OWNER, 200)
+  ) {
+    await thread.completeMany(
+      claimed.map(({ input }) => ({ input: input!, result: ok() })),
+      OWNER,
+    );
   }
   await new Promise((resolve) => setTimeout(resolve, 1_100));
 
@@ -123,7 +168,11 @@ test('closing stops a purge under way at its next batch, and the purge still ans
   const counts = await purging;
   const removed = Object.values(counts).reduce((sum, n) => sum + n, 0);
   assert.ok(removed > 0 && removed <= PURGE_BATCH, `stopped after its first batch: ${JSON.stringify(counts)}`);
-  assert.equal((await store.ctx.db.selectFrom('messages').select('id').execute()).length, total, 'later tables are left for the next purge');
+  assert.equal(
+    (await store.ctx.db.selectFrom('messages').select('id').execute()).length,
+    total,
+    'later tables are left for the next purge',
+  );
 });
 
 test('a worker holds four waves per endpoint with the queue thread, two in process, never more than fit in a lease', () => {
@@ -131,9 +180,22 @@ test('a worker holds four waves per endpoint with the queue thread, two in proce
   const thread = QueueThread.forConfig(config); // not started: a thread starts with its first call
   const inProcess = {} as WorkerQueue;
   assert.equal(wavesHeld(inProcess, config), 2);
-  assert.equal(wavesHeld(thread, config), 4, `default lease ${config.leaseMs} ms, timeout ${config.attemptTimeoutMs} ms`);
+  assert.equal(
+    wavesHeld(thread, config),
+    4,
+    `default lease ${config.leaseMs} ms, timeout ${config.attemptTimeoutMs} ms`,
+  );
   // The last wave may wait three timeouts: with 30 s timeouts (a 90 s lease) only three waves fit.
-  assert.equal(wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '30s' })), 3);
+  assert.equal(
+    wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '30s' })),
+    3,
+  );
   // A lease barely longer than one attempt: never fewer than two.
-  assert.equal(wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_LEASE: '2500ms' })), 2);
+  assert.equal(
+    wavesHeld(
+      thread,
+      loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_LEASE: '2500ms' }),
+    ),
+    2,
+  );
 });

@@ -18,12 +18,18 @@ test('concurrent rotations each keep their outgoing secret signing; each rotated
   const secretsAt = async (at: number) => endpoints.signingSecrets((await endpoints.get(scope, endpoint.id))!, at);
 
   // Ten at once: one of them is current, and every other secret ever issued (the original too) still signs.
-  const rotations = await Promise.all(Array.from({ length: MAX_PREVIOUS_SECRETS }, () => endpoints.rotateSecret(scope, endpoint.id, 60_000)));
+  const rotations = await Promise.all(
+    Array.from({ length: MAX_PREVIOUS_SECRETS }, () => endpoints.rotateSecret(scope, endpoint.id, 60_000)),
+  );
   const issued = rotations.map((r) => r!.secret);
   const now = Date.now();
   const secrets = await secretsAt(now);
   assert.ok(issued.includes(secrets.current), 'the current secret is one that was issued');
-  assert.deepEqual([...secrets.previous].sort(), [endpoint.signing_secret, ...issued.filter((s) => s !== secrets.current)].sort(), 'every other issued secret still signs');
+  assert.deepEqual(
+    [...secrets.previous].sort(),
+    [endpoint.signing_secret, ...issued.filter((s) => s !== secrets.current)].sort(),
+    'every other issued secret still signs',
+  );
   // One more rotation: the list is full, so the oldest (the original) stops early.
   const next = (await endpoints.rotateSecret(scope, endpoint.id, 60_000))!;
   const after = await secretsAt(Date.now());
@@ -38,8 +44,16 @@ test('concurrent rotations each keep their outgoing secret signing; each rotated
   const first = (await endpoints.rotateSecret(scope, other.id, 1_000))!;
   const second = (await endpoints.rotateSecret(scope, other.id, 60_000))!;
   const secretsOfOther = async (at: number) => endpoints.signingSecrets((await endpoints.get(scope, other.id))!, at);
-  assert.deepEqual((await secretsOfOther(Date.now())).previous, [first.secret, other.signing_secret], 'both rotated-out secrets sign during the first grace');
-  assert.deepEqual((await secretsOfOther(first.previousValidUntil)).previous, [first.secret], 'after the first grace, only the second rotation\'s outgoing secret');
+  assert.deepEqual(
+    (await secretsOfOther(Date.now())).previous,
+    [first.secret, other.signing_secret],
+    'both rotated-out secrets sign during the first grace',
+  );
+  assert.deepEqual(
+    (await secretsOfOther(first.previousValidUntil)).previous,
+    [first.secret],
+    "after the first grace, only the second rotation's outgoing secret",
+  );
   assert.deepEqual((await secretsOfOther(second.previousValidUntil)).previous, [], 'none after both');
 
   const viaApi = await api.post(`/api/v1/endpoints/${endpoint.id}/rotate-secret`);
@@ -55,7 +69,11 @@ test('the previous secret keeps the columns the version before reads; its rows r
   // A row as the version before left it after a rotation: only the previous secret.
   const older = 'whsec_' + Buffer.alloc(24, 9).toString('base64');
   const olderEnds = Date.now() + 60_000;
-  await store.ctx.db.updateTable('endpoints').set({ previous_secret_sealed: box.seal(older), previous_valid_until: olderEnds }).where('id', '=', endpointId).execute();
+  await store.ctx.db
+    .updateTable('endpoints')
+    .set({ previous_secret_sealed: box.seal(older), previous_valid_until: olderEnds })
+    .where('id', '=', endpointId)
+    .execute();
   assert.deepEqual((await signing(Date.now())).previous, [older]);
 
   const first = (await store.endpoints.rotateSecret(scope, endpointId, 120_000))!;
@@ -70,19 +88,38 @@ test('the previous secret keeps the columns the version before reads; its rows r
 
 test('retention shorter than the idempotency window is refused at start-up', () => {
   assert.throws(
-    () => loadConfig({ HERALD_SECRET_KEY: 'k'.repeat(40), HERALD_RETENTION: '1h', HERALD_IDEMPOTENCY_TTL: '24h', HERALD_DATA_DIR: '/tmp/herald-config-test' }),
-    (error: unknown) => error instanceof ConfigError && /HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL/.test(error.message),
+    () =>
+      loadConfig({
+        HERALD_SECRET_KEY: 'k'.repeat(40),
+        HERALD_RETENTION: '1h',
+        HERALD_IDEMPOTENCY_TTL: '24h',
+        HERALD_DATA_DIR: '/tmp/herald-config-test',
+      }),
+    (error: unknown) =>
+      error instanceof ConfigError && /HERALD_RETENTION must be at least HERALD_IDEMPOTENCY_TTL/.test(error.message),
   );
-  assert.equal(loadConfig({ HERALD_SECRET_KEY: 'k'.repeat(40), HERALD_RETENTION: '2d', HERALD_IDEMPOTENCY_TTL: '1d', HERALD_DATA_DIR: '/tmp/herald-config-test' }).retentionMs, 2 * 86_400_000);
+  assert.equal(
+    loadConfig({
+      HERALD_SECRET_KEY: 'k'.repeat(40),
+      HERALD_RETENTION: '2d',
+      HERALD_IDEMPOTENCY_TTL: '1d',
+      HERALD_DATA_DIR: '/tmp/herald-config-test',
+    }).retentionMs,
+    2 * 86_400_000,
+  );
 });
 
 test('HERALD_SSRF_ALLOW takes host names, addresses and CIDR ranges as URLs name them, and refuses what none could match', () => {
   const base = { HERALD_SECRET_KEY: 'k'.repeat(40), HERALD_DATA_DIR: '/tmp/herald-config-test' };
-  assert.deepEqual(loadConfig({ ...base, HERALD_SSRF_ALLOW: ' Hooks.Internal. , 10.0.0.0/8,FD00::1,192.168.1.20' }).ssrfAllow, ['hooks.internal', '10.0.0.0/8', 'fd00::1', '192.168.1.20']);
+  assert.deepEqual(
+    loadConfig({ ...base, HERALD_SSRF_ALLOW: ' Hooks.Internal. , 10.0.0.0/8,FD00::1,192.168.1.20' }).ssrfAllow,
+    ['hooks.internal', '10.0.0.0/8', 'fd00::1', '192.168.1.20'],
+  );
   for (const entry of ['10.0.0.0/99', '192.168.1.300', '10.0.0.1.5', 'bad host', 'under_score.example']) {
     assert.throws(
       () => loadConfig({ ...base, HERALD_SSRF_ALLOW: `10.0.0.0/8,${entry}` }),
-      (error: unknown) => error instanceof ConfigError && error.message.includes(`HERALD_SSRF_ALLOW entry ${entry.toLowerCase()} is not`),
+      (error: unknown) =>
+        error instanceof ConfigError && error.message.includes(`HERALD_SSRF_ALLOW entry ${entry.toLowerCase()} is not`),
       entry,
     );
   }

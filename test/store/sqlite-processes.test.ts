@@ -35,7 +35,13 @@ test('two API processes on one SQLite file accept every concurrent emit', {
   const statuses: number[] = [];
   for (let round = 0; round < 10; round++) {
     const replies = await Promise.all(
-      Array.from({ length: 40 }, (_, i) => (i % 2 === 0 ? apiA : onB).post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { round, i } })),
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 === 0 ? apiA : onB).post('/api/v1/messages', {
+          app_id: app.id,
+          event_type: 'invoice.paid',
+          payload: { round, i },
+        }),
+      ),
     );
     statuses.push(...replies.map((r) => r.status));
   }
@@ -57,18 +63,27 @@ test('processes started at once on a new data directory migrate it once and shar
   holder.pragma('journal_mode = WAL');
   holder.exec('begin immediate');
   // No HERALD_SECRET_KEY: in development each process reads or creates the data dir's key.
-  const runs = Promise.all([1, 2, 3].map(() => runHerald(['migrate'], { HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: '' })));
+  const runs = Promise.all(
+    [1, 2, 3].map(() => runHerald(['migrate'], { HERALD_DATA_DIR: dir, HERALD_SECRET_KEY: '' })),
+  );
   await new Promise((resolve) => setTimeout(resolve, 2_500));
   holder.exec('commit');
   for (const run of await runs) assert.equal(run.code, 0, run.output);
-  const rows = holder.prepare('select name, count(*) as n from kysely_migration group by name').all() as { name: string; n: number }[];
+  const rows = holder.prepare('select name, count(*) as n from kysely_migration group by name').all() as {
+    name: string;
+    n: number;
+  }[];
   holder.close();
   assert.ok(rows.some((r) => r.name === '001_initial'));
   for (const row of rows) assert.equal(row.n, 1, `${row.name} recorded once`);
-  assert.deepEqual(readdirSync(dir).filter((name) => name.startsWith('secret.key')), ['secret.key'], 'one key file, no drafts left');
+  assert.deepEqual(
+    readdirSync(dir).filter((name) => name.startsWith('secret.key')),
+    ['secret.key'],
+    'one key file, no drafts left',
+  );
 });
 
-test('a new data directory and its database files are readable by the service\'s user only', {
+test("a new data directory and its database files are readable by the service's user only", {
   skip: TEST_STORE !== 'sqlite' ? 'about the embedded store' : false,
 }, async (t) => {
   const parent = mkdtempSync(join(tmpdir(), 'herald-modes-'));
@@ -81,7 +96,8 @@ test('a new data directory and its database files are readable by the service\'s
   // The -wal and -shm files exist while a connection is open.
   const { database } = connectSqlite(join(dir, 'herald.db'), { fileMustExist: true });
   t.after(() => database.close());
-  for (const name of ['herald.db', 'herald.db-wal', 'herald.db-shm', 'secret.key']) assert.equal(mode(name), '600', name);
+  for (const name of ['herald.db', 'herald.db-wal', 'herald.db-shm', 'secret.key'])
+    assert.equal(mode(name), '600', name);
 });
 
 test('SQLite migrations run inside one write transaction, where the applied ones are read (what serializes processes)', {

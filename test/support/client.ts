@@ -15,7 +15,12 @@ export class Client {
     return new Client(this.baseUrl, key);
   }
 
-  async request<T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply<T>> {
+  async request<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<Reply<T>> {
     const init: RequestInit = { method, headers: { ...headers } };
     if (this.key) (init.headers as Record<string, string>).authorization = `Bearer ${this.key}`;
     if (body !== undefined) {

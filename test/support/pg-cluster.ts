@@ -32,7 +32,9 @@ export interface PgCluster {
 const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
 function run(command: string, args: string[], timeoutMs = 60_000): Promise<string> {
-  const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, command), ...args]] : [join(PG_BIN, command), args];
+  const [file, argv] = asRoot
+    ? ['runuser', ['-u', 'postgres', '--', join(PG_BIN, command), ...args]]
+    : [join(PG_BIN, command), args];
   return new Promise((resolve, reject) => {
     execFile(file, argv, { timeout: timeoutMs }, (error, stdout, stderr) => {
       if (error) reject(new Error(`${command} ${args.join(' ')} failed: ${error.message}\n${stdout}${stderr}`));
@@ -64,14 +66,16 @@ export async function createPgCluster(): Promise<PgCluster> {
   const destroy = async () => {
     if (destroyed) return;
     destroyed = true;
-    if (existsSync(join(data, 'postmaster.pid'))) await run('pg_ctl', ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '30']).catch(() => {});
+    if (existsSync(join(data, 'postmaster.pid')))
+      await run('pg_ctl', ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '30']).catch(() => {});
     rmSync(dir, { recursive: true, force: true });
   };
   try {
     await run('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions']);
     const port = await freePort();
     const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=100 -c shared_buffers=32MB`;
-    const start = async () => void (await run('pg_ctl', ['-D', data, '-o', options, '-l', logFile, '-w', '-t', '60', 'start']));
+    const start = async () =>
+      void (await run('pg_ctl', ['-D', data, '-o', options, '-l', logFile, '-w', '-t', '60', 'start']));
     await start();
     return {
       port,
@@ -79,7 +83,21 @@ export async function createPgCluster(): Promise<PgCluster> {
       url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       start,
       stop: async () => void (await run('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop'])),
-      restart: async () => void (await run('pg_ctl', ['-D', data, '-o', options, '-l', logFile, '-m', 'fast', '-w', '-t', '60', 'restart'])),
+      restart: async () =>
+        void (await run('pg_ctl', [
+          '-D',
+          data,
+          '-o',
+          options,
+          '-l',
+          logFile,
+          '-m',
+          'fast',
+          '-w',
+          '-t',
+          '60',
+          'restart',
+        ])),
       destroy,
       log: () => (existsSync(logFile) ? readFileSync(logFile, 'utf8') : ''),
     };
@@ -115,7 +133,8 @@ export async function sweepStaleClusters(): Promise<string[]> {
     if (!match || alive(Number(match[1]))) continue;
     const dir = join(tmpdir(), name);
     const data = join(dir, 'data');
-    if (existsSync(join(data, 'postmaster.pid'))) await run('pg_ctl', ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '30']).catch(() => {});
+    if (existsSync(join(data, 'postmaster.pid')))
+      await run('pg_ctl', ['-D', data, 'stop', '-m', 'immediate', '-w', '-t', '30']).catch(() => {});
     rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
   }

@@ -65,11 +65,15 @@ export async function sweepStaleDatabases(adminUrl = PG_ADMIN_URL): Promise<stri
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ datname: string }>(`select datname from pg_database where datname like 'herald\_test\_%'`);
-    const stale = rows.map((r) => r.datname).filter((name) => {
-      const pid = /^herald_test_(\d+)_[a-z0-9]+$/.exec(name)?.[1];
-      return pid !== undefined && !processAlive(Number(pid));
-    });
+    const { rows } = await client.query<{ datname: string }>(
+      `select datname from pg_database where datname like 'herald\_test\_%'`,
+    );
+    const stale = rows
+      .map((r) => r.datname)
+      .filter((name) => {
+        const pid = /^herald_test_(\d+)_[a-z0-9]+$/.exec(name)?.[1];
+        return pid !== undefined && !processAlive(Number(pid));
+      });
     for (const name of stale) await client.query(`drop database if exists "${name}" with (force)`);
     return stale;
   } finally {
@@ -89,7 +93,11 @@ export interface TestService extends Service {
  * compressed retry schedule: { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms' }. With `logLines`, the service
  * logs at info into it (one JSON line each) instead of not at all.
  */
-export async function startTestService(env: Record<string, string> = {}, database?: TestDatabase, logLines?: string[]): Promise<TestService> {
+export async function startTestService(
+  env: Record<string, string> = {},
+  database?: TestDatabase,
+  logLines?: string[],
+): Promise<TestService> {
   const db = database ?? (await createTestDatabase());
   const config = loadConfig({
     PORT: '0',
@@ -100,7 +108,9 @@ export async function startTestService(env: Record<string, string> = {}, databas
     ...db.env,
     ...env,
   });
-  const logger = logLines ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) }) : pino({ level: config.logLevel });
+  const logger = logLines
+    ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) })
+    : pino({ level: config.logLevel });
   const service = await startService(config, logger);
   return {
     ...service,
