@@ -167,7 +167,7 @@ async function main(): Promise<number> {
     failures.splice(0, failures.length, ...document.failures);
   }
   mkdirSync(outDir, { recursive: true });
-  writeFileSync(join(outDir, 'latest.json'), JSON.stringify(document, null, 2) + '\n');
+  writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(document, null, 2)}\n`);
   console.log(`\nwrote ${join(outDir, 'latest.json')}`);
   const everything = (values.merge || (!values.scenario?.length && !values['skip-postgres'])) && !quick;
   if (values.out) {

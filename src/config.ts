@@ -128,7 +128,7 @@ function secretKey(env: Env, mode: Mode, dataDir: string): string {
   // Processes started together on a new data dir (an API and a worker) must end up with one key: each
   // writes its own to a file of its own, and the first to link it into place wins; the others read that one.
   const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  writeFileSync(draft, randomBytes(32).toString('base64') + '\n', { mode: 0o600 });
+  writeFileSync(draft, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   try {
     linkSync(draft, file);
   } catch (error) {

@@ -510,7 +510,8 @@ export class DeliveryWorker {
       const entry = { at: now, read: this.queue.endpointsNow([claimed.id]).then(([endpoint]) => endpoint ?? null) };
       // A read that failed is not reused: the next attempt reads again.
       entry.read.catch(() => this.endpointReads.get(claimed.id) === entry && this.endpointReads.delete(claimed.id));
-      this.endpointReads.set(claimed.id, (cached = entry));
+      cached = entry;
+      this.endpointReads.set(claimed.id, entry);
     }
     return cached.read.catch(() => claimed);
   }

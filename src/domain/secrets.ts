@@ -15,7 +15,7 @@ export function hashApiKey(key: string): string {
 
 // --- Signing secrets (Standard Webhooks): `whsec_` + base64 of 24 random bytes.
 export function generateSigningSecret(): string {
-  return 'whsec_' + randomBytes(24).toString('base64');
+  return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
 /** The HMAC key of a signing secret: the base64 after `whsec_`. */

@@ -17,6 +17,7 @@ export function endpointUrlProblem(
   if (text.length > 2048) return 'url must be at most 2048 characters';
   // The URL parser would drop surrounding ones and encode inner ones, and the endpoint would read back
   // as sent, which is not a URI: refused, so what is stored is what is requested.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a URL may not hold
   if (/[\s\u0000-\u001f\u007f]/.test(text))
     return 'url must not contain spaces or control characters (percent-encode them)';
   let url: URL;

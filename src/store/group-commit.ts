@@ -102,7 +102,7 @@ export class GroupCommit<In, Out> {
   private async write(batch: Waiting<In, Out>[]): Promise<void> {
     try {
       const outputs = await this.writeBatch(batch.map((w) => w.input));
-      batch.forEach((w, i) => w.resolve(outputs[i]!));
+      for (const [i, w] of batch.entries()) w.resolve(outputs[i]!);
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);
       // One bad input must not fail the requests that happened to share its transaction: write each alone.

@@ -180,7 +180,7 @@ export class Messages {
     requests.forEach((request, i) => {
       if (results[i] || request.idempotencyKey === null) return;
       const first = results[claimedKeys.get(scopeKey(request.scope, request.idempotencyKey))!];
-      results[i] = first && first.ok ? { ...first, idempotent: true } : first;
+      results[i] = first?.ok ? { ...first, idempotent: true } : first;
     });
     return results as EmitResult[];
   }

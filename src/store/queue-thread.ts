@@ -113,7 +113,8 @@ export class QueueThread implements WorkerQueue {
       const id = this.nextId++;
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
       try {
-        (this.thread ??= this.start()).worker.postMessage({ id, call });
+        this.thread ??= this.start();
+        this.thread.worker.postMessage({ id, call });
       } catch (error) {
         this.pending.delete(id);
         reject(error instanceof Error ? error : new Error(String(error)));

@@ -42,8 +42,8 @@ describe('authentication and isolation', () => {
       ['malformed', anonymous, { authorization: 'Bearer' }],
       ['not bearer', anonymous, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],
       ['odd characters', anonymous, { authorization: 'Bearer sk_test_ÿ"\'<>' }],
-      ['unknown', anonymous.withKey('sk_test_' + 'A'.repeat(33)), {}],
-      ['unknown live', anonymous.withKey('sk_live_' + 'A'.repeat(33)), {}],
+      ['unknown', anonymous.withKey(`sk_test_${'A'.repeat(33)}`), {}],
+      ['unknown live', anonymous.withKey(`sk_live_${'A'.repeat(33)}`), {}],
       ['no prefix', anonymous.withKey('A'.repeat(40)), {}],
       ['revoked', revoked, {}],
     ] as const;

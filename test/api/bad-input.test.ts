@@ -11,7 +11,6 @@ import {
   emit,
   idsOf,
   ODD_BODIES,
-  ODD_VALUES,
   oddBodiesFor,
 } from './helpers.js';
 
@@ -367,7 +366,7 @@ describe('bad input', () => {
   });
 
   test('a body nested deeper than 100 levels is 400, whatever the route; 100 levels are accepted', async () => {
-    const nested = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+    const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${'}'.repeat(levels - 1)}`;
     // The emit body is one level, so its payload may nest 99.
     const emitOf = (payloadLevels: number) =>
       `{"app_id":"${app.id}","event_type":"invoice.paid","payload":${nested(payloadLevels)}}`;
@@ -469,7 +468,7 @@ describe('bad input', () => {
           'cursor=%00',
           'cursor=%ED%A0%80',
           'app_id=%00',
-          'cursor=' + 'z'.repeat(300),
+          `cursor=${'z'.repeat(300)}`,
           'limit=1&limit=2',
           'app_id[]=x',
         ]) {

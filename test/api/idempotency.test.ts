@@ -179,7 +179,7 @@ describe('idempotency', () => {
     const deliveryIds = new Set(replies.map((r) => JSON.stringify(r.body.delivery_ids)));
     assert.equal(deliveryIds.size, 1, 'every answer carries the same delivery ids');
     assert.deepEqual(await idsOf(api, `/api/v1/messages?app_id=${target.id}`), [...ids]);
-    assert.equal((await idsOf(api, '/api/v1/deliveries?app_id=' + target.id)).length, 1);
+    assert.equal((await idsOf(api, `/api/v1/deliveries?app_id=${target.id}`)).length, 1);
   });
 
   test('a key expires after HERALD_IDEMPOTENCY_TTL', async () => {

@@ -29,7 +29,7 @@ test('signPayload matches the Standard Webhooks known-answer vector', () => {
 
 test('signedRequest: one signature per valid secret, each verifiable alone, body is the envelope', () => {
   const current = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-  const previous = 'whsec_' + Buffer.alloc(24, 7).toString('base64');
+  const previous = `whsec_${Buffer.alloc(24, 7).toString('base64')}`;
   const now = Date.now();
   const request = signedRequest(
     {

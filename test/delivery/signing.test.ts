@@ -37,7 +37,7 @@ test('emit is delivered at once as a signed Standard Webhooks request', async (t
   const [fromStandard, fromSvix] = verifyWithLibraries(r, endpoint.secret) as unknown[];
   assert.deepEqual(fromStandard, body);
   assert.deepEqual(fromSvix, body);
-  assert.equal(verifies(r, 'whsec_' + Buffer.alloc(24, 1).toString('base64')), false);
+  assert.equal(verifies(r, `whsec_${Buffer.alloc(24, 1).toString('base64')}`), false);
   assert.equal(verifies({ ...r, body: r.body.replace('42', '43') }, endpoint.secret), false);
 
   const delivery = await s.until(emitted.deliveryIds[0]!, (d) => d.status === 'success', 'success');

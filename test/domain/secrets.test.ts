@@ -10,7 +10,7 @@ test('a box opens what it sealed, again and again, and past the number of secret
   const secrets = Array.from({ length: 5_000 }, (_, i) => `whsec_secret-${i}`);
   const sealed = secrets.map((secret) => box.seal(secret));
   for (let round = 0; round < 2; round++) {
-    sealed.forEach((text, i) => assert.equal(box.open(text), secrets[i]));
+    for (const [i, text] of sealed.entries()) assert.equal(box.open(text), secrets[i]);
   }
   assert.notEqual(box.seal(secrets[0]!), sealed[0], 'sealing again uses a new IV');
 });

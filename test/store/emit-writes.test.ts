@@ -120,10 +120,8 @@ test('payloads keep every character through the batch write', { timeout: 60_000 
       separators: '\u2028\u2029',
     }),
     JSON.stringify({ emoji: '🎉✓', bom: '\ufeff', max: '\uffff', text: "it's" }),
-    JSON.stringify({ numbers: [9007199254740993, 1e300, -0.0001, 123456789012345678901234567890] }).replace(
-      '9007199254740992',
-      '9007199254740993',
-    ),
+    // Written as text: 2^53 + 1 is not a double, and the stored text must keep it as sent.
+    '{"numbers":[9007199254740993,1e+300,-0.0001,1.2345678901234568e+29]}',
     JSON.stringify({ big: '\\"'.repeat(100_000) }),
   ];
   const ids = await Promise.all(payloads.map((payload) => emit(1, () => payload).then(([id]) => id!)));

@@ -93,7 +93,7 @@ test('a large payload stays out of a claim through the thread and comes with a l
   timeout,
 }, async (t) => {
   const large = `{"pad":"${'x'.repeat(40_000)}"}`;
-  const { store, thread } = await seeded(t, 1, {}, () => large);
+  const { thread } = await seeded(t, 1, {}, () => large);
   const [claimed] = await thread.claimLoaded(OWNER, 10);
   assert.deepEqual([claimed!.input!.payloadJson, claimed!.input!.payloadLater], [null, true]);
   const [loaded] = await thread.load([claimed!.task]);

@@ -67,7 +67,7 @@ test('the previous secret keeps the columns the version before reads; its rows r
   const row = async () => (await store.endpoints.get(scope, endpointId))!;
   const signing = async (at: number) => store.endpoints.signingSecrets(await row(), at);
   // A row as the version before left it after a rotation: only the previous secret.
-  const older = 'whsec_' + Buffer.alloc(24, 9).toString('base64');
+  const older = `whsec_${Buffer.alloc(24, 9).toString('base64')}`;
   const olderEnds = Date.now() + 60_000;
   await store.ctx.db
     .updateTable('endpoints')

@@ -66,7 +66,7 @@ export async function sweepStaleDatabases(adminUrl = PG_ADMIN_URL): Promise<stri
   await client.connect();
   try {
     const { rows } = await client.query<{ datname: string }>(
-      `select datname from pg_database where datname like 'herald\_test\_%'`,
+      `select datname from pg_database where datname like 'herald_test_%'`,
     );
     const stale = rows
       .map((r) => r.datname)
