@@ -4,6 +4,7 @@ import { Store } from './store/index.js';
 import { buildApi, type Api } from './api/app.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { QueueThread } from './store/queue-thread.js';
+import { Heartbeat } from './delivery/heartbeat.js';
 
 export interface Service {
   config: Config;
@@ -51,6 +52,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   let worker: DeliveryWorker | null = null;
   let retentionTimer: NodeJS.Timeout | null = null;
   let queueThread: QueueThread | null = null;
+  let heartbeat: Heartbeat | null = null;
 
   let closing: Promise<void> | null = null;
   const close = () => {
@@ -58,6 +60,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       if (retentionTimer) clearInterval(retentionTimer);
       if (api) await api.close();
       if (worker) await worker.stop();
+      await heartbeat?.stop();
       await queueThread?.close();
       await store.close();
     })();
@@ -72,6 +75,15 @@ export async function startService(config: Config, logger: Logger = createLogger
       // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
       const listenLog = logger.child({ component: 'listen' });
       store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
+      // The worker is known alive before it claims anything; attempts handed back from a dead worker are
+      // claimed at once (a general claim reads them: their run_at is now).
+      heartbeat = new Heartbeat(
+        queueThread ?? store.workers,
+        worker.owner,
+        logger.child({ component: 'heartbeat' }),
+        () => store.events.emit('queued'),
+      );
+      await heartbeat.start();
       worker.start();
       const purge = () =>
         (queueThread ?? store).purgeExpired().then(

@@ -10,6 +10,7 @@ import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhaustion.js';
 import * as portalEndpoints from './migrations/004_portal_endpoints.js';
+import * as workers from './migrations/005_workers.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -30,6 +31,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '002_tasks_by_endpoint': tasksByEndpoint,
   '003_rotations_and_exhaustion': rotationsAndExhaustion,
   '004_portal_endpoints': portalEndpoints,
+  '005_workers': workers,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

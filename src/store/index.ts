@@ -12,6 +12,7 @@ import { Endpoints } from './endpoints.js';
 import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
 import { Queue } from './queue.js';
+import { Workers } from './workers.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -29,6 +30,8 @@ export class Store {
   readonly messages: Messages;
   readonly deliveries: Deliveries;
   readonly queue: Queue;
+  /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
+  readonly workers: Workers;
   /**
    * Emits `queued` when attempts were queued in this process, so a local worker starts at once; on
    * PostgreSQL, after `listen()`, also when another process queued attempts (LISTEN/NOTIFY).
@@ -62,6 +65,7 @@ export class Store {
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.queue = new Queue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
+    this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

@@ -4,6 +4,7 @@ import { connectSqlite } from './db.js';
 import { Endpoints } from './endpoints.js';
 import { Queue } from './queue.js';
 import { PURGE_BATCH, purgeExpired } from './retention.js';
+import { Workers } from './workers.js';
 import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
@@ -14,6 +15,7 @@ const { file, secretKey, policy, retentionMs } = workerData as QueueThreadData;
 const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
 const queue = new Queue(ctx, new Endpoints(ctx, new SecretBox(secretKey)), policy);
+const workers = new Workers(ctx);
 const port = parentPort!;
 const underWay = new Set<Promise<void>>();
 let closing = false;
@@ -49,6 +51,12 @@ async function run(call: QueueCall): Promise<unknown> {
       return queue.drop(...call.args);
     case 'completeMany':
       return queue.completeMany(...call.args);
+    case 'beat':
+      return workers.beat(...call.args);
+    case 'reapDead':
+      return workers.reapDead(...call.args);
+    case 'forget':
+      return workers.forget(...call.args);
     case 'purgeExpired':
       return purgeExpired(ctx, retentionMs, PURGE_BATCH, () => closing);
   }

@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { endThread, sqliteFile } from './db.js';
 import type { PurgeCounts } from './retention.js';
+import type { WorkerRegistry } from './workers.js';
 import type { SigningSecrets } from './endpoints.js';
 import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
 
@@ -26,7 +27,7 @@ const CLOSE_TIMEOUT_MS = 10_000;
  * waits for a lock by sleeping on the calling thread). Not for the `all` role, for that same reason: the
  * API's commits would wait for the thread's on the event loop.
  */
-export class QueueThread implements WorkerQueue {
+export class QueueThread implements WorkerQueue, WorkerRegistry {
   private thread: { worker: Worker; exited: Promise<void> } | null = null;
   private readonly pending = new Map<number, { resolve(value: unknown): void; reject(error: Error): void }>();
   private nextId = 0;
@@ -94,6 +95,19 @@ export class QueueThread implements WorkerQueue {
       result,
     }));
     return this.call<boolean[]>({ method: 'completeMany', args: [slim, owner] });
+  }
+
+  /** A delivery worker's heartbeat (WorkerRegistry), on the thread's connection. */
+  beat(owner: string) {
+    return this.call<void>({ method: 'beat', args: [owner] });
+  }
+
+  reapDead(deadAfterMs: number) {
+    return this.call<number>({ method: 'reapDead', args: [deadAfterMs] });
+  }
+
+  forget(owner: string) {
+    return this.call<void>({ method: 'forget', args: [owner] });
   }
 
   /** The retention purge (Store.purgeExpired), on the thread's connection. */
@@ -180,6 +194,8 @@ export interface QueueThreadData {
 /** A call to the queue thread: a method of the queue (or the purge) and its arguments. */
 export type QueueCall =
   | { [M in keyof WorkerQueue]: { method: M; args: Parameters<WorkerQueue[M]> } }[keyof WorkerQueue]
-  | { method: 'purgeExpired'; args: [] };
+  | { method: 'purgeExpired'; args: [] }
+  | { method: 'beat' | 'forget'; args: [owner: string] }
+  | { method: 'reapDead'; args: [deadAfterMs: number] };
 
 export type QueueReply = { id: number; result?: unknown; error?: { message: string; code: string | undefined } };

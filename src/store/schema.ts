@@ -124,6 +124,13 @@ export interface TaskRow {
   lease_owner: string | null;
 }
 
+/** A running delivery worker and its last heartbeat (src/store/workers.ts). */
+export interface WorkerRow {
+  id: string;
+  started_at: number;
+  beat_at: number;
+}
+
 export interface AttemptRow {
   id: string;
   delivery_id: string;
@@ -149,4 +156,5 @@ export interface Database {
   deliveries: DeliveryRow;
   delivery_tasks: TaskRow;
   attempts: AttemptRow;
+  workers: WorkerRow;
 }
