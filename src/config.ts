@@ -45,6 +45,10 @@ export interface Config {
   logLevel: string;
   /** Largest response body kept per attempt, in bytes. */
   responseBodyLimit: number;
+  /** How long a request (its headers and whole body) may take to arrive; a stalled upload is cut with 408. */
+  requestTimeoutMs: number;
+  /** Most endpoints one application may have (its emits fan out to each). */
+  maxEndpointsPerApp: number;
 }
 
 export class ConfigError extends Error {}
@@ -175,6 +179,12 @@ function retention(env: Env): number {
   return retentionMs;
 }
 
+function requestTimeout(env: Env): number {
+  const ms = duration(env, 'HERALD_REQUEST_TIMEOUT', '30s');
+  if (ms < 100) throw new ConfigError('HERALD_REQUEST_TIMEOUT must be at least 100ms');
+  return ms;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
   const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
@@ -227,5 +237,7 @@ export function loadConfig(env: Env = process.env): Config {
     ssrfAllow: ssrfAllowList(env),
     logLevel: oneOf(env, 'HERALD_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
+    requestTimeoutMs: requestTimeout(env),
+    maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
   };
 }

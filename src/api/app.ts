@@ -185,6 +185,14 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }) as never,
     // Keep-alive connections from load balancers outlive Node's 5 s default.
     keepAliveTimeout: 65_000,
+    // A request's headers and body must arrive within HERALD_REQUEST_TIMEOUT, or the connection is answered
+    // 408 and closed: a client trickling a body byte by byte must not hold a connection (and its memory)
+    // for ever. Node enforces it when it checks its connections, every connectionsCheckingInterval.
+    requestTimeout: config.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(60_000, config.requestTimeoutMs),
+      connectionsCheckingInterval: Math.min(5_000, Math.ceil(config.requestTimeoutMs / 4)),
+    },
     // Path parameters may be uids (up to 256 characters) or ids; fastify's default refuses over 100.
     // A trailing slash reaches the same route (a portal link pasted with one opened nothing).
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS, ignoreTrailingSlash: true },

@@ -1,11 +1,13 @@
 import { Type } from 'typebox';
-import { invalid, notFound } from './errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import { Endpoint, EndpointWithSecret, errors, Filter, IdParams, ListOf, pageQuery, Timestamp } from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
 import type { Scope, Store } from '../store/index.js';
+import { EndpointLimitError } from '../store/endpoints.js';
+import type { EndpointRow } from '../store/schema.js';
 import type { Config } from '../config.js';
 
 const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' });
@@ -34,6 +36,21 @@ export async function checkEndpointInput(
   if (input.event_types && input.event_types.length > 0) {
     const unknown = await store.eventTypes.unknownNames(scope, input.event_types);
     if (unknown.length > 0) throw invalid(`event_types not in this environment's event catalog: ${unknown.join(', ')}`);
+  }
+}
+
+/** Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit. */
+export async function createEndpoint(
+  store: Store,
+  config: Config,
+  scope: Scope,
+  input: Parameters<Store['endpoints']['create']>[1],
+): Promise<{ row: EndpointRow; secret: string }> {
+  try {
+    return await store.endpoints.create(scope, input, config.maxEndpointsPerApp);
+  } catch (error) {
+    if (error instanceof EndpointLimitError) throw conflict(error.message);
+    throw error;
   }
 }
 
@@ -67,7 +84,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           description: Type.Optional(Description),
           event_types: Type.Optional(EventTypes),
         }),
-        response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 429) },
+        response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
     },
     async (request, reply) => {
@@ -76,7 +93,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       await checkEndpointInput(store, config, scope, body);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
-      const { row, secret } = await store.endpoints.create(scope, {
+      const { row, secret } = await createEndpoint(store, config, scope, {
         appId: application.id,
         url: body.url,
         description: body.description,

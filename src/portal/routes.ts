@@ -12,7 +12,7 @@ import {
   messageToApi,
 } from '../api/serialize.js';
 import { IdParams } from '../api/schemas.js';
-import { checkEndpointInput } from '../api/endpoints.js';
+import { checkEndpointInput, createEndpoint } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
@@ -154,7 +154,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
       const ctx = await context(request);
       // The customer's receiver is not on the operator's network: public addresses only, in Test too.
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
-      const { row, secret } = await store.endpoints.create(ctx.scope, {
+      const { row, secret } = await createEndpoint(store, config, ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
         publicOnly: true,

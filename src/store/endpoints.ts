@@ -74,6 +74,14 @@ export async function stopDeliveries(
     .execute();
 }
 
+export class EndpointLimitError extends Error {
+  constructor(limit: number) {
+    super(
+      `the application has ${limit} endpoints, the most one may have (HERALD_MAX_ENDPOINTS_PER_APP); delete one first`,
+    );
+  }
+}
+
 export class Endpoints {
   constructor(
     private readonly ctx: StoreContext,
@@ -81,7 +89,13 @@ export class Endpoints {
   ) {}
 
   /** Creates an endpoint; returns the row and its signing secret in plaintext (shown once). */
-  async create(scope: Scope, input: EndpointInput): Promise<{ row: EndpointRow; secret: string }> {
+  /**
+   * Creates an endpoint; throws EndpointLimitError when its application has `maxPerApp` already (the API
+   * and the portal pass HERALD_MAX_ENDPOINTS_PER_APP; tools that seed a store may leave it unbounded). The
+   * application's row is written first, as a lock: creates for one application count one after another,
+   * so concurrent ones cannot pass the limit together (on SQLite every write transaction is serial anyway).
+   */
+  async create(scope: Scope, input: EndpointInput, maxPerApp = Number.POSITIVE_INFINITY): Promise<{ row: EndpointRow; secret: string }> {
     const now = this.ctx.now();
     const secret = generateSigningSecret();
     const row: EndpointRow = {
@@ -104,7 +118,20 @@ export class Endpoints {
       created_at: now,
       updated_at: now,
     };
-    await this.ctx.db.insertInto('endpoints').values(row).execute();
+    await this.ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('applications')
+        .set((eb) => ({ updated_at: eb.ref('updated_at') }))
+        .where('id', '=', input.appId)
+        .execute();
+      const { n } = await trx
+        .selectFrom('endpoints')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('app_id', '=', input.appId)
+        .executeTakeFirstOrThrow();
+      if (Number(n) >= maxPerApp) throw new EndpointLimitError(maxPerApp);
+      await trx.insertInto('endpoints').values(row).execute();
+    });
     return { row, secret };
   }
 

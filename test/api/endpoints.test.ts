@@ -260,3 +260,30 @@ describe('endpoints', () => {
     );
   });
 });
+
+test('an application holds at most HERALD_MAX_ENDPOINTS_PER_APP endpoints: one more is 409 naming the limit, also when created at once', async (t) => {
+  const service = await startTestService({ HERALD_ROLE: 'api', HERALD_MAX_ENDPOINTS_PER_APP: '3' });
+  t.after(() => service.stop());
+  const { test: api } = await bootstrap(service.url);
+  const app = await createApp(api);
+  // Five at once against a limit of three: exactly three pass.
+  const replies = await Promise.all(
+    Array.from({ length: 5 }, (_, i) =>
+      api.post('/api/v1/endpoints', { app_id: app.id, url: `http://localhost:3000/h${i}` }),
+    ),
+  );
+  assert.deepEqual(replies.map((r) => r.status).sort(), [201, 201, 201, 409, 409]);
+  const refused = replies.find((r) => r.status === 409)!;
+  assertError(refused, 409, 'conflict');
+  assert.match(refused.body.error.message, /3 endpoints.*HERALD_MAX_ENDPOINTS_PER_APP/);
+  const listed = await api.get(`/api/v1/endpoints?app_id=${app.id}`);
+  assert.equal(listed.body.data.length, 3, 'nothing stored for the refused ones');
+
+  // Another application has its own room, and deleting one makes room again.
+  assert.equal((await createEndpoint(api, (await createApp(api)).id)).status, 'active');
+  assert.equal((await api.delete(`/api/v1/endpoints/${listed.body.data[0].id}`)).status, 204);
+  assert.equal(
+    (await api.post('/api/v1/endpoints', { app_id: app.id, url: 'http://localhost:3000/again' })).status,
+    201,
+  );
+});

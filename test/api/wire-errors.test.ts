@@ -99,3 +99,30 @@ describe('errors on the wire and what the log keeps', () => {
     );
   });
 });
+
+test('a request whose body stalls is answered 408 and closed after HERALD_REQUEST_TIMEOUT', async (t) => {
+  const service = await startTestService({ HERALD_ROLE: 'api', HERALD_REQUEST_TIMEOUT: '1s' });
+  t.after(() => service.stop());
+  const { test: api } = await bootstrap(service.url);
+  const { hostname, port } = new URL(service.url);
+  const started = Date.now();
+  // Headers and one byte of a 20-byte body, then nothing: the connection stays open until the server cuts it.
+  const answer = await new Promise<string>((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () =>
+      socket.write(
+        `POST /api/v1/messages HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${api.key}\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{`,
+      ),
+    );
+    let text = '';
+    const bound = setTimeout(() => {
+      socket.destroy();
+      reject(new Error('the server kept the stalled request open for 20 s'));
+    }, 20_000);
+    socket.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+    socket.on('close', () => (clearTimeout(bound), resolve(text))).on('error', reject);
+  });
+  assert.match(answer, /^HTTP\/1.1 408 /, answer.slice(0, 200));
+  assert.equal(JSON.parse(answer.split('\r\n\r\n')[1]!).error.code, 'request_timeout');
+  assert.ok(Date.now() - started >= 1_000, 'not before the timeout');
+  assert.equal((await api.get('/api/v1/applications')).status, 200, 'the service goes on serving');
+});
