@@ -95,7 +95,11 @@ export class Endpoints {
    * application's row is written first, as a lock: creates for one application count one after another,
    * so concurrent ones cannot pass the limit together (on SQLite every write transaction is serial anyway).
    */
-  async create(scope: Scope, input: EndpointInput, maxPerApp = Number.POSITIVE_INFINITY): Promise<{ row: EndpointRow; secret: string }> {
+  async create(
+    scope: Scope,
+    input: EndpointInput,
+    maxPerApp = Number.POSITIVE_INFINITY,
+  ): Promise<{ row: EndpointRow; secret: string }> {
     const now = this.ctx.now();
     const secret = generateSigningSecret();
     const row: EndpointRow = {
