@@ -43,7 +43,7 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
   };
   // One directory per process: the main thread's profile and the module-loader thread's land side by side.
   const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
-  // Experiments with V8 or Node settings (docs/benchmarks.md), without touching the service's start command.
+  // Experiments with V8 or Node settings (docs/benchmarks.md, "How to run"), without touching the service's start command.
   if (process.env.BENCH_HERALD_NODE_FLAGS)
     nodeFlags.push(...process.env.BENCH_HERALD_NODE_FLAGS.split(' ').filter(Boolean));
   if (options.sqlStatsDir) {

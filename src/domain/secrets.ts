@@ -38,7 +38,7 @@ export class SecretBox {
   private readonly key: Buffer;
   /**
    * Opened secrets by their sealed text. Every claimed attempt opens its endpoint's secrets, and AES-GCM
-   * per attempt was a few percent of a worker's time (docs/benchmarks.md). A sealed text never changes
+   * per attempt costs a few percent of a worker's time. A sealed text never changes
    * (a rotation seals anew, under a new IV), so an entry never goes stale.
    */
   private readonly opened = new Map<string, string>();

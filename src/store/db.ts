@@ -124,8 +124,8 @@ export function connectSqlite(
 
 /**
  * SQLite copies committed pages from the WAL into the database file in checkpoints. Left to the commit
- * that crosses wal_autocheckpoint, a checkpoint ran on the event loop at ~10 µs per page: under steady
- * ingest 15 ms every ~50 ms, a quarter of the writer's time and most of the emit p99 (docs/benchmarks.md).
+ * that crosses wal_autocheckpoint, a checkpoint runs on the event loop at ~10 µs per page: under steady
+ * ingest 15 ms every ~50 ms, a quarter of the writer's time and most of the emit p99.
  * A thread with its own connection does that copying; the service's connection keeps a backstop at this
  * many pages (16 MB), where it checkpoints the few pages the thread has not reached yet itself, so the WAL
  * starts over even when commits never leave the thread a moment to catch up.
