@@ -1,7 +1,7 @@
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { isAllowListEntry } from './domain/addresses.js';
+import { isAllowListEntry, isLoopbackHost } from './domain/addresses.js';
 import { parseDuration } from './domain/duration.js';
 
 // Every setting is read here, once, and validated before anything starts.
@@ -179,6 +179,19 @@ function retention(env: Env): number {
   return retentionMs;
 }
 
+/**
+ * Development mode listens on loopback only: its bootstrap route hands an organization and keys to anyone
+ * who can reach it, so a development service on a shared network must be opted into on purpose.
+ */
+function listenHost(env: Env, mode: Mode): string {
+  const host = read(env, 'HOST', '127.0.0.1');
+  if (mode === 'development' && !isLoopbackHost(host) && env.HERALD_DEV_ALLOW_REMOTE !== '1')
+    throw new ConfigError(
+      `HOST=${host} is not a loopback address: development mode listens on loopback only (its bootstrap route hands out keys); use HERALD_MODE=production, or set HERALD_DEV_ALLOW_REMOTE=1`,
+    );
+  return host;
+}
+
 function requestTimeout(env: Env): number {
   const ms = duration(env, 'HERALD_REQUEST_TIMEOUT', '30s');
   if (ms < 100) throw new ConfigError('HERALD_REQUEST_TIMEOUT must be at least 100ms');
@@ -213,7 +226,7 @@ export function loadConfig(env: Env = process.env): Config {
   }
   return {
     port: integer(env, 'PORT', 8080, 0, 65535),
-    host: read(env, 'HOST', '127.0.0.1'),
+    host: listenHost(env, mode),
     databaseUrl,
     dataDir,
     mode,

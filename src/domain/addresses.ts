@@ -22,6 +22,12 @@ export function isPublicAddress(text: string): boolean {
   return true;
 }
 
+/** Whether a listening address (HOST) is this machine's loopback only: `localhost`, 127.0.0.0/8 or ::1. */
+export function isLoopbackHost(host: string): boolean {
+  if (host.toLowerCase() === 'localhost') return true;
+  return parseAddress(host)?.range() === 'loopback';
+}
+
 const HOST_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**

@@ -182,7 +182,14 @@ describe('command line', () => {
         { ...env, HERALD_ROLE: 'api', PORT: takenPort },
         new RegExp(`cannot listen on 127\\.0\\.0\\.1:${takenPort} .*the port is in use`),
       ],
-      [{ ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0' }, /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/],
+      [
+        { ...env, HERALD_ROLE: 'api', HOST: '192.0.2.1', PORT: '0', HERALD_DEV_ALLOW_REMOTE: '1' },
+        /cannot listen on 192\.0\.2\.1:0 \(HOST, PORT\)/,
+      ],
+      [
+        { ...embedded, HERALD_DATA_DIR: join(dir, 'remote'), HOST: '0.0.0.0' },
+        /HOST=0\.0\.0\.0 is not a loopback address: development mode listens on loopback only .*HERALD_DEV_ALLOW_REMOTE=1/,
+      ],
       [{ ...env, HERALD_PLANS: 'starter:3,unlimited:2' }, /HERALD_PLANS=.*unlimited is built in/],
       [
         { ...env, HERALD_REDIS_URL: 'notaurl' },
