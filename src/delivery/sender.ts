@@ -146,6 +146,15 @@ class AttemptTimeout extends Error {
 }
 
 /**
+ * A receiver's answer as text every store keeps as it is: bytes that are not UTF-8 and NUL characters
+ * (which PostgreSQL's text columns refuse, so the outcome could not be recorded) become U+FFFD. A cut inside
+ * a multi-byte character at the end leaves that character out rather than storing a broken one.
+ */
+function storableText(bytes: Buffer): string {
+  return new StringDecoder('utf8').write(bytes).replaceAll('\u0000', '\uFFFD');
+}
+
+/**
  * One attempt's request, as an undici dispatch handler: it collects the status, Retry-After and up to
  * `limit` bytes of the answer, and settles once, with the answer, an error or its timeout. A handler of
  * its own costs about a fifth less CPU per request than the dispatcher's request(), which makes a promise,
@@ -259,8 +268,7 @@ export class Attempt implements Dispatcher.DispatchHandler {
     this.finish({
       ok,
       responseStatus: status,
-      // A cut inside a multi-byte character leaves that character out rather than storing a broken one.
-      responseBody: this.size === 0 ? null : new StringDecoder('utf8').write(Buffer.concat(this.parts)),
+      responseBody: this.size === 0 ? null : storableText(Buffer.concat(this.parts)),
       error: ok ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
       retryAfterMs: parseRetryAfter(this.retryAfter, Date.now()),
       durationMs: this.elapsed(),

@@ -129,3 +129,18 @@ test('Retry-After on 429 and 503 is honoured; on other statuses the schedule dec
   // A 500's Retry-After is not a reason to wait 30 s: the retry comes on schedule (the test would time out).
   assert.equal(byPath.get('/500')!.attempts.length, 2);
 });
+
+test("a receiver's answer with NUL bytes and bytes that are not UTF-8 is recorded with them replaced, and the delivery moves on", async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,50ms' });
+  const answer = Buffer.concat([Buffer.from('a\u0000b'), Buffer.from([0xff, 0xfe]), Buffer.from('c\u0000')]);
+  const receiver = await startReceiver(t, () => ({ status: 500, body: answer }));
+  await s.endpoint(`${receiver.url}/nul`);
+  const emitted = await s.emit();
+  const settled = await s.until(emitted.deliveryIds[0]!, (d) => d.status === 'failed', 'both attempts recorded');
+  assert.equal(settled.attempts.length, 2);
+  for (const attempt of settled.attempts) {
+    assert.equal(attempt.response_status, 500);
+    assert.equal(attempt.response_body, 'a\uFFFDb\uFFFD\uFFFDc\uFFFD');
+  }
+  assert.equal(receiver.received.length, 2, 'each attempt sent once: none waits for a lease to be sent again');
+});

@@ -14,7 +14,7 @@ export interface Received {
 export interface Answer {
   status?: number;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Buffer;
   /** Milliseconds to wait before answering. */
   delayMs?: number;
   /** Drop the connection without answering. */
