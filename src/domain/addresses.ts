@@ -68,15 +68,24 @@ const METADATA_IPV4 = new Set(['100.100.100.200', '192.0.0.192']);
 const NAT64 = [ipaddr.parseCIDR('64:ff9b::/96'), ipaddr.parseCIDR('64:ff9b:1::/48')];
 /** 6to4: the IPv4 address is in bits 16–47. */
 const SIX_TO_FOUR = ipaddr.parseCIDR('2002::/16');
+/** Teredo: the server's IPv4 address in bits 32–63, the client's in the last 32 bits, inverted. */
+const TEREDO = ipaddr.parseCIDR('2001::/32');
 
-/** The IPv4 address an IPv6 one carries (NAT64, 6to4, the deprecated IPv4-compatible ::a.b.c.d), or null. */
-function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4 | null {
+const ipv4 = (bytes: number[]) => ipaddr.fromByteArray(bytes) as ipaddr.IPv4;
+
+/**
+ * The IPv4 addresses an IPv6 one carries (NAT64, 6to4, SIIT, Teredo, the deprecated IPv4-compatible
+ * ::a.b.c.d): traffic to it may reach them.
+ */
+function embeddedIPv4(v6: ipaddr.IPv6): ipaddr.IPv4[] {
   const bytes = v6.toByteArray();
-  if (NAT64.some((prefix) => v6.match(prefix))) return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
-  if (v6.match(SIX_TO_FOUR)) return ipaddr.fromByteArray(bytes.slice(2, 6)) as ipaddr.IPv4;
+  // ipaddr.js names IPv4-translated addresses (SIIT, ::ffff:0:a.b.c.d) by their RFC, 6145.
+  if (NAT64.some((prefix) => v6.match(prefix)) || v6.range() === 'rfc6145') return [ipv4(bytes.slice(12))];
+  if (v6.match(SIX_TO_FOUR)) return [ipv4(bytes.slice(2, 6))];
+  if (v6.match(TEREDO)) return [ipv4(bytes.slice(4, 8)), ipv4(bytes.slice(12).map((byte) => byte ^ 0xff))];
   if (bytes.slice(0, 12).every((byte) => byte === 0) && bytes.slice(12).some((byte) => byte !== 0))
-    return ipaddr.fromByteArray(bytes.slice(12)) as ipaddr.IPv4;
-  return null;
+    return [ipv4(bytes.slice(12))];
+  return [];
 }
 
 /**
@@ -91,8 +100,8 @@ export function isLinkLocalOrMetadata(text: string): boolean {
     const v6 = address as ipaddr.IPv6;
     if (v6.match(AWS_IPV6_SERVICES)) return true;
     const inside = embeddedIPv4(v6);
-    if (inside === null) return v6.range() === 'linkLocal';
-    return isLinkLocalOrMetadata(inside.toString());
+    if (inside.length === 0) return v6.range() === 'linkLocal';
+    return inside.some((v4) => isLinkLocalOrMetadata(v4.toString()));
   }
   return address.range() === 'linkLocal' || METADATA_IPV4.has(address.toString());
 }

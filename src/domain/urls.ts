@@ -24,7 +24,8 @@ export function endpointUrlProblem(
   try {
     url = new URL(text);
   } catch {
-    return `url "${text}" is not a valid absolute URL`;
+    // Not echoed: a URL that fails to parse may still hold a password, and error messages are logged.
+    return 'url is not a valid absolute URL';
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
   if (livemode && url.protocol !== 'https:') return 'url must use https in Live mode';

@@ -73,6 +73,11 @@ describe('errors on the wire and what the log keeps', () => {
       401,
       'unauthorized',
     );
+    // A URL that fails to parse is not echoed: it may hold a password.
+    const app = await api.post('/api/v1/applications', { name: 'wire' });
+    const badUrl = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: 'http://u:SECRETpw@[::1/hook' });
+    assertError(badUrl, 400, 'invalid_request', /url is not a valid absolute URL/);
+    assert.doesNotMatch(badUrl.body.error.message, /SECRET/);
     const notJson = await api.post('/api/v1/messages', 'sk_live_SECRETSECRETSECRET');
     assertError(notJson, 400, 'invalid_request', /not valid JSON/);
     assert.doesNotMatch(notJson.body.error.message, /SECRET/, 'the message does not quote the body');

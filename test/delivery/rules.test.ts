@@ -248,6 +248,8 @@ test('endpoint URLs: Live refuses private hosts in every spelling; Test allows l
     'http://192.0.0.192/',
     'http://[::a9fe:a9fe]/',
     'http://[2002:a9fe:a9fe::1]/',
+    'http://[::ffff:0:a9fe:a9fe]/',
+    'http://[2001:0:a9fe:a9fe::1]/',
   ]) {
     assert.match(endpointUrlProblem(url, false, []) ?? '', /link-local/, `${url} must be refused in Test`);
   }
@@ -267,6 +269,8 @@ test('connections: Live reaches public addresses only, Test anything but link-lo
     '192.0.0.1',
     '2002:a00:1::1',
     '::a00:1',
+    '::ffff:0:a00:1',
+    '2001:0:808:808::f5ff:fffe',
   ])
     assert.equal(refusedAddress(address, 'h', false, []), null, address);
   for (const address of [
@@ -284,6 +288,10 @@ test('connections: Live reaches public addresses only, Test anything but link-lo
     '::a9fe:a9fe',
     '2002:a9fe:a9fe::1',
     '64:ff9b::6464:64c8',
+    // SIIT (IPv4-translated) and Teredo (server in bits 32–63, client inverted in the last 32).
+    '::ffff:0:a9fe:a9fe',
+    '2001:0:a9fe:a9fe::1',
+    '2001:0:0808:0808:0:0:5601:5601',
   ])
     assert.match(refusedAddress(address, 'h', false, []) ?? '', /link-local/, address);
   for (const address of ['127.0.0.1', '10.0.0.1', '169.254.169.254'])
