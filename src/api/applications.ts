@@ -2,8 +2,8 @@ import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { Application, errors, IdParams, ListOf, pageQuery } from './schemas.js';
-import { applicationToApi, list } from './serialize.js';
+import { Application, ApplicationWithPortalPath, errors, IdParams, ListOf, pageQuery } from './schemas.js';
+import { applicationToApi, applicationWithPortalPath, list } from './serialize.js';
 import { UidTakenError } from '../store/applications.js';
 
 const Name = Type.String({ minLength: 1, maxLength: 256 });
@@ -46,13 +46,13 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Create an application',
         tags: ['applications'],
         body: Type.Object({ name: Name, uid: Type.Optional(Uid) }),
-        response: { 201: Application, ...errors(400, 401, 409, 429) },
+        response: { 201: ApplicationWithPortalPath, ...errors(400, 401, 409, 429) },
       },
     },
     async (request, reply) => {
       const row = await uidChecked(() => store.applications.create(scopeOf(request), request.body));
       reply.code(201);
-      return applicationToApi(row);
+      return applicationWithPortalPath(row);
     },
   );
 
@@ -99,13 +99,13 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Give the application a new portal_path; the previous one stops working at once',
         tags: ['applications'],
         params: IdParams,
-        response: { 200: Application, ...errors(401, 404, 429) },
+        response: { 200: ApplicationWithPortalPath, ...errors(401, 404, 429) },
       },
     },
     async (request) => {
       const row = await store.applications.rotatePortalToken(scopeOf(request), request.params.id);
       if (!row) throw notFound(`application ${request.params.id}`);
-      return applicationToApi(row);
+      return applicationWithPortalPath(row);
     },
   );
 

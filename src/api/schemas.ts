@@ -72,7 +72,15 @@ export const Application = Type.Object({
   uid: Nullable(Type.String()),
   created_at: Timestamp,
   updated_at: Timestamp,
-  portal_path: Type.String({ description: 'Path of this application’s customer portal, relative to the base URL' }),
+});
+
+/** An application as create and rotate-portal-path answer: with its portal_path, shown only then. */
+export const ApplicationWithPortalPath = Type.Object({
+  ...Application.properties,
+  portal_path: Type.String({
+    description:
+      'Path of this application’s customer portal, relative to the base URL; shown only now (only its hash is stored)',
+  }),
 });
 
 export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);

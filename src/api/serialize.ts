@@ -36,7 +36,12 @@ export const applicationToApi = (a: ApplicationRow) => ({
   uid: a.uid,
   created_at: iso(a.created_at),
   updated_at: iso(a.updated_at),
-  portal_path: portalPath(a.portal_token),
+});
+
+/** An application with its portal_path: where the token is at hand (create and rotate-portal-path). */
+export const applicationWithPortalPath = (a: ApplicationRow & { portalToken: string }) => ({
+  ...applicationToApi(a),
+  portal_path: portalPath(a.portalToken),
 });
 
 export const endpointToApi = (e: EndpointRow) => ({
@@ -57,6 +62,17 @@ export const attemptToApi = (a: AttemptRow) => ({
   status: a.status as 'success' | 'failed',
   response_status: a.response_status,
   response_body: a.response_body,
+  error: a.error,
+  duration_ms: a.duration_ms,
+  created_at: iso(a.created_at),
+});
+
+/** An attempt as lists show it: without the receiver's answer, which is read with its delivery alone. */
+export const attemptSummaryToApi = (a: AttemptRow) => ({
+  attempt_number: a.attempt_number,
+  trigger: a.trigger as 'scheduled' | 'manual',
+  status: a.status as 'success' | 'failed',
+  response_status: a.response_status,
   error: a.error,
   duration_ms: a.duration_ms,
   created_at: iso(a.created_at),

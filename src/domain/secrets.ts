@@ -9,9 +9,12 @@ export function generateApiKey(livemode: boolean): string {
   return (livemode ? KEY_PREFIX.live : KEY_PREFIX.test) + randomToken(24);
 }
 
-export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key).digest('hex');
+/** SHA-256 (hex) of a bearer credential (an API key, a portal token): what is stored instead of it. */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
 }
+
+export const hashApiKey = hashToken;
 
 // --- Signing secrets (Standard Webhooks): `whsec_` + base64 of 24 random bytes.
 export function generateSigningSecret(): string {

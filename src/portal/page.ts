@@ -151,13 +151,16 @@ export const PORTAL_JS = `
     });
   }
 
-  function loadDeliveries(messageId) {
-    return call('GET', 'messages/' + messageId + '/deliveries').then(function (page) {
+  function loadDeliveries(messageId, cursor) {
+    var path = 'messages/' + messageId + '/deliveries' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '');
+    return call('GET', path).then(function (page) {
       document.getElementById('deliveries-section').hidden = false;
       document.getElementById('deliveries-of').textContent = messageId;
       var box = document.getElementById('deliveries');
-      box.textContent = '';
-      if (page.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
+      var more = box.querySelector('.more');
+      if (more) more.remove();
+      if (!cursor) box.textContent = '';
+      if (!cursor && page.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
       page.data.forEach(function (delivery) {
         var item = el('div', null, 'delivery');
         item.dataset.deliveryId = delivery.id;
@@ -182,6 +185,11 @@ export const PORTAL_JS = `
         item.appendChild(attempts);
         box.appendChild(item);
       });
+      if (page.has_more) {
+        var next = button('More deliveries', function () { loadDeliveries(messageId, page.next_cursor).catch(fail); });
+        next.classList.add('more');
+        box.appendChild(next);
+      }
     });
   }
 

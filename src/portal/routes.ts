@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import {
-  attemptToApi,
+  attemptSummaryToApi,
   deliveryToApi,
   endpointToApi,
   eventTypeToApi,
@@ -11,7 +11,7 @@ import {
   list,
   messageToApi,
 } from '../api/serialize.js';
-import { IdParams } from '../api/schemas.js';
+import { cursorOf, IdParams } from '../api/schemas.js';
 import { checkEndpointInput, createEndpoint } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
@@ -25,6 +25,10 @@ const TOKEN_LENGTH = { minLength: 20, maxLength: 128 };
 const TokenParams = Type.Object({ token: Type.String(TOKEN_LENGTH) });
 const possibleToken = (token: string) =>
   token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
+/** Deliveries per page of a message's deliveries in the portal, and attempts shown with each. */
+const DELIVERIES_PER_PAGE = 25;
+const ATTEMPTS_PER_DELIVERY = 5;
+
 const TokenIdParams = Type.Object({ token: TokenParams.properties.token, id: IdParams.properties.id });
 
 interface PortalContext {
@@ -213,22 +217,34 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     },
   );
 
+  // A page of a message's deliveries, each with its latest attempts and no receiver's answers: what one
+  // answer carries is bounded (DELIVERIES_PER_PAGE × ATTEMPTS_PER_DELIVERY short summaries), however much
+  // a link holder made its receivers answer; `cursor` (the page's next_cursor) reads the next page.
   app.get(
     '/portal/:token/api/messages/:id/deliveries',
-    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    {
+      ...publicRoute,
+      schema: { hide: true, params: TokenIdParams, querystring: Type.Object({ cursor: cursorOf('delivery') }) },
+    },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
       const message = await store.messages.get(ctx.scope, request.params.id);
       if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
-      const page = await store.deliveries.list(ctx.scope, { limit: 250 }, { messageId: message.id });
+      const page = await store.deliveries.list(
+        ctx.scope,
+        { limit: DELIVERIES_PER_PAGE, cursor: request.query.cursor },
+        { messageId: message.id },
+      );
       const data = await Promise.all(
         page.items.map(async (delivery) => ({
           ...deliveryToApi(delivery),
-          attempts: (await store.deliveries.recentAttempts(delivery.id)).map(attemptToApi),
+          attempts: (await store.deliveries.recentAttempts(delivery.id, ATTEMPTS_PER_DELIVERY)).map(
+            attemptSummaryToApi,
+          ),
         })),
       );
-      return { object: 'list', data };
+      return { object: 'list', data, has_more: page.hasMore, next_cursor: page.nextCursor };
     },
   );
 

@@ -1,4 +1,5 @@
 import { newId, randomToken } from '../domain/ids.js';
+import { hashToken } from '../domain/secrets.js';
 import {
   isUniqueViolation,
   liveFlag,
@@ -20,17 +21,24 @@ export class UidTakenError extends Error {
 export class Applications {
   constructor(private readonly ctx: StoreContext) {}
 
-  /** Creates an application; throws UidTakenError when the uid is in use in this environment. */
-  async create(scope: Scope, input: { name: string; uid?: string | undefined }): Promise<ApplicationRow> {
+  /**
+   * Creates an application; throws UidTakenError when the uid is in use in this environment. Its portal
+   * token comes back with it, once: only the token's hash is stored.
+   */
+  async create(
+    scope: Scope,
+    input: { name: string; uid?: string | undefined },
+  ): Promise<ApplicationRow & { portalToken: string }> {
     const now = this.ctx.now();
+    // 32 random bytes: the portal path is a bearer credential for this one application.
+    const portalToken = randomToken(32);
     const row: ApplicationRow = {
       id: newId('application', now),
       org_id: scope.orgId,
       livemode: liveFlag(scope),
       name: input.name,
       uid: input.uid ?? null,
-      // 32 random bytes: the portal path is a bearer credential for this one application.
-      portal_token: randomToken(32),
+      portal_token_hash: hashToken(portalToken),
       created_at: now,
       updated_at: now,
     };
@@ -40,7 +48,7 @@ export class Applications {
       if (isUniqueViolation(error) && input.uid !== undefined) throw new UidTakenError(input.uid);
       throw error;
     }
-    return row;
+    return { ...row, portalToken };
   }
 
   async list(scope: Scope, page: PageRequest): Promise<Page<ApplicationRow>> {
@@ -71,7 +79,11 @@ export class Applications {
   }
 
   async getByPortalToken(token: string): Promise<ApplicationRow | undefined> {
-    return this.ctx.db.selectFrom('applications').selectAll().where('portal_token', '=', token).executeTakeFirst();
+    return this.ctx.db
+      .selectFrom('applications')
+      .selectAll()
+      .where('portal_token_hash', '=', hashToken(token))
+      .executeTakeFirst();
   }
 
   async update(
@@ -101,16 +113,21 @@ export class Applications {
   }
 
   /** Gives the application a new portal token: links with the old one stop working at once. */
-  async rotatePortalToken(scope: Scope, idOrUid: string): Promise<ApplicationRow | undefined> {
+  async rotatePortalToken(
+    scope: Scope,
+    idOrUid: string,
+  ): Promise<(ApplicationRow & { portalToken: string }) | undefined> {
+    const portalToken = randomToken(32);
     // One statement: the token answered is the one stored (an application deleted meanwhile answers none).
-    return this.ctx.db
+    const row = await this.ctx.db
       .updateTable('applications')
-      .set({ portal_token: randomToken(32), updated_at: this.ctx.now() })
+      .set({ portal_token_hash: hashToken(portalToken), updated_at: this.ctx.now() })
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
       .returningAll()
       .executeTakeFirst();
+    return row && { ...row, portalToken };
   }
 
   /**

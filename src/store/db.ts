@@ -11,6 +11,7 @@ import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
 import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhaustion.js';
 import * as portalEndpoints from './migrations/004_portal_endpoints.js';
 import * as workers from './migrations/005_workers.js';
+import * as portalTokenHash from './migrations/006_portal_token_hash.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -26,12 +27,13 @@ export interface OpenedDatabase {
 }
 
 // Migrations are listed here in order; a new one is a new file and a new line.
-const MIGRATIONS: Record<string, Migration> = {
+export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': initial,
   '002_tasks_by_endpoint': tasksByEndpoint,
   '003_rotations_and_exhaustion': rotationsAndExhaustion,
   '004_portal_endpoints': portalEndpoints,
   '005_workers': workers,
+  '006_portal_token_hash': portalTokenHash,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -36,7 +36,8 @@ export interface ApplicationRow {
   livemode: number;
   name: string;
   uid: string | null;
-  portal_token: string;
+  /** SHA-256 (hex) of the application's portal token; the token itself is shown once. */
+  portal_token_hash: string;
   created_at: number;
   updated_at: number;
 }

@@ -16,7 +16,7 @@ describe('applications', () => {
   });
   after(async () => service?.stop());
 
-  test('create returns 201 with id, name, uid and portal_path; list shows it with created_at', async () => {
+  test('create returns 201 with id, name, uid and portal_path; list shows it with created_at and without portal_path', async () => {
     const reply = await api.post('/api/v1/applications', { name: 'Acme', uid: 'acme-1' });
     assert.equal(reply.status, 201);
     assert.match(reply.body.id, /^app_/);
@@ -32,6 +32,7 @@ describe('applications', () => {
     assert.equal(found.name, 'Acme');
     assert.equal(found.uid, 'acme-1');
     assert.ok(!Number.isNaN(Date.parse(found.created_at)));
+    assert.equal(found.portal_path, undefined, 'shown by create only: only its hash is stored');
 
     const noUid = await createApp(api, { name: 'No uid' });
     assert.equal(noUid.uid, null);
@@ -64,7 +65,7 @@ describe('applications', () => {
     const byId = await api.get(`/api/v1/applications/${app.id}`);
     assert.equal(byId.status, 200);
     assert.equal(byId.body.id, app.id);
-    assert.equal(byId.body.portal_path, app.portal_path);
+    assert.equal(byId.body.portal_path, undefined, 'the portal path is not kept to be shown again');
     const byUid = await api.get('/api/v1/applications/gettable');
     assert.equal(byUid.status, 200);
     assert.equal(byUid.body.id, app.id);

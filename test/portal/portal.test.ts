@@ -64,7 +64,7 @@ test('a new portal_path ends the previous link at once; other links and other en
   assert.equal(endpoints.status, 200);
   assert.equal(endpoints.body.data.length, 1, "the new link opens the same application's data");
   assert.equal((await fetch(service.url + rotated.body.portal_path)).status, 200);
-  assert.equal((await api.get(`/api/v1/applications/${app.id}`)).body.portal_path, rotated.body.portal_path);
+  assert.equal((await api.get(`/api/v1/applications/${app.id}`)).body.portal_path, undefined, 'shown once');
   assert.equal((await neighbour.get('/api/endpoints')).status, 200, "another application's link");
 
   // A Live key does not see a Test application; an unknown one is 404.
@@ -182,6 +182,48 @@ test('a Live application portal never sends test events', async () => {
   assert.equal(reply.status, 403);
   assert.equal(reply.body.error.code, 'test_mode_only');
   assert.equal((await portal.get('/api/app')).body.livemode, true);
+});
+
+test("a message's deliveries come in bounded pages, each attempt without the receiver's answer", async () => {
+  const app = (await api.post('/api/v1/applications', { name: 'many' })).body;
+  // The receiver answers 500 with a long body of control characters (each escaped six-fold in JSON).
+  const noisy = await new Receiver().start();
+  noisy.respond = () => ({ status: 500, body: '\u0001'.repeat(4_000) });
+  try {
+    for (let i = 0; i < 30; i++)
+      assert.equal((await api.post('/api/v1/endpoints', { app_id: app.id, url: `${noisy.url}/e${i}` })).status, 201);
+    const emitted = await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} });
+    await noisy.waitFor(30, 20_000);
+    const portal = new Client(service.url + app.portal_path);
+    const first = await eventually(
+      async () => {
+        const reply = await portal.get(`/api/messages/${emitted.body.id}/deliveries`);
+        return reply.body.data.every((d: { attempts: unknown[] }) => d.attempts.length > 0) ? reply : null;
+      },
+      20_000,
+      'attempts recorded',
+    );
+    assert.equal(first.body.data.length, 25);
+    assert.equal(first.body.has_more, true);
+    const second = await portal.get(`/api/messages/${emitted.body.id}/deliveries?cursor=${first.body.next_cursor}`);
+    assert.equal(second.status, 200);
+    assert.equal(second.body.data.length, 5);
+    assert.equal(second.body.has_more, false);
+    const ids = [...first.body.data, ...second.body.data].map((d: { id: string }) => d.id);
+    assert.equal(new Set(ids).size, 30, 'every delivery once across the pages');
+    for (const delivery of [...first.body.data, ...second.body.data]) {
+      assert.ok(delivery.attempts.length <= 5);
+      for (const attempt of delivery.attempts) {
+        assert.equal(attempt.response_status, 500);
+        assert.ok(!('response_body' in attempt), 'no response body in a list');
+      }
+    }
+    assert.ok(JSON.stringify(first.body).length < 50_000, 'the page stays small');
+    const badCursor = await portal.get(`/api/messages/${emitted.body.id}/deliveries?cursor=msg_nope`);
+    assert.equal(badCursor.status, 400);
+  } finally {
+    await noisy.stop();
+  }
 });
 
 // A person's view of the portal, in headless Chromium. .ci/run installs Debian's chromium; where it is
