@@ -136,8 +136,8 @@ export class Lanes {
 
   /**
    * After an attempt's request ended: whether its lane is down to one wave and may have more due, in which
-   * case it now wants a top-up (the claim loop is to be woken). Asking on every finish instead re-ran a
-   * claim that walks every due task of a busy endpoint only to skip them all.
+   * case it now wants a top-up (the claim loop is to be woken). Asking on every finish would re-run a claim
+   * that walks every due task of a busy endpoint only to skip them all.
    */
   drained(lane: Lane): boolean {
     if (lane.topUp !== 'maybe-more' || lane.load > this.capacity || lane.paused()) return false;
