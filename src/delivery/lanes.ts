@@ -38,11 +38,17 @@ export class Lane {
   pausedUntil = 0;
   private state: TopUpState = 'idle';
 
+  /** Claimed attempts the lane may hold: its waves of `capacity`, one in flight and the rest waiting. */
+  readonly share: number;
+
   constructor(
     readonly endpointId: string,
-    /** Attempts in flight at once (HERALD_ENDPOINT_CONCURRENCY). */
+    /** Attempts in flight at once: one wave (HERALD_ENDPOINT_CONCURRENCY). */
     readonly capacity: number,
-  ) {}
+    waves: number,
+  ) {
+    this.share = capacity * waves;
+  }
 
   get topUp(): TopUpState {
     return this.state;
@@ -90,9 +96,9 @@ export class Lanes {
 
   constructor(
     /** Attempts in flight per endpoint (HERALD_ENDPOINT_CONCURRENCY): one wave. */
-    readonly capacity: number,
-    /** Claimed attempts one endpoint may hold here (its waves). */
-    readonly share: number,
+    private readonly capacity: number,
+    /** Waves an endpoint may hold claimed here (wavesHeld). */
+    private readonly waves: number,
   ) {}
 
   get size(): number {
@@ -107,7 +113,7 @@ export class Lanes {
   lane(endpointId: string): Lane {
     let lane = this.byEndpoint.get(endpointId);
     if (!lane) {
-      lane = new Lane(endpointId, this.capacity);
+      lane = new Lane(endpointId, this.capacity, this.waves);
       this.byEndpoint.set(endpointId, lane);
     }
     return lane;
@@ -116,7 +122,7 @@ export class Lanes {
   /** Whether the endpoint holds less than its share, so a claimed task of it is kept. */
   hasRoom(endpointId: string): boolean {
     const lane = this.byEndpoint.get(endpointId);
-    return lane === undefined || lane.load < this.share;
+    return lane === undefined || lane.load < lane.share;
   }
 
   /** Queues a claimed task on its lane. */
@@ -131,7 +137,7 @@ export class Lanes {
    */
   reachedShare(endpointId: string): void {
     const lane = this.byEndpoint.get(endpointId);
-    if (lane && lane.topUp === 'idle' && lane.load >= this.share && !lane.paused()) lane.move('maybe-more');
+    if (lane && lane.topUp === 'idle' && lane.load >= lane.share && !lane.paused()) lane.move('maybe-more');
   }
 
   /**
@@ -140,7 +146,7 @@ export class Lanes {
    * that walks every due task of a busy endpoint only to skip them all.
    */
   drained(lane: Lane): boolean {
-    if (lane.topUp !== 'maybe-more' || lane.load > this.capacity || lane.paused()) return false;
+    if (lane.topUp !== 'maybe-more' || lane.load > lane.capacity || lane.paused()) return false;
     lane.move('wants-top-up');
     this.wantTopUp.add(lane);
     return true;
@@ -152,7 +158,7 @@ export class Lanes {
    */
   startTopUp(lane: Lane, room: number): number {
     this.wantTopUp.delete(lane);
-    const want = Math.min(room, this.share - lane.load);
+    const want = Math.min(room, lane.share - lane.load);
     if (lane.paused() || want <= 0) {
       lane.move('maybe-more');
       return 0;

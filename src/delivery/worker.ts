@@ -76,7 +76,7 @@ export class DeliveryWorker {
   ) {
     const waves = wavesHeld(queue, config);
     this.maxClaimed = config.concurrency * waves;
-    this.lanes = new Lanes(config.endpointConcurrency, config.endpointConcurrency * waves);
+    this.lanes = new Lanes(config.endpointConcurrency, waves);
     this.claims = new ClaimLoop(
       queue,
       this.owner,

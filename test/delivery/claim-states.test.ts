@@ -80,7 +80,7 @@ function fakeQueue(due: Map<string, number>, calls: Call[], loop: () => ClaimLoo
 }
 
 test('a claim runs in `claiming`, a top-up in `topping-up`, and with nothing to do the loop sleeps', async (t) => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   const calls: Call[] = [];
   const due = new Map([['ep_1', 10]]);
   let held = 0;
@@ -147,7 +147,7 @@ test('a claim runs in `claiming`, a top-up in `topping-up`, and with nothing to 
 });
 
 test('a claim that fails backs off, then the loop claims again; stop ends the back-off', async (t) => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   const calls: Call[] = [];
   let failing = true;
   const host: ClaimHost = { room: () => 8, accept: async () => {} };

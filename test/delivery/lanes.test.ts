@@ -4,7 +4,7 @@ import { assertTopUpTransition, Lane, Lanes, type TopUpState } from '../../src/d
 import type { ClaimedTask } from '../../src/store/queue.js';
 
 // The lanes on their own: a lane per endpoint, its share and capacity, its top-up state (with every move
-// asserted), its pause, and forgetting a lane that holds nothing. Capacity 2 and a share of two waves here.
+// asserted), its pause, and forgetting a lane that holds nothing. Capacity 2 and two waves (a share of 4) here.
 
 let ids = 0;
 function task(endpointId: string): ClaimedTask {
@@ -46,13 +46,13 @@ test('top-up states move only along the allowed transitions', () => {
       else assert.throws(() => assertTopUpTransition(from, to), /illegal top-up transition/, `${from} -> ${to}`);
     }
   // A lane asserts its own moves: an idle lane cannot start a top-up nobody asked for.
-  const lane = new Lane('ep_1', 2);
+  const lane = new Lane('ep_1', 2, 2);
   assert.throws(() => lane.move('topping-up'), /idle -> topping-up/);
   assert.equal(lane.topUp, 'idle');
 });
 
 test('a lane keeps its share, is taken in the order it got work, and is bounded by its capacity', () => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   lanes.enqueue(task('ep_b'));
   lanes.enqueue(task('ep_a'));
   lanes.enqueue(task('ep_b'));
@@ -73,7 +73,7 @@ test('a lane keeps its share, is taken in the order it got work, and is bounded 
 });
 
 test('a lane at its share is left to top-ups, asks for one when down to one wave, and its answer decides', () => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   for (let i = 0; i < 4; i++) lanes.enqueue(task('ep_1'));
   const lane = lanes.get('ep_1')!;
   lanes.reachedShare('ep_1');
@@ -112,7 +112,7 @@ test('a lane at its share is left to top-ups, asks for one when down to one wave
 });
 
 test('a top-up with nothing to ask for leaves the lane marked', () => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   for (let i = 0; i < 4; i++) lanes.enqueue(task('ep_1'));
   const lane = lanes.get('ep_1')!;
   lanes.reachedShare('ep_1');
@@ -124,7 +124,7 @@ test('a top-up with nothing to ask for leaves the lane marked', () => {
 });
 
 test('a paused lane is skipped by claims, asks for no top-up, and goes back to general claims when the pause ends', () => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   for (let i = 0; i < 4; i++) lanes.enqueue(task('ep_1'));
   const lane = lanes.get('ep_1')!;
   lanes.reachedShare('ep_1');
@@ -140,7 +140,7 @@ test('a paused lane is skipped by claims, asks for no top-up, and goes back to g
   assert.equal(lane.topUp, 'idle', 'a paused lane is not marked');
 
   // A top-up under way when the pause begins keeps its state: its answer decides.
-  const other = new Lanes(2, 4);
+  const other = new Lanes(2, 2);
   for (let i = 0; i < 4; i++) other.enqueue(task('ep_2'));
   const two = other.get('ep_2')!;
   other.reachedShare('ep_2');
@@ -162,7 +162,7 @@ test('a paused lane is skipped by claims, asks for no top-up, and goes back to g
 });
 
 test('a lane that holds nothing is forgotten; stopping gives back what waits and unmarks every lane', () => {
-  const lanes = new Lanes(2, 4);
+  const lanes = new Lanes(2, 2);
   lanes.enqueue(task('ep_1'));
   const lane = lanes.get('ep_1')!;
   start(lane);
