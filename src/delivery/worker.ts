@@ -127,6 +127,11 @@ export class DeliveryWorker {
     return this.claimed;
   }
 
+  /** Endpoints the worker keeps a lane for (for tests and metrics): bounded by the attempts it holds and its pauses. */
+  get lanesHeld(): number {
+    return this.lanes.size;
+  }
+
   /** Characters of payload held by claimed attempts that wait for a slot (what the tests check). */
   get waitingPayloadChars(): number {
     let chars = 0;
