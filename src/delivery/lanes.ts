@@ -80,7 +80,10 @@ export class Lane {
     return this.inFlight === 0 && this.waiting.length === 0 && this.state === 'idle' && !this.paused();
   }
 
-  /** Moves the lane's top-up state, asserting the move is one of TOP_UP_TRANSITIONS. */
+  /**
+   * Moves the lane's top-up state, asserting the move is one of TOP_UP_TRANSITIONS. Lanes makes the moves,
+   * keeping its `wantTopUp` in step with the lanes in `wants-top-up`.
+   */
   move(to: TopUpState): void {
     assertTopUpTransition(this.state, to);
     this.state = to;
