@@ -1,0 +1,61 @@
+import type { AttemptInput, AttemptResult, WorkerQueue } from '../store/queue.js';
+import { GroupCommit } from '../store/group-commit.js';
+import type { Store } from '../store/index.js';
+
+/** Times an outcome is written before the attempt is left to its lease. */
+export const RECORD_TRIES = 4;
+
+/**
+ * Records attempts' outcomes, those that finish together in one transaction. Each resolves to whether the
+ * worker still owned the task, or the error that kept it from being recorded (the attempt is then made again
+ * after its lease).
+ */
+export class Outcomes {
+  private readonly commits: GroupCommit<{ input: AttemptInput; result: AttemptResult }, boolean | Error>;
+
+  constructor(
+    private readonly queue: WorkerQueue,
+    private readonly owner: string,
+    dialect: Store['dialect'],
+  ) {
+    this.commits = new GroupCommit(
+      // One failed transaction must not fail the others of its batch.
+      (batch) => this.recordMany(batch),
+      // Outcomes that arrive while a batch is written wait for the next one, so fewer lanes make bigger
+      // batches (fewer statements per outcome); a second lane on PostgreSQL keeps a batch of failures
+      // (several statements each) from holding up the rest. An endpoint's slot does not wait for this.
+      { maxParallel: dialect === 'sqlite' ? 1 : 2 },
+    );
+  }
+
+  record(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
+    return this.commits.submit({ input, result });
+  }
+
+  /**
+   * Records a batch. A deadlock, serialization failure or busy database rolls the transaction back, so
+   * trying again is safe; giving up only means the attempt is repeated after its lease.
+   */
+  private async recordMany(batch: { input: AttemptInput; result: AttemptResult }[]): Promise<(boolean | Error)[]> {
+    if (batch.length > 1) {
+      try {
+        return await this.queue.completeMany(batch, this.owner);
+      } catch {
+        // One bad outcome must not fail the others: fall back to one transaction each.
+      }
+    }
+    return Promise.all(batch.map(({ input, result }) => this.recordOne(input, result)));
+  }
+
+  private async recordOne(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
+    for (let tries = 1; ; tries++) {
+      try {
+        const [owned] = await this.queue.completeMany([{ input, result }], this.owner);
+        return owned!;
+      } catch (error) {
+        if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
+        await new Promise((resolve) => setTimeout(resolve, 50 * tries));
+      }
+    }
+  }
+}
