@@ -18,11 +18,10 @@ import { Outcomes } from './outcomes.js';
  * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight and
  * the rest waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
  * before that wave is done or its slots idle. With the queue on a thread a claim may wait behind outcomes
- * being recorded, and two waves left a fast receiver's slots idle; in process two are kept, because what
- * one worker holds another cannot take (with two PostgreSQL workers, four waves raised the end-to-end p99
- * by a quarter). The worker's claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints
- * use up its request slots and its budget in the same proportion whatever the waves. Measured:
- * docs/benchmarks.md.
+ * being recorded, so it holds four waves; in process two, because what one worker holds another cannot
+ * take (with two PostgreSQL workers, more waves raise the end-to-end p99 by about a quarter). The worker's
+ * claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints use up its request slots and its
+ * budget in the same proportion whatever the waves.
  */
 const WAVES_HELD = { inProcess: 2, queueThread: 4 };
 /**

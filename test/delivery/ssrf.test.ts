@@ -144,7 +144,8 @@ test('Test endpoints made through the API may reach localhost, not link-local ad
   await receiver.waitFor(1);
   assert.equal(receiver.received[0]!.path, '/test');
 
-  const app = (await s.api.get(`/api/v1/applications/${s.appId}`)).body;
+  // portal_path is shown at create and rotate only: a new one opens the application's portal.
+  const app = (await s.api.post(`/api/v1/applications/${s.appId}/rotate-portal-path`)).body;
   const portal = new Client(s.service.url + app.portal_path);
   for (const url of ['http://169.254.169.254/latest/meta-data/', 'http://[fd00:ec2::254]/']) {
     assertError(await s.api.post('/api/v1/endpoints', { app_id: s.appId, url }), 400, 'invalid_request', /link-local/);
