@@ -47,10 +47,16 @@ export class Outcomes {
     return Promise.all(batch.map(({ input, result }) => this.recordOne(input, result)));
   }
 
+  /**
+   * Records one outcome, up to RECORD_TRIES times. The last try leaves out the receiver's answer: an answer
+   * the database refuses must not keep the attempt from being recorded (it would be sent again at every
+   * lease, for ever); the attempt is recorded with its status and error, and a note that its answer is lost.
+   */
   private async recordOne(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
     for (let tries = 1; ; tries++) {
       try {
-        const [owned] = await this.queue.completeMany([{ input, result }], this.owner);
+        const outcome = tries === RECORD_TRIES && result.responseBody !== null ? withoutAnswer(result) : result;
+        const [owned] = await this.queue.completeMany([{ input, result: outcome }], this.owner);
         return owned!;
       } catch (error) {
         if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
@@ -58,4 +64,10 @@ export class Outcomes {
       }
     }
   }
+}
+
+/** The outcome without the receiver's answer, which could not be stored. */
+function withoutAnswer(result: AttemptResult): AttemptResult {
+  const note = "the receiver's answer could not be stored";
+  return { ...result, responseBody: null, error: result.error === null ? note : `${result.error}; ${note}` };
 }
