@@ -193,7 +193,7 @@ export abstract class QueueDriver {
     return { owned: plan.owned, events: plan.events };
   }
 
-  private async planAndApply(trx: Executor, items: Recorded[], owner: string): Promise<OutcomePlan> {
+  protected async planAndApply(trx: Executor, items: Recorded[], owner: string): Promise<OutcomePlan> {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
     const { attempts, take } = recordingPlan(items, owner);
