@@ -189,7 +189,14 @@ export abstract class QueueDriver {
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
     const plan = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
-    if (plan.events.length > 0) this.onOutcomes?.(plan.events);
+    if (plan.events.length > 0 && this.onOutcomes) {
+      // The outcomes are committed: a listener's failure must not make them look unrecorded to the worker.
+      try {
+        this.onOutcomes(plan.events);
+      } catch (error) {
+        process.emitWarning(`onOutcomes failed: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
     return { owned: plan.owned, events: plan.events };
   }
 
@@ -197,7 +204,8 @@ export abstract class QueueDriver {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
     const { attempts, take } = recordingPlan(items, owner);
-    // Written first: on SQLite this takes the write lock before anything is read.
+    // Which attempt rows are new and which tasks were still ours are settled by these writes themselves
+    // (a conditional insert, a conditional delete), so they come before the reads the plan depends on.
     const written = new Set(await insertNewRows(trx, this.ctx.dialect, 'attempts', attempts, 'id', 'id'));
     const owned = new Set<string>();
     for (const part of chunks(take.tasks, 200)) {

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
-import type { DeliveryState, OutcomeTask } from '../../domain/outcome-plan.js';
+import { attemptRow, type DeliveryState, type OutcomeTask } from '../../domain/outcome-plan.js';
 import type { Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
 import { QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, inputColumns } from './inputs.js';
-import { attemptRow } from '../../domain/outcome-plan.js';
 import {
   changedBySuccess,
   deliveredOf,
@@ -26,10 +25,12 @@ import {
  * endpoints in id order, then the same (src/store/applications.ts). Two writers that need the same rows
  * therefore wait for each other instead of deadlocking. Where a statement must go the other way, it never
  * waits: a claim skips locked tasks; a manual retry (src/store/deliveries.ts) locks its delivery, then its
- * waiting task with SKIP LOCKED; an endpoint an outcome disables stops its tasks and deliveries after
- * counting them, while no one else can lock that endpoint; and completeDelivered, which takes tasks and
- * deliveries before endpoints, locks those with NOWAIT and falls back to record on lock_not_available.
- * Messages and attempts are only inserted, and a new row waits for no one.
+ * waiting task with SKIP LOCKED; completeDelivered, which takes tasks and deliveries before endpoints,
+ * locks those with NOWAIT and falls back to record on lock_not_available. One exception waits: an outcome
+ * that disables an endpoint stops the endpoint's tasks and deliveries (recordHealth) after locking its own
+ * deliveries; it holds the endpoint's row, which every other writer of that endpoint's rows that waits
+ * takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
+ * tasks: a new row locks no existing one.
  */
 export class PostgresQueue extends QueueDriver {
   /**

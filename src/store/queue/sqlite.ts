@@ -7,9 +7,9 @@ import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
 import { deliveredOf, minRunAt, takenTasks } from './statements.js';
 
 /**
- * The queue on the embedded SQLite store. SQLite runs one write transaction at a time (recording begins
- * with a write, and transactions begin IMMEDIATE, src/store/db.ts), so what a transaction reads stays as
- * read until it commits: no row locks are needed.
+ * The queue on the embedded SQLite store. SQLite runs one write transaction at a time (each takes the
+ * write lock at BEGIN IMMEDIATE, src/store/db.ts), so what a transaction reads stays as read until it
+ * commits: no row locks are needed.
  */
 export class SqliteQueue extends QueueDriver {
   /** A claim, then the inputs of what it took: two statements (SQLite has no data-modifying CTEs). */
