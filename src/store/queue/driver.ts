@@ -1,4 +1,11 @@
-import type { DeleteQueryBuilder, DeleteResult, RawBuilder, UpdateQueryBuilder, UpdateResult } from 'kysely';
+import {
+  type DeleteQueryBuilder,
+  type DeleteResult,
+  type RawBuilder,
+  sql,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
 import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
 import { newId } from '../../domain/ids.js';
 import {
@@ -18,7 +25,7 @@ import { insertNewRows, insertRows } from '../insert-rows.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
-import { idsByLease, markHealthy, ownedTasks } from './statements.js';
+import { idsByLease, markHealthy, nextRunAt, ownedTasks } from './statements.js';
 
 /** An outcome to record: the attempt's input as claimed and what sending it gave. */
 export type Recorded = { input: AttemptInput; result: AttemptResult };
@@ -214,15 +221,15 @@ export abstract class QueueDriver {
         .execute();
       for (const id of ownedTasks(part, rows, owner)) owned.add(id);
     }
-    const deliveryIds = deliveriesToRead(items, attempts, written, owned);
+    const { deliveries, queued } = await this.readDeliveries(trx, deliveriesToRead(items, attempts, written, owned));
     const plan = outcomePlan(
       items,
       owner,
       {
         written,
         owned,
-        deliveries: await this.readDeliveries(trx, deliveryIds),
-        queued: await this.readQueued(trx, deliveryIds),
+        deliveries,
+        queued,
         endpoints: await this.readHealth(trx, endpointsToRead(items, owned)),
       },
       {
@@ -250,11 +257,19 @@ export abstract class QueueDriver {
     delivered: ReadonlySet<string>,
   ): DeleteQueryBuilder<Database, 'delivery_tasks', DeleteResult>;
 
-  /** The deliveries' state the planner reads (DeliveryState), keyed by id. */
-  protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>>;
+  /**
+   * The deliveries' state the planner reads (DeliveryState) and the earliest run_at of each one's tasks
+   * (none queued: missing), keyed by delivery id: one statement (deliveryStates) per part of `ids`.
+   */
+  protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead>;
 
-  /** The earliest run_at of each delivery's queued tasks, keyed by delivery id (none queued: missing). */
-  protected abstract readQueued(trx: Executor, ids: string[]): Promise<Map<string, number>>;
+  /** The read of readDeliveries, without its choice of rows. */
+  protected deliveryStates(trx: Executor) {
+    return trx
+      .selectFrom('deliveries')
+      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
+      .select(nextRunAt(sql.ref('deliveries.id')).as('due'));
+  }
 
   /** The endpoints' health, keyed by id. */
   private async readHealth(trx: Executor, ids: string[]): Promise<Map<string, EndpointHealth>> {
@@ -296,6 +311,24 @@ export abstract class QueueDriver {
     if (plan.healthy) await markHealthy(trx, plan.healthy.ids, plan.healthy.at).execute();
     for (const { id, health, at } of plan.health) await this.endpoints.recordHealth(trx, id, health, at);
   }
+}
+
+/** What readDeliveries finds. */
+export interface DeliveriesRead {
+  deliveries: Map<string, DeliveryState>;
+  queued: Map<string, number>;
+}
+
+/** Adds rows of deliveryStates to what readDeliveries finds. */
+export function addDeliveryStates(
+  read: DeliveriesRead,
+  rows: (DeliveryState & { id: string; due: number | string | null })[],
+): DeliveriesRead {
+  for (const { id, due, ...delivery } of rows) {
+    read.deliveries.set(id, delivery);
+    if (due !== null) read.queued.set(id, Number(due));
+  }
+  return read;
 }
 
 /** Delivery changes grouped by what they set, each group with the ids it applies to. */

@@ -1,18 +1,10 @@
 import { sql } from 'kysely';
-import { attemptRow, type DeliveryState, type OutcomeTask } from '../../domain/outcome-plan.js';
+import { attemptRow, type OutcomeTask } from '../../domain/outcome-plan.js';
 import type { Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
-import { QueueDriver, type Recorded } from './driver.js';
+import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, inputColumns } from './inputs.js';
-import {
-  changedBySuccess,
-  deliveredOf,
-  markHealthy,
-  minRunAt,
-  nextRunAt,
-  ownedTasks,
-  takenTasks,
-} from './statements.js';
+import { changedBySuccess, deliveredOf, markHealthy, nextRunAt, ownedTasks, takenTasks } from './statements.js';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -227,29 +219,17 @@ export class PostgresQueue extends QueueDriver {
   /**
    * Locks the deliveries in id order (the lock order above) as it reads them: a manual retry of one of
    * them, which locks it too (src/store/deliveries.ts), then numbers its attempt before or after this
-   * batch's next, never the same. Found by primary key from an array, whatever the statistics.
+   * batch's next, never the same. Found by primary key from an array, whatever the statistics; each one's
+   * next attempt through its tasks' delivery_id (minRunAt).
    */
-  protected async readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>> {
-    if (ids.length === 0) return new Map();
-    const rows = await trx
-      .selectFrom('deliveries')
-      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
+  protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
+    const read: DeliveriesRead = { deliveries: new Map(), queued: new Map() };
+    if (ids.length === 0) return read;
+    const rows = await this.deliveryStates(trx)
       .where(sql<boolean>`${sql.ref('id')} = any(${ids}::text[])`)
       .orderBy('id')
       .forUpdate()
       .execute();
-    return new Map(rows.map(({ id, ...delivery }) => [id, delivery]));
-  }
-
-  /** Each delivery's few tasks found through delivery_id (minRunAt says why `run_at + 0`). */
-  protected async readQueued(trx: Executor, ids: string[]): Promise<Map<string, number>> {
-    if (ids.length === 0) return new Map();
-    const rows = await trx
-      .selectFrom('delivery_tasks')
-      .select(['delivery_id', minRunAt().as('due')])
-      .where(sql<boolean>`${sql.ref('delivery_id')} = any(${ids}::text[])`)
-      .groupBy('delivery_id')
-      .execute();
-    return new Map(rows.flatMap((row) => (row.due === null ? [] : [[row.delivery_id, Number(row.due)]])));
+    return addDeliveryStates(read, rows);
   }
 }

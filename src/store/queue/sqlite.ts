@@ -1,10 +1,10 @@
 import { sql } from 'kysely';
-import type { DeliveryState, OutcomeTask } from '../../domain/outcome-plan.js';
+import type { OutcomeTask } from '../../domain/outcome-plan.js';
 import { chunks, type Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
-import { QueueDriver } from './driver.js';
+import { addDeliveryStates, type DeliveriesRead, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
-import { deliveredOf, minRunAt, takenTasks } from './statements.js';
+import { deliveredOf, takenTasks } from './statements.js';
 
 /**
  * The queue on the embedded SQLite store. SQLite runs one write transaction at a time (each takes the
@@ -43,30 +43,10 @@ export class SqliteQueue extends QueueDriver {
     return db.deleteFrom('delivery_tasks').where((eb) => takenTasks(eb, tasks, owner, deliveredOf(tasks, delivered)));
   }
 
-  protected async readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>> {
-    const state = new Map<string, DeliveryState>();
-    for (const part of chunks(ids)) {
-      const rows = await trx
-        .selectFrom('deliveries')
-        .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
-        .where('id', 'in', part)
-        .execute();
-      for (const { id, ...delivery } of rows) state.set(id, delivery);
-    }
-    return state;
-  }
-
-  protected async readQueued(trx: Executor, ids: string[]): Promise<Map<string, number>> {
-    const queued = new Map<string, number>();
-    for (const part of chunks(ids)) {
-      const rows = await trx
-        .selectFrom('delivery_tasks')
-        .select(['delivery_id', minRunAt().as('due')])
-        .where('delivery_id', 'in', part)
-        .groupBy('delivery_id')
-        .execute();
-      for (const row of rows) if (row.due !== null) queued.set(row.delivery_id, Number(row.due));
-    }
-    return queued;
+  protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
+    const read: DeliveriesRead = { deliveries: new Map(), queued: new Map() };
+    for (const part of chunks(ids))
+      addDeliveryStates(read, await this.deliveryStates(trx).where('id', 'in', part).execute());
+    return read;
   }
 }
