@@ -138,8 +138,8 @@ export class Applications {
     const current = await this.get(scope, id);
     if (!current) return false;
     await this.ctx.db.transaction().execute(async (trx) => {
-      // Endpoints first, in id order, as every other writer takes them (Queue lockEndpoints, Endpoints
-      // update/delete), then their tasks and deliveries.
+      // Endpoints first, in id order, then their tasks and deliveries: the store's lock order
+      // (src/store/queue/postgres.ts).
       let endpoints = trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).orderBy('id');
       if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
       const endpointIds = (await endpoints.execute()).map((r) => r.id);

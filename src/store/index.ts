@@ -11,7 +11,7 @@ import { Applications } from './applications.js';
 import { Endpoints } from './endpoints.js';
 import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
-import { Queue } from './queue.js';
+import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
@@ -64,7 +64,7 @@ export class Store {
     this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey));
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
-    this.queue = new Queue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
+    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
   }
 

@@ -72,7 +72,7 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
   }
 
   async load(tasks: ClaimedTask[]): Promise<AttemptInput[]> {
-    // Each input comes back with a copy of its task: it gets the caller's, as Queue.load gives it.
+    // Each input comes back with a copy of its task: it gets the caller's, as the queue's load gives it.
     const inputs = await this.call<AttemptInput[]>({ method: 'load', args: [tasks] });
     const byId = new Map(tasks.map((task) => [task.id, task]));
     for (const input of inputs) input.task = byId.get(input.task.id) ?? input.task;

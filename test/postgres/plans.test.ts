@@ -4,6 +4,7 @@ import { CompiledQuery, sql, type Compilable, type Kysely } from 'kysely';
 import type { Database } from '../../src/store/schema.js';
 import { TEST_STORE } from '../support/service.js';
 import type { Store } from '../../src/store/index.js';
+import type { PostgresQueue } from '../../src/store/queue/postgres.js';
 import { openStore } from '../store/helpers.js';
 
 // Statements that run with every emit batch or claim must not read whole tables, whatever the planner
@@ -82,6 +83,9 @@ const wholeTableReads = (plan: PlanNode[], tables: string[]) =>
 /** The worker's queue runs on sessions of its own (src/store/db.ts), whose settings shape its plans. */
 const queueSessions = (store: Store) => store.queue['ctx'].db;
 
+/** The store's queue as its PostgreSQL driver, whose statements these tests plan. */
+const postgresQueue = (store: Store) => store.queue as PostgresQueue;
+
 /**
  * `count` queued messages for the tests' own organization and application: message msg_<prefix>g with
  * payload {"n":g}, delivery dlv_<prefix>g and its first attempt tsk_<prefix>g (g = 1…count), where
@@ -144,7 +148,7 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
     db,
   );
 
-  const queue = store.queue;
+  const queue = postgresQueue(store);
   const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
@@ -203,7 +207,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
   for (const total of [3_000, 30_000]) {
     const { store, scope, appId, endpointId } = await openStore(t);
     const db = store.ctx.db;
-    const queue = store.queue;
+    const queue = postgresQueue(store);
     const queueDb = queueSessions(store);
     const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
     const now = Date.now();
@@ -345,7 +349,9 @@ test('after a claim, the next claim and the next due attempt are read from the c
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     const claim = await executedPlan(
       queueDb,
-      store.queue['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000).compile(),
+      postgresQueue(store)
+        ['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000)
+        .compile(),
     );
     assert.ok(
       rowsRead(claim, 'delivery_tasks') <= 10,

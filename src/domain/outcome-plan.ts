@@ -1,0 +1,403 @@
+import { type EndpointHealth, type EndpointStatus, nextEndpointHealth } from './endpoint-state.js';
+import { idFrom } from './ids.js';
+import { nextDelayAfterFailure } from './retry.js';
+
+// What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because two
+// facts only the database can settle atomically come between them: which attempt rows are new (the same
+// outcome may be recorded twice) and which tasks were still ours (another worker may hold them since).
+//
+// 1. recordingPlan: the attempt rows to write (new ones only are kept) and the tasks to take (delete):
+//    ours, by owner and lease end, and the scheduled attempts left to deliveries a 2xx delivered.
+// 2. outcomePlan: from what step 1 wrote and took, and the state read after it, each delivery's change,
+//    the next scheduled attempts to queue, the endpoints' health and the events that happened.
+//
+// Outcomes apply in the order given: a delivery with two outcomes in a batch (a scheduled and a manual
+// attempt) sees the first one's consequences when the second is applied.
+
+/** The claimed task an outcome belongs to. */
+export interface OutcomeTask {
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  trigger: string;
+  attempt_number: number;
+  /** The lease end written by the claim: the task is still ours while its run_at is this. */
+  leaseUntil: number;
+}
+
+export interface OutcomeResult {
+  ok: boolean;
+  responseStatus: number | null;
+  responseBody: string | null;
+  error: string | null;
+  durationMs: number;
+  retryAfterMs: number | null;
+  at: number;
+}
+
+/** One attempt's outcome, with its endpoint as the claim saw it (null: deleted). */
+export interface OutcomeItem {
+  input: { task: OutcomeTask; endpoint: { id: string; status: EndpointStatus } | null };
+  result: OutcomeResult;
+}
+
+/** A row of `attempts`. */
+export interface PlannedAttempt {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  trigger: string;
+  status: string;
+  response_status: number | null;
+  response_body: string | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: number;
+}
+
+/** A row of `delivery_tasks`: a delivery's next scheduled attempt. */
+export interface PlannedTask {
+  id: string;
+  delivery_id: string;
+  endpoint_id: string;
+  trigger: 'scheduled';
+  attempt_number: number;
+  run_at: number;
+  lease_owner: null;
+}
+
+/** The tasks an outcome batch deletes: `tasks` while `owner` holds them, and the scheduled ones of `delivered`. */
+export interface TaskTake {
+  owner: string;
+  tasks: OutcomeTask[];
+  /** Deliveries a 2xx delivered: their scheduled attempts go too (manual ones were asked for). */
+  delivered: ReadonlySet<string>;
+}
+
+/** What outcomePlan reads of a delivery (before this batch's changes). */
+export interface DeliveryState {
+  status: string;
+  schedule_step: number;
+  attempt_seq: number;
+  attempt_count: number;
+}
+
+/** The state a batch's consequences are decided from, read after recordingPlan's writes. */
+export interface OutcomeState {
+  /** Ids of the attempt rows written now (an outcome recorded before has its row already). */
+  written: ReadonlySet<string>;
+  /** Ids of our tasks the take deleted: the outcomes whose task was still ours. */
+  owned: ReadonlySet<string>;
+  /** The deliveries of deliveriesToRead (one deleted meanwhile is missing). */
+  deliveries: ReadonlyMap<string, DeliveryState>;
+  /** The earliest run_at of each delivery's tasks left after the take (missing: none left). */
+  queued: ReadonlyMap<string, number>;
+  /** The health of endpointsToRead (one deleted meanwhile is missing). */
+  endpoints: ReadonlyMap<string, EndpointHealth>;
+}
+
+export interface OutcomeRules {
+  retryScheduleMs: number[];
+  disableAfterMs: number;
+  /** When the batch is recorded: the `updated_at` of the deliveries whose attempts it counts. */
+  now: number;
+  /** A new task id for a next attempt queued at `at`. */
+  taskId: (at: number) => string;
+  random?: () => number;
+}
+
+/** A delivery's change: `attemptsAdded` is added to its attempt_count; the other fields are set when present. */
+export interface DeliveryChange {
+  id: string;
+  attemptsAdded: number;
+  status?: string;
+  schedule_step?: number;
+  attempt_seq?: number;
+  next_attempt_at?: number | null;
+  updated_at: number;
+}
+
+export type OutcomeEvent =
+  /** A delivery's last scheduled attempt failed: no attempt is left (HERALD_RETRY_SCHEDULE). */
+  | { type: 'delivery.exhausted'; deliveryId: string; endpointId: string; at: number }
+  /** A delivery succeeded after at least one failed attempt. */
+  | { type: 'delivery.recovered'; deliveryId: string; endpointId: string; at: number }
+  /** A delivery never delivered failed its third attempt (every attempt it made failed). */
+  | { type: 'delivery.failing'; deliveryId: string; endpointId: string; at: number }
+  /** An outcome disabled an endpoint: a 410 (`gone`), or HERALD_DISABLE_AFTER of failures (`failures`). */
+  | { type: 'endpoint.disabled'; endpointId: string; trigger: 'gone' | 'failures'; at: number };
+
+export interface OutcomePlan {
+  /** Per item: whether its task was still ours (its attempt is recorded either way). */
+  owned: boolean[];
+  deliveries: DeliveryChange[];
+  /** Next scheduled attempts to queue. */
+  queue: PlannedTask[];
+  /**
+   * Endpoints whose outcomes here are all successes: `active` with no failure streak, unless disabled.
+   * Written conditionally on the row as it is then (no read), with `at` as updated_at.
+   */
+  healthy: { ids: string[]; at: number } | null;
+  /** Health of endpoints with a failure here that changed, written unless an operator disabled the endpoint. */
+  health: { id: string; health: EndpointHealth; at: number }[];
+  events: OutcomeEvent[];
+}
+
+/** The delivery's failed attempts in a row after which it is `failing` (delivery.failing). */
+export const FAILING_AFTER = 3;
+
+/**
+ * An outcome's attempt row. The same outcome recorded twice has one id, so the second write finds its row;
+ * the same task's attempt made by another worker, after the lease ran out, has its own.
+ */
+export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: string): PlannedAttempt {
+  return {
+    id: idFrom('attempt', result.at, `${task.id}|${owner}`),
+    delivery_id: task.delivery_id,
+    attempt_number: task.attempt_number,
+    trigger: task.trigger,
+    status: result.ok ? 'success' : 'failed',
+    response_status: result.responseStatus,
+    response_body: result.responseBody,
+    error: result.error,
+    duration_ms: result.durationMs,
+    created_at: result.at,
+  };
+}
+
+/** Step 1: the attempt rows to write (if new) and the tasks to take. A 2xx delivers even when the task is no longer ours. */
+export function recordingPlan(
+  items: readonly OutcomeItem[],
+  owner: string,
+): { attempts: PlannedAttempt[]; take: TaskTake } {
+  return {
+    attempts: items.map(({ input, result }) => attemptRow(input.task, result, owner)),
+    take: {
+      owner,
+      tasks: items.map(({ input }) => input.task),
+      delivered: new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
+    },
+  };
+}
+
+/** The deliveries outcomePlan reads: those with an attempt written now, and those of our failed tasks. */
+export function deliveriesToRead(
+  items: readonly OutcomeItem[],
+  attempts: readonly PlannedAttempt[],
+  written: ReadonlySet<string>,
+  owned: ReadonlySet<string>,
+): string[] {
+  const ids = new Set<string>();
+  items.forEach(({ input, result }, i) => {
+    if (written.has(attempts[i]!.id) || (!result.ok && owned.has(input.task.id))) ids.add(input.task.delivery_id);
+  });
+  return [...ids];
+}
+
+/** The outcomes that move their endpoint's health: ours, of an endpoint that exists and is not disabled. */
+function healthItems(items: readonly OutcomeItem[], owned: ReadonlySet<string>): OutcomeItem[] {
+  return items.filter(
+    ({ input }) => owned.has(input.task.id) && input.endpoint !== null && input.endpoint.status !== 'disabled',
+  );
+}
+
+/** The endpoints whose health outcomePlan reads: those with a failure among healthItems. */
+export function endpointsToRead(items: readonly OutcomeItem[], owned: ReadonlySet<string>): string[] {
+  return [
+    ...new Set(
+      healthItems(items, owned)
+        .filter(({ result }) => !result.ok)
+        .map(({ input }) => input.endpoint!.id),
+    ),
+  ];
+}
+
+/** Step 2: what the batch's outcomes do, from what step 1 wrote and took and the state read after it. */
+export function outcomePlan(
+  items: readonly OutcomeItem[],
+  owner: string,
+  state: OutcomeState,
+  rules: OutcomeRules,
+): OutcomePlan {
+  const { now } = rules;
+  const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
+  const { delivered } = recordingPlan(items, owner).take;
+  const deliveries = new Map([...state.deliveries].map(([id, d]) => [id, { ...d }]));
+  const queuedAt = new Map(state.queued);
+  const changes = new Map<string, DeliveryChange>();
+  const queue: PlannedTask[] = [];
+  const events: OutcomeEvent[] = [];
+  const change = (id: string, fields: Omit<DeliveryChange, 'id' | 'attemptsAdded'>) => {
+    const current = changes.get(id) ?? { id, attemptsAdded: 0, updated_at: fields.updated_at };
+    changes.set(id, Object.assign(current, fields));
+  };
+
+  // Each attempt written now counts once. A delivered delivery becomes `success`, its next attempt the
+  // earliest one left (a manual attempt queued meanwhile), whatever else happens to it in the batch.
+  const written = items.filter((_, i) => state.written.has(attempts[i]!.id));
+  const counts = new Map<string, OutcomeItem[]>();
+  for (const item of written) {
+    const id = item.input.task.delivery_id;
+    counts.set(id, [...(counts.get(id) ?? []), item]);
+  }
+  for (const [id, counted] of counts) {
+    const delivery = deliveries.get(id);
+    if (!delivery) continue; // removed meanwhile
+    const endpointId = counted[0]!.input.task.endpoint_id;
+    if (delivered.has(id)) {
+      changes.set(id, {
+        id,
+        attemptsAdded: counted.length,
+        status: 'success',
+        next_attempt_at: queuedAt.get(id) ?? null,
+        updated_at: now,
+      });
+      // Every attempt of a delivery not yet `success` failed.
+      const failedBefore =
+        delivery.status !== 'success' && (delivery.attempt_count > 0 || counted.some(({ result }) => !result.ok));
+      const success = counted.find(({ result }) => result.ok)!;
+      if (failedBefore) events.push({ type: 'delivery.recovered', deliveryId: id, endpointId, at: success.result.at });
+      delivery.status = 'success';
+    } else {
+      changes.set(id, { id, attemptsAdded: counted.length, updated_at: now });
+      // Not delivered, here or before: all its attempts failed, and they are as many as it counts.
+      const third = counted[FAILING_AFTER - 1 - delivery.attempt_count];
+      if (delivery.status !== 'success' && third)
+        events.push({ type: 'delivery.failing', deliveryId: id, endpointId, at: third.result.at });
+    }
+  }
+
+  // Our failures move their delivery on, one by one in order.
+  const exhausted = new Set<OutcomeItem>();
+  for (const item of items) {
+    const { input, result } = item;
+    const { task } = input;
+    if (result.ok || !state.owned.has(task.id)) continue;
+    const delivery = deliveries.get(task.delivery_id);
+    if (!delivery) continue; // removed meanwhile
+    const at = result.at;
+    const queued = () => queuedAt.get(task.delivery_id) ?? null;
+    // Already delivered by another attempt: a failure now changes nothing.
+    if (delivery.status === 'success') {
+      change(task.delivery_id, { next_attempt_at: queued(), updated_at: at });
+      continue;
+    }
+    const endpointDisabled = input.endpoint === null || input.endpoint.status === 'disabled';
+    // Not `failed` while its endpoint is disabled: it waits, as the endpoint's other deliveries do.
+    const stopped = endpointDisabled && input.endpoint ? 'disabled' : 'failed';
+    if (task.trigger === 'scheduled') {
+      const nextStep = delivery.schedule_step + 1;
+      const delay = endpointDisabled
+        ? null
+        : nextDelayAfterFailure(rules.retryScheduleMs, nextStep, result.retryAfterMs, rules.random);
+      if (delay === null) {
+        delivery.status = stopped;
+        delivery.schedule_step = nextStep;
+        change(task.delivery_id, {
+          status: stopped,
+          schedule_step: nextStep,
+          next_attempt_at: queued(),
+          updated_at: at,
+        });
+        if (!endpointDisabled) {
+          exhausted.add(item);
+          events.push({ type: 'delivery.exhausted', deliveryId: task.delivery_id, endpointId: task.endpoint_id, at });
+        }
+        continue;
+      }
+      const runAt = at + delay;
+      const attemptSeq = delivery.attempt_seq + 1;
+      queue.push({
+        id: rules.taskId(at),
+        delivery_id: task.delivery_id,
+        endpoint_id: task.endpoint_id,
+        trigger: 'scheduled',
+        attempt_number: attemptSeq,
+        run_at: runAt,
+        lease_owner: null,
+      });
+      queuedAt.set(task.delivery_id, Math.min(runAt, queuedAt.get(task.delivery_id) ?? runAt));
+      Object.assign(delivery, { status: 'pending', schedule_step: nextStep, attempt_seq: attemptSeq });
+      change(task.delivery_id, {
+        status: 'pending',
+        schedule_step: nextStep,
+        attempt_seq: attemptSeq,
+        next_attempt_at: runAt,
+        updated_at: at,
+      });
+      continue;
+    }
+    // A failed manual attempt leaves a running schedule alone; otherwise the delivery, never delivered,
+    // is now `failed` (or `disabled` while its endpoint is).
+    const waiting = queued();
+    if (waiting !== null) {
+      change(task.delivery_id, { next_attempt_at: waiting, updated_at: at });
+    } else {
+      delivery.status = stopped;
+      change(task.delivery_id, { status: stopped, next_attempt_at: null, updated_at: at });
+    }
+  }
+
+  const { healthy, health } = endpointChanges(items, state, exhausted, rules.disableAfterMs, events);
+  return {
+    owned: items.map(({ input }) => state.owned.has(input.task.id)),
+    deliveries: [...changes.values()],
+    queue,
+    healthy,
+    health,
+    events,
+  };
+}
+
+/**
+ * Endpoint health after a batch. An endpoint whose outcomes here are all successes ends `active` with no
+ * failure streak, whatever it was (unless disabled, which an outcome never undoes); the others have their
+ * outcomes applied in order (nextEndpointHealth) to the health read, and are written if it changed.
+ */
+function endpointChanges(
+  items: readonly OutcomeItem[],
+  state: OutcomeState,
+  exhausted: ReadonlySet<OutcomeItem>,
+  disableAfterMs: number,
+  events: OutcomeEvent[],
+): Pick<OutcomePlan, 'healthy' | 'health'> {
+  const moving = healthItems(items, state.owned);
+  const failed = new Set(endpointsToRead(items, state.owned));
+  const successesOnly = moving.filter(({ input }) => !failed.has(input.endpoint!.id));
+  const healthy =
+    successesOnly.length === 0
+      ? null
+      : {
+          ids: [...new Set(successesOnly.map(({ input }) => input.endpoint!.id))],
+          at: Math.max(...successesOnly.map(({ result }) => result.at)),
+        };
+  const after = new Map(state.endpoints);
+  let at = 0;
+  for (const item of moving) {
+    const id = item.input.endpoint!.id;
+    const current = failed.has(id) ? after.get(id) : undefined;
+    if (!current) continue; // all successes (above), or deleted meanwhile
+    at = Math.max(at, item.result.at);
+    const { ok, responseStatus } = item.result;
+    const next = nextEndpointHealth(
+      current,
+      { ok, responseStatus, exhausted: exhausted.has(item), at: item.result.at },
+      disableAfterMs,
+    );
+    if (next.status === 'disabled' && current.status !== 'disabled')
+      events.push({
+        type: 'endpoint.disabled',
+        endpointId: id,
+        trigger: responseStatus === 410 ? 'gone' : 'failures',
+        at: item.result.at,
+      });
+    after.set(id, next);
+  }
+  const health: OutcomePlan['health'] = [];
+  for (const [id, next] of after) {
+    const was = state.endpoints.get(id)!;
+    if (next.status !== was.status || next.failingSince !== was.failingSince || next.exhaustedAt !== was.exhaustedAt)
+      health.push({ id, health: next, at });
+  }
+  return { healthy, health };
+}

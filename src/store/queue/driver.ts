@@ -1,0 +1,344 @@
+import {
+  type DeleteQueryBuilder,
+  type DeleteResult,
+  type RawBuilder,
+  sql,
+  type UpdateQueryBuilder,
+  type UpdateResult,
+} from 'kysely';
+import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
+import { newId } from '../../domain/ids.js';
+import {
+  type DeliveryChange,
+  type DeliveryState,
+  deliveriesToRead,
+  endpointsToRead,
+  type OutcomeEvent,
+  type OutcomePlan,
+  type OutcomeTask,
+  outcomePlan,
+  recordingPlan,
+} from '../../domain/outcome-plan.js';
+import { chunks, type Executor, type StoreContext } from '../common.js';
+import type { Endpoints } from '../endpoints.js';
+import { insertNewRows, insertRows } from '../insert-rows.js';
+import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
+import type { Database } from '../schema.js';
+import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
+import { idsByLease, markHealthy, nextRunAt, ownedTasks } from './statements.js';
+
+/** An outcome to record: the attempt's input as claimed and what sending it gave. */
+export type Recorded = { input: AttemptInput; result: AttemptResult };
+
+/**
+ * What the two queue drivers (sqlite.ts, postgres.ts) share: the statements that read and write the same
+ * way on both, and recording outcomes: read the state they depend on, have the planner decide
+ * (src/domain/outcome-plan.ts), apply its plan. A driver supplies the statements its database needs
+ * written its own way (the claim, the take of finished tasks, the locks), and decides nothing about outcomes.
+ */
+export abstract class QueueDriver {
+  /**
+   * Told, after each commit of outcomes recorded through the planner, what happened (a delivery exhausted,
+   * recovered or failing, an endpoint disabled). Set it to have every batch planned (PostgreSQL then
+   * leaves its single-statement path for 2xx batches, which reads no delivery state).
+   */
+  onOutcomes: ((events: OutcomeEvent[]) => void) | null = null;
+
+  constructor(
+    protected readonly ctx: StoreContext,
+    protected readonly endpoints: Endpoints,
+    protected readonly policy: QueuePolicy,
+  ) {}
+
+  /**
+   * Claims up to `limit` due attempts for `owner`, within `scope` (all due attempts when it is empty). A
+   * claim moves `run_at` to the lease end, so a worker that dies frees its tasks when the lease runs out.
+   */
+  async claim(owner: string, limit: number, scope: ClaimScope = {}): Promise<ClaimedTask[]> {
+    const leaseUntil = this.ctx.now() + this.policy.leaseMs;
+    const rows = await this.claimQuery(owner, limit, scope, leaseUntil).returningAll().execute();
+    return rows.map((row) => ({ ...row, leaseUntil })).sort((a, b) => (a.id < b.id ? -1 : 1));
+  }
+
+  /**
+   * `claim` and `load` together: each claimed task with what sending it needs (null when its delivery is
+   * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later.
+   */
+  abstract claimLoaded(
+    owner: string,
+    limit: number,
+    scope?: ClaimScope,
+  ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]>;
+
+  /** The claim's update: it leases the due tasks `dueQuery` reads. */
+  protected abstract claimQuery(
+    owner: string,
+    limit: number,
+    scope: ClaimScope,
+    leaseUntil: number,
+  ): UpdateQueryBuilder<Database, 'delivery_tasks', 'delivery_tasks', UpdateResult>;
+
+  /** The due tasks a claim takes, earliest first. */
+  protected dueQuery(limit: number, { skip = [], only, dueAfter = 0 }: ClaimScope) {
+    let due = this.ctx.db
+      .selectFrom('delivery_tasks')
+      .select('id')
+      .where('run_at', '<=', this.ctx.now())
+      .orderBy('run_at')
+      .limit(limit);
+    if (dueAfter > 0) due = due.where('run_at', '>', dueAfter);
+    if (skip.length > 0) due = due.where(this.endpointNotAmong(skip));
+    // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
+    if (only !== undefined) due = due.where('endpoint_id', '=', only);
+    return due;
+  }
+
+  /**
+   * `endpoint_id` is none of `ids`, bound as one parameter however many there are: `not in (…)` binds one per
+   * id, and a worker with thousands of request slots would pass SQLite's 32,766 or PostgreSQL's 65,535
+   * parameters and fail every claim.
+   */
+  protected abstract endpointNotAmong(ids: readonly string[]): RawBuilder<boolean>;
+
+  /**
+   * When the next queued attempt outside `excludeEndpoints` comes due, of those due after `since` (null when
+   * there is none). The worker asks after a claim that took every due task it could, with the time the
+   * claim started: a task due before then that is still queued is another worker's or waits for its
+   * endpoint's top-up. Reading from `since` on, not from the oldest task, keeps the read from walking past
+   * every due task of the endpoints left out (a backlog of 100,000: 15–28 ms a read). What a narrow race
+   * leaves due without a wake (a retry recorded after its own due time, a task another PostgreSQL worker
+   * released or failed to claim meanwhile) waits for the next general claim, at most 500 ms, not 10; up to
+   * the worker's next claim over the whole queue (5 s) if it was due more than a second before it could be
+   * seen (src/delivery/worker.ts).
+   */
+  async nextDueAt(excludeEndpoints: readonly string[] = [], since = 0): Promise<number | null> {
+    const row = await this.nextDueQuery(excludeEndpoints, since).executeTakeFirst();
+    return row?.due == null ? null : Number(row.due);
+  }
+
+  protected nextDueQuery(excludeEndpoints: readonly string[], since: number) {
+    const query = this.ctx.db
+      .selectFrom('delivery_tasks')
+      .select((eb) => eb.fn.min('run_at').as('due'))
+      .where('run_at', '>', since);
+    return excludeEndpoints.length > 0 ? query.where(this.endpointNotAmong(excludeEndpoints)) : query;
+  }
+
+  /** Extends the lease of a task that waited in memory; false when another worker took it meanwhile. */
+  async extendLease(task: ClaimedTask, owner: string): Promise<boolean> {
+    const leaseUntil = this.ctx.now() + this.policy.leaseMs;
+    const result = await this.ctx.db
+      .updateTable('delivery_tasks')
+      .set({ run_at: leaseUntil })
+      .where('id', '=', task.id)
+      .where('lease_owner', '=', owner)
+      .where('run_at', '=', task.leaseUntil)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return false;
+    task.leaseUntil = leaseUntil;
+    task.run_at = leaseUntil;
+    return true;
+  }
+
+  /** Gives claimed tasks back so they are due again at once (when a worker stops, or claimed too many). */
+  async release(tasks: ClaimedTask[], owner: string): Promise<void> {
+    // Tasks of one claim share their lease end, so this is one statement per claim.
+    for (const [leaseUntil, ids] of idsByLease(tasks)) {
+      for (const part of chunks(ids)) {
+        await this.ctx.db
+          .updateTable('delivery_tasks')
+          .set({ run_at: this.ctx.now(), lease_owner: null })
+          .where('id', 'in', part)
+          .where('lease_owner', '=', owner)
+          .where('run_at', '=', leaseUntil)
+          .execute();
+      }
+    }
+  }
+
+  /** Everything sending needs, for a batch of claimed tasks. */
+  load(tasks: ClaimedTask[]): Promise<AttemptInput[]> {
+    return loadInputs(this.ctx.db, this.inputReader(), tasks, null);
+  }
+
+  /** Reads inputs at the store's time now, with one memo of opened secrets. */
+  protected inputReader(): InputReader {
+    return new InputReader(this.endpoints, this.ctx.now());
+  }
+
+  /**
+   * The endpoints as they are now (url, status, signing secrets), for attempts claimed a while ago: an
+   * endpoint deleted meanwhile is left out.
+   */
+  endpointsNow(ids: string[]): Promise<NonNullable<AttemptInput['endpoint']>[]> {
+    return loadEndpoints(this.ctx.db, this.inputReader(), ids);
+  }
+
+  /** Drops a task whose delivery no longer exists. */
+  async drop(task: ClaimedTask): Promise<void> {
+    await this.ctx.db.deleteFrom('delivery_tasks').where('id', '=', task.id).execute();
+  }
+
+  /**
+   * Records the outcomes of several attempts in one transaction (record). Returns, per item, whether we
+   * still owned its task (another worker may own it now); the attempt is recorded either way, since it was made.
+   */
+  async completeMany(items: Recorded[], owner: string): Promise<boolean[]> {
+    return (await this.record(items, owner)).owned;
+  }
+
+  /**
+   * Records the outcomes of several attempts in one transaction, with a few statements for the whole batch:
+   * what each does is the planner's (outcomePlan), and the events it found go to onOutcomes after the
+   * commit. Recording the same outcomes again (their first commit went unanswered: a queue thread that
+   * ended, a connection lost after COMMIT) changes nothing: their attempts exist already and are not
+   * counted again, and their tasks are gone, so they are not ours.
+   */
+  async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
+    const plan = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
+    if (plan.events.length > 0 && this.onOutcomes) {
+      // The outcomes are committed: a listener's failure must not make them look unrecorded to the worker.
+      try {
+        this.onOutcomes(plan.events);
+      } catch (error) {
+        process.emitWarning(`onOutcomes failed: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
+    return { owned: plan.owned, events: plan.events };
+  }
+
+  protected async planAndApply(trx: Executor, items: Recorded[], owner: string): Promise<OutcomePlan> {
+    await this.lockForOutcomes(trx, items);
+    const now = this.ctx.now();
+    const { attempts, take } = recordingPlan(items, owner);
+    // Which attempt rows are new and which tasks were still ours are settled by these writes themselves
+    // (a conditional insert, a conditional delete), so they come before the reads the plan depends on.
+    const written = new Set(await insertNewRows(trx, this.ctx.dialect, 'attempts', attempts, 'id', 'id'));
+    const owned = new Set<string>();
+    for (const part of chunks(take.tasks, 200)) {
+      const rows = await this.takeTasks(trx, part, owner, take.delivered)
+        .returning(['id', 'lease_owner', 'run_at'])
+        .execute();
+      for (const id of ownedTasks(part, rows, owner)) owned.add(id);
+    }
+    const { deliveries, queued } = await this.readDeliveries(trx, deliveriesToRead(items, attempts, written, owned));
+    const plan = outcomePlan(
+      items,
+      owner,
+      {
+        written,
+        owned,
+        deliveries,
+        queued,
+        endpoints: await this.readHealth(trx, endpointsToRead(items, owned)),
+      },
+      {
+        retryScheduleMs: this.policy.retryScheduleMs,
+        disableAfterMs: this.policy.disableAfterMs,
+        now,
+        taskId: (at) => newId('task', at),
+      },
+    );
+    await this.apply(trx, plan);
+    return plan;
+  }
+
+  /** Takes what recording a batch writes before anything else is read or written (the locks). */
+  protected abstract lockForOutcomes(trx: Executor, items: Recorded[]): Promise<void>;
+
+  /**
+   * Deletes the tasks we still hold (same owner, same lease end); in the same statement, the remaining
+   * scheduled attempts of `delivered` deliveries (manual ones were asked for). Without its `returning`.
+   */
+  protected abstract takeTasks(
+    db: Executor,
+    tasks: readonly OutcomeTask[],
+    owner: string,
+    delivered: ReadonlySet<string>,
+  ): DeleteQueryBuilder<Database, 'delivery_tasks', DeleteResult>;
+
+  /**
+   * The deliveries' state the planner reads (DeliveryState) and the earliest run_at of each one's tasks
+   * (none queued: missing), keyed by delivery id: one statement (deliveryStates) per part of `ids`.
+   */
+  protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead>;
+
+  /** The read of readDeliveries, without its choice of rows. */
+  protected deliveryStates(trx: Executor) {
+    return trx
+      .selectFrom('deliveries')
+      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
+      .select(nextRunAt(sql.ref('deliveries.id')).as('due'));
+  }
+
+  /** The endpoints' health, keyed by id. */
+  private async readHealth(trx: Executor, ids: string[]): Promise<Map<string, EndpointHealth>> {
+    const health = new Map<string, EndpointHealth>();
+    for (const part of chunks(ids)) {
+      const rows = await trx
+        .selectFrom('endpoints')
+        .select(['id', 'status', 'failing_since', 'exhausted_at'])
+        .where('id', 'in', part)
+        .execute();
+      for (const row of rows)
+        health.set(row.id, {
+          status: row.status as EndpointStatus,
+          failingSince: row.failing_since,
+          exhaustedAt: row.exhausted_at,
+        });
+    }
+    return health;
+  }
+
+  /**
+   * Writes a plan: the next attempts, the deliveries' changes (one statement per set of equal changes, so
+   * a batch of successes is one), then the endpoints' health.
+   */
+  private async apply(trx: Executor, plan: OutcomePlan): Promise<void> {
+    await insertRows(trx, this.ctx.dialect, 'delivery_tasks', plan.queue);
+    for (const { change, ids } of sameChanges(plan.deliveries)) {
+      const { attemptsAdded, ...fields } = change;
+      for (const part of chunks(ids)) {
+        await trx
+          .updateTable('deliveries')
+          .set((eb) =>
+            attemptsAdded > 0 ? { ...fields, attempt_count: eb('attempt_count', '+', attemptsAdded) } : fields,
+          )
+          .where('id', 'in', part)
+          .execute();
+      }
+    }
+    if (plan.healthy) await markHealthy(trx, plan.healthy.ids, plan.healthy.at).execute();
+    for (const { id, health, at } of plan.health) await this.endpoints.recordHealth(trx, id, health, at);
+  }
+}
+
+/** What readDeliveries finds. */
+export interface DeliveriesRead {
+  deliveries: Map<string, DeliveryState>;
+  queued: Map<string, number>;
+}
+
+/** Adds rows of deliveryStates to what readDeliveries finds. */
+export function addDeliveryStates(
+  read: DeliveriesRead,
+  rows: (DeliveryState & { id: string; due: number | string | null })[],
+): DeliveriesRead {
+  for (const { id, due, ...delivery } of rows) {
+    read.deliveries.set(id, delivery);
+    if (due !== null) read.queued.set(id, Number(due));
+  }
+  return read;
+}
+
+/** Delivery changes grouped by what they set, each group with the ids it applies to. */
+function sameChanges(changes: DeliveryChange[]): { change: Omit<DeliveryChange, 'id'>; ids: string[] }[] {
+  const groups = new Map<string, { change: Omit<DeliveryChange, 'id'>; ids: string[] }>();
+  for (const { id, ...change } of changes) {
+    const key = JSON.stringify(change);
+    const group = groups.get(key);
+    if (group) group.ids.push(id);
+    else groups.set(key, { change, ids: [id] });
+  }
+  return [...groups.values()];
+}

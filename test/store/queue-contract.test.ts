@@ -1,0 +1,370 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Kysely } from 'kysely';
+import { attemptRow, type OutcomeEvent } from '../../src/domain/outcome-plan.js';
+import type { AttemptInput, AttemptResult, Queue } from '../../src/store/queue.js';
+import { PostgresQueue } from '../../src/store/queue/postgres.js';
+import type { Database } from '../../src/store/schema.js';
+import { TEST_STORE } from '../support/service.js';
+import { openStore } from './helpers.js';
+
+// What every queue driver does, run against the driver of the store under test: claims under a lease,
+// releasing and extending it, recording outcomes with their consequences (the next attempt, exhaustion,
+// a manual attempt, health) and the events the planner reports. Then, on PostgreSQL, that the
+// single-statement path for 2xx batches writes exactly what the planned transaction writes.
+
+const A = 'wrk_contract_a';
+const B = 'wrk_contract_b';
+
+function outcome(status: number, at = Date.now()): AttemptResult {
+  const ok = status >= 200 && status < 300;
+  return {
+    ok,
+    responseStatus: status,
+    responseBody: ok ? 'ok' : 'no',
+    error: ok ? null : `HTTP ${status}`,
+    durationMs: 1,
+    retryAfterMs: null,
+    at,
+  };
+}
+
+const tasksOf = (db: Kysely<Database>) => db.selectFrom('delivery_tasks').selectAll().orderBy('id').execute();
+const deliveryOf = (db: Kysely<Database>, id: string) =>
+  db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+const endpointOf = (db: Kysely<Database>, id: string) =>
+  db.selectFrom('endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+/** Claims exactly one task for `owner` and returns its input. */
+async function claimOne(queue: Queue, owner: string): Promise<AttemptInput> {
+  const claimed = await queue.claimLoaded(owner, 10);
+  assert.equal(claimed.length, 1, 'one task claimed');
+  return claimed[0]!.input!;
+}
+
+test('a claim leases due tasks to one owner: others see none until it releases them or its lease ends', {
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit } = await openStore(t);
+  await emit(2);
+  const db = store.ctx.db;
+  const before = Date.now();
+  const claimed = await store.queue.claimLoaded(A, 10);
+  assert.equal(claimed.length, 2);
+  for (const { task, input } of claimed) {
+    assert.ok(input, 'each task comes with its input');
+    assert.equal(input.task, task);
+    assert.ok(task.leaseUntil >= before + 60_000, 'leased for HERALD_LEASE');
+  }
+  assert.deepEqual(
+    (await tasksOf(db)).map((row) => [row.lease_owner, row.run_at]),
+    claimed.map(({ task }) => [A, task.leaseUntil]),
+  );
+  assert.deepEqual(await store.queue.claimLoaded(B, 10), [], 'leased tasks are not due');
+  assert.equal(await store.queue.nextDueAt(), claimed[0]!.task.leaseUntil, 'due again when the lease ends');
+
+  // Extending: only by the owner, and only while the lease is the one it wrote.
+  const [first, second] = claimed.map(({ task }) => task);
+  assert.equal(await store.queue.extendLease({ ...first! }, B), false);
+  const leaseBefore = first!.leaseUntil;
+  assert.equal(await store.queue.extendLease(first!, A), true);
+  assert.ok(first!.leaseUntil >= leaseBefore);
+  assert.equal(first!.run_at, first!.leaseUntil);
+  assert.equal(await store.queue.extendLease({ ...first!, leaseUntil: leaseBefore - 1 }, A), false, 'an old lease');
+
+  // Releasing: another owner's release changes nothing; the owner's makes them due at once.
+  await store.queue.release([first!, second!], B);
+  assert.deepEqual(await store.queue.claimLoaded(B, 10), []);
+  await store.queue.release([first!, second!], A);
+  const reclaimed = await store.queue.claimLoaded(B, 10);
+  assert.deepEqual(
+    reclaimed.map(({ task }) => task.id),
+    [first!.id, second!.id],
+  );
+});
+
+test('an outcome of a task another owner holds now is recorded and counted, but not "owned"', {
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit, endpointId } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(1);
+  const db = store.ctx.db;
+  const stale = await claimOne(store.queue, A);
+  await store.queue.release([stale.task], A);
+  const current = await claimOne(store.queue, B);
+
+  assert.deepEqual(await store.queue.completeMany([{ input: stale, result: outcome(500) }], A), [false]);
+  const [task] = await tasksOf(db);
+  assert.deepEqual([task!.id, task!.lease_owner], [current.task.id, B], "the other owner's task stays");
+  const delivery = await deliveryOf(db, stale.task.delivery_id);
+  assert.deepEqual(
+    [delivery.status, delivery.attempt_count, delivery.schedule_step],
+    ['pending', 1, 0],
+    'counted, but the schedule does not move',
+  );
+  assert.equal((await endpointOf(db, endpointId)).status, 'active', 'nor does the endpoint');
+
+  assert.deepEqual(await store.queue.completeMany([{ input: current, result: outcome(200) }], B), [true]);
+  const done = await deliveryOf(db, stale.task.delivery_id);
+  assert.deepEqual([done.status, done.attempt_count, done.next_attempt_at], ['success', 2, null]);
+  assert.deepEqual(await tasksOf(db), []);
+});
+
+test("a failure queues the delivery's next scheduled attempt; the last one exhausts it", {
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit, endpointId } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,0s,0s' });
+  await emit(1);
+  const db = store.ctx.db;
+  const events: OutcomeEvent[] = [];
+  store.queue.onOutcomes = (happened) => events.push(...happened);
+
+  const first = await claimOne(store.queue, A);
+  const at = Date.now();
+  assert.deepEqual(await store.queue.completeMany([{ input: first, result: outcome(500, at) }], A), [true]);
+  const [next] = await tasksOf(db);
+  assert.deepEqual(
+    [next!.delivery_id, next!.trigger, next!.attempt_number, next!.run_at, next!.lease_owner],
+    [first.task.delivery_id, 'scheduled', 2, at, null],
+  );
+  const pending = await deliveryOf(db, first.task.delivery_id);
+  assert.deepEqual(
+    [pending.status, pending.schedule_step, pending.attempt_seq, pending.attempt_count, pending.next_attempt_at],
+    ['pending', 1, 2, 1, at],
+  );
+  assert.deepEqual(
+    [(await endpointOf(db, endpointId)).status, (await endpointOf(db, endpointId)).failing_since],
+    ['failing', at],
+  );
+
+  const second = await claimOne(store.queue, A);
+  await store.queue.completeMany([{ input: second, result: outcome(500) }], A);
+  const third = await claimOne(store.queue, A);
+  assert.equal(third.task.attempt_number, 3);
+  const lastAt = Date.now();
+  const recorded = await store.queue.record([{ input: third, result: outcome(500, lastAt) }], A);
+  assert.deepEqual(recorded.owned, [true]);
+  const deliveryId = first.task.delivery_id;
+  assert.deepEqual(recorded.events, [
+    { type: 'delivery.failing', deliveryId, endpointId, at: lastAt },
+    { type: 'delivery.exhausted', deliveryId, endpointId, at: lastAt },
+  ]);
+  assert.deepEqual(events, recorded.events, 'onOutcomes heard the same events after the commit');
+  assert.deepEqual(await tasksOf(db), [], 'no attempt left');
+  const failed = await deliveryOf(db, deliveryId);
+  assert.deepEqual(
+    [failed.status, failed.schedule_step, failed.attempt_count, failed.next_attempt_at],
+    ['failed', 3, 3, null],
+  );
+  assert.equal((await endpointOf(db, endpointId)).exhausted_at, lastAt, 'the endpoint knows a delivery gave up');
+
+  // A manual attempt of the failed delivery: it delivers, and the delivery has recovered.
+  assert.equal(await store.deliveries.retry((await openScope(store, deliveryId))!, deliveryId), 4);
+  const manual = await claimOne(store.queue, B);
+  assert.deepEqual([manual.task.trigger, manual.task.attempt_number], ['manual', 4]);
+  const recoveredAt = Date.now();
+  assert.deepEqual(await store.queue.completeMany([{ input: manual, result: outcome(200, recoveredAt) }], B), [true]);
+  assert.deepEqual(events.slice(2), [{ type: 'delivery.recovered', deliveryId, endpointId, at: recoveredAt }]);
+  const delivered = await deliveryOf(db, deliveryId);
+  assert.deepEqual([delivered.status, delivered.attempt_count, delivered.next_attempt_at], ['success', 4, null]);
+  const endpoint = await endpointOf(db, endpointId);
+  assert.deepEqual([endpoint.status, endpoint.failing_since, endpoint.exhausted_at], ['active', null, null]);
+});
+
+test('a failed manual attempt leaves the running schedule alone', { timeout: 60_000 }, async (t) => {
+  const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(1);
+  const db = store.ctx.db;
+  const first = await claimOne(store.queue, A);
+  await store.queue.completeMany([{ input: first, result: outcome(500) }], A);
+  const deliveryId = first.task.delivery_id;
+  const scheduled = await deliveryOf(db, deliveryId);
+  assert.equal(await store.deliveries.retry((await openScope(store, deliveryId))!, deliveryId), 2);
+  const manual = await claimOne(store.queue, A);
+  assert.equal(manual.task.trigger, 'manual');
+  await store.queue.completeMany([{ input: manual, result: outcome(500) }], A);
+  const after = await deliveryOf(db, deliveryId);
+  assert.deepEqual(
+    [after.status, after.schedule_step, after.attempt_count, after.next_attempt_at],
+    ['pending', 1, 2, scheduled.next_attempt_at],
+  );
+  const [waiting] = await tasksOf(db);
+  assert.deepEqual([waiting!.trigger, waiting!.attempt_number], ['scheduled', 3], 'renumbered behind the manual one');
+});
+
+test('the same outcome recorded twice counts once', { timeout: 60_000 }, async (t) => {
+  const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
+  await emit(1);
+  const db = store.ctx.db;
+  const input = await claimOne(store.queue, A);
+  const batch = [{ input, result: outcome(503) }];
+  assert.deepEqual(await store.queue.completeMany(batch, A), [true]);
+  assert.deepEqual(await store.queue.record(batch, A), { owned: [false], events: [] });
+  assert.equal((await db.selectFrom('attempts').select('id').execute()).length, 1);
+  const delivery = await deliveryOf(db, input.task.delivery_id);
+  assert.deepEqual([delivery.attempt_count, delivery.schedule_step], [1, 1]);
+  assert.equal((await tasksOf(db)).length, 1, 'one next attempt');
+});
+
+/** The scope a delivery belongs to (for the API's calls). */
+async function openScope(store: Awaited<ReturnType<typeof openStore>>['store'], deliveryId: string) {
+  const row = await store.ctx.db
+    .selectFrom('deliveries')
+    .select(['org_id', 'livemode'])
+    .where('id', '=', deliveryId)
+    .executeTakeFirst();
+  return row && { orgId: row.org_id, livemode: row.livemode === 1 };
+}
+
+test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the planned transaction writes', {
+  skip: TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false,
+  timeout: 60_000,
+}, async (t) => {
+  const { store, scope, appId, endpointId: healthy, config } = await openStore(t);
+  const db = store.ctx.db;
+  const NOW = Date.now();
+  const LEASE = NOW + 60_000;
+  const failing = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing' })).row.id;
+  const disabled = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/disabled' })).row.id;
+  await db
+    .updateTable('endpoints')
+    .set({ status: 'failing', failing_since: NOW - 3_600_000 })
+    .where('id', '=', failing)
+    .execute();
+  await db.updateTable('endpoints').set({ status: 'disabled' }).where('id', '=', disabled).execute();
+
+  // Deliveries 1…6: a first attempt; a recovery of a failing endpoint; one with a manual attempt still
+  // queued; one whose task another worker holds now; one of a disabled endpoint; one recorded already.
+  const cases = [
+    { n: 1, endpoint: healthy, owner: A, count: 0 },
+    { n: 2, endpoint: failing, owner: A, count: 2 },
+    { n: 3, endpoint: healthy, owner: A, count: 0, manualAt: NOW + 5_000 },
+    { n: 4, endpoint: healthy, owner: B, count: 0 },
+    { n: 5, endpoint: disabled, owner: A, count: 0 },
+    { n: 6, endpoint: healthy, owner: A, count: 1, recorded: true },
+  ];
+  const items: { input: AttemptInput; result: AttemptResult }[] = [];
+  for (const c of cases) {
+    const id = `dlv_eq${c.n}`;
+    await db
+      .insertInto('messages')
+      .values({ id: `msg_eq${c.n}`, org_id: scope.orgId, livemode: 0, app_id: appId, event_type: 'e', created_at: NOW })
+      .execute();
+    await db
+      .insertInto('deliveries')
+      .values({
+        id,
+        org_id: scope.orgId,
+        livemode: 0,
+        app_id: appId,
+        message_id: `msg_eq${c.n}`,
+        endpoint_id: c.endpoint,
+        status: c.recorded ? 'success' : 'pending',
+        attempt_count: c.count,
+        attempt_seq: c.count + 1,
+        schedule_step: c.count,
+        next_attempt_at: null,
+        created_at: NOW,
+        updated_at: NOW,
+      })
+      .execute();
+    const task = {
+      id: `tsk_eq${c.n}`,
+      delivery_id: id,
+      endpoint_id: c.endpoint,
+      trigger: 'scheduled',
+      attempt_number: c.count + 1,
+      run_at: LEASE,
+      lease_owner: c.owner,
+    };
+    // The task another worker holds has its lease; the outcome is ours, from the lease we had. Outcomes
+    // whose task is not ours come first: the single statement marks endpoints healthy as of the latest
+    // outcome of the batch, ours or not, the planner as of the latest of ours.
+    const result = outcome(200, c.owner === B || c.recorded ? NOW - 50 - c.n : NOW - 10 + c.n);
+    if (c.recorded) {
+      await db
+        .insertInto('attempts')
+        .values(attemptRow({ ...task, leaseUntil: LEASE }, result, A))
+        .execute();
+    } else {
+      await db.insertInto('delivery_tasks').values(task).execute();
+    }
+    if (c.manualAt)
+      await db
+        .insertInto('delivery_tasks')
+        .values({ ...task, id: `tsk_eq${c.n}m`, trigger: 'manual', run_at: c.manualAt, lease_owner: null })
+        .execute();
+    items.push({
+      input: {
+        task: { ...task, lease_owner: A, leaseUntil: c.owner === B ? LEASE - 1 : LEASE },
+        delivery: { id, messageId: `msg_eq${c.n}`, eventType: 'e', createdAt: NOW, livemode: false },
+        endpoint: {
+          id: c.endpoint,
+          url: 'http://127.0.0.1:9/',
+          publicOnly: false,
+          status: c.endpoint === disabled ? 'disabled' : c.endpoint === failing ? 'failing' : 'active',
+          secrets: null,
+        },
+        payloadJson: null,
+        payloadLater: false,
+      },
+      result,
+    });
+  }
+
+  // Both ways on the same data, each in a transaction rolled back after its rows are read, by a queue
+  // with a fixed clock (the `updated_at` both write).
+  const queueDb = store.queue['ctx'].db;
+  const queue = new PostgresQueue({ db: queueDb, dialect: 'postgres', now: () => NOW }, store.endpoints, config);
+  const rollBack = new Error('roll back');
+  const rowsAfter = async (write: (trx: Kysely<Database>) => Promise<boolean[]>) => {
+    let rows: unknown = null;
+    await queueDb
+      .transaction()
+      .execute(async (trx) => {
+        const owned = await write(trx);
+        rows = {
+          owned,
+          attempts: await trx.selectFrom('attempts').selectAll().orderBy('id').execute(),
+          deliveries: await trx.selectFrom('deliveries').selectAll().orderBy('id').execute(),
+          delivery_tasks: await trx.selectFrom('delivery_tasks').selectAll().orderBy('id').execute(),
+          endpoints: await trx.selectFrom('endpoints').selectAll().orderBy('id').execute(),
+        };
+        throw rollBack;
+      })
+      .catch((error: unknown) => {
+        if (error !== rollBack) throw error;
+      });
+    return rows as Record<string, Record<string, unknown>[]> & { owned: boolean[] };
+  };
+  const single = await rowsAfter(async (trx) => {
+    const { rows } = await queue['completeDeliveredQuery'](items, A).execute(trx);
+    const taken = new Set(rows.filter((row) => row.lease_owner === A).map((row) => row.id));
+    return items.map(({ input }) => taken.has(input.task.id));
+  });
+  const planned = await rowsAfter(async (trx) => (await queue['planAndApply'](trx, items, A)).owned);
+  assert.deepEqual(single, planned);
+
+  // And what they both wrote is what a 2xx does.
+  assert.deepEqual(planned.owned, [true, true, true, false, true, false]);
+  const delivery = (n: number) => planned.deliveries!.find((row) => row.id === `dlv_eq${n}`)!;
+  assert.deepEqual(
+    [1, 2, 3, 4, 5, 6].map((n) => [delivery(n).status, delivery(n).attempt_count, delivery(n).next_attempt_at]),
+    [
+      ['success', 1, null],
+      ['success', 3, null],
+      ['success', 1, NOW + 5_000],
+      ['success', 1, null],
+      ['success', 1, null],
+      ['success', 1, null],
+    ],
+  );
+  assert.deepEqual(
+    planned.delivery_tasks!.map((row) => row.id),
+    ['tsk_eq3m'],
+  );
+  assert.equal(planned.attempts!.length, 6);
+  const endpoint = (id: string) => planned.endpoints!.find((row) => row.id === id)!;
+  assert.deepEqual([endpoint(failing).status, endpoint(failing).failing_since], ['active', null]);
+  assert.equal(endpoint(disabled).status, 'disabled');
+});
