@@ -22,7 +22,9 @@ import { changedBySuccess, deliveredOf, markHealthy, nextRunAt, ownedTasks, take
  * that disables an endpoint stops the endpoint's tasks and deliveries (recordHealth) after locking its own
  * deliveries; it holds the endpoint's row, which every other writer of that endpoint's rows that waits
  * takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
- * tasks: a new row locks no existing one.
+ * tasks: a new row locks no existing one. Two writers lock other rows alone: an endpoint's create writes
+ * its application's row (the count of its endpoints waits on it) and then only inserts; a heartbeat that
+ * hands back a dead worker's tasks (src/store/workers.ts) updates tasks and nothing else.
  */
 export class PostgresQueue extends QueueDriver {
   /**
