@@ -180,7 +180,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     bodyLimit: config.maxPayloadBytes,
     genReqId: () => newId('request'),
     // Each log line of a request carries the request_id that its error envelope shows. fastify's two
-    // info lines per request (incoming, completed) were a tenth of an emit's cost; one line per request
+    // info lines per request (incoming, completed) cost a tenth of an emit; one line per request
     // is written below instead, with the same request_id.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }) as never,
     // Keep-alive connections from load balancers outlive Node's 5 s default.

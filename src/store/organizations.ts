@@ -92,7 +92,7 @@ export class Organizations {
 
   /**
    * Recent answers of findKeyOwner by key hash, for KEY_CACHE_MS: every request authenticates, and the
-   * lookup (hash, query, join) was a tenth of an emit's cost. Revoking a key or changing a plan in this
+   * lookup (hash, query, join) costs a tenth of an emit. Revoking a key or changing a plan in this
    * process clears it; other processes see the change within KEY_CACHE_MS.
    */
   private readonly keyCache = new Map<string, { owner: KeyOwner | undefined; until: number }>();
