@@ -56,17 +56,6 @@ export const endpointToApi = (e: EndpointRow) => ({
   updated_at: iso(e.updated_at),
 });
 
-export const attemptToApi = (a: AttemptRow) => ({
-  attempt_number: a.attempt_number,
-  trigger: a.trigger as 'scheduled' | 'manual',
-  status: a.status as 'success' | 'failed',
-  response_status: a.response_status,
-  response_body: a.response_body,
-  error: a.error,
-  duration_ms: a.duration_ms,
-  created_at: iso(a.created_at),
-});
-
 /** An attempt as lists show it: without the receiver's answer, which is read with its delivery alone. */
 export const attemptSummaryToApi = (a: AttemptRow) => ({
   attempt_number: a.attempt_number,
@@ -77,6 +66,8 @@ export const attemptSummaryToApi = (a: AttemptRow) => ({
   duration_ms: a.duration_ms,
   created_at: iso(a.created_at),
 });
+
+export const attemptToApi = (a: AttemptRow) => ({ ...attemptSummaryToApi(a), response_body: a.response_body });
 
 export const deliveryToApi = (d: DeliveryRow) => ({
   id: d.id,

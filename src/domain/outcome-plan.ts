@@ -25,13 +25,16 @@ export interface OutcomeTask {
   leaseUntil: number;
 }
 
+/** What sending an attempt gave. */
 export interface OutcomeResult {
   ok: boolean;
   responseStatus: number | null;
   responseBody: string | null;
   error: string | null;
   durationMs: number;
+  /** Delay the receiver asked for with Retry-After, already bounded. */
   retryAfterMs: number | null;
+  /** When the attempt finished. */
   at: number;
 }
 

@@ -1,4 +1,5 @@
 import type { EndpointStatus } from '../domain/endpoint-state.js';
+import type { OutcomeResult } from '../domain/outcome-plan.js';
 import type { StoreContext } from './common.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
 import type { QueueDriver } from './queue/driver.js';
@@ -37,17 +38,8 @@ export interface AttemptInput {
   payloadLater: boolean;
 }
 
-export interface AttemptResult {
-  ok: boolean;
-  responseStatus: number | null;
-  responseBody: string | null;
-  error: string | null;
-  durationMs: number;
-  /** Delay the receiver asked for with Retry-After, already bounded. */
-  retryAfterMs: number | null;
-  /** When the attempt finished. */
-  at: number;
-}
+/** What sending an attempt gave (the planner's OutcomeResult). */
+export type AttemptResult = OutcomeResult;
 
 /** The queue of one store: its database's driver (SqliteQueue or PostgresQueue). */
 export type Queue = QueueDriver;
