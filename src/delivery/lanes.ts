@@ -36,6 +36,12 @@ export class Lane {
   inFlight = 0;
   /** Until when (performance.now()) this worker leaves the endpoint out of its claims; 0: not paused. */
   pausedUntil = 0;
+  /**
+   * Whether the pause holds the endpoint's attempts back (the receiver asked for quiet: what this worker
+   * claims meanwhile goes back due when the pause ends), or only this worker's claims (secrets it cannot
+   * open: what it claims goes back at once, for another worker).
+   */
+  holdsBack = false;
   private state: TopUpState = 'idle';
 
   /** Claimed attempts the lane may hold: its waves of `capacity`, one in flight and the rest waiting. */
@@ -69,6 +75,7 @@ export class Lane {
     if (this.pausedUntil === 0) return false;
     if (this.pausedUntil > (now ?? performance.now())) return true;
     this.pausedUntil = 0;
+    this.holdsBack = false;
     // A top-up that came back full while paused may have marked it, and with nothing in flight no finished
     // attempt would ask for its top-up.
     if (this.state === 'maybe-more') this.move('idle');
@@ -182,8 +189,21 @@ export class Lanes {
    */
   pause(lane: Lane, until: number): void {
     lane.pausedUntil = until;
+    lane.holdsBack = false;
     if (lane.topUp === 'wants-top-up') this.wantTopUp.delete(lane);
     if (lane.topUp === 'maybe-more' || lane.topUp === 'wants-top-up') lane.move('idle');
+  }
+
+  /**
+   * The endpoint asked for quiet (a 429 or 503 with Retry-After): paused until `until` (performance.now()),
+   * and its waiting attempts taken out, to be given back due when the pause ends.
+   */
+  pauseAndTakeWaiting(lane: Lane, until: number): ClaimedTask[] {
+    this.pause(lane, Math.max(until, lane.pausedUntil));
+    lane.holdsBack = true;
+    const tasks = lane.waiting.splice(0);
+    this.ready.delete(lane);
+    return tasks;
   }
 
   /**

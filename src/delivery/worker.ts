@@ -9,6 +9,7 @@ import { signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
 import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
+import { endpointPauseMs } from '../domain/retry.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
 // through a lane per endpoint with bounds per endpoint and overall (lanes.ts, and pump here), send, and record
@@ -144,8 +145,13 @@ export class DeliveryWorker {
    */
   private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
+    const heldBack = new Map<Lane, ClaimedTask[]>();
     for (const { task, input } of claimed) {
-      if (this.lanes.hasRoom(task.endpoint_id)) {
+      // Claimed just as its endpoint asked for quiet: back to the queue, due when the pause ends.
+      const lane = this.lanes.get(task.endpoint_id);
+      if (lane?.holdsBack && lane.paused()) {
+        heldBack.set(lane, [...(heldBack.get(lane) ?? []), task]);
+      } else if (this.lanes.hasRoom(task.endpoint_id)) {
         // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT) is loaded when the attempt starts.
         if (!input?.payloadLater) this.loaded.set(task.id, input);
         this.claimed++;
@@ -158,6 +164,23 @@ export class DeliveryWorker {
     // Start what we kept before giving the rest back.
     this.pump();
     if (excess.length > 0) await this.queue.release(excess, this.owner);
+    for (const [lane, tasks] of heldBack) await this.queue.release(tasks, this.owner, pauseEnd(lane));
+  }
+
+  /**
+   * The endpoint answered a 429 or 503 with Retry-After: its lane is paused for that long, and what it
+   * holds waiting goes back to the queue due when the pause ends (the outcome's record holds back the
+   * endpoint's other queued attempts the same way, for every worker). Requests in flight finish.
+   */
+  private pauseLane(lane: Lane, pauseMs: number): void {
+    const waiting = this.lanes.pauseAndTakeWaiting(lane, performance.now() + pauseMs);
+    if (waiting.length === 0) return;
+    for (const task of waiting) this.loaded.delete(task.id);
+    this.claimed -= waiting.length;
+    if (this.claimed < this.maxClaimed) this.claims.newWork();
+    void this.queue
+      .release(waiting, this.owner, pauseEnd(lane))
+      .catch((error) => this.log.warn({ err: error }, 'release of a paused endpoint failed; leases will expire'));
   }
 
   /** Starts waiting attempts while there are free slots, taking lanes in turn. */
@@ -221,6 +244,8 @@ export class DeliveryWorker {
         if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null)
           return await this.cannotSign(task, lane);
         result = await this.send(input);
+        const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
+        if (pauseMs !== null) this.pauseLane(lane, pauseMs);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.
         input.payloadJson = null;
       } finally {
@@ -303,4 +328,9 @@ export class DeliveryWorker {
     const result = await this.sender.send(request);
     return { ...result, at: Date.now() };
   }
+}
+
+/** When a lane's pause ends, on the wall clock the store's run_at uses. */
+function pauseEnd(lane: Lane): number {
+  return Date.now() + Math.max(0, lane.pausedUntil - performance.now());
 }

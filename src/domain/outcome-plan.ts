@@ -1,6 +1,6 @@
 import { type EndpointHealth, type EndpointStatus, nextEndpointHealth } from './endpoint-state.js';
 import { idFrom } from './ids.js';
-import { nextDelayAfterFailure } from './retry.js';
+import { endpointPauseMs, nextDelayAfterFailure } from './retry.js';
 
 // What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because two
 // facts only the database can settle atomically come between them: which attempt rows are new (the same
@@ -172,7 +172,7 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
 export function recordingPlan(
   items: readonly OutcomeItem[],
   owner: string,
-): { attempts: PlannedAttempt[]; take: TaskTake } {
+): { attempts: PlannedAttempt[]; take: TaskTake; pauses: EndpointPause[] } {
   return {
     attempts: items.map(({ input, result }) => attemptRow(input.task, result, owner)),
     take: {
@@ -180,7 +180,29 @@ export function recordingPlan(
       tasks: items.map(({ input }) => input.task),
       delivered: new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
     },
+    pauses: endpointPauses(items),
   };
+}
+
+/**
+ * An endpoint paused by an answer (endpointPauseMs): its queued attempts that no worker holds are not due
+ * before `until`. Whichever outcome asked for the latest end counts.
+ */
+export interface EndpointPause {
+  endpointId: string;
+  until: number;
+}
+
+/** The pauses a batch's answers ask for, one per endpoint (a deleted or disabled endpoint has none). */
+export function endpointPauses(items: readonly OutcomeItem[]): EndpointPause[] {
+  const until = new Map<string, number>();
+  for (const { input, result } of items) {
+    const pause = endpointPauseMs(result.responseStatus, result.retryAfterMs);
+    if (pause === null || !input.endpoint || input.endpoint.status === 'disabled') continue;
+    const end = result.at + pause;
+    until.set(input.endpoint.id, Math.max(end, until.get(input.endpoint.id) ?? end));
+  }
+  return [...until].map(([endpointId, end]) => ({ endpointId, until: end }));
 }
 
 /** The deliveries outcomePlan reads: those with an attempt written now, and those of our failed tasks. */

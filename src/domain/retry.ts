@@ -25,6 +25,16 @@ export function parseRetryAfter(value: string | null | undefined, now: number): 
 }
 
 /**
+ * How long an answer pauses its whole endpoint, or null: a 429 or 503 with Retry-After holds back every
+ * delivery to that endpoint until then, not only the one that got it (the receiver asked for quiet, not
+ * for one message to wait). The pause uses no attempt and is no failure of the others.
+ */
+export function endpointPauseMs(responseStatus: number | null, retryAfterMs: number | null): number | null {
+  if (responseStatus !== 429 && responseStatus !== 503) return null;
+  return retryAfterMs !== null && retryAfterMs > 0 ? retryAfterMs : null;
+}
+
+/**
  * The delay before the next scheduled attempt after a failure: the schedule's, or the receiver's
  * Retry-After when that asks for longer. Null when no scheduled attempt is left.
  */

@@ -144,3 +144,31 @@ test("a receiver's answer with NUL bytes and bytes that are not UTF-8 is recorde
   }
   assert.equal(receiver.received.length, 2, 'each attempt sent once: none waits for a lease to be sent again');
 });
+
+test('a 429 with Retry-After pauses the whole endpoint: no request reaches it until then, and the pause uses no attempt', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,50ms', HERALD_ENDPOINT_CONCURRENCY: '1' });
+  let first = true;
+  const receiver = await startReceiver(t, () => {
+    if (!first) return { status: 200 };
+    first = false;
+    return { status: 429, headers: { 'retry-after': '2' } };
+  });
+  const other = await startReceiver(t);
+  await s.endpoint(`${receiver.url}/quiet`);
+  const emitted = [];
+  for (let i = 0; i < 5; i++) emitted.push(await s.emit({ i }));
+  // Each message also goes to a second endpoint, which no pause holds back.
+  await s.endpoint(`${other.url}/busy`);
+  const more = await s.emit({ i: 'other' });
+  await other.waitFor(1, 1_500);
+  await receiver.waitFor(6, 15_000);
+  const [asked, ...rest] = receiver.received;
+  const quietFor = Math.min(...rest.map((r) => r.at)) - asked!.at;
+  assert.ok(quietFor >= 1_900, `the endpoint heard nothing for ${quietFor} ms after asking for 2 s`);
+  // The pause is no failure: every delivery succeeds, and only the one that got the 429 used two attempts.
+  const reads = await Promise.all(
+    emitted.map((e) => s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'delivered')),
+  );
+  assert.deepEqual(reads.map((d) => d.attempts.length).sort(), [1, 1, 1, 1, 2]);
+  assert.ok(more.deliveryIds.length === 2);
+});

@@ -312,3 +312,15 @@ test('endpoints with only successes here are marked healthy without being read',
   const plan = outcomePlan(items, OWNER, state(items, { endpoints: new Map([['ep_b', healthy]]) }), RULES);
   assert.deepEqual(plan.healthy, { ids: ['ep_a', 'ep_c'], at: NOW - 1 });
 });
+
+test('a 429 or 503 with Retry-After pauses its whole endpoint until the latest end asked; other answers do not', () => {
+  const batch = [
+    item(1, 429, { retryAfterMs: 2_000, at: NOW }),
+    item(2, 503, { retryAfterMs: 5_000, at: NOW - 100 }),
+    item(3, 500, { retryAfterMs: 60_000, endpoint: 'ep_2' }),
+    item(4, 429, { endpoint: 'ep_3' }),
+    item(5, 429, { retryAfterMs: 9_000, endpoint: 'ep_4', endpointStatus: 'disabled' }),
+    item(6, 200, { retryAfterMs: 9_000, endpoint: 'ep_5' }),
+  ];
+  assert.deepEqual(recordingPlan(batch, OWNER).pauses, [{ endpointId: 'ep_1', until: NOW - 100 + 5_000 }]);
+});

@@ -11,6 +11,7 @@ import { newId } from '../../domain/ids.js';
 import {
   type DeliveryChange,
   type DeliveryState,
+  type EndpointPause,
   deliveriesToRead,
   endpointsToRead,
   type OutcomeEvent,
@@ -140,14 +141,17 @@ export abstract class QueueDriver {
     return true;
   }
 
-  /** Gives claimed tasks back so they are due again at once (when a worker stops, or claimed too many). */
-  async release(tasks: ClaimedTask[], owner: string): Promise<void> {
+  /**
+   * Gives claimed tasks back, due again at `dueAt` (at once by default: a worker that stops, or claimed too
+   * many; later for an endpoint that asked for a pause).
+   */
+  async release(tasks: ClaimedTask[], owner: string, dueAt?: number): Promise<void> {
     // Tasks of one claim share their lease end, so this is one statement per claim.
     for (const [leaseUntil, ids] of idsByLease(tasks)) {
       for (const part of chunks(ids)) {
         await this.ctx.db
           .updateTable('delivery_tasks')
-          .set({ run_at: this.ctx.now(), lease_owner: null })
+          .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null })
           .where('id', 'in', part)
           .where('lease_owner', '=', owner)
           .where('run_at', '=', leaseUntil)
@@ -210,7 +214,7 @@ export abstract class QueueDriver {
   protected async planAndApply(trx: Executor, items: Recorded[], owner: string): Promise<OutcomePlan> {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
-    const { attempts, take } = recordingPlan(items, owner);
+    const { attempts, take, pauses } = recordingPlan(items, owner);
     // Which attempt rows are new and which tasks were still ours are settled by these writes themselves
     // (a conditional insert, a conditional delete), so they come before the reads the plan depends on.
     const written = new Set(await insertNewRows(trx, this.ctx.dialect, 'attempts', attempts, 'id', 'id'));
@@ -221,6 +225,8 @@ export abstract class QueueDriver {
         .execute();
       for (const id of ownedTasks(part, rows, owner)) owned.add(id);
     }
+    // Tasks before deliveries, as the lock order has it: the paused endpoints' waiting tasks move first.
+    for (const pause of pauses) await this.pauseEndpoint(trx, pause, now);
     const { deliveries, queued } = await this.readDeliveries(trx, deliveriesToRead(items, attempts, written, owned));
     const plan = outcomePlan(
       items,
@@ -241,6 +247,30 @@ export abstract class QueueDriver {
     );
     await this.apply(trx, plan);
     return plan;
+  }
+
+  /**
+   * Holds back an endpoint's queued attempts until the pause ends: those no worker holds (a claimed task's
+   * run_at is its lease end, and its worker pauses its own lane), with their deliveries' next_attempt_at.
+   */
+  private async pauseEndpoint(trx: Executor, { endpointId, until }: EndpointPause, now: number): Promise<void> {
+    const moved = await trx
+      .updateTable('delivery_tasks')
+      .set({ run_at: until })
+      .where('endpoint_id', '=', endpointId)
+      .where('run_at', '<', until)
+      .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('run_at', '<=', now)]))
+      .returning('delivery_id')
+      .execute();
+    for (const part of chunks([...new Set(moved.map((row) => row.delivery_id))])) {
+      await trx
+        .updateTable('deliveries')
+        .set({ next_attempt_at: until })
+        .where('id', 'in', part)
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<', until)
+        .execute();
+    }
   }
 
   /** Takes what recording a batch writes before anything else is read or written (the locks). */
