@@ -2,9 +2,20 @@ import { Type } from 'typebox';
 import { conflict, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Endpoint, EndpointWithSecret, errors, Filter, IdParams, ListOf, pageQuery, Timestamp } from './schemas.js';
+import {
+  Endpoint,
+  EndpointHeaders,
+  EndpointWithSecret,
+  errors,
+  Filter,
+  IdParams,
+  ListOf,
+  pageQuery,
+  Timestamp,
+} from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
+import { headersProblem } from '../domain/headers.js';
 import type { Scope, Store } from '../store/index.js';
 import { EndpointLimitError } from '../store/endpoints.js';
 import type { EndpointRow } from '../store/schema.js';
@@ -26,9 +37,13 @@ export async function checkEndpointInput(
   store: Store,
   config: Config,
   scope: Scope,
-  input: { url?: string | undefined; event_types?: string[] | undefined },
+  input: { url?: string | undefined; event_types?: string[] | undefined; headers?: Record<string, string> | undefined },
   publicOnly = scope.livemode,
 ) {
+  if (input.headers !== undefined) {
+    const problem = headersProblem(input.headers);
+    if (problem) throw invalid(problem);
+  }
   if (input.url !== undefined) {
     const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly);
     if (problem) throw invalid(problem);
@@ -37,6 +52,11 @@ export async function checkEndpointInput(
     const unknown = await store.eventTypes.unknownNames(scope, input.event_types);
     if (unknown.length > 0) throw invalid(`event_types not in this environment's event catalog: ${unknown.join(', ')}`);
   }
+}
+
+/** An endpoint as the API and the portal show it: its headers opened, sensitive values redacted. */
+export function endpointView(store: Store): (row: EndpointRow) => ReturnType<typeof endpointToApi> {
+  return (row) => endpointToApi(row, store.endpoints.shownHeaders(row));
 }
 
 /** Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit. */
@@ -55,6 +75,7 @@ export async function createEndpoint(
 }
 
 export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
+  const view = endpointView(store);
   app.get(
     '/api/v1/endpoints',
     {
@@ -68,7 +89,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       const appId = await appIdFilter(store, scope, request.query.app_id);
-      return list(await store.endpoints.list(scope, pageOf(request.query), { appId }), endpointToApi);
+      return list(await store.endpoints.list(scope, pageOf(request.query), { appId }), view);
     },
   );
 
@@ -83,6 +104,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           url: Url,
           description: Type.Optional(Description),
           event_types: Type.Optional(EventTypes),
+          headers: Type.Optional(EndpointHeaders),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -98,9 +120,10 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         url: body.url,
         description: body.description,
         eventTypes: body.event_types,
+        headers: body.headers,
       });
       reply.code(201);
-      return { ...endpointToApi(row), signing_secret: secret };
+      return { ...view(row), signing_secret: secret };
     },
   );
 
@@ -117,7 +140,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const row = await store.endpoints.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`endpoint ${request.params.id}`);
-      return endpointToApi(row);
+      return view(row);
     },
   );
 
@@ -133,6 +156,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           description: Type.Optional(Description),
           event_types: Type.Optional(EventTypes),
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+          headers: Type.Optional(EndpointHeaders),
         }),
         response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
       },
@@ -140,15 +164,16 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status } = request.body;
+      const { url, description, event_types, status, headers } = request.body;
       const row = await store.endpoints.update(scope, request.params.id, {
         url,
         description,
         eventTypes: event_types,
         status,
+        headers,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
-      return endpointToApi(row);
+      return view(row);
     },
   );
 

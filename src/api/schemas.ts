@@ -93,10 +93,20 @@ const endpointFields = {
   status: EndpointStatus,
   event_types: Type.Array(Type.String()),
   description: Type.String(),
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
+  }),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
 export const Endpoint = Type.Object(endpointFields);
+
+/** `headers` as create and update take them: names and values are checked by headersProblem. */
+export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String(), {
+  maxProperties: 20,
+  description:
+    'Headers sent with every request to the endpoint (at most 20; reserved names refused). An update replaces the whole set; a sensitive value sent back as "<redacted>" keeps the stored one',
+});
 export const EndpointWithSecret = Type.Object({
   ...endpointFields,
   signing_secret: Type.String({ description: 'whsec_…, shown once' }),

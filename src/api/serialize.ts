@@ -44,7 +44,8 @@ export const applicationWithPortalPath = (a: ApplicationRow & { portalToken: str
   portal_path: portalPath(a.portalToken),
 });
 
-export const endpointToApi = (e: EndpointRow) => ({
+/** An endpoint; `headers` as reads show them (Endpoints.shownHeaders). */
+export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) => ({
   id: e.id,
   object: 'endpoint' as const,
   app_id: e.app_id,
@@ -52,6 +53,7 @@ export const endpointToApi = (e: EndpointRow) => ({
   status: e.status as 'active' | 'disabled' | 'failing',
   event_types: JSON.parse(e.event_types) as string[],
   description: e.description,
+  headers,
   created_at: iso(e.created_at),
   updated_at: iso(e.updated_at),
 });

@@ -9,12 +9,12 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
 /**
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
- * secret (the current one first, then those rotated out whose grace has not ended). The signed body is the
- * body sent.
+ * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
+ * headers. The signed body is the body sent.
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,
-  endpoint: { url: string; publicOnly: boolean; secrets: SigningSecrets },
+  endpoint: { url: string; publicOnly: boolean; secrets: SigningSecrets; headers: Record<string, string> },
   payloadJson: string,
   nowMs: number,
 ): SendRequest {
@@ -28,7 +28,9 @@ export function signedRequest(
     url: endpoint.url,
     body,
     publicOnly: endpoint.publicOnly,
+    // The endpoint's own first: its names never collide with these (reserved names are refused).
     headers: {
+      ...endpoint.headers,
       'content-type': 'application/json',
       'user-agent': USER_AGENT,
       'webhook-id': msgId,

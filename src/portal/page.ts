@@ -114,6 +114,8 @@ export const PORTAL_JS = `
         row.dataset.endpointId = endpoint.id;
         var url = el('td'); url.appendChild(el('code', endpoint.url));
         if (endpoint.description) url.appendChild(el('div', endpoint.description));
+        var names = Object.keys(endpoint.headers);
+        if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
         row.appendChild(url);
         row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
         row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
@@ -122,6 +124,7 @@ export const PORTAL_JS = `
         actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', function () {
           call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(loadEndpoints).catch(fail);
         }));
+        actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
             show('New signing secret (shown once): ' + result.signing_secret + '\\nThe previous secret keeps working until ' + result.previous_valid_until + '.');
@@ -131,6 +134,32 @@ export const PORTAL_JS = `
         body.appendChild(row);
       });
     });
+  }
+
+  // Headers as lines of "Name: value"; a credential shows as <redacted>, and left so it keeps its value.
+  function editHeaders(cell, endpoint) {
+    if (cell.querySelector('form')) return;
+    var form = el('form', null, 'headers-form');
+    var text = el('textarea');
+    text.rows = 4;
+    text.value = Object.keys(endpoint.headers).map(function (name) { return name + ': ' + endpoint.headers[name]; }).join('\\n');
+    form.appendChild(text);
+    var save = el('button', 'Save headers');
+    save.type = 'submit';
+    form.appendChild(save);
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var headers = {};
+      text.value.split('\\n').forEach(function (line) {
+        var at = line.indexOf(':');
+        if (line.trim() && at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+      });
+      call('PATCH', 'endpoints/' + endpoint.id, { headers: headers }).then(function () {
+        show('Headers saved.');
+        return loadEndpoints();
+      }).catch(fail);
+    });
+    cell.appendChild(form);
   }
 
   function loadMessages() {

@@ -2,17 +2,9 @@ import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
-import {
-  attemptSummaryToApi,
-  deliveryToApi,
-  endpointToApi,
-  eventTypeToApi,
-  iso,
-  list,
-  messageToApi,
-} from '../api/serialize.js';
-import { cursorOf, IdParams } from '../api/schemas.js';
-import { checkEndpointInput, createEndpoint } from '../api/endpoints.js';
+import { attemptSummaryToApi, deliveryToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
+import { cursorOf, EndpointHeaders, IdParams } from '../api/schemas.js';
+import { checkEndpointInput, createEndpoint, endpointView } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
@@ -53,6 +45,7 @@ const publicRoute = { config: { public: true }, schema: { hide: true } } as cons
 const PAGE_ROUTE = '/portal/:token';
 
 export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
+  const view = endpointView(store);
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
   // A portal link has a rate limit of its own, at its organization's plan's rate (so a customer cannot use
   // up the organization's API): its context is looked up before the limit is applied (a preHandler) and
@@ -133,7 +126,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), endpointToApi);
+      return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), view);
     },
   );
 
@@ -150,6 +143,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
           event_types: Type.Optional(
             Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true }),
           ),
+          headers: Type.Optional(EndpointHeaders),
         }),
       },
     },
@@ -164,9 +158,10 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         publicOnly: true,
         description: request.body.description,
         eventTypes: request.body.event_types,
+        headers: request.body.headers,
       });
       reply.code(201);
-      return { ...endpointToApi(row), signing_secret: secret };
+      return { ...view(row), signing_secret: secret };
     },
   );
 
@@ -177,16 +172,21 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
       schema: {
         hide: true,
         params: TokenIdParams,
-        body: Type.Object({ status: Type.Union([Type.Literal('active'), Type.Literal('disabled')]) }),
+        body: Type.Object({
+          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+          headers: Type.Optional(EndpointHeaders),
+        }),
       },
     },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
       await ownEndpoint(ctx, request.params.id);
-      const row = await store.endpoints.update(ctx.scope, request.params.id, { status: request.body.status });
+      await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const { status, headers } = request.body;
+      const row = await store.endpoints.update(ctx.scope, request.params.id, { status, headers });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
-      return endpointToApi(row);
+      return view(row);
     },
   );
 

@@ -1,5 +1,6 @@
 import { newId } from '../domain/ids.js';
 import { generateSigningSecret, type SecretBox } from '../domain/secrets.js';
+import { mergedHeaders, shownHeaders } from '../domain/headers.js';
 import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
 import {
   liveFlag,
@@ -19,6 +20,8 @@ export interface EndpointInput {
   publicOnly?: boolean | undefined;
   description?: string | undefined;
   eventTypes?: string[] | undefined;
+  /** Headers sent with every request (checked by headersProblem). */
+  headers?: Record<string, string> | undefined;
 }
 
 export interface EndpointChanges {
@@ -26,6 +29,8 @@ export interface EndpointChanges {
   description?: string | undefined;
   eventTypes?: string[] | undefined;
   status?: 'active' | 'disabled' | undefined;
+  /** The whole new set; a sensitive value sent back as REDACTED keeps the stored one (mergedHeaders). */
+  headers?: Record<string, string> | undefined;
 }
 
 /** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
@@ -119,6 +124,7 @@ export class Endpoints {
       failing_since: null,
       exhausted_at: null,
       public_only: input.publicOnly ? 1 : 0,
+      headers_sealed: this.sealHeaders(input.headers ?? {}),
       created_at: now,
       updated_at: now,
     };
@@ -185,6 +191,10 @@ export class Endpoints {
         public_only: changes.url === undefined || changes.url === current.url ? current.public_only : 0,
         description: changes.description ?? current.description,
         event_types: changes.eventTypes === undefined ? current.event_types : JSON.stringify(changes.eventTypes),
+        headers_sealed:
+          changes.headers === undefined
+            ? current.headers_sealed
+            : this.sealHeaders(mergedHeaders(changes.headers, this.headers(current))),
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -204,6 +214,7 @@ export class Endpoints {
           public_only: next.public_only,
           description: next.description,
           event_types: next.event_types,
+          headers_sealed: next.headers_sealed,
           ...health,
           updated_at: now,
         })
@@ -262,6 +273,29 @@ export class Endpoints {
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) > 0) return { secret, previousValidUntil };
     }
+  }
+
+  /** The endpoint's own headers, opened (throws when they were sealed under another HERALD_SECRET_KEY). */
+  headers(row: Pick<EndpointRow, 'headers_sealed'>): Record<string, string> {
+    return row.headers_sealed === null
+      ? {}
+      : (JSON.parse(this.secrets.open(row.headers_sealed)) as Record<string, string>);
+  }
+
+  /**
+   * The headers as reads show them (shownHeaders). A process whose HERALD_SECRET_KEY did not seal them
+   * shows none (its worker sends nothing to the endpoint either: see the queue's InputReader).
+   */
+  shownHeaders(row: Pick<EndpointRow, 'headers_sealed'>): Record<string, string> {
+    try {
+      return shownHeaders(this.headers(row));
+    } catch {
+      return {};
+    }
+  }
+
+  private sealHeaders(headers: Record<string, string>): string | null {
+    return Object.keys(headers).length === 0 ? null : this.secrets.seal(JSON.stringify(headers));
   }
 
   /** The secrets that sign an attempt made at `now` for this endpoint row. */

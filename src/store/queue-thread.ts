@@ -91,7 +91,11 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     // Recording reads the task, the endpoint's id and status and the result: the payload (the worker drops
     // it after sending, but this does not rely on that) and the opened signing secrets stay here.
     const slim = items.map(({ input, result }) => ({
-      input: { ...input, payloadJson: null, endpoint: input.endpoint && { ...input.endpoint, secrets: NO_SECRETS } },
+      input: {
+        ...input,
+        payloadJson: null,
+        endpoint: input.endpoint && { ...input.endpoint, secrets: NO_SECRETS, headers: {} },
+      },
       result,
     }));
     return this.call<boolean[]>({ method: 'completeMany', args: [slim, owner] });

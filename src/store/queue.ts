@@ -31,6 +31,8 @@ export interface AttemptInput {
     publicOnly: boolean;
     status: EndpointStatus;
     secrets: SigningSecrets | null;
+    /** The endpoint's own headers, sent with every request (src/domain/headers.ts). */
+    headers: Record<string, string>;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;

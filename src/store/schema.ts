@@ -65,6 +65,8 @@ export interface EndpointRow {
   exhausted_at: number | null;
   /** 1 when the URL was chosen in a customer portal: deliveries reach public addresses only, in Test too. */
   public_only: number;
+  /** The endpoint's own headers, a JSON object sealed with HERALD_SECRET_KEY; null: none. */
+  headers_sealed: string | null;
   created_at: number;
   updated_at: number;
 }

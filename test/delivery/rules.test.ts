@@ -41,7 +41,7 @@ test('signedRequest: one signature per valid secret, each verifiable alone, body
         livemode: false,
       },
     },
-    { url: 'http://127.0.0.1:1/', publicOnly: false, secrets: { current, previous: [previous] } },
+    { url: 'http://127.0.0.1:1/', publicOnly: false, secrets: { current, previous: [previous] }, headers: {} },
     '{"amount":1}',
     now,
   );

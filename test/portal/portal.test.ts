@@ -276,6 +276,16 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   assert.match(text, /success/);
   assert.match(text, /#1 scheduled · success · HTTP 200/);
 
+  // Headers: edited as lines of "Name: value"; a credential comes back redacted.
+  await page.click('#endpoints tbody tr:first-child button:text("Edit headers")');
+  await page.fill('#endpoints tbody tr:first-child textarea', 'X-Tenant: acme\nAuthorization: Bearer browser-s3cret');
+  await page.click('#endpoints tbody tr:first-child button:text("Save headers")');
+  await page.waitForSelector('#endpoints .headers');
+  const headersShown = (await page.locator('#endpoints .headers').first().textContent()) ?? '';
+  assert.match(headersShown, /X-Tenant: acme/);
+  assert.match(headersShown, /Authorization: <redacted>/);
+  assert.doesNotMatch((await page.content()) ?? '', /browser-s3cret/);
+
   await page.click('#endpoints tbody tr:first-child button:text("Disable")');
   await page.waitForSelector('#endpoints .status-disabled');
   await page.screenshot({ path: `${service.database.env.HERALD_DATA_DIR}/portal.png`, fullPage: true });

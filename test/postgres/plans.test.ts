@@ -250,6 +250,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
           publicOnly: false,
           status: 'active' as const,
           secrets: { current: '', previous: [] },
+          headers: {},
         },
         payloadJson: null,
         payloadLater: false,

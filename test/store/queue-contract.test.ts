@@ -304,6 +304,7 @@ test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the plann
           publicOnly: false,
           status: c.endpoint === disabled ? 'disabled' : c.endpoint === failing ? 'failing' : 'active',
           secrets: null,
+          headers: {},
         },
         payloadJson: null,
         payloadLater: false,

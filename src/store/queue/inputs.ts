@@ -31,6 +31,7 @@ const INPUT_COLUMNS = [
   'endpoints.previous_valid_until',
   'endpoints.earlier_secrets_sealed',
   'endpoints.earlier_valid_until',
+  'endpoints.headers_sealed',
 ] as const;
 
 /**
@@ -66,6 +67,7 @@ export interface LoadedRow {
   previous_valid_until: number | null;
   earlier_secrets_sealed: string | null;
   earlier_valid_until: number | null;
+  headers_sealed: string | null;
 }
 
 /**
@@ -74,6 +76,7 @@ export interface LoadedRow {
  */
 export class InputReader {
   private readonly secrets = new Map<string, SigningSecrets | null>();
+  private readonly headers = new Map<string, Record<string, string> | null>();
 
   constructor(
     private readonly endpoints: Endpoints,
@@ -102,11 +105,29 @@ export class InputReader {
   endpointInput(
     id: string,
     status: string,
-    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only'>,
+    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed'>,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
-    return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets: this.secretsOf(row) };
+    const headers = this.headersOf(row.headers_sealed);
+    // Headers that do not open here make the endpoint unsendable here, as secrets that do not open do.
+    const secrets = headers === null ? null : this.secretsOf(row);
+    return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets, headers: headers ?? {} };
+  }
+
+  /** The endpoint's own headers, or null when they do not open here (memoized by their sealed text). */
+  private headersOf(sealed: string | null): Record<string, string> | null {
+    if (sealed === null) return {};
+    let headers = this.headers.get(sealed);
+    if (headers === undefined) {
+      try {
+        headers = this.endpoints.headers({ headers_sealed: sealed });
+      } catch {
+        headers = null;
+      }
+      this.headers.set(sealed, headers);
+    }
+    return headers;
   }
 
   /**
@@ -176,6 +197,7 @@ export async function loadEndpoints(
       'previous_valid_until',
       'earlier_secrets_sealed',
       'earlier_valid_until',
+      'headers_sealed',
     ])
     .where('id', 'in', ids)
     .execute();

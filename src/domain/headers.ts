@@ -1,0 +1,82 @@
+// An endpoint's own headers (decisions: "Delivery controls per endpoint", `headers`): extra headers sent
+// with every request to the endpoint, such as an Authorization of the receiver's own.
+
+/** Most headers one endpoint may have. */
+export const MAX_HEADERS = 20;
+/** Longest value of one header. */
+export const MAX_HEADER_VALUE = 1_024;
+/** What reads show instead of a sensitive header's value; sent back in an update, it keeps the stored one. */
+export const REDACTED = '<redacted>';
+
+/** Names Herald writes itself (or the HTTP layer owns): an endpoint may not set them. */
+const RESERVED = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'content-encoding',
+  'transfer-encoding',
+  'connection',
+  'user-agent',
+]);
+/** An HTTP token (RFC 9110): the characters a header name may have. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Printable characters: visible ASCII, spaces and tabs inside, and non-ASCII text. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a header value may not hold
+const PRINTABLE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
+
+/** Why these headers cannot be an endpoint's, naming the header at fault; null when they can. */
+export function headersProblem(headers: Record<string, string>): string | null {
+  const names = Object.keys(headers);
+  if (names.length > MAX_HEADERS) return `headers may hold at most ${MAX_HEADERS} headers`;
+  const seen = new Set<string>();
+  for (const name of names) {
+    const lower = name.toLowerCase();
+    if (!TOKEN.test(name))
+      return `headers: "${name}" is not a valid header name (letters, digits and !#$%&'*+-.^_\`|~)`;
+    if (RESERVED.has(lower) || lower.startsWith('webhook-'))
+      return `headers: "${name}" is set by Herald and cannot be overridden`;
+    if (seen.has(lower)) return `headers: "${name}" is given twice (header names ignore case)`;
+    seen.add(lower);
+    const value = headers[name]!;
+    if (typeof value !== 'string') return `headers: the value of "${name}" must be a string`;
+    if (value.length > MAX_HEADER_VALUE)
+      return `headers: the value of "${name}" is longer than ${MAX_HEADER_VALUE} characters`;
+    if (!PRINTABLE.test(value) || value !== value.trim())
+      return `headers: the value of "${name}" must be printable, without control characters or surrounding spaces`;
+  }
+  return null;
+}
+
+/** Whether a header's value is a credential, shown as REDACTED on reads. */
+export function isSensitiveHeader(name: string): boolean {
+  const lower = name.toLowerCase();
+  return (
+    lower === 'authorization' ||
+    lower === 'proxy-authorization' ||
+    lower === 'cookie' ||
+    lower.includes('token') ||
+    lower.includes('secret') ||
+    lower.includes('key')
+  );
+}
+
+/** The headers as reads show them: sensitive values replaced by REDACTED. */
+export function shownHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, isSensitiveHeader(name) ? REDACTED : value]),
+  );
+}
+
+/**
+ * The headers an update stores: the new set, where a sensitive header sent back as REDACTED (as a read
+ * showed it) keeps its stored value, so a client can send back what it read with one value changed.
+ */
+export function mergedHeaders(next: Record<string, string>, stored: Record<string, string>): Record<string, string> {
+  const storedByName = new Map(Object.entries(stored).map(([name, value]) => [name.toLowerCase(), value]));
+  return Object.fromEntries(
+    Object.entries(next).map(([name, value]) => {
+      const kept = storedByName.get(name.toLowerCase());
+      return [name, value === REDACTED && isSensitiveHeader(name) && kept !== undefined ? kept : value];
+    }),
+  );
+}

@@ -1,0 +1,107 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, startReceiver, verifies } from './helpers.js';
+import { assertError } from '../api/helpers.js';
+import { Client } from '../support/client.js';
+
+// An endpoint's own headers (decisions: `headers`): sent with every request, sealed at rest, credentials
+// redacted on reads, reserved names refused naming the header, editable by update and in the portal.
+
+test('headers are sent with every request, stored sealed, shown redacted, and replaced by an update', async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t);
+  const created = await s.api.post('/api/v1/endpoints', {
+    app_id: s.appId,
+    url: `${receiver.url}/hook`,
+    headers: { Authorization: 'Bearer receiver-own-s3cret', 'X-Tenant': 'acme' },
+  });
+  assert.equal(created.status, 201);
+  assert.deepEqual(created.body.headers, { Authorization: '<redacted>', 'X-Tenant': 'acme' });
+  const read = await s.api.get(`/api/v1/endpoints/${created.body.id}`);
+  assert.deepEqual(read.body.headers, { Authorization: '<redacted>', 'X-Tenant': 'acme' });
+  const listed = await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`);
+  assert.ok(!JSON.stringify(listed.body).includes('receiver-own-s3cret'));
+
+  // Sealed at rest: the stored row holds neither the value nor the header's name.
+  const [row] = await s.service.store.ctx.db
+    .selectFrom('endpoints')
+    .selectAll()
+    .where('id', '=', created.body.id)
+    .execute();
+  assert.ok(
+    row!.headers_sealed !== null && !row!.headers_sealed.includes('s3cret') && !row!.headers_sealed.includes('Tenant'),
+  );
+
+  await s.emit({ n: 1 });
+  await receiver.waitFor(1);
+  const [first] = receiver.received;
+  assert.equal(first!.headers.authorization, 'Bearer receiver-own-s3cret');
+  assert.equal(first!.headers['x-tenant'], 'acme');
+  assert.ok(verifies(first!, created.body.signing_secret), 'the signature still verifies');
+  assert.equal(first!.headers['content-type'], 'application/json');
+
+  // An update replaces the set; the redacted value sent back keeps the stored one.
+  const updated = await s.api.patch(`/api/v1/endpoints/${created.body.id}`, {
+    headers: { Authorization: '<redacted>', 'X-Region': 'eu' },
+  });
+  assert.equal(updated.status, 200);
+  assert.deepEqual(updated.body.headers, { Authorization: '<redacted>', 'X-Region': 'eu' });
+  await s.emit({ n: 2 });
+  await receiver.waitFor(2);
+  const second = receiver.received[1]!;
+  assert.equal(second.headers.authorization, 'Bearer receiver-own-s3cret');
+  assert.equal(second.headers['x-region'], 'eu');
+  assert.equal(second.headers['x-tenant'], undefined, 'the header left out of the update is gone');
+
+  // Emptied: no header of its own any more.
+  assert.deepEqual((await s.api.patch(`/api/v1/endpoints/${created.body.id}`, { headers: {} })).body.headers, {});
+});
+
+test('bad headers are 400 naming the header, and nothing is stored', async (t) => {
+  const s = await setup(t);
+  const before = await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`);
+  for (const [headers, message] of [
+    [{ 'Webhook-Signature': 'v1,forged' }, /"Webhook-Signature" is set by Herald/],
+    [{ Host: 'elsewhere' }, /"Host" is set by Herald/],
+    [{ 'X Bad': 'v' }, /"X Bad" is not a valid header name/],
+    [{ 'X-Bad': 'a\nb' }, /"X-Bad" must be printable/],
+    [{ 'X-Num': 5 }, /headers/],
+    [Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`X-${i}`, 'v'])), /headers/],
+  ] as [Record<string, unknown>, RegExp][]) {
+    assertError(
+      await s.api.post('/api/v1/endpoints', { app_id: s.appId, url: 'http://127.0.0.1:9/h', headers }),
+      400,
+      'invalid_request',
+      message,
+    );
+  }
+  const after = await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`);
+  assert.equal(after.body.data.length, before.body.data.length);
+  const endpoint = await s.endpoint('http://127.0.0.1:9/h', { headers: { 'X-Keep': 'me' } });
+  assertError(
+    await s.api.patch(`/api/v1/endpoints/${endpoint.id}`, { headers: { 'Content-Length': '3' } }),
+    400,
+    'invalid_request',
+    /"Content-Length" is set by Herald/,
+  );
+  assert.deepEqual((await s.api.get(`/api/v1/endpoints/${endpoint.id}`)).body.headers, { 'X-Keep': 'me' });
+});
+
+test('the portal sets and edits an endpoint’s headers, with the same rules', async (t) => {
+  const s = await setup(t, { HERALD_SSRF_ALLOW: '127.0.0.1' });
+  const receiver = await startReceiver(t);
+  const app = (await s.api.post(`/api/v1/applications/${s.appId}/rotate-portal-path`)).body;
+  const portal = new Client(s.service.url + app.portal_path);
+  const added = await portal.post('/api/endpoints', { url: `${receiver.url}/p`, headers: { 'X-Api-Key': 'k1' } });
+  assert.equal(added.status, 201, JSON.stringify(added.body));
+  assert.deepEqual(added.body.headers, { 'X-Api-Key': '<redacted>' });
+  const edited = await portal.patch(`/api/endpoints/${added.body.id}`, { headers: { 'X-Api-Key': 'k2' } });
+  assert.deepEqual(edited.body.headers, { 'X-Api-Key': '<redacted>' });
+  assert.equal(
+    (await portal.patch(`/api/endpoints/${added.body.id}`, { headers: { Connection: 'close' } })).status,
+    400,
+  );
+  await s.emit({ n: 3 });
+  await receiver.waitFor(1);
+  assert.equal(receiver.received[0]!.headers['x-api-key'], 'k2');
+});
