@@ -11,6 +11,7 @@ import {
   IdParams,
   ListOf,
   pageQuery,
+  SignatureType,
   Timestamp,
 } from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
@@ -59,6 +60,14 @@ export function endpointView(store: Store): (row: EndpointRow) => ReturnType<typ
   return (row) => endpointToApi(row, store.endpoints.shownHeaders(row));
 }
 
+/**
+ * A created endpoint with its secret, shown once: an HMAC endpoint's whsec_ secret. An Ed25519 endpoint's
+ * private key is never shown; its public_key is on every read.
+ */
+export function withSecret<T extends { public_key: string | null }>(endpoint: T, secret: string) {
+  return endpoint.public_key === null ? { ...endpoint, signing_secret: secret } : endpoint;
+}
+
 /** Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit. */
 export async function createEndpoint(
   store: Store,
@@ -105,6 +114,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           description: Type.Optional(Description),
           event_types: Type.Optional(EventTypes),
           headers: Type.Optional(EndpointHeaders),
+          signature_type: Type.Optional(SignatureType),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -121,9 +131,10 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         description: body.description,
         eventTypes: body.event_types,
         headers: body.headers,
+        signatureType: body.signature_type,
       });
       reply.code(201);
-      return { ...view(row), signing_secret: secret };
+      return withSecret(view(row), secret);
     },
   );
 
@@ -157,6 +168,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           event_types: Type.Optional(EventTypes),
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
+          signature_type: Type.Optional(SignatureType),
         }),
         response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
       },
@@ -164,7 +176,10 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status, headers } = request.body;
+      const { url, description, event_types, status, headers, signature_type } = request.body;
+      // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
+      if (signature_type !== undefined)
+        throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
       const row = await store.endpoints.update(scope, request.params.id, {
         url,
         description,
@@ -203,7 +218,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         tags: ['endpoints'],
         params: IdParams,
         response: {
-          200: Type.Object({ id: Type.String(), signing_secret: Type.String(), previous_valid_until: Timestamp }),
+          200: Type.Object({
+            id: Type.String(),
+            signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
+            public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
+            previous_valid_until: Timestamp,
+          }),
           ...errors(401, 404, 429),
         },
       },
@@ -213,7 +233,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       if (!rotated) throw notFound(`endpoint ${request.params.id}`);
       return {
         id: request.params.id,
-        signing_secret: rotated.secret,
+        ...(rotated.publicKey === null ? { signing_secret: rotated.secret } : { public_key: rotated.publicKey }),
         previous_valid_until: iso(rotated.previousValidUntil),
       };
     },

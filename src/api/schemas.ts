@@ -83,6 +83,11 @@ export const ApplicationWithPortalPath = Type.Object({
   }),
 });
 
+export const SignatureType = Type.Union([Type.Literal('hmac'), Type.Literal('ed25519')], {
+  description:
+    'hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation',
+});
+
 export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);
 
 const endpointFields = {
@@ -96,6 +101,10 @@ const endpointFields = {
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
   }),
+  signature_type: SignatureType,
+  public_key: Nullable(
+    Type.String({ description: 'ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac' }),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -109,7 +118,7 @@ export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength
 });
 export const EndpointWithSecret = Type.Object({
   ...endpointFields,
-  signing_secret: Type.String({ description: 'whsec_…, shown once' }),
+  signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: whsec_…, shown once' })),
 });
 
 export const Attempt = Type.Object({

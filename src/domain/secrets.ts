@@ -1,4 +1,14 @@
-import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  type KeyObject,
+  randomBytes,
+  sign,
+} from 'node:crypto';
 import { randomToken } from './ids.js';
 
 // --- API keys: shown once, stored only as a SHA-256 hash (they carry 192+ bits of randomness,
@@ -26,10 +36,52 @@ function signingKey(secret: string): Buffer {
   return Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');
 }
 
-/** `v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">` as Standard Webhooks defines it. */
+/**
+ * The signature of one request as Standard Webhooks defines it, over `{id}.{timestamp}.{body}`: with a
+ * `whsec_` secret `v1,<base64 HMAC-SHA256>`; with a `whsk_` key `v1a,<base64 of the 64-byte Ed25519
+ * signature>`. The key's prefix decides, so rotated-out keys sign as they were made.
+ */
 export function signPayload(secret: string, msgId: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', signingKey(secret)).update(`${msgId}.${timestampSeconds}.${body}`).digest('base64');
+  const signed = `${msgId}.${timestampSeconds}.${body}`;
+  if (secret.startsWith(ED25519_SECRET_PREFIX))
+    return `v1a,${sign(null, Buffer.from(signed), ed25519PrivateKey(secret)).toString('base64')}`;
+  const mac = createHmac('sha256', signingKey(secret)).update(signed).digest('base64');
   return `v1,${mac}`;
+}
+
+// --- Asymmetric signing keys (Standard Webhooks `v1a`): `whsk_` + base64 of the 32-byte Ed25519 seed,
+// kept sealed like a secret; `whpk_` + base64 of the 32-byte raw public key, shown to the receiver.
+export type SignatureType = 'hmac' | 'ed25519';
+const ED25519_SECRET_PREFIX = 'whsk_';
+const ED25519_PUBLIC_PREFIX = 'whpk_';
+/** DER before the 32-byte seed in a PKCS#8 Ed25519 private key, and before the raw key in an SPKI public one. */
+const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
+const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
+/** Private keys made from `whsk_` texts (a few thousand at most): building one per request costs more than signing. */
+const privateKeys = new Map<string, KeyObject>();
+
+/** A new signing secret of the endpoint's type: `whsec_…` (HMAC) or `whsk_…` (Ed25519). */
+export function generateSigningKey(type: SignatureType): string {
+  return type === 'ed25519' ? `${ED25519_SECRET_PREFIX}${randomBytes(32).toString('base64')}` : generateSigningSecret();
+}
+
+/** The Ed25519 private key of a `whsk_` text. */
+function ed25519PrivateKey(secret: string): KeyObject {
+  let key = privateKeys.get(secret);
+  if (!key) {
+    const seed = Buffer.from(secret.slice(ED25519_SECRET_PREFIX.length), 'base64');
+    key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
+    if (privateKeys.size >= OPENED_SECRETS_KEPT) privateKeys.delete(privateKeys.keys().next().value!);
+    privateKeys.set(secret, key);
+  }
+  return key;
+}
+
+/** The `whpk_` public key of a `whsk_` key; null for an HMAC secret, which has none. */
+export function publicKeyOf(secret: string): string | null {
+  if (!secret.startsWith(ED25519_SECRET_PREFIX)) return null;
+  const spki = createPublicKey(ed25519PrivateKey(secret)).export({ format: 'der', type: 'spki' });
+  return `${ED25519_PUBLIC_PREFIX}${spki.subarray(SPKI_ED25519.length).toString('base64')}`;
 }
 
 // --- Encryption at rest for signing secrets: AES-256-GCM under a key derived from HERALD_SECRET_KEY.

@@ -127,7 +127,7 @@ export const PORTAL_JS = `
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
-            show('New signing secret (shown once): ' + result.signing_secret + '\\nThe previous secret keeps working until ' + result.previous_valid_until + '.');
+            show((result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
           }).catch(fail);
         }));
         row.appendChild(actions);

@@ -4,7 +4,7 @@ import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import { attemptSummaryToApi, deliveryToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
 import { cursorOf, EndpointHeaders, IdParams } from '../api/schemas.js';
-import { checkEndpointInput, createEndpoint, endpointView } from '../api/endpoints.js';
+import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
@@ -161,7 +161,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         headers: request.body.headers,
       });
       reply.code(201);
-      return { ...view(row), signing_secret: secret };
+      return withSecret(view(row), secret);
     },
   );
 
@@ -201,7 +201,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
       if (!rotated) throw notFound(`endpoint ${request.params.id}`);
       return {
         id: request.params.id,
-        signing_secret: rotated.secret,
+        ...(rotated.publicKey === null ? { signing_secret: rotated.secret } : { public_key: rotated.publicKey }),
         previous_valid_until: iso(rotated.previousValidUntil),
       };
     },

@@ -12,7 +12,7 @@ import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhausti
 import * as portalEndpoints from './migrations/004_portal_endpoints.js';
 import * as workers from './migrations/005_workers.js';
 import * as portalTokenHash from './migrations/006_portal_token_hash.js';
-import * as endpointHeaders from './migrations/007_endpoint_headers.js';
+import * as endpointControls from './migrations/007_endpoint_controls.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -35,7 +35,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '004_portal_endpoints': portalEndpoints,
   '005_workers': workers,
   '006_portal_token_hash': portalTokenHash,
-  '007_endpoint_headers': endpointHeaders,
+  '007_endpoint_controls': endpointControls,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,5 +1,5 @@
 import { newId } from '../domain/ids.js';
-import { generateSigningSecret, type SecretBox } from '../domain/secrets.js';
+import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
 import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
 import {
@@ -22,6 +22,8 @@ export interface EndpointInput {
   eventTypes?: string[] | undefined;
   /** Headers sent with every request (checked by headersProblem). */
   headers?: Record<string, string> | undefined;
+  /** How requests are signed; HMAC unless asked. */
+  signatureType?: SignatureType | undefined;
 }
 
 export interface EndpointChanges {
@@ -106,7 +108,8 @@ export class Endpoints {
     maxPerApp = Number.POSITIVE_INFINITY,
   ): Promise<{ row: EndpointRow; secret: string }> {
     const now = this.ctx.now();
-    const secret = generateSigningSecret();
+    const signatureType = input.signatureType ?? 'hmac';
+    const secret = generateSigningKey(signatureType);
     const row: EndpointRow = {
       id: newId('endpoint', now),
       org_id: scope.orgId,
@@ -125,6 +128,8 @@ export class Endpoints {
       exhausted_at: null,
       public_only: input.publicOnly ? 1 : 0,
       headers_sealed: this.sealHeaders(input.headers ?? {}),
+      signature_type: signatureType,
+      public_key: publicKeyOf(secret),
       created_at: now,
       updated_at: now,
     };
@@ -247,11 +252,13 @@ export class Endpoints {
     scope: Scope,
     id: string,
     graceMs: number,
-  ): Promise<{ secret: string; previousValidUntil: number } | undefined> {
-    const secret = generateSigningSecret();
+  ): Promise<{ secret: string; publicKey: string | null; previousValidUntil: number } | undefined> {
     for (;;) {
       const row = await this.get(scope, id);
       if (!row) return undefined;
+      // A key of the endpoint's own type: its receivers verify one kind of signature.
+      const secret = generateSigningKey(row.signature_type as SignatureType);
+      const publicKey = publicKeyOf(secret);
       const now = this.ctx.now();
       const previousValidUntil = now + graceMs;
       // The outgoing secret becomes the previous one; the previous one, if still valid, joins the earlier ones.
@@ -262,6 +269,7 @@ export class Endpoints {
         .updateTable('endpoints')
         .set({
           secret_sealed: this.secrets.seal(secret),
+          public_key: publicKey,
           previous_secret_sealed: row.secret_sealed,
           previous_valid_until: previousValidUntil,
           earlier_secrets_sealed: earlier.length > 0 ? this.secrets.seal(JSON.stringify(earlier)) : null,
@@ -271,7 +279,7 @@ export class Endpoints {
         .where('id', '=', id)
         .where('secret_sealed', '=', row.secret_sealed)
         .executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) return { secret, previousValidUntil };
+      if (Number(result.numUpdatedRows) > 0) return { secret, publicKey, previousValidUntil };
     }
   }
 

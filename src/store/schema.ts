@@ -67,6 +67,10 @@ export interface EndpointRow {
   public_only: number;
   /** The endpoint's own headers, a JSON object sealed with HERALD_SECRET_KEY; null: none. */
   headers_sealed: string | null;
+  /** `hmac` or `ed25519`, fixed at creation. */
+  signature_type: string;
+  /** The current Ed25519 key's public form (`whpk_…`); null for HMAC. */
+  public_key: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -1,0 +1,14 @@
+import type { Kysely } from 'kysely';
+
+export async function up(db: Kysely<any>): Promise<void> {
+  // An endpoint's own headers, sent with every request to it: a JSON object sealed with HERALD_SECRET_KEY
+  // like signing secrets (an Authorization value is a credential); null when it has none.
+  await db.schema.alterTable('endpoints').addColumn('headers_sealed', 'text').execute();
+  // How its requests are signed, fixed at creation: `hmac` (a whsec_ secret) or `ed25519` (a whsk_ key,
+  // kept in the secret columns); `public_key` is the current key's whpk_ form, shown on every read.
+  await db.schema
+    .alterTable('endpoints')
+    .addColumn('signature_type', 'text', (c) => c.notNull().defaultTo('hmac'))
+    .execute();
+  await db.schema.alterTable('endpoints').addColumn('public_key', 'text').execute();
+}
