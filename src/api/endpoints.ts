@@ -10,7 +10,9 @@ import {
   Filter,
   IdParams,
   ListOf,
+  Nullable,
   pageQuery,
+  RateLimit,
   SignatureType,
   Timestamp,
 } from './schemas.js';
@@ -115,6 +117,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           event_types: Type.Optional(EventTypes),
           headers: Type.Optional(EndpointHeaders),
           signature_type: Type.Optional(SignatureType),
+          rate_limit: Type.Optional(Nullable(RateLimit)),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -132,6 +135,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         eventTypes: body.event_types,
         headers: body.headers,
         signatureType: body.signature_type,
+        rateLimit: body.rate_limit,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -169,6 +173,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
           signature_type: Type.Optional(SignatureType),
+          rate_limit: Type.Optional(Nullable(RateLimit)),
         }),
         response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
       },
@@ -176,7 +181,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status, headers, signature_type } = request.body;
+      const { url, description, event_types, status, headers, signature_type, rate_limit } = request.body;
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
@@ -186,6 +191,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         eventTypes: event_types,
         status,
         headers,
+        rateLimit: rate_limit,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);

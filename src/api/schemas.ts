@@ -83,6 +83,13 @@ export const ApplicationWithPortalPath = Type.Object({
   }),
 });
 
+export const RateLimit = Type.Integer({
+  minimum: 1,
+  maximum: 10_000,
+  description:
+    'Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit',
+});
+
 export const SignatureType = Type.Union([Type.Literal('hmac'), Type.Literal('ed25519')], {
   description:
     'hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation',
@@ -101,6 +108,7 @@ const endpointFields = {
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
   }),
+  rate_limit: Nullable(RateLimit),
   signature_type: SignatureType,
   public_key: Nullable(
     Type.String({ description: 'ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac' }),

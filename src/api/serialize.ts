@@ -54,6 +54,7 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   event_types: JSON.parse(e.event_types) as string[],
   description: e.description,
   headers,
+  rate_limit: e.rate_limit,
   signature_type: e.signature_type as 'hmac' | 'ed25519',
   public_key: e.public_key,
   created_at: iso(e.created_at),

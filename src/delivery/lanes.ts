@@ -42,6 +42,18 @@ export class Lane {
    * open: what it claims goes back at once, for another worker).
    */
   holdsBack = false;
+  /**
+   * Most requests a second to the endpoint, counted across every worker (null: no limit; then nothing of
+   * the bookkeeping below runs). A start spends a token; tokens are granted by the store for one calendar
+   * second (`tokensWindow`, seconds since the epoch) and lapse with it.
+   */
+  rateLimit: number | null = null;
+  tokens = 0;
+  tokensWindow = -1;
+  /** A request for tokens is under way. */
+  asking = false;
+  /** No request for tokens before this (performance.now()); infinite until the second's tokens are renewed. */
+  askAfter = 0;
   private state: TopUpState = 'idle';
 
   /** Claimed attempts the lane may hold: its waves of `capacity`, one in flight and the rest waiting. */
@@ -67,7 +79,25 @@ export class Lane {
 
   /** Whether the next waiting attempt may start now: the gate every per-endpoint bound on starts goes through. */
   canStart(): boolean {
-    return this.inFlight < this.capacity;
+    if (this.inFlight >= this.capacity) return false;
+    return this.rateLimit === null || (this.tokens > 0 && this.tokensWindow === currentSecond());
+  }
+
+  /** A waiting attempt starts: it takes a slot, and a token when the endpoint is rate limited. */
+  started(): void {
+    this.inFlight++;
+    if (this.rateLimit !== null) this.tokens--;
+  }
+
+  /** Waiting attempts blocked by the rate limit alone: tokens are worth asking for. */
+  get wantsTokens(): boolean {
+    return (
+      this.rateLimit !== null &&
+      this.waiting.length > 0 &&
+      this.inFlight < this.capacity &&
+      !this.asking &&
+      performance.now() >= this.askAfter
+    );
   }
 
   /** Whether the endpoint is paused; a pause that ended is forgotten, and its lane goes back to general claims. */
@@ -240,4 +270,9 @@ export class Lanes {
     this.wantTopUp.clear();
     return tasks;
   }
+}
+
+/** The calendar second a rate limit counts in, in seconds since the epoch (the store's windows). */
+export function currentSecond(): number {
+  return Math.floor(Date.now() / 1000);
 }

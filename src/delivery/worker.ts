@@ -7,7 +7,7 @@ import { Sender } from './sender.js';
 import { QueueThread } from '../store/queue-thread.js';
 import { signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
-import { type Lane, Lanes } from './lanes.js';
+import { currentSecond, type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
 import { endpointPauseMs } from '../domain/retry.js';
 
@@ -156,6 +156,8 @@ export class DeliveryWorker {
         if (!input?.payloadLater) this.loaded.set(task.id, input);
         this.claimed++;
         this.lanes.enqueue(task);
+        // The limit as the claim read it: an update of the endpoint reaches the lane with its next claim.
+        if (input?.endpoint) this.lanes.lane(task.endpoint_id).rateLimit = input.endpoint.rateLimit ?? null;
       } else {
         excess.push(task);
       }
@@ -189,12 +191,51 @@ export class DeliveryWorker {
       while (lane.waiting.length > 0 && this.inFlight < this.config.concurrency && lane.canStart()) {
         const task = lane.waiting.shift()!;
         this.inFlight++;
-        lane.inFlight++;
+        lane.started();
         void this.attempt(task, lane).finally(() => this.recorded());
       }
       if (lane.waiting.length === 0) this.lanes.ready.delete(lane);
+      else if (lane.wantsTokens) this.askTokens(lane);
       if (this.inFlight >= this.config.concurrency) break;
     }
+  }
+
+  /**
+   * Asks the store for this second's tokens of a rate-limited lane: as many as it has waiting, up to the
+   * limit. None left (another worker took them): the lane waits for the next second. The waiting attempts
+   * neither fail nor use an attempt; they keep their lease (extended when they start, as for any wait).
+   */
+  private askTokens(lane: Lane): void {
+    const limit = lane.rateLimit!;
+    const window = currentSecond();
+    lane.asking = true;
+    const nextSecond = () => Math.max(1, (window + 1) * 1000 - Date.now());
+    this.queue.takeRate(lane.endpointId, limit, window, Math.min(lane.waiting.length, limit)).then(
+      (granted) => {
+        lane.asking = false;
+        if (granted > 0) {
+          lane.tokens = granted;
+          lane.tokensWindow = window;
+        } else {
+          this.askAgainIn(lane, nextSecond());
+        }
+        this.pump();
+      },
+      (error) => {
+        lane.asking = false;
+        this.askAgainIn(lane, 1_000);
+        this.log.warn({ err: error, endpoint_id: lane.endpointId }, 'could not take rate-limit tokens; retrying');
+      },
+    );
+  }
+
+  /** No request for the lane's tokens for `ms`; then it may ask again, and dispatch runs. */
+  private askAgainIn(lane: Lane, ms: number): void {
+    lane.askAfter = Number.POSITIVE_INFINITY;
+    setTimeout(() => {
+      lane.askAfter = 0;
+      this.pump();
+    }, ms).unref();
   }
 
   /**

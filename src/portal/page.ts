@@ -115,6 +115,7 @@ export const PORTAL_JS = `
         var url = el('td'); url.appendChild(el('code', endpoint.url));
         if (endpoint.description) url.appendChild(el('div', endpoint.description));
         var names = Object.keys(endpoint.headers);
+        if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
         if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
         row.appendChild(url);
         row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
@@ -125,6 +126,7 @@ export const PORTAL_JS = `
           call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(loadEndpoints).catch(fail);
         }));
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
+        actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
             show((result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
@@ -156,6 +158,28 @@ export const PORTAL_JS = `
       });
       call('PATCH', 'endpoints/' + endpoint.id, { headers: headers }).then(function () {
         show('Headers saved.');
+        return loadEndpoints();
+      }).catch(fail);
+    });
+    cell.appendChild(form);
+  }
+
+  // The most requests a second the endpoint is sent; empty: no limit.
+  function editRateLimit(cell, endpoint) {
+    if (cell.querySelector('.rate-form')) return;
+    var form = el('form', null, 'rate-form');
+    var input = el('input');
+    input.type = 'number'; input.min = '1'; input.max = '10000'; input.name = 'rate_limit';
+    input.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
+    form.appendChild(input);
+    var save = el('button', 'Save rate limit');
+    save.type = 'submit';
+    form.appendChild(save);
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      var value = input.value.trim() === '' ? null : Number(input.value);
+      call('PATCH', 'endpoints/' + endpoint.id, { rate_limit: value }).then(function () {
+        show(value === null ? 'Rate limit removed.' : 'Rate limit saved.');
         return loadEndpoints();
       }).catch(fail);
     });

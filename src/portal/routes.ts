@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import { attemptSummaryToApi, deliveryToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
-import { cursorOf, EndpointHeaders, IdParams } from '../api/schemas.js';
+import { cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
 import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
@@ -144,6 +144,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
             Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true }),
           ),
           headers: Type.Optional(EndpointHeaders),
+          rate_limit: Type.Optional(Nullable(RateLimit)),
         }),
       },
     },
@@ -159,6 +160,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         description: request.body.description,
         eventTypes: request.body.event_types,
         headers: request.body.headers,
+        rateLimit: request.body.rate_limit,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -175,6 +177,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         body: Type.Object({
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
+          rate_limit: Type.Optional(Nullable(RateLimit)),
         }),
       },
     },
@@ -183,8 +186,12 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
       const ctx = await context(request);
       await ownEndpoint(ctx, request.params.id);
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
-      const { status, headers } = request.body;
-      const row = await store.endpoints.update(ctx.scope, request.params.id, { status, headers });
+      const { status, headers, rate_limit } = request.body;
+      const row = await store.endpoints.update(ctx.scope, request.params.id, {
+        status,
+        headers,
+        rateLimit: rate_limit,
+      });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
     },

@@ -24,6 +24,8 @@ export interface EndpointInput {
   headers?: Record<string, string> | undefined;
   /** How requests are signed; HMAC unless asked. */
   signatureType?: SignatureType | undefined;
+  /** Most requests a second (null or absent: no limit). */
+  rateLimit?: number | null | undefined;
 }
 
 export interface EndpointChanges {
@@ -33,6 +35,8 @@ export interface EndpointChanges {
   status?: 'active' | 'disabled' | undefined;
   /** The whole new set; a sensitive value sent back as REDACTED keeps the stored one (mergedHeaders). */
   headers?: Record<string, string> | undefined;
+  /** Most requests a second; null removes the limit. */
+  rateLimit?: number | null | undefined;
 }
 
 /** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
@@ -130,6 +134,7 @@ export class Endpoints {
       headers_sealed: this.sealHeaders(input.headers ?? {}),
       signature_type: signatureType,
       public_key: publicKeyOf(secret),
+      rate_limit: input.rateLimit ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -200,6 +205,7 @@ export class Endpoints {
           changes.headers === undefined
             ? current.headers_sealed
             : this.sealHeaders(mergedHeaders(changes.headers, this.headers(current))),
+        rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -220,6 +226,7 @@ export class Endpoints {
           description: next.description,
           event_types: next.event_types,
           headers_sealed: next.headers_sealed,
+          rate_limit: next.rate_limit,
           ...health,
           updated_at: now,
         })

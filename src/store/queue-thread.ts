@@ -101,6 +101,10 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return this.call<boolean[]>({ method: 'completeMany', args: [slim, owner] });
   }
 
+  takeRate(...args: Parameters<Queue['takeRate']>) {
+    return this.call<number>({ method: 'takeRate', args });
+  }
+
   /** A delivery worker's heartbeat (WorkerRegistry), on the thread's connection. */
   beat(owner: string) {
     return this.call<void>({ method: 'beat', args: [owner] });

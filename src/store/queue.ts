@@ -33,6 +33,8 @@ export interface AttemptInput {
     secrets: SigningSecrets | null;
     /** The endpoint's own headers, sent with every request (src/domain/headers.ts). */
     headers: Record<string, string>;
+    /** Most requests a second across every worker (absent or null: no limit). */
+    rateLimit?: number | null;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
@@ -49,7 +51,15 @@ export type Queue = QueueDriver;
 /** What a delivery worker uses of the queue: the Queue itself, or a QueueThread standing in for it. */
 export type WorkerQueue = Pick<
   Queue,
-  'claimLoaded' | 'release' | 'nextDueAt' | 'extendLease' | 'load' | 'endpointsNow' | 'drop' | 'completeMany'
+  | 'claimLoaded'
+  | 'release'
+  | 'nextDueAt'
+  | 'extendLease'
+  | 'load'
+  | 'endpointsNow'
+  | 'drop'
+  | 'completeMany'
+  | 'takeRate'
 >;
 
 export interface QueuePolicy {

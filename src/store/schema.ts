@@ -71,6 +71,8 @@ export interface EndpointRow {
   signature_type: string;
   /** The current Ed25519 key's public form (`whpk_…`); null for HMAC. */
   public_key: string | null;
+  /** Most requests a second to the endpoint, across every worker; null: no limit. */
+  rate_limit: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -131,6 +133,16 @@ export interface TaskRow {
   lease_owner: string | null;
 }
 
+/** What a rate-limited endpoint was granted in its current second (src/store/queue/driver.ts, takeRate). */
+export interface EndpointRateRow {
+  endpoint_id: string;
+  /** The calendar second counted, in seconds since the epoch. */
+  window_start: number;
+  used: number;
+  /** What the last request for tokens got. */
+  granted: number;
+}
+
 /** A running delivery worker and its last heartbeat (src/store/workers.ts). */
 export interface WorkerRow {
   id: string;
@@ -164,4 +176,5 @@ export interface Database {
   delivery_tasks: TaskRow;
   attempts: AttemptRow;
   workers: WorkerRow;
+  endpoint_rates: EndpointRateRow;
 }

@@ -253,5 +253,6 @@ function bind(queue: Store['queue']): WorkerQueue {
     endpointsNow: queue.endpointsNow.bind(queue),
     drop: queue.drop.bind(queue),
     completeMany: queue.completeMany.bind(queue),
+    takeRate: queue.takeRate.bind(queue),
   };
 }

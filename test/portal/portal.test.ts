@@ -285,6 +285,14 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   assert.match(headersShown, /X-Tenant: acme/);
   assert.match(headersShown, /Authorization: <redacted>/);
   assert.doesNotMatch((await page.content()) ?? '', /browser-s3cret/);
+  await page.click('#endpoints tbody tr:first-child button:text("Rate limit")');
+  await page.fill('#endpoints tbody tr:first-child input[name=rate_limit]', '7');
+  await page.click('#endpoints tbody tr:first-child button:text("Save rate limit")');
+  await page.waitForSelector('#endpoints .rate-limit');
+  assert.match(
+    (await page.locator('#endpoints .rate-limit').first().textContent()) ?? '',
+    /At most 7 requests a second/,
+  );
 
   await page.click('#endpoints tbody tr:first-child button:text("Disable")');
   await page.waitForSelector('#endpoints .status-disabled');

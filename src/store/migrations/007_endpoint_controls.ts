@@ -11,4 +11,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('signature_type', 'text', (c) => c.notNull().defaultTo('hmac'))
     .execute();
   await db.schema.alterTable('endpoints').addColumn('public_key', 'text').execute();
+  // Most requests a second to the endpoint (null: no limit), counted across every worker process in
+  // `endpoint_rates`: one row per limited endpoint, the calendar second it counts and what it granted.
+  await db.schema.alterTable('endpoints').addColumn('rate_limit', 'integer').execute();
+  await db.schema
+    .createTable('endpoint_rates')
+    .addColumn('endpoint_id', 'text', (c) => c.primaryKey())
+    .addColumn('window_start', 'bigint', (c) => c.notNull())
+    .addColumn('used', 'integer', (c) => c.notNull())
+    .addColumn('granted', 'integer', (c) => c.notNull())
+    .execute();
 }

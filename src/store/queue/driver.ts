@@ -178,6 +178,35 @@ export abstract class QueueDriver {
     return loadEndpoints(this.ctx.db, this.inputReader(), ids);
   }
 
+  /**
+   * Takes up to `want` of a rate-limited endpoint's requests in calendar second `window` (seconds since the
+   * epoch), of `limit` a second counted across every worker sharing the store; returns how many it got (0:
+   * the second is used up, or already past for another worker). One statement, an upsert on the endpoint's
+   * row, so two workers asking at once are counted one after the other on both databases.
+   */
+  async takeRate(endpointId: string, limit: number, window: number, want: number): Promise<number> {
+    const n = sql<number>`cast(${want} as integer)`;
+    const max = sql<number>`cast(${limit} as integer)`;
+    const fresh = sql<number>`case when ${n} <= ${max} then ${n} else ${max} end`;
+    const used = sql.ref('endpoint_rates.used');
+    const more = sql<number>`case when ${used} + ${n} <= ${max} then ${n} when ${used} < ${max} then ${max} - ${used} else 0 end`;
+    const counted = sql.ref('endpoint_rates.window_start');
+    const w = sql<number>`cast(${window} as bigint)`;
+    const row = await this.ctx.db
+      .insertInto('endpoint_rates')
+      .values({ endpoint_id: endpointId, window_start: window, used: fresh, granted: fresh })
+      .onConflict((oc) =>
+        oc.column('endpoint_id').doUpdateSet({
+          granted: sql<number>`case when ${counted} = ${w} then ${more} when ${counted} > ${w} then 0 else ${fresh} end`,
+          used: sql<number>`case when ${counted} = ${w} then ${used} + ${more} when ${counted} > ${w} then ${used} else ${fresh} end`,
+          window_start: sql<number>`case when ${counted} > ${w} then ${counted} else ${w} end`,
+        }),
+      )
+      .returning('granted')
+      .executeTakeFirstOrThrow();
+    return Number(row.granted);
+  }
+
   /** Drops a task whose delivery no longer exists. */
   async drop(task: ClaimedTask): Promise<void> {
     await this.ctx.db.deleteFrom('delivery_tasks').where('id', '=', task.id).execute();

@@ -32,6 +32,7 @@ const INPUT_COLUMNS = [
   'endpoints.earlier_secrets_sealed',
   'endpoints.earlier_valid_until',
   'endpoints.headers_sealed',
+  'endpoints.rate_limit',
 ] as const;
 
 /**
@@ -68,6 +69,7 @@ export interface LoadedRow {
   earlier_secrets_sealed: string | null;
   earlier_valid_until: number | null;
   headers_sealed: string | null;
+  rate_limit: number | null;
 }
 
 /**
@@ -105,14 +107,22 @@ export class InputReader {
   endpointInput(
     id: string,
     status: string,
-    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed'>,
+    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit'>,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
     const headers = this.headersOf(row.headers_sealed);
     // Headers that do not open here make the endpoint unsendable here, as secrets that do not open do.
     const secrets = headers === null ? null : this.secretsOf(row);
-    return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets, headers: headers ?? {} };
+    return {
+      id,
+      url: row.url!,
+      publicOnly,
+      status: status as EndpointStatus,
+      secrets,
+      headers: headers ?? {},
+      rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
+    };
   }
 
   /** The endpoint's own headers, or null when they do not open here (memoized by their sealed text). */
@@ -198,6 +208,7 @@ export async function loadEndpoints(
       'earlier_secrets_sealed',
       'earlier_valid_until',
       'headers_sealed',
+      'rate_limit',
     ])
     .where('id', 'in', ids)
     .execute();
