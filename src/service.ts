@@ -5,6 +5,7 @@ import { buildApi, type Api } from './api/app.js';
 import { DeliveryWorker } from './delivery/worker.js';
 import { QueueThread } from './store/queue-thread.js';
 import { Heartbeat } from './delivery/heartbeat.js';
+import { BackgroundRunner } from './background/runner.js';
 
 export interface Service {
   config: Config;
@@ -53,12 +54,14 @@ export async function startService(config: Config, logger: Logger = createLogger
   let retentionTimer: NodeJS.Timeout | null = null;
   let queueThread: QueueThread | null = null;
   let heartbeat: Heartbeat | null = null;
+  let background: BackgroundRunner | null = null;
 
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
       if (retentionTimer) clearInterval(retentionTimer);
       if (api) await api.close();
+      await background?.stop();
       if (worker) await worker.stop();
       await heartbeat?.stop();
       await queueThread?.close();
@@ -85,6 +88,11 @@ export async function startService(config: Config, logger: Logger = createLogger
       );
       await heartbeat.start();
       worker.start();
+      // Background tasks (an endpoint's recovery) run where deliveries do; one created here starts at once.
+      const runner = new BackgroundRunner(store.backgroundTasks, logger.child({ component: 'background' }));
+      store.events.on('background', () => runner.wake());
+      runner.start();
+      background = runner;
       const purge = () =>
         (queueThread ?? store).purgeExpired().then(
           (counts) => logger.info({ counts }, 'retention purge done'),

@@ -16,6 +16,7 @@ import { endpointRoutes } from './endpoints.js';
 import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { backgroundTaskRoutes } from './background-tasks.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
 
@@ -279,6 +280,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     deliveryRoutes,
     eventTypeRoutes,
     apiKeyRoutes,
+    backgroundTaskRoutes,
     portalRoutes,
   ]) {
     await app.register(routes, deps);

@@ -129,6 +129,16 @@ export const EndpointWithSecret = Type.Object({
   signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: whsec_…, shown once' })),
 });
 
+export const BackgroundTask = Type.Object({
+  object: Type.Literal('background_task'),
+  id: Type.String({ description: 'task_…' }),
+  kind: Type.Literal('endpoint.recover'),
+  status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  data: Type.Object({ deliveries_enqueued: Type.Integer({ description: 'Deliveries given a new attempt so far' }) }),
+});
+
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
   trigger: Type.Union([Type.Literal('scheduled'), Type.Literal('manual')]),

@@ -2,6 +2,7 @@ import type {
   ApiKeyRow,
   ApplicationRow,
   AttemptRow,
+  BackgroundTaskRow,
   DeliveryRow,
   EndpointRow,
   EventTypeRow,
@@ -104,4 +105,14 @@ export const apiKeyToApi = (k: ApiKeyRow) => ({
   livemode: Boolean(k.livemode),
   created_at: iso(k.created_at),
   revoked_at: isoOrNull(k.revoked_at),
+});
+
+export const backgroundTaskToApi = (b: BackgroundTaskRow) => ({
+  object: 'background_task' as const,
+  id: b.id,
+  kind: b.kind as 'endpoint.recover',
+  status: b.status as 'running' | 'finished' | 'failed',
+  created_at: iso(b.created_at),
+  updated_at: iso(b.updated_at),
+  data: { deliveries_enqueued: b.enqueued },
 });

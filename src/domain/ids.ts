@@ -17,6 +17,7 @@ export const ID_PREFIX = {
   apiKey: 'key_',
   request: 'req_',
   task: 'tsk_',
+  backgroundTask: 'task_',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 
@@ -69,6 +70,11 @@ export function orderedId(now = Date.now()): string {
     lastRandom = freshRandom();
   }
   return encodeTime(lastTime) + lastRandom.map((d) => ALPHABET[d]).join('');
+}
+
+/** The lowest id of `kind` made at `ms` or later: ids sort by time, so `id >= idFloor(kind, t)` starts a range at t. */
+export function idFloor(kind: IdKind, ms: number): string {
+  return ID_PREFIX[kind] + encodeTime(ms);
 }
 
 export function newId(kind: IdKind, now?: number): string {

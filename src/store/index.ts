@@ -13,6 +13,7 @@ import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
 import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
+import { BackgroundTasks } from './background-tasks.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -30,6 +31,8 @@ export class Store {
   readonly messages: Messages;
   readonly deliveries: Deliveries;
   readonly queue: Queue;
+  /** Background tasks (an endpoint's recovery), created by the API and run by workers. */
+  readonly backgroundTasks: BackgroundTasks;
   /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
   readonly workers: Workers;
   /**
@@ -66,6 +69,7 @@ export class Store {
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
+    this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

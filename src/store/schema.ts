@@ -133,6 +133,28 @@ export interface TaskRow {
   lease_owner: string | null;
 }
 
+/** Work run in the background in batches (src/store/background-tasks.ts). */
+export interface BackgroundTaskRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  kind: string;
+  /** `running`, `finished` or `failed`. */
+  status: string;
+  /** The task's input, as JSON. */
+  params: string;
+  /** Where the next batch starts (null: at the beginning). */
+  cursor: string | null;
+  /** Deliveries given a new attempt so far. */
+  enqueued: number;
+  /** Batches that failed in a row. */
+  failures: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
 /** What a rate-limited endpoint was granted in its current second (src/store/queue/driver.ts, takeRate). */
 export interface EndpointRateRow {
   endpoint_id: string;
@@ -177,4 +199,5 @@ export interface Database {
   attempts: AttemptRow;
   workers: WorkerRow;
   endpoint_rates: EndpointRateRow;
+  background_tasks: BackgroundTaskRow;
 }

@@ -21,4 +21,23 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('used', 'integer', (c) => c.notNull())
     .addColumn('granted', 'integer', (c) => c.notNull())
     .execute();
+  // Work that runs in the background in bounded batches (an endpoint's recovery), resumable from its
+  // cursor by any worker once its lease runs out (the worker running it died).
+  await db.schema
+    .createTable('background_tasks')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('org_id', 'text', (c) => c.notNull())
+    .addColumn('livemode', 'integer', (c) => c.notNull())
+    .addColumn('kind', 'text', (c) => c.notNull())
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('params', 'text', (c) => c.notNull())
+    .addColumn('cursor', 'text')
+    .addColumn('enqueued', 'integer', (c) => c.notNull())
+    .addColumn('failures', 'integer', (c) => c.notNull())
+    .addColumn('lease_owner', 'text')
+    .addColumn('lease_until', 'bigint')
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('background_tasks_by_status').on('background_tasks').columns(['status', 'id']).execute();
 }

@@ -1,0 +1,194 @@
+import { idFloor, newId } from '../domain/ids.js';
+import { type Executor, liveFlag, type Scope, type StoreContext } from './common.js';
+import { insertRows } from './insert-rows.js';
+import type { BackgroundTaskRow } from './schema.js';
+
+// Work that runs in the background in bounded batches, whoever started it and whichever worker runs it:
+// an endpoint's recovery (decisions: POST /api/v1/endpoints/{id}/recover). A task is leased to one worker
+// at a time; each batch is one short transaction that also moves the task's cursor and renews its lease,
+// so a worker that dies leaves the task to the next one, from where it stopped.
+
+/** What a recovery asks for: the endpoint, and the messages' creation times (`until` exclusive; null: open). */
+export interface RecoverParams {
+  endpointId: string;
+  since: number;
+  until: number | null;
+}
+
+/** How a batch ended: more to do, the task is done, or its lease was lost to another worker. */
+export type BatchEnd = 'more' | 'done' | 'lost';
+
+export class BackgroundTasks {
+  constructor(
+    private readonly ctx: StoreContext,
+    /** Called after attempts were queued, so workers start at once. */
+    private readonly onQueued: () => void,
+  ) {}
+
+  async createRecover(scope: Scope, params: RecoverParams): Promise<BackgroundTaskRow> {
+    const now = this.ctx.now();
+    const row: BackgroundTaskRow = {
+      id: newId('backgroundTask', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      kind: 'endpoint.recover',
+      status: 'running',
+      params: JSON.stringify(params),
+      cursor: null,
+      enqueued: 0,
+      failures: 0,
+      lease_owner: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await this.ctx.db.insertInto('background_tasks').values(row).execute();
+    return row;
+  }
+
+  async get(scope: Scope, id: string): Promise<BackgroundTaskRow | undefined> {
+    return this.ctx.db
+      .selectFrom('background_tasks')
+      .selectAll()
+      .where('id', '=', id)
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .executeTakeFirst();
+  }
+
+  /**
+   * Leases to `owner` a running task that no live worker holds (never leased, or its lease ran out), for
+   * `leaseMs`. The update checks the lease again, so two workers never take one task.
+   */
+  async lease(owner: string, leaseMs: number): Promise<BackgroundTaskRow | undefined> {
+    const now = this.ctx.now();
+    const free = (db: Executor) =>
+      db
+        .selectFrom('background_tasks')
+        .select('id')
+        .where('status', '=', 'running')
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
+    const candidate = await free(this.ctx.db).orderBy('id').limit(1).executeTakeFirst();
+    if (!candidate) return undefined;
+    return this.ctx.db
+      .updateTable('background_tasks')
+      .set({ lease_owner: owner, lease_until: now + leaseMs })
+      .where('id', '=', candidate.id)
+      .where('status', '=', 'running')
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .returningAll()
+      .executeTakeFirst();
+  }
+
+  /**
+   * One batch of a recovery: up to `size` deliveries of the endpoint in `failed` or `disabled` whose message
+   * was created in the task's range, after its cursor, each get one manual attempt (as a retry does, after
+   * every attempt the delivery has), in the order the deliveries were created; the task's cursor, count and
+   * lease move in the same transaction. The range starts at the first delivery made at `since` (a delivery
+   * is never older than its message), through the index of the endpoint's deliveries, so a batch costs the
+   * same at the first delivery and at the millionth.
+   */
+  async recoverBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
+    const params = JSON.parse(task.params) as RecoverParams;
+    const end = await this.ctx.db
+      .transaction()
+      .execute(async (trx) => {
+        const now = this.ctx.now();
+        let batch = trx
+          .selectFrom('deliveries')
+          .innerJoin('messages', 'messages.id', 'deliveries.message_id')
+          .select('deliveries.id')
+          .where('deliveries.endpoint_id', '=', params.endpointId)
+          .where('deliveries.id', '>=', idFloor('delivery', params.since))
+          .where('deliveries.status', 'in', ['failed', 'disabled'])
+          .where('messages.created_at', '>=', params.since)
+          .orderBy('deliveries.id')
+          .limit(size);
+        if (params.until !== null) batch = batch.where('messages.created_at', '<', params.until);
+        if (task.cursor !== null) batch = batch.where('deliveries.id', '>', task.cursor);
+        const ids = (await batch.execute()).map((row) => row.id);
+        const queued =
+          ids.length === 0
+            ? []
+            : await trx
+                .updateTable('deliveries')
+                .set((eb) => ({ attempt_seq: eb('attempt_seq', '+', 1), next_attempt_at: now, updated_at: now }))
+                .where('id', 'in', ids)
+                .where('status', 'in', ['failed', 'disabled'])
+                .returning(['id', 'endpoint_id', 'attempt_seq'])
+                .execute();
+        await insertRows(
+          trx,
+          this.ctx.dialect,
+          'delivery_tasks',
+          queued.map((d) => ({
+            id: newId('task', now),
+            delivery_id: d.id,
+            endpoint_id: d.endpoint_id,
+            trigger: 'manual',
+            attempt_number: d.attempt_seq,
+            run_at: now,
+            lease_owner: null,
+          })),
+        );
+        const done = ids.length < size;
+        const moved = await trx
+          .updateTable('background_tasks')
+          .set((eb) => ({
+            cursor: ids.at(-1) ?? task.cursor,
+            enqueued: eb('enqueued', '+', queued.length),
+            status: done ? 'finished' : 'running',
+            failures: 0,
+            lease_until: now + leaseMs,
+            updated_at: now,
+          }))
+          .where('id', '=', task.id)
+          .where('lease_owner', '=', owner)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        // Another worker holds the task now (this one's lease ran out): nothing of this batch is kept.
+        if (Number(moved.numUpdatedRows) === 0) throw new LeaseLost();
+        task.cursor = ids.at(-1) ?? task.cursor;
+        return { end: (done ? 'done' : 'more') as BatchEnd, queued: queued.length };
+      })
+      .catch((error) => {
+        if (error instanceof LeaseLost) return { end: 'lost' as BatchEnd, queued: 0 };
+        throw error;
+      });
+    if (end.queued > 0) this.onQueued();
+    return end.end;
+  }
+
+  /** A batch failed: counted, and after `maxFailures` in a row the task is `failed`. The lease is let go. */
+  async batchFailed(task: BackgroundTaskRow, owner: string, maxFailures: number): Promise<void> {
+    const now = this.ctx.now();
+    await this.ctx.db
+      .updateTable('background_tasks')
+      .set((eb) => ({
+        failures: eb('failures', '+', 1),
+        status: eb
+          .case()
+          .when('failures', '>=', maxFailures - 1)
+          .then('failed')
+          .else('running')
+          .end(),
+        lease_until: now,
+        updated_at: now,
+      }))
+      .where('id', '=', task.id)
+      .where('lease_owner', '=', owner)
+      .execute();
+  }
+
+  /** Lets go of a task this worker holds, so another takes it up at once (a worker that stops). */
+  async release(task: BackgroundTaskRow, owner: string): Promise<void> {
+    await this.ctx.db
+      .updateTable('background_tasks')
+      .set({ lease_until: 0 })
+      .where('id', '=', task.id)
+      .where('lease_owner', '=', owner)
+      .execute();
+  }
+}
+
+class LeaseLost extends Error {}

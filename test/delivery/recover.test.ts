@@ -1,0 +1,106 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setup, startReceiver } from './helpers.js';
+import { assertError } from '../api/helpers.js';
+import { eventually } from '../support/receiver.js';
+import { bootstrap } from '../support/client.js';
+import { openStore } from '../store/helpers.js';
+
+// Recovering an endpoint: POST /endpoints/{id}/recover gives every failed or disabled delivery of messages
+// created in [since, until) one new attempt, in the background, in bounded batches that any worker resumes.
+
+test('recover gives the failed deliveries of the range a new attempt, followed through its background task', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  let down = true;
+  const receiver = await startReceiver(t, () => ({ status: down ? 500 : 200 }));
+  const endpoint = await s.endpoint(`${receiver.url}/down`);
+  const before = await s.emit({ n: 'before' });
+  await s.until(before.deliveryIds[0]!, (d) => d.status === 'failed', 'the early message failed');
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const since = new Date().toISOString();
+  const inRange = [];
+  for (let i = 0; i < 5; i++) inRange.push(await s.emit({ i }));
+  for (const e of inRange) await s.until(e.deliveryIds[0]!, (d) => d.status === 'failed', 'failed while down');
+  down = false;
+  const received = receiver.received.length;
+
+  const started = await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since });
+  assert.equal(started.status, 202);
+  assert.equal(started.body.object, 'background_task');
+  assert.match(started.body.id, /^task_/);
+  assert.equal(started.body.kind, 'endpoint.recover');
+  assert.equal(started.body.status, 'running');
+  const finished = await eventually(
+    async () => {
+      const read = await s.api.get(`/api/v1/background-tasks/${started.body.id}`);
+      return read.body.status === 'finished' ? read.body : null;
+    },
+    15_000,
+    'the task to finish',
+  );
+  assert.deepEqual(finished.data, { deliveries_enqueued: 5 });
+  for (const e of inRange) {
+    const d = await s.until(e.deliveryIds[0]!, (x) => x.status === 'success', 'recovered');
+    assert.equal(d.attempts.length, 2);
+    assert.equal(d.attempts[0]!.trigger, 'manual');
+  }
+  await receiver.waitFor(received + 5);
+  assert.equal(receiver.received.length, received + 5, 'only the range was sent again');
+  assert.equal((await s.delivery(before.deliveryIds[0]!)).status, 'failed', 'the message before since is left');
+});
+
+test('recover: a disabled endpoint is 409, bad ranges 400, and tasks are isolated like every resource', async (t) => {
+  const s = await setup(t);
+  const endpoint = await s.endpoint('http://127.0.0.1:9/r');
+  const since = new Date().toISOString();
+  assertError(await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, {}), 400, 'invalid_request', /since/);
+  assertError(
+    await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since: 'yesterday' }),
+    400,
+    'invalid_request',
+  );
+  assertError(
+    await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since, until: since }),
+    400,
+    'invalid_request',
+    /until must be after since/,
+  );
+  assertError(await s.api.post('/api/v1/endpoints/ep_nope/recover', { since }), 404, 'not_found');
+  const task = await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since });
+  assert.equal(task.status, 202);
+  assertError(await s.live.get(`/api/v1/background-tasks/${task.body.id}`), 404, 'not_found');
+  const { test: other } = await bootstrap(s.service.url);
+  assertError(await other.get(`/api/v1/background-tasks/${task.body.id}`), 404, 'not_found');
+  assertError(await other.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since }), 404, 'not_found');
+  await s.api.patch(`/api/v1/endpoints/${endpoint.id}`, { status: 'disabled' });
+  assertError(await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since }), 409, 'conflict', /enable it/);
+});
+
+test('a recovery runs in batches from its cursor, and a task whose worker died is resumed by another', async (t) => {
+  const { store, emit, scope, endpointId } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  const since = Date.now() - 1;
+  await emit(5);
+  // As if every attempt failed: the deliveries are `failed`, their tasks gone.
+  await store.ctx.db.deleteFrom('delivery_tasks').execute();
+  await store.ctx.db.updateTable('deliveries').set({ status: 'failed' }).execute();
+  const task = await store.backgroundTasks.createRecover(scope, { endpointId, since, until: null });
+
+  // A worker takes it, runs one batch of two, and dies holding it.
+  const dead = await store.backgroundTasks.lease('bg_dead', 200);
+  assert.equal(dead?.id, task.id);
+  assert.equal(await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', 200, 2), 'more');
+  assert.equal(await store.backgroundTasks.lease('bg_live', 10_000), undefined, 'held while its lease lasts');
+  await new Promise((resolve) => setTimeout(resolve, 250));
+  const resumed = await store.backgroundTasks.lease('bg_live', 10_000);
+  assert.equal(resumed?.id, task.id, 'taken up once the lease ran out');
+  assert.equal(resumed!.enqueued, 2);
+  assert.equal(await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', 200, 2), 'lost', 'the dead one lost it');
+  assert.equal(await store.backgroundTasks.recoverBatch(resumed!, 'bg_live', 10_000, 2), 'more');
+  assert.equal(await store.backgroundTasks.recoverBatch(resumed!, 'bg_live', 10_000, 2), 'done');
+  const read = await store.backgroundTasks.get(scope, task.id);
+  assert.equal(read!.status, 'finished');
+  assert.equal(read!.enqueued, 5);
+  const tasks = await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute();
+  assert.equal(tasks.length, 5, 'one manual attempt each, none twice');
+  assert.ok(tasks.every((x) => x.trigger === 'manual' && x.attempt_number === 2));
+});
