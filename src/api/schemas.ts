@@ -140,6 +140,9 @@ export const EventType = Type.Object({
   description: Type.String(),
   version: Type.Integer(),
   example_json: Type.Object({}, { additionalProperties: true }),
+  schema: Nullable(
+    Type.Object({}, { additionalProperties: true, description: 'JSON Schema (draft 2020-12) of payloads, or null' }),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 });

@@ -12,6 +12,7 @@ import * as rotationsAndExhaustion from './migrations/003_rotations_and_exhausti
 import * as portalEndpoints from './migrations/004_portal_endpoints.js';
 import * as workers from './migrations/005_workers.js';
 import * as portalTokenHash from './migrations/006_portal_token_hash.js';
+import * as eventSchemas from './migrations/008_event_schemas.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -34,6 +35,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '004_portal_endpoints': portalEndpoints,
   '005_workers': workers,
   '006_portal_token_hash': portalTokenHash,
+  '008_event_schemas': eventSchemas,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
