@@ -69,14 +69,8 @@ export function checkSchema(schema: object): { ok: true; validate: PayloadValida
       problem: clip(`schema${first?.instancePath ?? ''} ${first?.message ?? 'is not a valid JSON Schema'}`),
     };
   }
-  const pattern = unboundedPattern(schema);
-  if (pattern !== null)
-    return {
-      ok: false,
-      problem: clip(
-        `schema pattern ${JSON.stringify(pattern)} repeats a repeated part or uses a back-reference; such patterns can take exponential time`,
-      ),
-    };
+  const costly = costlyRule(schema, 'schema');
+  if (costly !== null) return { ok: false, problem: clip(costly) };
   try {
     return { ok: true, validate: compile(schema) };
   } catch (error) {
@@ -135,17 +129,41 @@ const clip = (text: string) => (text.length > MAX_PROBLEM_CHARS ? `${text.slice(
 /** Keywords whose values are data, not schemas: a `pattern` inside them is a value, not a rule. */
 const DATA_KEYWORDS = new Set(['const', 'enum', 'default', 'examples', 'example']);
 
-/** The first `pattern` or `patternProperties` name in `schema` that can backtrack without bound, or null. */
-function unboundedPattern(schema: unknown): string | null {
+/**
+ * Most items an array checked for `uniqueItems` may have, unless its items are of a scalar type: ajv then
+ * compares every pair with a deep equality (n² work), and a 512 KiB payload of small objects would hold
+ * the event loop for minutes. ajv checks `maxItems` first, so a longer array fails before the comparisons.
+ */
+export const MAX_UNIQUE_ITEMS = 256;
+
+const SCALAR_TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+
+/**
+ * Why a rule of `schema` could cost a payload unbounded time, or null: a `pattern` (or `patternProperties`
+ * name) that can backtrack without bound, or `uniqueItems` over items of any type without a small
+ * `maxItems`. `at` is the location of `schema`, for the message.
+ */
+function costlyRule(schema: unknown, at: string): string | null {
   if (schema === null || typeof schema !== 'object') return null;
+  const rules = schema as Record<string, unknown>;
+  if (!Array.isArray(schema) && rules.uniqueItems === true) {
+    const itemTypes = (rules.items as { type?: unknown } | undefined)?.type;
+    const scalarItems = [itemTypes].flat().every((type) => typeof type === 'string' && SCALAR_TYPES.has(type));
+    const most = rules.maxItems;
+    if (!scalarItems && !(typeof most === 'number' && most <= MAX_UNIQUE_ITEMS))
+      return `${at}/uniqueItems needs maxItems of at most ${MAX_UNIQUE_ITEMS} beside it, or items of one scalar type: comparing every pair of a long array takes quadratic time`;
+  }
   for (const [key, value] of Object.entries(schema)) {
     if (DATA_KEYWORDS.has(key)) continue;
-    if (key === 'pattern' && typeof value === 'string' && backtracksWithoutBound(value)) return value;
-    if (key === 'patternProperties' && value !== null && typeof value === 'object') {
-      const bad = Object.keys(value).find(backtracksWithoutBound);
-      if (bad !== undefined) return bad;
-    }
-    const inner = unboundedPattern(value);
+    const bad =
+      key === 'pattern' && typeof value === 'string' && backtracksWithoutBound(value)
+        ? value
+        : key === 'patternProperties' && value !== null && typeof value === 'object'
+          ? Object.keys(value).find(backtracksWithoutBound)
+          : undefined;
+    if (bad !== undefined)
+      return `${at}/${key} ${JSON.stringify(bad)} repeats a repeated part or uses a back-reference: such patterns can take exponential time`;
+    const inner = costlyRule(value, `${at}/${key}`);
     if (inner !== null) return inner;
   }
   return null;

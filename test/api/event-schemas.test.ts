@@ -104,6 +104,10 @@ describe('event schemas', () => {
       [{ type: 'object', required: 'amount' }, /schema\/required/],
       [{ $schema: 'http://json-schema.org/draft-07/schema#' }, /2020-12/],
       [{ type: 'object', properties: { a: { type: 'string', pattern: '^(a+)+$' } } }, /pattern/],
+      [
+        { type: 'object', properties: { tags: { type: 'array', uniqueItems: true } } },
+        /tags\/uniqueItems needs maxItems/,
+      ],
       [{ type: 'string', pattern: '([' }, /does not compile/],
       [{ $ref: 'https://example.com/schemas/evil.json' }, /does not compile/],
       [{ type: 'object', description: 'x'.repeat(70_000) }, /at most 65536/],
@@ -236,6 +240,26 @@ describe('event schemas', () => {
     await api.patch('/api/v1/event-types/plan.changed', { schema: null });
     await new Promise((resolve) => setTimeout(resolve, SCHEMA_CACHE_MS + 100));
     await emit(api, appId, 'plan.changed', { plan: 42 });
+  });
+
+  test('uniqueItems with a small maxItems, or over scalar items, is accepted', async () => {
+    for (const [name, schema] of [
+      ['tags.bounded', { type: 'object', properties: { tags: { type: 'array', uniqueItems: true, maxItems: 10 } } }],
+      [
+        'tags.scalar',
+        { type: 'object', properties: { tags: { type: 'array', uniqueItems: true, items: { type: 'string' } } } },
+      ],
+    ] as const) {
+      const created = await api.post('/api/v1/event-types', { name, schema });
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      await emit(api, appId, name, { tags: ['a', 'b'] });
+      assertError(
+        await api.post('/api/v1/messages', { app_id: appId, event_type: name, payload: { tags: ['a', 'a'] } }),
+        400,
+        'invalid_request',
+        /payload\/tags \(at \/tags\) must NOT have duplicate items.*"uniqueItems"/,
+      );
+    }
   });
 
   test('patterns that can backtrack without bound are recognized; ordinary ones are not', () => {
