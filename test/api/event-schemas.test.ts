@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestService, type TestService } from '../support/service.js';
-import { bootstrap, type Client } from '../support/client.js';
+import { bootstrap, Client } from '../support/client.js';
 import { assertError, createApp, emit, listAll } from './helpers.js';
 import { SCHEMA_CACHE_MS } from '../../src/store/event-types.js';
 import { backtracksWithoutBound, schemaCompilations } from '../../src/domain/event-schema.js';
@@ -240,6 +240,50 @@ describe('event schemas', () => {
     await api.patch('/api/v1/event-types/plan.changed', { schema: null });
     await new Promise((resolve) => setTimeout(resolve, SCHEMA_CACHE_MS + 100));
     await emit(api, appId, 'plan.changed', { plan: 42 });
+  });
+
+  test('another API process keeps an event type schema for the cache time, then reads the change', async () => {
+    // A second service on the same database: its emits use the schema it read, without reading it again,
+    // until SCHEMA_CACHE_MS has passed since it read it.
+    const other = await startTestService({ HERALD_ROLE: 'api' }, service.database);
+    try {
+      const otherApi = new Client(other.url, api.key);
+      await api.post('/api/v1/event-types', { name: 'seat.added', example_json: { seats: 1 } });
+      const readAt = Date.now();
+      await emit(otherApi, appId, 'seat.added', { seats: 'many' });
+      const changed = await api.patch('/api/v1/event-types/seat.added', {
+        schema: { type: 'object', properties: { seats: { type: 'integer' } } },
+      });
+      assert.equal(changed.status, 200, JSON.stringify(changed.body));
+      // The change applies at once where it was made.
+      assertError(
+        await api.post('/api/v1/messages', { app_id: appId, event_type: 'seat.added', payload: { seats: 'many' } }),
+        400,
+        'invalid_request',
+        /payload\/seats \(at \/seats\) must be integer/,
+      );
+      const early = await otherApi.post('/api/v1/messages', {
+        app_id: appId,
+        event_type: 'seat.added',
+        payload: { seats: 'many' },
+      });
+      // Unless this machine was too slow to tell: the other process read the entry at readAt at the earliest.
+      if (Date.now() - readAt < SCHEMA_CACHE_MS - 100)
+        assert.equal(early.status, 201, 'the other process still uses what it read');
+      await new Promise((resolve) => setTimeout(resolve, SCHEMA_CACHE_MS + 100));
+      assertError(
+        await otherApi.post('/api/v1/messages', {
+          app_id: appId,
+          event_type: 'seat.added',
+          payload: { seats: 'many' },
+        }),
+        400,
+        'invalid_request',
+        /payload\/seats \(at \/seats\) must be integer/,
+      );
+    } finally {
+      await other.stop();
+    }
   });
 
   test('uniqueItems with a small maxItems, or over scalar items, is accepted', async () => {
