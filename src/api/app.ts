@@ -19,6 +19,7 @@ import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { systemRoutes } from './system.js';
 import { portalRoutes } from '../portal/routes.js';
+import { docsPage } from './docs-page.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
 const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
@@ -270,6 +271,8 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   installAuth(app, store);
   const redis = await installRateLimits(app, config);
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
+  // The reference page at /docs, rendered from the document above (public, not rate limited).
+  await docsPage(app);
 
   const deps = { store, config };
   for (const routes of [

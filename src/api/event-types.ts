@@ -1,10 +1,11 @@
 import { Type } from 'typebox';
-import { conflict, notFound } from './errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { errors, EventType, ListOf } from './schemas.js';
+import { errors, EventType, ListOf, Nullable } from './schemas.js';
 import { eventTypeToApi, list } from './serialize.js';
 import { EVENT_TYPE_NAME } from '../domain/catalog.js';
+import { checkSchema, MAX_SCHEMA_CHARS, schemaFailure, type PayloadValidator } from '../domain/event-schema.js';
 
 const Name = Type.String({
   minLength: 1,
@@ -13,7 +14,34 @@ const Name = Type.String({
   description: 'Dotted name such as invoice.paid',
 });
 const Description = Type.String({ maxLength: 1024 });
-const Example = Type.Object({}, { additionalProperties: true, description: 'Sample payload, used by send-test' });
+const Example = Type.Object(
+  {},
+  { additionalProperties: true, description: 'Sample payload, used by send-test; must satisfy `schema`' },
+);
+const SchemaField = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description: `JSON Schema (draft 2020-12) that payloads of this event type must satisfy; at most ${MAX_SCHEMA_CHARS} characters of JSON, references resolved within the schema only`,
+  },
+);
+
+/** The compiled form of a schema sent by the client, or 400 naming why it cannot be one. */
+function checkedSchema(schema: object): PayloadValidator {
+  const checked = checkSchema(schema);
+  if (!checked.ok) throw invalid(checked.problem);
+  return checked.validate;
+}
+
+/** 400 when the example an entry would keep does not satisfy the schema it would keep. */
+function requireExampleFits(validate: PayloadValidator | null, example: unknown, defaulted: boolean): void {
+  if (!validate) return;
+  const failure = schemaFailure(validate, example, 'example_json');
+  if (failure)
+    throw invalid(
+      defaulted ? `${failure}; without example_json the example is {}: send one that satisfies the schema` : failure,
+    );
+}
 
 export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
   app.get(
@@ -48,13 +76,17 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
           name: Name,
           description: Type.Optional(Description),
           example_json: Type.Optional(Example),
+          schema: Type.Optional(SchemaField),
         }),
         response: { 201: EventType, ...errors(400, 401, 409, 429) },
       },
     },
     async (request, reply) => {
-      const { name, description, example_json } = request.body;
-      const row = await store.eventTypes.create(scopeOf(request), { name, description, example: example_json });
+      const { name, description, example_json, schema } = request.body;
+      // The entry's example must satisfy its schema: send-test sends it, and receivers trust the schema.
+      if (schema !== undefined)
+        requireExampleFits(checkedSchema(schema), example_json ?? {}, example_json === undefined);
+      const row = await store.eventTypes.create(scopeOf(request), { name, description, example: example_json, schema });
       if (!row) throw conflict(`event type "${name}" already exists`);
       reply.code(201);
       return eventTypeToApi(row);
@@ -82,18 +114,32 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
     '/api/v1/event-types/:name',
     {
       schema: {
-        summary: 'Update a catalog entry; a new example bumps its version',
+        summary: 'Update a catalog entry; a new example or schema bumps its version',
         tags: ['event-types'],
         params: Type.Object({ name: Type.String({ maxLength: 255 }) }),
-        body: Type.Object({ description: Type.Optional(Description), example_json: Type.Optional(Example) }),
+        body: Type.Object({
+          description: Type.Optional(Description),
+          example_json: Type.Optional(Example),
+          schema: Type.Optional(Nullable(SchemaField)),
+        }),
         response: { 200: EventType, ...errors(400, 401, 404, 429) },
       },
     },
     async (request) => {
-      const row = await store.eventTypes.update(scopeOf(request), request.params.name, {
-        description: request.body.description,
-        example: request.body.example_json,
-      });
+      const scope = scopeOf(request);
+      const { description, example_json, schema } = request.body;
+      const sent = schema ? checkedSchema(schema) : null;
+      // Checked against the entry as it would be written, so a new example meets the kept schema and a
+      // new schema the kept example.
+      const row = await store.eventTypes.update(
+        scope,
+        request.params.name,
+        { description, example: example_json, schema },
+        (next) => {
+          const validate = schema === undefined ? store.eventTypes.validatorOf(scope, next) : sent;
+          requireExampleFits(validate, JSON.parse(next.example_json), false);
+        },
+      );
       if (!row) throw notFound(`event type ${request.params.name}`);
       return eventTypeToApi(row);
     },

@@ -7,6 +7,7 @@ import { deliveryToApi, list, messageToApi } from './serialize.js';
 import type { EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import type { Store } from '../store/index.js';
+import { schemaFailure } from '../domain/event-schema.js';
 
 const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
 const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
@@ -59,6 +60,11 @@ async function emit(
   payload: object,
   idempotencyKey: string | null,
 ) {
+  // The payload must satisfy the event type's schema, if its catalog entry has one. This is part of
+  // checking the request, so it comes before the idempotency key is looked at, like the body's shape.
+  const validate = await store.eventTypes.payloadValidator(scope, eventType);
+  const failure = validate && schemaFailure(validate, payload, 'payload');
+  if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
   const result = await store.messages.emit({
     scope,
     appId,

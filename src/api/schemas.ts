@@ -38,50 +38,94 @@ export const cursorOf = (kind: IdKind) =>
     }),
   );
 
-/** A list response: {object: "list", data, has_more, next_cursor}. */
-export const ListOf = <T extends TSchema>(item: T) =>
-  Type.Object({
-    object: Type.Literal('list'),
-    data: Type.Array(item),
-    has_more: Type.Boolean(),
-    next_cursor: Nullable(Type.String()),
-  });
+/** A list response: {object: "list", data, has_more, next_cursor}; its example lists the item's example. */
+export const ListOf = <T extends TSchema>(item: T) => {
+  const examples = (item as { examples?: unknown[] }).examples;
+  return Type.Object(
+    {
+      object: Type.Literal('list'),
+      data: Type.Array(item),
+      has_more: Type.Boolean(),
+      next_cursor: Nullable(Type.String()),
+    },
+    Array.isArray(examples)
+      ? { examples: [{ object: 'list', data: [examples[0]], has_more: false, next_cursor: null }] }
+      : {},
+  );
+};
 
-export const Message = Type.Object({
-  id: Type.String({ description: 'evt_…' }),
-  object: Type.Literal('message'),
-  event_type: Type.String(),
-  app_id: Type.String(),
-  created_at: Timestamp,
-});
+/** Ids as the examples of the OpenAPI document show them. */
+const EXAMPLE_ID = {
+  message: 'evt_01jd5x3k8m2n4p6q8r0s2t4v6w',
+  app: 'app_01jd5x3k8m2n4p6q8r0s2t4v6w',
+  endpoint: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
+  delivery: 'dlv_01jd5x3k8m2n4p6q8r0s2t4v6w',
+  key: 'key_01jd5x3k8m2n4p6q8r0s2t4v6w',
+};
+const EXAMPLE_TIME = '2026-01-01T00:00:00.000Z';
 
-export const EmitResponse = Type.Object({
-  id: Type.String(),
-  object: Type.Literal('message'),
-  event_type: Type.String(),
-  app_id: Type.String(),
-  created_at: Timestamp,
-  delivery_ids: Type.Array(Type.String()),
-  idempotent: Type.Boolean(),
-});
+const messageExample = {
+  id: EXAMPLE_ID.message,
+  object: 'message',
+  event_type: 'invoice.paid',
+  app_id: EXAMPLE_ID.app,
+  created_at: EXAMPLE_TIME,
+};
+export const Message = Type.Object(
+  {
+    id: Type.String({ description: 'evt_…' }),
+    object: Type.Literal('message'),
+    event_type: Type.String(),
+    app_id: Type.String(),
+    created_at: Timestamp,
+  },
+  { examples: [messageExample] },
+);
 
-export const Application = Type.Object({
-  id: Type.String({ description: 'app_…' }),
-  object: Type.Literal('application'),
-  name: Type.String(),
-  uid: Nullable(Type.String()),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const EmitResponse = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('message'),
+    event_type: Type.String(),
+    app_id: Type.String(),
+    created_at: Timestamp,
+    delivery_ids: Type.Array(Type.String()),
+    idempotent: Type.Boolean(),
+  },
+  { examples: [{ ...messageExample, delivery_ids: [EXAMPLE_ID.delivery], idempotent: false }] },
+);
+
+const applicationExample = {
+  id: EXAMPLE_ID.app,
+  object: 'application',
+  name: 'Acme Inc.',
+  uid: 'acme',
+  created_at: EXAMPLE_TIME,
+  updated_at: EXAMPLE_TIME,
+};
+export const Application = Type.Object(
+  {
+    id: Type.String({ description: 'app_…' }),
+    object: Type.Literal('application'),
+    name: Type.String(),
+    uid: Nullable(Type.String()),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { examples: [applicationExample] },
+);
 
 /** An application as create and rotate-portal-path answer: with its portal_path, shown only then. */
-export const ApplicationWithPortalPath = Type.Object({
-  ...Application.properties,
-  portal_path: Type.String({
-    description:
-      'Path of this application’s customer portal, relative to the base URL; shown only now (only its hash is stored)',
-  }),
-});
+export const ApplicationWithPortalPath = Type.Object(
+  {
+    ...Application.properties,
+    portal_path: Type.String({
+      description:
+        'Path of this application’s customer portal, relative to the base URL; shown only now (only its hash is stored)',
+    }),
+  },
+  { examples: [{ ...applicationExample, portal_path: '/portal/pt_3q8Zr0sT2v4W6x8Y0a2C4e6G8i0K2m4O' }] },
+);
 
 export const RateLimit = Type.Integer({
   minimum: 1,
@@ -116,7 +160,22 @@ const endpointFields = {
   created_at: Timestamp,
   updated_at: Timestamp,
 };
-export const Endpoint = Type.Object(endpointFields);
+const endpointExample = {
+  id: EXAMPLE_ID.endpoint,
+  object: 'endpoint',
+  app_id: EXAMPLE_ID.app,
+  url: 'https://acme.example/webhooks',
+  status: 'active',
+  event_types: ['invoice.paid'],
+  description: 'Billing receiver',
+  headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
+  rate_limit: 50,
+  signature_type: 'hmac',
+  public_key: null,
+  created_at: EXAMPLE_TIME,
+  updated_at: EXAMPLE_TIME,
+};
+export const Endpoint = Type.Object(endpointFields, { examples: [endpointExample] });
 
 /** `headers` as create and update take them: names and values are checked by headersProblem. */
 export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String(), {
@@ -124,20 +183,39 @@ export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength
   description:
     'Headers sent with every request to the endpoint (at most 20; reserved names refused). An update replaces the whole set; a sensitive value sent back as "<redacted>" keeps the stored one',
 });
-export const EndpointWithSecret = Type.Object({
-  ...endpointFields,
-  signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: whsec_…, shown once' })),
-});
 
-export const BackgroundTask = Type.Object({
-  object: Type.Literal('background_task'),
-  id: Type.String({ description: 'task_…' }),
-  kind: Type.Literal('endpoint.recover'),
-  status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-  data: Type.Object({ deliveries_enqueued: Type.Integer({ description: 'Deliveries given a new attempt so far' }) }),
-});
+export const EndpointWithSecret = Type.Object(
+  {
+    ...endpointFields,
+    signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: whsec_…, shown once' })),
+  },
+  { examples: [{ ...endpointExample, signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }] },
+);
+
+export const BackgroundTask = Type.Object(
+  {
+    object: Type.Literal('background_task'),
+    id: Type.String({ description: 'task_…' }),
+    kind: Type.Literal('endpoint.recover'),
+    status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+    data: Type.Object({ deliveries_enqueued: Type.Integer({ description: 'Deliveries given a new attempt so far' }) }),
+  },
+  {
+    examples: [
+      {
+        object: 'background_task',
+        id: 'task_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        kind: 'endpoint.recover',
+        status: 'running',
+        created_at: EXAMPLE_TIME,
+        updated_at: EXAMPLE_TIME,
+        data: { deliveries_enqueued: 500 },
+      },
+    ],
+  },
+);
 
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
@@ -168,18 +246,73 @@ const deliveryFields = {
   created_at: Timestamp,
   updated_at: Timestamp,
 };
-export const Delivery = Type.Object(deliveryFields);
-export const DeliveryWithAttempts = Type.Object({ ...deliveryFields, attempts: Type.Array(Attempt) });
+const deliveryExample = {
+  id: EXAMPLE_ID.delivery,
+  object: 'delivery',
+  message_id: EXAMPLE_ID.message,
+  endpoint_id: EXAMPLE_ID.endpoint,
+  status: 'success',
+  attempt_count: 1,
+  next_attempt_at: null,
+  created_at: EXAMPLE_TIME,
+  updated_at: EXAMPLE_TIME,
+};
+export const Delivery = Type.Object(deliveryFields, { examples: [deliveryExample] });
+export const DeliveryWithAttempts = Type.Object(
+  { ...deliveryFields, attempts: Type.Array(Attempt) },
+  {
+    examples: [
+      {
+        ...deliveryExample,
+        attempts: [
+          {
+            attempt_number: 1,
+            trigger: 'scheduled',
+            status: 'success',
+            response_status: 200,
+            response_body: 'ok',
+            error: null,
+            duration_ms: 42,
+            created_at: EXAMPLE_TIME,
+          },
+        ],
+      },
+    ],
+  },
+);
 
-export const EventType = Type.Object({
-  name: Type.String(),
-  object: Type.Literal('event_type'),
-  description: Type.String(),
-  version: Type.Integer(),
-  example_json: Type.Object({}, { additionalProperties: true }),
-  created_at: Timestamp,
-  updated_at: Timestamp,
-});
+export const EventType = Type.Object(
+  {
+    name: Type.String(),
+    object: Type.Literal('event_type'),
+    description: Type.String(),
+    version: Type.Integer(),
+    example_json: Type.Object({}, { additionalProperties: true }),
+    schema: Nullable(
+      Type.Object({}, { additionalProperties: true, description: 'JSON Schema (draft 2020-12) of payloads, or null' }),
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  {
+    examples: [
+      {
+        name: 'invoice.paid',
+        object: 'event_type',
+        description: 'An invoice was paid in full.',
+        version: 2,
+        example_json: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+        schema: {
+          type: 'object',
+          properties: { invoice_id: { type: 'string' }, amount: { type: 'integer' }, currency: { type: 'string' } },
+          required: ['invoice_id', 'amount'],
+        },
+        created_at: EXAMPLE_TIME,
+        updated_at: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
 
 const apiKeyFields = {
   id: Type.String({ description: 'key_…' }),
@@ -190,13 +323,78 @@ const apiKeyFields = {
   created_at: Timestamp,
   revoked_at: Nullable(Timestamp),
 };
-export const ApiKey = Type.Object(apiKeyFields);
-export const ApiKeyWithSecret = Type.Object({
-  ...apiKeyFields,
-  key: Type.String({ description: 'The key in plaintext, shown once' }),
-});
+const apiKeyExample = {
+  id: EXAMPLE_ID.key,
+  object: 'api_key',
+  name: 'CI key',
+  prefix: 'sk_test_',
+  livemode: false,
+  created_at: EXAMPLE_TIME,
+  revoked_at: null,
+};
+export const ApiKey = Type.Object(apiKeyFields, { examples: [apiKeyExample] });
+export const ApiKeyWithSecret = Type.Object(
+  {
+    ...apiKeyFields,
+    key: Type.String({ description: 'The key in plaintext, shown once' }),
+  },
+  { examples: [{ ...apiKeyExample, key: 'sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ' }] },
+);
 
-/** Error responses a route documents, each with the envelope. */
+/** What each error status means, with an example answer, as the OpenAPI document shows them. */
+const ERROR_STATUSES: Record<number, { description: string; code: string; message: string }> = {
+  400: {
+    description: 'The request is not valid; the message names the field and the rule',
+    code: 'invalid_request',
+    message: "body must have required property 'app_id'",
+  },
+  401: {
+    description: 'The API key is missing, malformed, unknown or revoked',
+    code: 'unauthorized',
+    message: 'Invalid or revoked API key',
+  },
+  403: {
+    description: 'The key may not do this (send-test with a Live key)',
+    code: 'test_mode_only',
+    message: 'send-test is only available with a Test key (sk_test_)',
+  },
+  404: {
+    description: "Not found in the key's organization and environment",
+    code: 'not_found',
+    message: `application ${EXAMPLE_ID.app} not found`,
+  },
+  409: {
+    description: 'Conflicts with what exists (a duplicate uid or name, a limit reached)',
+    code: 'conflict',
+    message: 'an application with uid "acme" already exists',
+  },
+  413: {
+    description: 'The body is larger than HERALD_MAX_PAYLOAD_BYTES',
+    code: 'payload_too_large',
+    message: 'Request body is larger than the maximum allowed size',
+  },
+  429: {
+    description: "Over the organization's rate limit; retry after Retry-After seconds",
+    code: 'rate_limited',
+    message: 'Too many requests',
+  },
+  503: {
+    description: 'The database is unavailable; retry shortly',
+    code: 'service_unavailable',
+    message: 'The database is unavailable',
+  },
+};
+
+/** Error responses a route documents: each the envelope, with what the status means and an example. */
 export function errors(...statuses: number[]): Record<number, typeof ErrorEnvelope> {
-  return Object.fromEntries(statuses.map((s) => [s, ErrorEnvelope]));
+  return Object.fromEntries(
+    statuses.map((status) => {
+      const meaning = ERROR_STATUSES[status];
+      if (!meaning) return [status, ErrorEnvelope];
+      const example = {
+        error: { code: meaning.code, message: meaning.message, request_id: 'req_01jd5x3k8m2n4p6q8r0s2t4v6w' },
+      };
+      return [status, Type.Object(ErrorEnvelope.properties, { description: meaning.description, examples: [example] })];
+    }),
+  );
 }

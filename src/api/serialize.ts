@@ -93,6 +93,7 @@ export const eventTypeToApi = (e: EventTypeRow) => ({
   description: e.description,
   version: e.version,
   example_json: JSON.parse(e.example_json) as Record<string, unknown>,
+  schema: e.schema_json === null ? null : (JSON.parse(e.schema_json) as Record<string, unknown>),
   created_at: iso(e.created_at),
   updated_at: iso(e.updated_at),
 });

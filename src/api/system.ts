@@ -34,7 +34,10 @@ export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
       schema: {
         summary: 'Liveness and database health',
         tags: ['system'],
-        response: { 200: Type.Object({ status: Type.Literal('ok') }), ...errors(503) },
+        response: {
+          200: Type.Object({ status: Type.Literal('ok') }, { examples: [{ status: 'ok' }] }),
+          ...errors(503),
+        },
       },
     },
     async () => {
@@ -45,7 +48,23 @@ export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
 
   app.get(
     '/api/v1/openapi.json',
-    { config: { public: true }, schema: { summary: 'This API as an OpenAPI 3 document', tags: ['system'] } },
+    {
+      config: { public: true },
+      schema: {
+        summary: 'This API as an OpenAPI 3 document',
+        tags: ['system'],
+        response: {
+          200: Type.Object(
+            {},
+            {
+              additionalProperties: true,
+              description: 'The OpenAPI 3 document of this API (also shown as a page at /docs)',
+              examples: [{ openapi: '3.0.3', info: { title: 'Herald API', version: '1.0.0' }, paths: {} }],
+            },
+          ),
+        },
+      },
+    },
     async () => app.swagger(),
   );
 

@@ -13,6 +13,7 @@ import * as portalEndpoints from './migrations/004_portal_endpoints.js';
 import * as workers from './migrations/005_workers.js';
 import * as portalTokenHash from './migrations/006_portal_token_hash.js';
 import * as endpointControls from './migrations/007_endpoint_controls.js';
+import * as eventSchemas from './migrations/008_event_schemas.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -36,6 +37,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '005_workers': workers,
   '006_portal_token_hash': portalTokenHash,
   '007_endpoint_controls': endpointControls,
+  '008_event_schemas': eventSchemas,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,14 +1,76 @@
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { EventTypeRow } from './schema.js';
+import { compiledSchema, type PayloadValidator } from '../domain/event-schema.js';
 
 export interface EventTypeInput {
   name: string;
   description?: string | undefined;
   example?: object | undefined;
+  /** A JSON Schema the caller has checked (checkSchema). */
+  schema?: object | undefined;
 }
+
+export interface EventTypeChanges {
+  description?: string | undefined;
+  example?: object | undefined;
+  /** A checked JSON Schema, or null to remove the entry's schema. */
+  schema?: object | null | undefined;
+}
+
+/**
+ * How long an emit may use an event type's schema as read: emits would otherwise read the catalog once
+ * each. A change made by this process applies at once; one made by another process within this time.
+ */
+export const SCHEMA_CACHE_MS = 2_000;
+/** Entries the schema lookup cache holds before it starts over. */
+const SCHEMA_CACHE_ENTRIES = 10_000;
+
+/** An entry within its environment as one key; also the compiled schema's key with its version. */
+const entryKey = (scope: Scope, name: string) => `${scope.orgId}|${liveFlag(scope)}|${name}`;
 
 export class EventTypes {
   constructor(private readonly ctx: StoreContext) {}
+
+  /** Recent answers of payloadValidator by entryKey, each until its `until`. */
+  private readonly schemaCache = new Map<string, { validate: PayloadValidator | null; until: number }>();
+  /** Counts changes written by this process: a lookup that overlapped one may have read the row before it. */
+  private schemaGeneration = 0;
+
+  /** Forgets one entry's cached schema, before a change is written and again once it is. */
+  private forgetSchema(scope: Scope, name: string): void {
+    this.schemaCache.delete(entryKey(scope, name));
+    this.schemaGeneration++;
+  }
+
+  /**
+   * The compiled schema that payloads of `name` must satisfy, or null when the entry has none or there is
+   * no such entry (emit refuses unknown event types itself). Read at most once per SCHEMA_CACHE_MS per
+   * entry, and compiled once per entry and version.
+   */
+  async payloadValidator(scope: Scope, name: string): Promise<PayloadValidator | null> {
+    const key = entryKey(scope, name);
+    const now = Date.now();
+    const cached = this.schemaCache.get(key);
+    if (cached && cached.until > now) return cached.validate;
+    const generation = this.schemaGeneration;
+    const row = await this.ctx.db
+      .selectFrom('event_types')
+      .select(['version', 'schema_json'])
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('name', '=', name)
+      .executeTakeFirst();
+    const validate = row?.schema_json ? compiledSchema(`${key}|${row.version}`, row.schema_json) : null;
+    if (generation !== this.schemaGeneration) return validate;
+    if (this.schemaCache.size >= SCHEMA_CACHE_ENTRIES) this.schemaCache.clear();
+    this.schemaCache.set(key, { validate, until: now + SCHEMA_CACHE_MS });
+    return validate;
+  }
+
+  /** The compiled schema of a row read from the catalog, or null when it has none. */
+  validatorOf(scope: Scope, row: EventTypeRow): PayloadValidator | null {
+    return row.schema_json ? compiledSchema(`${entryKey(scope, row.name)}|${row.version}`, row.schema_json) : null;
+  }
 
   /** The catalog in name order; the cursor is the last name of the previous page. */
   async list(scope: Scope, page: PageRequest): Promise<Page<EventTypeRow>> {
@@ -62,45 +124,77 @@ export class EventTypes {
       description: input.description ?? '',
       version: 1,
       example_json: JSON.stringify(input.example ?? {}),
+      schema_json: input.schema === undefined ? null : JSON.stringify(input.schema),
       created_at: now,
       updated_at: now,
     };
+    this.forgetSchema(scope, input.name);
     const inserted = await this.ctx.db
       .insertInto('event_types')
       .values(row)
       .onConflict((oc) => oc.columns(['org_id', 'livemode', 'name']).doNothing())
       .executeTakeFirst();
+    this.forgetSchema(scope, input.name);
     return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0 ? row : undefined;
   }
 
-  /** Updates description and/or example; a change of example bumps the version. */
+  /**
+   * Updates description, example and/or schema; a change of example or schema bumps the version. `check`
+   * sees the entry as it would be written, within the transaction that writes it (no other change comes
+   * between), and throws to refuse it: then nothing is written.
+   */
   async update(
     scope: Scope,
     name: string,
-    changes: { description?: string | undefined; example?: object | undefined },
+    changes: EventTypeChanges,
+    check: (next: EventTypeRow) => void = () => {},
   ): Promise<EventTypeRow | undefined> {
-    const current = await this.get(scope, name);
-    if (!current) return undefined;
-    const exampleJson = changes.example === undefined ? current.example_json : JSON.stringify(changes.example);
-    const next: EventTypeRow = {
-      ...current,
-      description: changes.description ?? current.description,
-      example_json: exampleJson,
-      version: exampleJson === current.example_json ? current.version : current.version + 1,
-      updated_at: this.ctx.now(),
-    };
-    await this.ctx.db
-      .updateTable('event_types')
-      .set({
-        description: next.description,
-        example_json: next.example_json,
-        version: next.version,
-        updated_at: next.updated_at,
-      })
-      .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope))
-      .where('name', '=', name)
-      .execute();
-    return next;
+    this.forgetSchema(scope, name);
+    try {
+      return await this.ctx.db.transaction().execute(async (trx) => {
+        let read = trx
+          .selectFrom('event_types')
+          .selectAll()
+          .where('org_id', '=', scope.orgId)
+          .where('livemode', '=', liveFlag(scope))
+          .where('name', '=', name);
+        if (this.ctx.dialect === 'postgres') read = read.forUpdate();
+        const current = await read.executeTakeFirst();
+        if (!current) return undefined;
+        const exampleJson = changes.example === undefined ? current.example_json : JSON.stringify(changes.example);
+        const schemaJson =
+          changes.schema === undefined
+            ? current.schema_json
+            : changes.schema === null
+              ? null
+              : JSON.stringify(changes.schema);
+        const changed = exampleJson !== current.example_json || schemaJson !== current.schema_json;
+        const next: EventTypeRow = {
+          ...current,
+          description: changes.description ?? current.description,
+          example_json: exampleJson,
+          schema_json: schemaJson,
+          version: changed ? current.version + 1 : current.version,
+          updated_at: this.ctx.now(),
+        };
+        check(next);
+        await trx
+          .updateTable('event_types')
+          .set({
+            description: next.description,
+            example_json: next.example_json,
+            schema_json: next.schema_json,
+            version: next.version,
+            updated_at: next.updated_at,
+          })
+          .where('org_id', '=', scope.orgId)
+          .where('livemode', '=', liveFlag(scope))
+          .where('name', '=', name)
+          .execute();
+        return next;
+      });
+    } finally {
+      this.forgetSchema(scope, name);
+    }
   }
 }

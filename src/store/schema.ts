@@ -26,6 +26,8 @@ export interface EventTypeRow {
   description: string;
   version: number;
   example_json: string;
+  /** The entry's JSON Schema (draft 2020-12) as JSON text; null when payloads are free-form. */
+  schema_json: string | null;
   created_at: number;
   updated_at: number;
 }

@@ -93,4 +93,29 @@ describe('openapi.json', () => {
       'payload',
     ]);
   });
+
+  test('every operation has a summary, each error it documents has a meaning and an example, and it shows an example', async () => {
+    const missing: string[] = [];
+    const shows = (content: Record<string, any> | undefined) =>
+      Object.values(content ?? {}).some((media) => media.example !== undefined || media.examples !== undefined);
+    for (const [path, ops] of Object.entries(doc.paths as Record<string, Record<string, any>>)) {
+      for (const [method, op] of Object.entries(ops)) {
+        const name = `${method.toUpperCase()} ${path}`;
+        if (typeof op.summary !== 'string' || op.summary.length === 0) missing.push(`${name}: summary`);
+        const responses = Object.entries(op.responses as Record<string, any>);
+        for (const [status, response] of responses.filter(([status]) => Number(status) >= 400)) {
+          if (!response.description || response.description === 'Default Response')
+            missing.push(`${name} ${status}: description`);
+          if (!shows(response.content)) missing.push(`${name} ${status}: example`);
+        }
+        if (!shows(op.requestBody?.content) && !responses.some(([, response]) => shows(response.content)))
+          missing.push(`${name}: an example`);
+      }
+    }
+    assert.deepEqual(missing, []);
+    // The emit's success example is a whole message, as the API answers it.
+    const emitted = doc.paths['/api/v1/messages'].post.responses['201'].content['application/json'].example;
+    assert.match(emitted.id, /^evt_/);
+    assert.ok(Array.isArray(emitted.delivery_ids));
+  });
 });

@@ -1,0 +1,129 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestService, TEST_STORE, type TestService } from '../support/service.js';
+
+// GET /docs: the API reference page, rendered by Swagger UI from the OpenAPI document, with every
+// script, style and image served by the service itself; no key, no rate limit.
+describe('the /docs reference page', () => {
+  let service: TestService;
+
+  before(async () => {
+    // A plan of 2 requests per second: the page and its assets, fetched many times, must not hit it.
+    service = await startTestService({ HERALD_ROLE: 'api', HERALD_PLANS: 'tiny:2', HERALD_DEFAULT_PLAN: 'tiny' });
+  });
+  after(async () => service?.stop());
+
+  /** The URLs of the page's scripts, styles and icons, resolved against the page's address. */
+  const assetsOf = (html: string, base: string) =>
+    [...html.matchAll(/<(?:script|link)\b[^>]*?\b(?:src|href)="([^"]+)"/g)].map((m) => new URL(m[1]!, base));
+
+  test('answers HTML without a key, and every asset it names loads from the service (200)', async () => {
+    for (const path of ['/docs', '/docs/']) {
+      const page = await fetch(service.url + path);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+      const html = await page.text();
+      assert.match(html, /<div id="swagger-ui">/);
+      const assets = assetsOf(html, service.url + path);
+      assert.ok(assets.length >= 5, `assets: ${assets.join(', ')}`);
+      assert.ok(assets.some((url) => url.pathname.endsWith('.js')));
+      assert.ok(assets.some((url) => url.pathname.endsWith('.css')));
+      for (const url of assets) {
+        assert.equal(url.origin, new URL(service.url).origin, `${url} is same-origin`);
+        const asset = await fetch(url);
+        assert.equal(asset.status, 200, `${url}`);
+        assert.ok((await asset.arrayBuffer()).byteLength > 0, `${url} is not empty`);
+      }
+    }
+    // The document the page renders is this service's.
+    const document = await fetch(`${service.url}/docs/json`);
+    assert.equal(document.status, 200);
+    const served = (await document.json()) as { paths: Record<string, unknown> };
+    assert.ok(served.paths['/api/v1/messages']);
+  });
+
+  test('sends a same-origin Content-Security-Policy on /docs only', async () => {
+    const csp = (await fetch(`${service.url}/docs`)).headers.get('content-security-policy') ?? '';
+    assert.match(csp, /default-src 'self'/);
+    assert.match(csp, /script-src 'self'(;|$)/);
+    assert.doesNotMatch(csp, /https?:|validator\.swagger\.io/);
+    assert.equal((await fetch(`${service.url}/api/v1/openapi.json`)).headers.get('content-security-policy'), null);
+  });
+
+  test('is not counted against rate limits, with or without a key', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 15; i++) {
+      const headers: Record<string, string> = i % 2 === 0 ? {} : { authorization: 'Bearer sk_test_notarealkey' };
+      statuses.push((await fetch(`${service.url}/docs`, { headers })).status);
+      statuses.push((await fetch(`${service.url}/docs/static/swagger-initializer.js`, { headers })).status);
+    }
+    assert.deepEqual(new Set(statuses), new Set([200]));
+  });
+
+  test('the page and its assets are not operations of the OpenAPI document', async () => {
+    const doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as { paths: object };
+    assert.deepEqual(
+      Object.keys(doc.paths).filter((path) => path.startsWith('/docs')),
+      [],
+    );
+  });
+
+  // In headless Chromium: the page renders the operations, and no request leaves 127.0.0.1.
+  const CHROMIUM = '/usr/bin/chromium';
+  test('in a browser: renders the operations with no request to another host', {
+    skip:
+      TEST_STORE !== 'sqlite'
+        ? 'browser check runs in the SQLite pass'
+        : !existsSync(CHROMIUM)
+          ? `no ${CHROMIUM} (apt-get install chromium)`
+          : false,
+  }, async (t) => {
+    const { chromium } = await import('playwright-core');
+    const browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--no-first-run',
+      ],
+    });
+    t.after(() => browser.close());
+    const page = await browser.newPage();
+    const outside: string[] = [];
+    await page.route('**/*', (route) => {
+      const url = new URL(route.request().url());
+      if (url.protocol === 'data:' || url.hostname === '127.0.0.1') return route.continue();
+      outside.push(url.toString());
+      return route.abort();
+    });
+    const problems: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') problems.push(message.text());
+    });
+    page.on('pageerror', (error) => problems.push(error.message));
+
+    await page.goto(`${service.url}/docs`);
+    await page.waitForSelector('.opblock-summary-path');
+    const paths = await page.locator('.opblock-summary-path').allTextContents();
+    assert.ok(
+      paths.some((path) => path.replace(/\u200b/g, '') === '/api/v1/messages'),
+      `operations shown: ${paths.length}`,
+    );
+    assert.match((await page.locator('.info .title').textContent()) ?? '', /Herald API/);
+
+    const dir = mkdtempSync(join(tmpdir(), 'herald-docs-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const shot = join(dir, 'docs.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    assert.ok(statSync(shot).size > 0);
+
+    assert.deepEqual(outside, [], 'requests to other hosts');
+    assert.deepEqual(problems, [], 'console errors (a CSP violation shows here)');
+  });
+});
