@@ -120,6 +120,8 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['PATCH', '/api/v1/endpoints/{id}'],
   ['DELETE', '/api/v1/endpoints/{id}'],
   ['POST', '/api/v1/endpoints/{id}/rotate-secret'],
+  ['POST', '/api/v1/endpoints/{id}/recover'],
+  ['GET', '/api/v1/background-tasks/{id}'],
   ['GET', '/api/v1/deliveries'],
   ['GET', '/api/v1/deliveries/{id}'],
   ['POST', '/api/v1/deliveries/{id}/retry'],
