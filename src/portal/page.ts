@@ -127,6 +127,7 @@ export const PORTAL_JS = `
         }));
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
+        if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
             show((result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
@@ -181,6 +182,28 @@ export const PORTAL_JS = `
       call('PATCH', 'endpoints/' + endpoint.id, { rate_limit: value }).then(function () {
         show(value === null ? 'Rate limit removed.' : 'Rate limit saved.');
         return loadEndpoints();
+      }).catch(fail);
+    });
+    cell.appendChild(form);
+  }
+
+  // Every failed delivery of messages since a time gets a new attempt, in the background.
+  function recover(cell, endpoint) {
+    if (cell.querySelector('.recover-form')) return;
+    var form = el('form', null, 'recover-form');
+    form.appendChild(el('label', 'Since '));
+    var since = el('input');
+    since.type = 'datetime-local'; since.name = 'since';
+    since.value = new Date(Date.now() - 86400000 - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+    form.appendChild(since);
+    var go = el('button', 'Recover failed deliveries');
+    go.type = 'submit';
+    form.appendChild(go);
+    form.addEventListener('submit', function (event) {
+      event.preventDefault();
+      call('POST', 'endpoints/' + endpoint.id + '/recover', { since: new Date(since.value).toISOString() }).then(function (task) {
+        show('Recovery started (' + task.id + '): failed deliveries since then get a new attempt.');
+        form.remove();
       }).catch(fail);
     });
     cell.appendChild(form);

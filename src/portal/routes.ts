@@ -1,8 +1,16 @@
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
-import { HttpError, invalid, notFound } from '../api/errors.js';
-import { attemptSummaryToApi, deliveryToApi, eventTypeToApi, iso, list, messageToApi } from '../api/serialize.js';
+import { conflict, HttpError, invalid, notFound } from '../api/errors.js';
+import {
+  attemptSummaryToApi,
+  backgroundTaskToApi,
+  deliveryToApi,
+  eventTypeToApi,
+  iso,
+  list,
+  messageToApi,
+} from '../api/serialize.js';
 import { cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
 import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
@@ -194,6 +202,34 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
+    },
+  );
+
+  // A customer recovers what failed while its receiver was down: the same background task as the API's.
+  app.post(
+    '/portal/:token/api/endpoints/:id/recover',
+    {
+      ...publicRoute,
+      schema: {
+        hide: true,
+        params: TokenIdParams,
+        body: Type.Object({ since: Type.String({ format: 'date-time' }) }),
+      },
+    },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const endpoint = await ownEndpoint(ctx, request.params.id);
+      if (endpoint.status === 'disabled') throw conflict('the endpoint is disabled: enable it before recovering it');
+      const since = Date.parse(request.body.since);
+      const task = await store.backgroundTasks.createRecover(ctx.scope, {
+        endpointId: endpoint.id,
+        since,
+        until: null,
+      });
+      store.events.emit('background');
+      reply.code(202);
+      return backgroundTaskToApi(task);
     },
   );
 

@@ -5,6 +5,7 @@ import { assertError } from '../api/helpers.js';
 import { eventually } from '../support/receiver.js';
 import { bootstrap } from '../support/client.js';
 import { openStore } from '../store/helpers.js';
+import { Client } from '../support/client.js';
 
 // Recovering an endpoint: POST /endpoints/{id}/recover gives every failed or disabled delivery of messages
 // created in [since, until) one new attempt, in the background, in bounded batches that any worker resumes.
@@ -103,4 +104,20 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   const tasks = await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute();
   assert.equal(tasks.length, 5, 'one manual attempt each, none twice');
   assert.ok(tasks.every((x) => x.trigger === 'manual' && x.attempt_number === 2));
+});
+
+test('the portal recovers its own endpoints only', async (t) => {
+  const s = await setup(t);
+  const endpoint = await s.endpoint('http://127.0.0.1:9/p');
+  const app = (await s.api.post(`/api/v1/applications/${s.appId}/rotate-portal-path`)).body;
+  const portal = new Client(s.service.url + app.portal_path);
+  const since = new Date().toISOString();
+  const started = await portal.post(`/api/endpoints/${endpoint.id}/recover`, { since });
+  assert.equal(started.status, 202);
+  assert.equal(started.body.kind, 'endpoint.recover');
+  assert.equal((await s.api.get(`/api/v1/background-tasks/${started.body.id}`)).status, 200);
+  const other = await s.api.post('/api/v1/applications', { name: 'other' });
+  const foreign = await s.api.post('/api/v1/endpoints', { app_id: other.body.id, url: 'http://127.0.0.1:9/o' });
+  assert.equal((await portal.post(`/api/endpoints/${foreign.body.id}/recover`, { since })).status, 404);
+  assert.equal((await portal.post(`/api/endpoints/${endpoint.id}/recover`, { since: 'soon' })).status, 400);
 });

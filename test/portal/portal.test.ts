@@ -294,6 +294,12 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
     /At most 7 requests a second/,
   );
 
+  await page.click('#endpoints tbody tr:first-child button:text("Recover")');
+  await page.click('#endpoints tbody tr:first-child button:text("Recover failed deliveries")');
+  await page.waitForFunction(() =>
+    /Recovery started \(task_/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+
   await page.click('#endpoints tbody tr:first-child button:text("Disable")');
   await page.waitForSelector('#endpoints .status-disabled');
   await page.screenshot({ path: `${service.database.env.HERALD_DATA_DIR}/portal.png`, fullPage: true });
