@@ -49,6 +49,8 @@ export interface Config {
   requestTimeoutMs: number;
   /** Most endpoints one application may have (its emits fan out to each). */
   maxEndpointsPerApp: number;
+  /** Earlier master keys, used only to open what they sealed (HERALD_SECRET_KEY_PREVIOUS). */
+  previousSecretKeys: string[];
 }
 
 export class ConfigError extends Error {}
@@ -192,6 +194,17 @@ function listenHost(env: Env, mode: Mode): string {
   return host;
 }
 
+/** HERALD_SECRET_KEY_PREVIOUS: comma-separated earlier master keys, each as long as a master key must be. */
+function previousSecretKeys(env: Env): string[] {
+  const keys = read(env, 'HERALD_SECRET_KEY_PREVIOUS', '')
+    .split(',')
+    .map((key) => key.trim())
+    .filter(Boolean);
+  if (keys.some((key) => key.length < 32))
+    throw new ConfigError('HERALD_SECRET_KEY_PREVIOUS: each key must be at least 32 characters');
+  return keys;
+}
+
 function requestTimeout(env: Env): number {
   const ms = duration(env, 'HERALD_REQUEST_TIMEOUT', '30s');
   if (ms < 100) throw new ConfigError('HERALD_REQUEST_TIMEOUT must be at least 100ms');
@@ -252,5 +265,6 @@ export function loadConfig(env: Env = process.env): Config {
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
     requestTimeoutMs: requestTimeout(env),
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
+    previousSecretKeys: previousSecretKeys(env),
   };
 }

@@ -15,6 +15,8 @@ const USAGE = `Usage: herald <command>
   org plan <org_id> <plan>                change an organization's plan (its rate limit)
   keys create <org_id> [--live] [--name N] issue another API key
   keys revoke <org_id> <key_id> [--live]  revoke an API key
+  secrets reseal                          seal every stored secret under HERALD_SECRET_KEY (after a master key
+                                          change, with the old one in HERALD_SECRET_KEY_PREVIOUS); online, batched
 
 Settings are read from the environment (see README). Output of org/keys commands is JSON.`;
 
@@ -26,6 +28,9 @@ async function withStore<T>(run: (store: Store) => Promise<T>): Promise<T> {
     await store.close();
   }
 }
+
+/** Endpoints read and written per batch of `secrets reseal`: short transactions while the service runs. */
+const RESEAL_BATCH = 200;
 
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
@@ -120,6 +125,19 @@ async function main(argv: string[]): Promise<void> {
         print(apiKeyToApi(row));
       });
     }
+    case 'secrets reseal':
+      return withStore(async (store) => {
+        let checked = 0;
+        let resealed = 0;
+        for (let after: string | null = null; ; ) {
+          const batch = await store.endpoints.resealBatch(after, RESEAL_BATCH);
+          checked += batch.checked;
+          resealed += batch.resealed;
+          if (batch.last === null) break;
+          after = batch.last;
+        }
+        print({ endpoints_checked: checked, endpoints_resealed: resealed });
+      });
     default:
       console.error(USAGE);
       process.exitCode = 2;

@@ -89,8 +89,18 @@ export function publicKeyOf(secret: string): string | null {
 /** Opened secrets a SecretBox keeps (a few hundred kilobytes at most). */
 const OPENED_SECRETS_KEPT = 4_096;
 
+/** The AES-256-GCM key of a master key (HERALD_SECRET_KEY). */
+function boxKey(masterKey: string): Buffer {
+  return createHash('sha256').update('herald-secret-box\0').update(masterKey).digest();
+}
+
+/**
+ * Seals with the current master key; opens what the current key or any previous one sealed
+ * (HERALD_SECRET_KEY_PREVIOUS), so a new key can take over while `herald secrets reseal` catches up.
+ */
 export class SecretBox {
   private readonly key: Buffer;
+  private readonly previous: Buffer[];
   /**
    * Opened secrets by their sealed text. Every claimed attempt opens its endpoint's secrets, and AES-GCM
    * per attempt costs a few percent of a worker's time. A sealed text never changes
@@ -98,8 +108,19 @@ export class SecretBox {
    */
   private readonly opened = new Map<string, string>();
 
-  constructor(masterKey: string) {
-    this.key = createHash('sha256').update('herald-secret-box\0').update(masterKey).digest();
+  constructor(masterKey: string, previousKeys: readonly string[] = []) {
+    this.key = boxKey(masterKey);
+    this.previous = previousKeys.map(boxKey);
+  }
+
+  /** Whether the current master key sealed this text (what reseal leaves alone). */
+  sealedWithCurrentKey(sealed: string): boolean {
+    try {
+      this.decryptWith(this.key, sealed);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   seal(plaintext: string): string {
@@ -120,9 +141,20 @@ export class SecretBox {
   }
 
   private decrypt(sealed: string): string {
+    for (const key of [this.key, ...this.previous]) {
+      try {
+        return this.decryptWith(key, sealed);
+      } catch {
+        // Sealed under another key: the next one may open it.
+      }
+    }
+    throw new Error('unreadable sealed secret: sealed under a master key this process does not have');
+  }
+
+  private decryptWith(key: Buffer, sealed: string): string {
     const [version, iv, tag, body] = sealed.split(':');
     if (version !== 'v1' || !iv || !tag || body === undefined) throw new Error('unreadable sealed secret');
-    const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64'));
+    const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'base64'));
     decipher.setAuthTag(Buffer.from(tag, 'base64'));
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
   }

@@ -85,6 +85,9 @@ export async function stopDeliveries(
     .execute();
 }
 
+/** The columns an endpoint keeps sealed with HERALD_SECRET_KEY. */
+const SEALED_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'earlier_secrets_sealed', 'headers_sealed'] as const;
+
 export class EndpointLimitError extends Error {
   constructor(limit: number) {
     super(
@@ -288,6 +291,53 @@ export class Endpoints {
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) > 0) return { secret, publicKey, previousValidUntil };
     }
+  }
+
+  /**
+   * Seals again under the current master key what an earlier key sealed (signing secrets and keys, the
+   * rotated-out ones, headers), for up to `size` endpoints after `afterId` in id order; `last` is where
+   * the next batch starts (null: done). An endpoint is written only if its sealed columns are still those
+   * read (a rotation or an update meanwhile is read again), so nothing written meanwhile is lost. Running
+   * it again changes nothing: what the current key sealed is left as it is.
+   */
+  async resealBatch(
+    afterId: string | null,
+    size: number,
+  ): Promise<{ checked: number; resealed: number; last: string | null }> {
+    let query = this.ctx.db
+      .selectFrom('endpoints')
+      .select(['id', ...SEALED_COLUMNS])
+      .orderBy('id')
+      .limit(size);
+    if (afterId !== null) query = query.where('id', '>', afterId);
+    const rows = await query.execute();
+    let resealed = 0;
+    for (let row of rows) {
+      for (let tries = 0; ; tries++) {
+        const changes: Partial<Record<(typeof SEALED_COLUMNS)[number], string>> = {};
+        for (const column of SEALED_COLUMNS) {
+          const sealed = row[column];
+          if (sealed !== null && !this.secrets.sealedWithCurrentKey(sealed))
+            changes[column] = this.secrets.seal(this.secrets.open(sealed));
+        }
+        if (Object.keys(changes).length === 0) break;
+        let update = this.ctx.db.updateTable('endpoints').set(changes).where('id', '=', row.id);
+        for (const column of SEALED_COLUMNS)
+          update = row[column] === null ? update.where(column, 'is', null) : update.where(column, '=', row[column]);
+        if (Number((await update.executeTakeFirst()).numUpdatedRows) > 0) {
+          resealed++;
+          break;
+        }
+        const again = await this.ctx.db
+          .selectFrom('endpoints')
+          .select(['id', ...SEALED_COLUMNS])
+          .where('id', '=', row.id)
+          .executeTakeFirst();
+        if (!again || tries >= 5) break;
+        row = again;
+      }
+    }
+    return { checked: rows.length, resealed, last: rows.length < size ? null : rows.at(-1)!.id };
   }
 
   /** The endpoint's own headers, opened (throws when they were sealed under another HERALD_SECRET_KEY). */

@@ -64,7 +64,7 @@ export class Store {
     this.organizations = new Organizations(this.ctx);
     this.eventTypes = new EventTypes(this.ctx);
     this.applications = new Applications(this.ctx);
-    this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey));
+    this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey, config.previousSecretKeys));
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);

@@ -11,10 +11,10 @@ import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 // Runs on the queue thread (queue-thread.ts): a Queue on a connection of its own, serving the calls the
 // service's event loop posts, one reply per call.
 
-const { file, secretKey, policy, retentionMs } = workerData as QueueThreadData;
+const { file, secretKey, previousSecretKeys, policy, retentionMs } = workerData as QueueThreadData;
 const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
-const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey)), policy);
+const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), policy);
 const workers = new Workers(ctx);
 const port = parentPort!;
 const underWay = new Set<Promise<void>>();

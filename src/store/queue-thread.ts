@@ -45,6 +45,7 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return new QueueThread({
       file: sqliteFile(config.dataDir),
       secretKey: config.secretKey,
+      previousSecretKeys: config.previousSecretKeys,
       policy,
       retentionMs: config.retentionMs,
     });
@@ -195,6 +196,7 @@ function profilingFlags(): string[] {
 export interface QueueThreadData {
   file: string;
   secretKey: string;
+  previousSecretKeys: string[];
   policy: QueuePolicy;
   retentionMs: number;
 }
