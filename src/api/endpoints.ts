@@ -11,6 +11,7 @@ import {
   IdParams,
   ListOf,
   Nullable,
+  Ordering,
   pageQuery,
   RateLimit,
   SignatureType,
@@ -118,6 +119,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           headers: Type.Optional(EndpointHeaders),
           signature_type: Type.Optional(SignatureType),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          ordering: Type.Optional(Ordering),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -136,6 +138,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         headers: body.headers,
         signatureType: body.signature_type,
         rateLimit: body.rate_limit,
+        ordering: body.ordering,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -174,6 +177,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           headers: Type.Optional(EndpointHeaders),
           signature_type: Type.Optional(SignatureType),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          ordering: Type.Optional(Ordering),
         }),
         response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
       },
@@ -181,7 +185,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status, headers, signature_type, rate_limit } = request.body;
+      const { url, description, event_types, status, headers, signature_type, rate_limit, ordering } = request.body;
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
@@ -192,6 +196,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         status,
         headers,
         rateLimit: rate_limit,
+        ordering,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);

@@ -134,6 +134,11 @@ export const RateLimit = Type.Integer({
     'Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit',
 });
 
+export const Ordering = Type.Union([Type.Literal('unordered'), Type.Literal('fifo')], {
+  description:
+    'fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait)',
+});
+
 export const SignatureType = Type.Union([Type.Literal('hmac'), Type.Literal('ed25519')], {
   description:
     'hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation',
@@ -153,6 +158,7 @@ const endpointFields = {
     description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
   }),
   rate_limit: Nullable(RateLimit),
+  ordering: Ordering,
   signature_type: SignatureType,
   public_key: Nullable(
     Type.String({ description: 'ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac' }),
@@ -170,6 +176,7 @@ const endpointExample = {
   description: 'Billing receiver',
   headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
   rate_limit: 50,
+  ordering: 'unordered',
   signature_type: 'hmac',
   public_key: null,
   created_at: EXAMPLE_TIME,

@@ -56,6 +56,7 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   description: e.description,
   headers,
   rate_limit: e.rate_limit,
+  ordering: e.ordering as 'unordered' | 'fifo',
   signature_type: e.signature_type as 'hmac' | 'ed25519',
   public_key: e.public_key,
   created_at: iso(e.created_at),

@@ -33,6 +33,8 @@ const WAVES_HELD = { inProcess: 2, queueThread: 4 };
 const ENDPOINT_FRESH_MS = 1_000;
 /** How long a worker leaves out of its claims an endpoint whose signing secrets it cannot open (cannotSign). */
 const UNSIGNABLE_PAUSE_MS = 60_000;
+/** How often a worker moves FIFO endpoints on without being asked (an emit's first parked delivery waits this long at most). */
+const FIFO_SWEEP_MS = 250;
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
 const LEASE_MARGIN_MS = 5_000;
 
@@ -62,6 +64,9 @@ export class DeliveryWorker {
   /** The last read of each endpoint (endpointNow; `at` from performance.now()), shared by the attempts that start within ENDPOINT_FRESH_MS of it. */
   private readonly endpointReads = new Map<string, { at: number; read: Promise<AttemptInput['endpoint']> }>();
   private running = false;
+  private fifoTimer: NodeJS.Timeout | null = null;
+  /** A FIFO advance is under way (one at a time: the next sweep or outcome catches up). */
+  private advancing = false;
   private readonly idle = new Set<() => void>();
   private readonly onQueued = () => this.claims.newWork();
   /** Claimed attempts this worker may hold: claimed-but-waiting ones are bounded, so one process never hoards the queue. */
@@ -101,6 +106,26 @@ export class DeliveryWorker {
     this.running = true;
     this.store.events.on('queued', this.onQueued);
     this.claims.start();
+    this.fifoTimer = setInterval(() => this.advanceFifo(), FIFO_SWEEP_MS).unref();
+  }
+
+  /**
+   * Unparks the next delivery of FIFO endpoints (src/domain/fifo.ts): those named, right after one of
+   * their deliveries settled here, or every endpoint with parked attempts (the sweep every FIFO_SWEEP_MS,
+   * which also starts new FIFO endpoints and takes over what another process settled).
+   */
+  private advanceFifo(endpointIds?: string[]): void {
+    if (this.advancing) return;
+    this.advancing = true;
+    this.queue
+      .advanceFifo(endpointIds)
+      .then(
+        (unparked) => unparked > 0 && this.claims.newWork(),
+        (error) => this.log.warn({ err: error }, 'could not move FIFO endpoints on; retrying'),
+      )
+      .finally(() => {
+        this.advancing = false;
+      });
   }
 
   /** Stops claiming, gives back what has not started, and waits (bounded) for attempts in flight. */
@@ -108,6 +133,7 @@ export class DeliveryWorker {
     if (!this.running) return;
     this.running = false;
     this.store.events.off('queued', this.onQueued);
+    if (this.fifoTimer) clearInterval(this.fifoTimer);
     await this.claims.stop();
     // What was held is given back: no lane is left marked for a top-up if the worker starts again.
     const notStarted = this.lanes.takeWaiting();
@@ -293,6 +319,8 @@ export class DeliveryWorker {
         this.sent(lane);
       }
       const owned = await this.outcomes.record(input, result);
+      // A FIFO endpoint's delivery may have settled: its next one goes at once, not at the next sweep.
+      if (input.endpoint?.fifo && task.trigger === 'scheduled') this.advanceFifo([input.endpoint.id]);
       if (owned instanceof Error) throw owned;
       if (!owned)
         this.log.warn(

@@ -115,6 +115,7 @@ export const PORTAL_JS = `
         var url = el('td'); url.appendChild(el('code', endpoint.url));
         if (endpoint.description) url.appendChild(el('div', endpoint.description));
         var names = Object.keys(endpoint.headers);
+        if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
         if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
         if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
         row.appendChild(url);

@@ -1,8 +1,10 @@
 import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
+import { type Ordering, PARKED_AT } from '../domain/fifo.js';
 import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
 import {
+  chunks,
   liveFlag,
   toPage,
   type Executor,
@@ -26,6 +28,7 @@ export interface EndpointInput {
   signatureType?: SignatureType | undefined;
   /** Most requests a second (null or absent: no limit). */
   rateLimit?: number | null | undefined;
+  ordering?: Ordering | undefined;
 }
 
 export interface EndpointChanges {
@@ -37,6 +40,7 @@ export interface EndpointChanges {
   headers?: Record<string, string> | undefined;
   /** Most requests a second; null removes the limit. */
   rateLimit?: number | null | undefined;
+  ordering?: Ordering | undefined;
 }
 
 /** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
@@ -138,6 +142,7 @@ export class Endpoints {
       signature_type: signatureType,
       public_key: publicKeyOf(secret),
       rate_limit: input.rateLimit ?? null,
+      ordering: input.ordering ?? 'unordered',
       created_at: now,
       updated_at: now,
     };
@@ -209,6 +214,7 @@ export class Endpoints {
             ? current.headers_sealed
             : this.sealHeaders(mergedHeaders(changes.headers, this.headers(current))),
         rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
+        ordering: changes.ordering ?? current.ordering,
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -230,12 +236,16 @@ export class Endpoints {
           event_types: next.event_types,
           headers_sealed: next.headers_sealed,
           rate_limit: next.rate_limit,
+          ordering: next.ordering,
           ...health,
           updated_at: now,
         })
         .where('id', '=', id)
         .execute();
       if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);
+      // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
+      // deliveries from now on wait their turn.)
+      if (current.ordering === 'fifo' && next.ordering !== 'fifo') await unparkAll(trx, id, now);
       return next;
     });
   }
@@ -402,4 +412,17 @@ export class Endpoints {
       .execute();
     if (health.status === 'disabled') await stopDeliveries(db, [id], 'disabled', now);
   }
+}
+
+/** Every parked attempt of an endpoint due now, with its delivery's next_attempt_at (tasks, then deliveries). */
+async function unparkAll(trx: Executor, endpointId: string, now: number): Promise<void> {
+  const moved = await trx
+    .updateTable('delivery_tasks')
+    .set({ run_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('run_at', '>=', PARKED_AT)
+    .returning('delivery_id')
+    .execute();
+  for (const part of chunks(moved.map((row) => row.delivery_id)))
+    await trx.updateTable('deliveries').set({ next_attempt_at: now }).where('id', 'in', part).execute();
 }

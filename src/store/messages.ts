@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
+import { PARKED_AT } from '../domain/fifo.js';
 import { subscribes } from '../domain/envelope.js';
 import { GroupCommit } from './group-commit.js';
 import { insertTogether } from './insert-rows.js';
@@ -47,7 +48,7 @@ export interface MessagePolicy {
 const EMIT_BATCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 
 /** An endpoint as fan-out needs it. */
-type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types'>;
+type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering'>;
 
 /** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
@@ -338,6 +339,7 @@ export class Messages {
         'endpoints.id',
         'endpoints.status',
         'endpoints.event_types',
+        'endpoints.ordering',
       ])
       .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
       .where((eb) => eb.or([eb('applications.id', 'in', names), eb('applications.uid', 'in', names)]))
@@ -347,7 +349,13 @@ export class Messages {
       apps.set(rowKey(row, row.app_id), row.app_id);
       if (row.uid !== null) apps.set(rowKey(row, row.uid), row.app_id);
       if (row.id !== null)
-        endpoints.push({ id: row.id, app_id: row.app_id, status: row.status!, event_types: row.event_types! });
+        endpoints.push({
+          id: row.id,
+          app_id: row.app_id,
+          status: row.status!,
+          event_types: row.event_types!,
+          ordering: row.ordering!,
+        });
     }
     return { apps, endpoints };
   }
@@ -383,7 +391,9 @@ export class Messages {
         if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type))
           continue;
         const disabled = endpoint.status === 'disabled';
-        const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+        // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
+        const parked = endpoint.ordering === 'fifo';
+        const runAt = parked ? PARKED_AT : now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
         const delivery: DeliveryRow = {
           id: newId('delivery', now),
           org_id: message.org_id,
@@ -395,7 +405,7 @@ export class Messages {
           attempt_count: 0,
           attempt_seq: disabled ? 0 : 1,
           schedule_step: 0,
-          next_attempt_at: disabled ? null : runAt,
+          next_attempt_at: disabled || parked ? null : runAt,
           created_at: now,
           updated_at: now,
         };

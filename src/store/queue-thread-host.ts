@@ -51,6 +51,8 @@ async function run(call: QueueCall): Promise<unknown> {
       return queue.drop(...call.args);
     case 'completeMany':
       return queue.completeMany(...call.args);
+    case 'advanceFifo':
+      return queue.advanceFifo(...call.args);
     case 'takeRate':
       return queue.takeRate(...call.args);
     case 'beat':

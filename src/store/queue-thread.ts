@@ -102,6 +102,10 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return this.call<boolean[]>({ method: 'completeMany', args: [slim, owner] });
   }
 
+  advanceFifo(...args: Parameters<Queue['advanceFifo']>) {
+    return this.call<number>({ method: 'advanceFifo', args });
+  }
+
   takeRate(...args: Parameters<Queue['takeRate']>) {
     return this.call<number>({ method: 'takeRate', args });
   }

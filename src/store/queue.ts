@@ -35,6 +35,8 @@ export interface AttemptInput {
     headers: Record<string, string>;
     /** Most requests a second across every worker (absent or null: no limit). */
     rateLimit?: number | null;
+    /** `fifo`: its deliveries go one at a time, in creation order (src/domain/fifo.ts). */
+    fifo?: boolean;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
@@ -60,6 +62,7 @@ export type WorkerQueue = Pick<
   | 'drop'
   | 'completeMany'
   | 'takeRate'
+  | 'advanceFifo'
 >;
 
 export interface QueuePolicy {

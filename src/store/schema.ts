@@ -75,6 +75,8 @@ export interface EndpointRow {
   public_key: string | null;
   /** Most requests a second to the endpoint, across every worker; null: no limit. */
   rate_limit: number | null;
+  /** `unordered` or `fifo`. */
+  ordering: string;
   created_at: number;
   updated_at: number;
 }

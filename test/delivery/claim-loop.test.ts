@@ -254,5 +254,6 @@ function bind(queue: Store['queue']): WorkerQueue {
     drop: queue.drop.bind(queue),
     completeMany: queue.completeMany.bind(queue),
     takeRate: queue.takeRate.bind(queue),
+    advanceFifo: queue.advanceFifo.bind(queue),
   };
 }

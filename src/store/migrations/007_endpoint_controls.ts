@@ -14,6 +14,11 @@ export async function up(db: Kysely<any>): Promise<void> {
   // Most requests a second to the endpoint (null: no limit), counted across every worker process in
   // `endpoint_rates`: one row per limited endpoint, the calendar second it counts and what it granted.
   await db.schema.alterTable('endpoints').addColumn('rate_limit', 'integer').execute();
+  // `fifo`: the endpoint's deliveries go one at a time in creation order (src/domain/fifo.ts).
+  await db.schema
+    .alterTable('endpoints')
+    .addColumn('ordering', 'text', (c) => c.notNull().defaultTo('unordered'))
+    .execute();
   await db.schema
     .createTable('endpoint_rates')
     .addColumn('endpoint_id', 'text', (c) => c.primaryKey())

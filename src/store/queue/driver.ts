@@ -8,6 +8,7 @@ import {
 } from 'kysely';
 import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
 import { newId } from '../../domain/ids.js';
+import { PARKED_AT } from '../../domain/fifo.js';
 import {
   type DeliveryChange,
   type DeliveryState,
@@ -205,6 +206,53 @@ export abstract class QueueDriver {
       .returning('granted')
       .executeTakeFirstOrThrow();
     return Number(row.granted);
+  }
+
+  /**
+   * Moves FIFO endpoints on (src/domain/fifo.ts): for each endpoint (all with parked attempts when none are
+   * named), unparks the first attempt of its head, the earliest delivery that still has a scheduled attempt
+   * queued, if that attempt is parked; a head whose attempt is already out or waiting for its retry keeps
+   * the rest parked. Returns how many attempts were unparked. Each endpoint is one statement, and running it
+   * twice, or from two workers at once, unparks nothing twice.
+   */
+  async advanceFifo(endpointIds?: readonly string[]): Promise<number> {
+    const now = this.ctx.now();
+    const ids =
+      endpointIds ??
+      (
+        await this.ctx.db
+          .selectFrom('delivery_tasks')
+          .select('endpoint_id')
+          .distinct()
+          .where('run_at', '>=', PARKED_AT)
+          .execute()
+      ).map((row) => row.endpoint_id);
+    let unparked = 0;
+    for (const endpointId of ids) {
+      const head = this.ctx.db
+        .selectFrom('delivery_tasks')
+        .select((eb) => eb.fn.min('delivery_id').as('head'))
+        .where('endpoint_id', '=', endpointId)
+        .where('trigger', '=', 'scheduled');
+      const moved = await this.ctx.db
+        .updateTable('delivery_tasks')
+        .set({ run_at: now })
+        .where('endpoint_id', '=', endpointId)
+        .where('run_at', '>=', PARKED_AT)
+        .where('trigger', '=', 'scheduled')
+        .where('delivery_id', '=', head)
+        .returning('delivery_id')
+        .execute();
+      for (const { delivery_id } of moved) {
+        unparked++;
+        await this.ctx.db
+          .updateTable('deliveries')
+          .set({ next_attempt_at: now })
+          .where('id', '=', delivery_id)
+          .execute();
+      }
+    }
+    return unparked;
   }
 
   /** Drops a task whose delivery no longer exists. */

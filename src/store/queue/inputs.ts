@@ -33,6 +33,7 @@ const INPUT_COLUMNS = [
   'endpoints.earlier_valid_until',
   'endpoints.headers_sealed',
   'endpoints.rate_limit',
+  'endpoints.ordering',
 ] as const;
 
 /**
@@ -70,6 +71,7 @@ export interface LoadedRow {
   earlier_valid_until: number | null;
   headers_sealed: string | null;
   rate_limit: number | null;
+  ordering: string | null;
 }
 
 /**
@@ -107,7 +109,10 @@ export class InputReader {
   endpointInput(
     id: string,
     status: string,
-    row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit'>,
+    row: Pick<
+      LoadedRow,
+      keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit' | 'ordering'
+    >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
@@ -122,6 +127,7 @@ export class InputReader {
       secrets,
       headers: headers ?? {},
       rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
+      fifo: row.ordering === 'fifo',
     };
   }
 
@@ -209,6 +215,7 @@ export async function loadEndpoints(
       'earlier_valid_until',
       'headers_sealed',
       'rate_limit',
+      'ordering',
     ])
     .where('id', 'in', ids)
     .execute();
