@@ -9,6 +9,8 @@ import { parseDuration } from './domain/duration.js';
 
 export type Role = 'api' | 'worker' | 'all';
 export type Mode = 'development' | 'production';
+/** What Test endpoints (made through the API) may reach: loopback and private networks too, or public addresses only. */
+export type TestNetwork = 'private' | 'public';
 
 export interface PlanLimits {
   /** Requests per second allowed to one organization; null means no limit. */
@@ -49,6 +51,11 @@ export interface Config {
   requestTimeoutMs: number;
   /** Most endpoints one application may have (its emits fan out to each). */
   maxEndpointsPerApp: number;
+  /**
+   * HERALD_TEST_NETWORK: `private` lets Test endpoints reach loopback and private networks (a developer's
+   * receiver); `public` holds them to public addresses as Live ones are (http stays allowed).
+   */
+  testNetwork: TestNetwork;
 }
 
 export class ConfigError extends Error {}
@@ -252,5 +259,10 @@ export function loadConfig(env: Env = process.env): Config {
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
     requestTimeoutMs: requestTimeout(env),
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
+    // A hosted service's Test endpoints belong to its customers, not to the operator's network.
+    testNetwork: oneOf<TestNetwork>(env, 'HERALD_TEST_NETWORK', mode === 'production' ? 'public' : 'private', [
+      'private',
+      'public',
+    ]),
   };
 }

@@ -1,3 +1,4 @@
+import type { TestNetwork } from '../../config.js';
 import { sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import type { Executor } from '../common.js';
@@ -78,6 +79,7 @@ export class InputReader {
   constructor(
     private readonly endpoints: Endpoints,
     private readonly now: number,
+    private readonly testNetwork: TestNetwork,
   ) {}
 
   /** The task's input, or null when its delivery or its message is gone (retention, or a deleted application). */
@@ -104,8 +106,9 @@ export class InputReader {
     status: string,
     row: Pick<LoadedRow, keyof SecretColumns | 'url' | 'livemode' | 'public_only'>,
   ): NonNullable<AttemptInput['endpoint']> {
-    // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
-    const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
+    // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
+    // reach public addresses only.
+    const publicOnly = Boolean(row.livemode) || Boolean(row.public_only) || this.testNetwork === 'public';
     return { id, url: row.url!, publicOnly, status: status as EndpointStatus, secrets: this.secretsOf(row) };
   }
 
