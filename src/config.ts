@@ -56,6 +56,8 @@ export interface Config {
    * receiver); `public` holds them to public addresses as Live ones are (http stays allowed).
    */
   testNetwork: TestNetwork;
+  /** Failed authentications one client address may make per second; past it, 429 without a key lookup. */
+  authFailureLimit: number;
 }
 
 export class ConfigError extends Error {}
@@ -264,5 +266,6 @@ export function loadConfig(env: Env = process.env): Config {
       'private',
       'public',
     ]),
+    authFailureLimit: integer(env, 'HERALD_AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
   };
 }

@@ -266,7 +266,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
       security: [{ bearer: [] }],
     },
   });
-  installAuth(app, store);
+  installAuth(app, store, config);
   const redis = await installRateLimits(app, config);
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
 
