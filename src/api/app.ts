@@ -17,6 +17,7 @@ import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { systemRoutes } from './system.js';
+import { ErrorEnvelope } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
@@ -174,6 +175,22 @@ function unstorableField(part: string, value: unknown): string | null {
   return null;
 }
 
+/**
+ * Adds the statuses any route may answer before its handler runs to each route's documented responses, so
+ * the OpenAPI document lists every status a request can get: 400 on every route (a malformed
+ * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON) and,
+ * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed).
+ */
+function documentCommonErrors(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (!response) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const withBody = methods.some((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method));
+    for (const status of withBody ? [400, 413, 415] : [400]) response[status] ??= ErrorEnvelope;
+  });
+}
+
 export async function buildApi(store: Store, config: Config, logger: Logger) {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
@@ -249,6 +266,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     reply.header('x-request-id', request.id);
   });
 
+  documentCommonErrors(app);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',

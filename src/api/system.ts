@@ -45,7 +45,14 @@ export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
 
   app.get(
     '/api/v1/openapi.json',
-    { config: { public: true }, schema: { summary: 'This API as an OpenAPI 3 document', tags: ['system'] } },
+    {
+      config: { public: true },
+      schema: {
+        summary: 'This API as an OpenAPI 3 document',
+        tags: ['system'],
+        response: { 200: Type.Object({}, { additionalProperties: true, description: 'An OpenAPI 3.0 document' }) },
+      },
+    },
     async () => app.swagger(),
   );
 
