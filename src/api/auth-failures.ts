@@ -6,8 +6,8 @@ const SWEEP_AT = 10_000;
 /**
  * Failed authentications per client address, counted in this process in windows of one second that start
  * at an address's first failure. An address with `limit` failures in its window is limited until the
- * window ends: auth answers it 429 without looking keys up (a guessed key costs no lookup), and keys that
- * opened something lately still pass (Organizations.findKnownKeyOwner).
+ * window ends: auth answers it 429 without looking keys up (a guessed key costs no lookup), and keys the
+ * process issued or found lately still pass (Organizations.findKnownKeyOwner).
  */
 export class AuthFailures {
   private readonly windows = new Map<string, { start: number; count: number }>();

@@ -36,7 +36,7 @@ export function installAuth(app: FastifyInstance, store: Store, config: Pick<Con
       throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
     const match = BEARER.exec(header.trim());
     if (!match) throw new HttpError(401, 'unauthorized', 'Malformed Authorization header; expected Bearer <API key>');
-    // An address past HERALD_AUTH_FAILURE_LIMIT gets keys looked up only when they opened something lately.
+    // An address past HERALD_AUTH_FAILURE_LIMIT gets keys looked up only when this process issued or found them lately.
     const limitedMs = failures.limitedFor(request.ip);
     const owner = limitedMs
       ? await store.organizations.findKnownKeyOwner(match[1]!)

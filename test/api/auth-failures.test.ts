@@ -7,7 +7,7 @@ import { assertError } from './helpers.js';
 
 // HERALD_AUTH_FAILURE_LIMIT: failed authentications per client address per second. Past it the address is
 // answered 429 (with Retry-After) without its keys being looked up, so a flood of guessed keys costs no
-// database lookup each; keys that opened something lately still pass.
+// database lookup each; keys the process issued or found lately still pass.
 describe('failed authentications per client address', () => {
   const LIMIT = 5;
   let service: TestService;
@@ -42,6 +42,11 @@ describe('failed authentications per client address', () => {
     // A valid key from the same address is not limited (its first request past the cache is one lookup).
     for (let i = 0; i < 3; i++) assert.equal((await valid.get('/api/v1/applications')).status, 200);
     assert.equal((await valid.post('/api/v1/applications', { name: 'Still here' })).status, 201);
+    // So is a key this process issued and no one has used yet.
+    const { live: fresh } = await bootstrap(service.url, 'Fresh');
+    assert.equal((await fresh.get('/api/v1/applications')).status, 200);
+    assertError(await guess(LIMIT + k).get('/api/v1/applications'), 429, 'rate_limited');
+    assert.equal(lookups, LIMIT + 1, 'only the fresh key was looked up');
     // The window ends a second after the first failure: wrong keys are answered 401 again.
     await waitOutWindow();
     lookups = 0;

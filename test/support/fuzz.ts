@@ -117,8 +117,6 @@ export interface World {
 export async function startWorld(env: Record<string, string> = {}): Promise<World> {
   const service = await startTestService({
     HERALD_ROLE: 'api',
-    // Bad credentials are among the inputs: the failed-authentication limit is not what is fuzzed here.
-    HERALD_AUTH_FAILURE_LIMIT: '1000000',
     ...env,
   });
   try {
