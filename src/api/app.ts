@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
@@ -124,11 +125,13 @@ function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'string', bodyLimit: maxPayloadBytes },
-    (request, text, done) => {
+    { parseAs: 'buffer', bodyLimit: maxPayloadBytes },
+    (request, raw, done) => {
       const unreadable = unreadableEncoding(request.headers);
       if (unreadable) return done(new HttpError(415, 'invalid_request', unreadable), undefined);
-      const body = text as string;
+      // Bytes that are not UTF-8 would be read as U+FFFD: stored and delivered as other text than was sent.
+      if (!isUtf8(raw as Buffer)) return done(invalid('Body is not valid UTF-8'), undefined);
+      const body = (raw as Buffer).toString('utf8');
       if (body.trim() === '') return done(null, undefined);
       let parsed: unknown;
       try {

@@ -29,6 +29,20 @@ describe('API fuzzing from the OpenAPI document', () => {
     assertError(odd, 400, 'invalid_request');
   });
 
+  test('a body that is not UTF-8 is refused, not stored as U+FFFD', async () => {
+    const [caller] = world.scopes;
+    const body = Buffer.concat([Buffer.from('{"name":"a'), Buffer.from([0xff, 0xfe]), Buffer.from('b"}')]);
+    const reply = await fetch(`${world.service.url}/api/v1/applications`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${caller!.client.key}`, 'content-type': 'application/json' },
+      body,
+    });
+    assert.equal(reply.status, 400);
+    assert.match(((await reply.json()) as { error: { message: string } }).error.message, /not valid UTF-8/);
+    const names = (await caller!.client.get('/api/v1/applications?limit=250')).body.data.map((a: any) => a.name);
+    assert.ok(!names.some((name: string) => name.includes('\ufffd')));
+  });
+
   test('generated requests to every operation hold the invariants', { timeout: 60_000 }, async () => {
     const result = await fuzz(world, { numRuns: 1000, seed: 26 });
     assert.equal(

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { Ajv, type ValidateFunction } from 'ajv';
@@ -9,7 +10,7 @@ import { bootstrap, Client } from './client.js';
 // generated from its schemas and invalid ones (wrong types, missing and extra fields, huge and odd strings,
 // bad ids, other organizations' and the other environment's ids, bad headers and encodings), sent to a
 // real service one at a time. Each answer must hold these invariants:
-// - never a 5xx;
+// - never a 5xx, and never a 2xx to a body that is not UTF-8;
 // - its status is one the document gives for the operation, and its body matches that status's schema;
 // - a 4xx changes nothing stored (every table is read before and after);
 // - a resource of another organization or environment is answered as one that does not exist (the same
@@ -254,6 +255,12 @@ function bodyArb(
     fc.constantFrom(...ODD_BODIES).map((raw) => ({ raw })),
     fc.string({ maxLength: 50 }).map((raw) => ({ raw })),
     fc.array(fc.integer({ min: 128, max: 255 }), { minLength: 1, maxLength: 20 }).map((bytes) => ({ raw: bytes })),
+    // A valid body with bytes that are not UTF-8 inside its first string.
+    fc.tuple(valid, fc.constantFrom([0xff], [0xc3], [0xed, 0xa0, 0x80], [0xf8, 0x88, 0x80, 0x80])).map(([v, bad]) => {
+      const text = Buffer.from(JSON.stringify(v));
+      const at = text.indexOf('":"') + 3;
+      return { raw: at > 2 ? [...text.subarray(0, at), ...bad, ...text.subarray(at)] : [...bad, ...text] };
+    }),
   ];
   if (names.length > 0)
     mutations.push(
@@ -510,9 +517,13 @@ export class Checker {
     const seenKey = `${request.method} ${request.route} ${status}`;
     this.seen.set(seenKey, (this.seen.get(seenKey) ?? 0) + 1);
     const fail = (why: string) => {
+      // What the request changed is unknown: the next one reads the store afresh.
+      this.before = null;
       throw new Error(`${why}\n  request: ${JSON.stringify(request)}\n  answer: ${status} ${text.slice(0, 2000)}`);
     };
     if (status >= 500) fail(`a ${status}`);
+    if (request.body && 'bytes' in request.body && !isUtf8(Buffer.from(request.body.bytes)) && status < 400)
+      fail('a body that is not UTF-8 was accepted (it would be kept as other text than was sent)');
     const validate = this.validator(request, status);
     if (!validate) fail(`status ${status} is not documented for ${request.method} ${request.route}`);
     if (status === 204) {
