@@ -9,6 +9,8 @@ import { parseDuration } from './domain/duration.js';
 
 export type Role = 'api' | 'worker' | 'all';
 export type Mode = 'development' | 'production';
+/** What Test endpoints (made through the API) may reach: loopback and private networks too, or public addresses only. */
+export type TestNetwork = 'private' | 'public';
 
 export interface PlanLimits {
   /** Requests per second allowed to one organization; null means no limit. */
@@ -51,6 +53,13 @@ export interface Config {
   maxEndpointsPerApp: number;
   /** Earlier master keys, used only to open what they sealed (HERALD_SECRET_KEY_PREVIOUS). */
   previousSecretKeys: string[];
+  /**
+   * HERALD_TEST_NETWORK: `private` lets Test endpoints reach loopback and private networks (a developer's
+   * receiver); `public` holds them to public addresses as Live ones are (http stays allowed).
+   */
+  testNetwork: TestNetwork;
+  /** Failed authentications one client address may make per second; past it, 429 without a key lookup. */
+  authFailureLimit: number;
 }
 
 export class ConfigError extends Error {}
@@ -266,5 +275,11 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs: requestTimeout(env),
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
     previousSecretKeys: previousSecretKeys(env),
+    // A hosted service's Test endpoints belong to its customers, not to the operator's network.
+    testNetwork: oneOf<TestNetwork>(env, 'HERALD_TEST_NETWORK', mode === 'production' ? 'public' : 'private', [
+      'private',
+      'public',
+    ]),
+    authFailureLimit: integer(env, 'HERALD_AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
   };
 }

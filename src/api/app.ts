@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv } from 'ajv';
@@ -18,6 +19,7 @@ import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { systemRoutes } from './system.js';
+import { ErrorEnvelope } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 import { docsPage } from './docs-page.js';
 
@@ -125,11 +127,13 @@ function installBodyParsers(app: FastifyInstance, maxPayloadBytes: number): void
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(
     'application/json',
-    { parseAs: 'string', bodyLimit: maxPayloadBytes },
-    (request, text, done) => {
+    { parseAs: 'buffer', bodyLimit: maxPayloadBytes },
+    (request, raw, done) => {
       const unreadable = unreadableEncoding(request.headers);
       if (unreadable) return done(new HttpError(415, 'invalid_request', unreadable), undefined);
-      const body = text as string;
+      // Bytes that are not UTF-8 would be read as U+FFFD: stored and delivered as other text than was sent.
+      if (!isUtf8(raw as Buffer)) return done(invalid('Body is not valid UTF-8'), undefined);
+      const body = (raw as Buffer).toString('utf8');
       if (body.trim() === '') return done(null, undefined);
       let parsed: unknown;
       try {
@@ -174,6 +178,22 @@ function unstorableField(part: string, value: unknown): string | null {
     if (strings.some((text) => UNSTORABLE_TEXT.test(text))) return `${part}/${name}`;
   }
   return null;
+}
+
+/**
+ * Adds the statuses any route may answer before its handler runs to each route's documented responses, so
+ * the OpenAPI document lists every status a request can get: 400 on every route (a malformed
+ * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON) and,
+ * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed).
+ */
+function documentCommonErrors(app: FastifyInstance): void {
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<string, unknown> | undefined;
+    if (!response) return;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const withBody = methods.some((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method));
+    for (const status of withBody ? [400, 413, 415] : [400]) response[status] ??= ErrorEnvelope;
+  });
 }
 
 export async function buildApi(store: Store, config: Config, logger: Logger) {
@@ -251,6 +271,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     reply.header('x-request-id', request.id);
   });
 
+  documentCommonErrors(app);
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -268,7 +289,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
       security: [{ bearer: [] }],
     },
   });
-  installAuth(app, store);
+  installAuth(app, store, config);
   const redis = await installRateLimits(app, config);
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
   // The reference page at /docs, rendered from the document above (public, not rate limited).

@@ -1,5 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Store, Scope } from '../store/index.js';
+import type { Config } from '../config.js';
+import { AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
 
 // Bearer keys: the key decides the organization and the environment (sk_test_ / sk_live_) of the request.
@@ -22,7 +24,8 @@ declare module 'fastify' {
 /** `Bearer <key>`; the scheme's name is case-insensitive (RFC 9110), and spaces may follow it. */
 const BEARER = /^bearer +([A-Za-z0-9_]{1,200})$/i;
 
-export function installAuth(app: FastifyInstance, store: Store): void {
+export function installAuth(app: FastifyInstance, store: Store, config: Pick<Config, 'authFailureLimit'>): void {
+  const failures = new AuthFailures(config.authFailureLimit);
   app.decorateRequest('caller', null);
   app.addHook('onRequest', async (request) => {
     // A path with no route answers 404 without a key, so a missing route (such as the dev bootstrap
@@ -33,8 +36,19 @@ export function installAuth(app: FastifyInstance, store: Store): void {
       throw new HttpError(401, 'unauthorized', 'Missing Authorization header; send Authorization: Bearer <API key>');
     const match = BEARER.exec(header.trim());
     if (!match) throw new HttpError(401, 'unauthorized', 'Malformed Authorization header; expected Bearer <API key>');
-    const owner = await store.organizations.findKeyOwner(match[1]!);
-    if (!owner) throw new HttpError(401, 'unauthorized', 'Invalid or revoked API key');
+    // An address past HERALD_AUTH_FAILURE_LIMIT gets keys looked up only when this process issued or found them lately.
+    const limitedMs = failures.limitedFor(request.ip);
+    const owner = limitedMs
+      ? await store.organizations.findKnownKeyOwner(match[1]!)
+      : await store.organizations.findKeyOwner(match[1]!);
+    if (!owner && limitedMs)
+      throw new HttpError(429, 'rate_limited', 'Too many failed authentications from this address', {
+        'retry-after': String(Math.ceil(limitedMs / 1000)),
+      });
+    if (!owner) {
+      failures.fail(request.ip);
+      throw new HttpError(401, 'unauthorized', 'Invalid or revoked API key');
+    }
     request.caller = owner;
     request.quota = { bucket: `org:${owner.scope.orgId}`, plan: owner.plan };
   });

@@ -49,7 +49,7 @@ export async function checkEndpointInput(
     if (problem) throw invalid(problem);
   }
   if (input.url !== undefined) {
-    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly);
+    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork);
     if (problem) throw invalid(problem);
   }
   if (input.event_types && input.event_types.length > 0) {

@@ -108,7 +108,8 @@ export function isLinkLocalOrMetadata(text: string): boolean {
 
 /**
  * Why an endpoint may not reach `address` (the peer a connection reached, or a literal in its URL), or null.
- * `publicOnly` (Live endpoints, and Test ones whose URL a portal customer chose): public addresses only.
+ * `publicOnly` (Live endpoints, Test ones whose URL a portal customer chose, and every Test one under
+ * HERALD_TEST_NETWORK=public): public addresses only.
  * Otherwise (Test endpoints made through the API) localhost and private networks are allowed (a
  * developer's receiver), but not link-local or metadata addresses. The operator's allow-list (host
  * names, addresses and ranges) lifts either rule.
@@ -128,6 +129,6 @@ export function refusedAddress(
 /** The addresses an endpoint may not reach under a rule, in words (naming one when given). */
 export function refusedKind(publicOnly: boolean, address?: string): string {
   return publicOnly
-    ? `non-public (private or reserved) address${address ? ` ${address}` : 'es'} (Live endpoints and those added in a customer portal must reach public addresses)`
+    ? `non-public (private or reserved) address${address ? ` ${address}` : 'es'} (Live endpoints, those added in a customer portal, and Test ones under HERALD_TEST_NETWORK=public must reach public addresses)`
     : `link-local or cloud metadata address${address ? ` ${address}` : 'es'} (Test endpoints may reach localhost and private networks, not these)`;
 }

@@ -1,18 +1,22 @@
 import { isIP } from 'node:net';
 import { refusedAddress } from './addresses.js';
+import type { TestNetwork } from '../config.js';
+
+const TEST_NETWORK_RULE = 'HERALD_TEST_NETWORK=public: Test endpoints must reach public addresses';
 
 /**
  * Checks an endpoint URL when it is created or changed, and returns why it is refused (or null).
  * Live endpoints need https; they and `publicOnly` ones (chosen in a portal) need a host that is not a
  * local or private address; names are resolved and checked again at connect time, which is what stops
  * DNS rebinding. Other Test endpoints may use localhost and private addresses, but not link-local ones
- * (refusedAddress). Credentials in the URL are refused: they would be shown on every read, and are not sent.
+ * (refusedAddress), unless `testNetwork` is `public`: then they too need a public host (http stays allowed). Credentials in the URL are refused: they would be shown on every read, and are not sent.
  */
 export function endpointUrlProblem(
   text: string,
   livemode: boolean,
   allowList: string[],
   publicOnly = livemode,
+  testNetwork: TestNetwork = 'private',
 ): string | null {
   if (text.length > 2048) return 'url must be at most 2048 characters';
   // The URL parser would drop surrounding ones and encode inner ones, and the endpoint would read back
@@ -33,10 +37,14 @@ export function endpointUrlProblem(
   // A trailing dot names the same host (`localhost.` is localhost), so it is judged without it.
   const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (allowList.includes(host)) return null;
-  if (publicOnly && (host === 'localhost' || host.endsWith('.localhost'))) {
-    return `url must not point at localhost ${livemode ? 'in Live mode' : '(endpoints added in a customer portal must reach public addresses)'}`;
+  // Only the test network's rule holds this endpoint to public addresses: the answer names that rule.
+  const byTestNetwork = !publicOnly && testNetwork === 'public';
+  if ((publicOnly || byTestNetwork) && (host === 'localhost' || host.endsWith('.localhost'))) {
+    return `url must not point at localhost ${livemode ? 'in Live mode' : byTestNetwork ? `(${TEST_NETWORK_RULE})` : '(endpoints added in a customer portal must reach public addresses)'}`;
   }
   // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.
-  const refused = isIP(host) ? refusedAddress(host, host, publicOnly, allowList) : null;
+  const refused = isIP(host) ? refusedAddress(host, host, publicOnly || byTestNetwork, allowList) : null;
+  if (refused && byTestNetwork)
+    return `url must not point at a non-public (private or reserved) address ${host} (${TEST_NETWORK_RULE})`;
   return refused && `url must not point at a ${refused}`;
 }

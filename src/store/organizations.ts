@@ -16,6 +16,8 @@ import type { ApiKeyRow, OrganizationRow } from './schema.js';
 const KEY_CACHE_MS = 2_000;
 /** Entries each key cache holds before it starts over. */
 const KEY_CACHE_ENTRIES = 10_000;
+/** How long a key this process issued or found counts as known (findKnownKeyOwner). */
+const KNOWN_KEY_MS = 3_600_000;
 
 export interface IssuedKey {
   row: ApiKeyRow;
@@ -87,6 +89,7 @@ export class Organizations {
       revoked_at: null,
     };
     await db.insertInto('api_keys').values(row).execute();
+    this.knowKey(row.key_hash, Date.now());
     return { row, key };
   }
 
@@ -101,6 +104,12 @@ export class Organizations {
    * limited), and a flood of them filling one shared cache would push the real keys out with it.
    */
   private readonly unknownKeyCache = new Map<string, { owner: KeyOwner | undefined; until: number }>();
+  /**
+   * Hashes of keys issued or found by this process within KNOWN_KEY_MS, and until when. Only issuing a key
+   * or a lookup that found one adds to it, so guessed keys never do; a key revoked since is looked up and
+   * found revoked.
+   */
+  private readonly knownKeys = new Map<string, number>();
   /** Counts forgetKeyOwners calls: a lookup that overlapped one may have read the row as it was before. */
   private keyCacheGeneration = 0;
 
@@ -125,11 +134,31 @@ export class Organizations {
     if (cached && cached.until > now) return cached.owner;
     const generation = this.keyCacheGeneration;
     const owner = await this.lookupKeyOwner(keyHash, livemode);
+    if (owner) this.knowKey(keyHash, now);
     if (generation !== this.keyCacheGeneration) return owner;
     const cache = owner ? this.keyCache : this.unknownKeyCache;
     if (cache.size >= KEY_CACHE_ENTRIES) cache.clear();
     cache.set(keyHash, { owner, until: now + KEY_CACHE_MS });
     return owner;
+  }
+
+  private knowKey(keyHash: string, now: number): void {
+    if (this.knownKeys.size >= KEY_CACHE_ENTRIES) this.knownKeys.clear();
+    this.knownKeys.set(keyHash, now + KNOWN_KEY_MS);
+  }
+
+  /**
+   * findKeyOwner for a caller past its failed-authentication limit (api/auth.ts): the key cache answers, and
+   * a key issued or found by this process within KNOWN_KEY_MS is looked up; any other key is
+   * undefined without a lookup, so a flood of guessed keys costs the database nothing.
+   */
+  async findKnownKeyOwner(key: string): Promise<KeyOwner | undefined> {
+    const keyHash = hashApiKey(key);
+    const now = Date.now();
+    const cached = this.keyCache.get(keyHash);
+    if (cached && cached.until > now) return cached.owner;
+    const knownUntil = this.knownKeys.get(keyHash);
+    return knownUntil !== undefined && knownUntil > now ? this.findKeyOwner(key) : undefined;
   }
 
   private async lookupKeyOwner(keyHash: string, livemode: boolean): Promise<KeyOwner | undefined> {

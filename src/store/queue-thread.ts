@@ -41,6 +41,7 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
       retryScheduleMs: config.retryScheduleMs,
       disableAfterMs: config.disableAfterMs,
       leaseMs: config.leaseMs,
+      testNetwork: config.testNetwork,
     };
     return new QueueThread({
       file: sqliteFile(config.dataDir),

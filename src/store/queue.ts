@@ -1,3 +1,4 @@
+import type { TestNetwork } from '../config.js';
 import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { OutcomeResult } from '../domain/outcome-plan.js';
 import type { StoreContext } from './common.js';
@@ -69,6 +70,8 @@ export interface QueuePolicy {
   retryScheduleMs: number[];
   disableAfterMs: number;
   leaseMs: number;
+  /** HERALD_TEST_NETWORK: under `public`, Test endpoints' attempts reach public addresses only. */
+  testNetwork: TestNetwork;
 }
 
 /** Which due attempts a claim may take. */

@@ -105,6 +105,8 @@ export async function startTestService(
     HERALD_SECRET_KEY: 'test-secret-key-that-is-long-enough-0123456789',
     HERALD_LOG_LEVEL: 'silent',
     HERALD_DEFAULT_PLAN: 'unlimited',
+    // Tests send bad keys by the dozen from one address; test/api/auth-failures.test.ts sets its own limit.
+    HERALD_AUTH_FAILURE_LIMIT: '1000000',
     ...db.env,
     ...env,
   });

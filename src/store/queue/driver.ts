@@ -168,7 +168,7 @@ export abstract class QueueDriver {
 
   /** Reads inputs at the store's time now, with one memo of opened secrets. */
   protected inputReader(): InputReader {
-    return new InputReader(this.endpoints, this.ctx.now());
+    return new InputReader(this.endpoints, this.ctx.now(), this.policy.testNetwork);
   }
 
   /**

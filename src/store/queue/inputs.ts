@@ -1,3 +1,4 @@
+import type { TestNetwork } from '../../config.js';
 import { sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import type { Executor } from '../common.js';
@@ -85,6 +86,7 @@ export class InputReader {
   constructor(
     private readonly endpoints: Endpoints,
     private readonly now: number,
+    private readonly testNetwork: TestNetwork,
   ) {}
 
   /** The task's input, or null when its delivery or its message is gone (retention, or a deleted application). */
@@ -114,8 +116,9 @@ export class InputReader {
       keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit' | 'ordering'
     >,
   ): NonNullable<AttemptInput['endpoint']> {
-    // Live endpoints, and those whose URL a portal customer chose, reach public addresses only.
-    const publicOnly = Boolean(row.livemode) || Boolean(row.public_only);
+    // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
+    // reach public addresses only.
+    const publicOnly = Boolean(row.livemode) || Boolean(row.public_only) || this.testNetwork === 'public';
     const headers = this.headersOf(row.headers_sealed);
     // Headers that do not open here make the endpoint unsendable here, as secrets that do not open do.
     const secrets = headers === null ? null : this.secretsOf(row);
