@@ -19,7 +19,7 @@ import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { systemRoutes } from './system.js';
-import { ErrorEnvelope } from './schemas.js';
+import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 import { docsPage } from './docs-page.js';
 
@@ -192,7 +192,8 @@ function documentCommonErrors(app: FastifyInstance): void {
     if (!response) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const withBody = methods.some((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method));
-    for (const status of withBody ? [400, 413, 415] : [400]) response[status] ??= ErrorEnvelope;
+    const added = errors(...(withBody ? [400, 413, 415] : [400]));
+    for (const [status, schema] of Object.entries(added)) response[status] ??= schema;
   });
 }
 

@@ -380,6 +380,11 @@ const ERROR_STATUSES: Record<number, { description: string; code: string; messag
     code: 'payload_too_large',
     message: 'Request body is larger than the maximum allowed size',
   },
+  415: {
+    description: 'The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding)',
+    code: 'invalid_request',
+    message: 'Content-Type must be application/json',
+  },
   429: {
     description: "Over the organization's rate limit; retry after Retry-After seconds",
     code: 'rate_limited',
