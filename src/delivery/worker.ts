@@ -399,7 +399,7 @@ export class DeliveryWorker {
   }
 }
 
-/** When a lane's pause ends, on the wall clock the store's run_at uses. */
+/** When a lane's pause ends, on the wall clock the store's run_at uses (whole milliseconds, as run_at is). */
 function pauseEnd(lane: Lane): number {
-  return Date.now() + Math.max(0, lane.pausedUntil - performance.now());
+  return Date.now() + Math.ceil(Math.max(0, lane.pausedUntil - performance.now()));
 }

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { closedPort, gapMs, oldestFirst, setup, startReceiver, type DeliveryRead } from './helpers.js';
+import { child, database, emitMany, organization, receiver } from './burst.js';
+import { eventually } from '../support/receiver.js';
 
 // Every kind of failure is recorded and retried on the schedule until the schedule runs out; a 2xx ends
 // it; Retry-After on 429/503 is honoured; response bodies are kept only up to the configured limit.
@@ -171,4 +173,32 @@ test('a 429 with Retry-After pauses the whole endpoint: no request reaches it un
   );
   assert.deepEqual(reads.map((d) => d.attempts.length).sort(), [1, 1, 1, 1, 2]);
   assert.ok(more.deliveryIds.length === 2);
+});
+
+test('a pause gives back what the worker held for the endpoint, due when the pause ends (a worker that claimed them all at once)', async (t) => {
+  const db = await database(t);
+  let first = true;
+  const hooks = await receiver(t, () => {
+    if (!first) return { status: 200 };
+    first = false;
+    return { status: 429, headers: { 'retry-after': '2' } };
+  });
+  const env = { ...db.env, HERALD_RETRY_SCHEDULE: '0s,50ms', HERALD_ENDPOINT_CONCURRENCY: '1' };
+  const api = await child(t, { ...env, HERALD_ROLE: 'api' });
+  const { api: client, appId } = await organization(api.url!, hooks.url);
+  const accepted = await emitMany(client, appId, 5, 1);
+  // The worker starts with all five due: its first claim takes them, one goes out, four wait in its lane.
+  await child(t, { ...env, HERALD_ROLE: 'worker' });
+  await eventually(async () => hooks.received.length >= 6, 20_000, 'every message after the pause');
+  const [asked, ...rest] = hooks.received;
+  const quietFor = Math.min(...rest.map((r) => r.at)) - asked!.at;
+  assert.ok(quietFor >= 1_900, `the endpoint heard nothing for ${quietFor} ms after asking for 2 s`);
+  for (const id of accepted) {
+    const list = await client.get(`/api/v1/messages/${id}/deliveries`);
+    await eventually(
+      async () => (await client.get(`/api/v1/deliveries/${list.body.data[0].id}`)).body.status === 'success',
+      10_000,
+      'delivered',
+    );
+  }
 });
