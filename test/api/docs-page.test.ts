@@ -1,9 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startTestService, TEST_STORE, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { browserSkip, launchBrowser } from '../support/browser.js';
 
 // GET /docs: the API reference page, rendered by Swagger UI from the OpenAPI document, with every
 // script, style and image served by the service itself; no key, no rate limit.
@@ -72,28 +73,10 @@ describe('the /docs reference page', () => {
   });
 
   // In headless Chromium: the page renders the operations, and no request leaves 127.0.0.1.
-  const CHROMIUM = '/usr/bin/chromium';
   test('in a browser: renders the operations with no request to another host', {
-    skip:
-      TEST_STORE !== 'sqlite'
-        ? 'browser check runs in the SQLite pass'
-        : !existsSync(CHROMIUM)
-          ? `no ${CHROMIUM} (apt-get install chromium)`
-          : false,
+    skip: browserSkip,
   }, async (t) => {
-    const { chromium } = await import('playwright-core');
-    const browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--no-first-run',
-      ],
-    });
-    t.after(() => browser.close());
+    const browser = await launchBrowser(t);
     const page = await browser.newPage();
     const outside: string[] = [];
     await page.route('**/*', (route) => {

@@ -1,7 +1,7 @@
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
-import { startTestService, TEST_STORE, type TestService } from '../support/service.js';
+import { startTestService, type TestService } from '../support/service.js';
+import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, Client } from '../support/client.js';
 import { Receiver, eventually } from '../support/receiver.js';
 
@@ -226,31 +226,12 @@ test("a message's deliveries come in bounded pages, each attempt without the rec
   }
 });
 
-// A person's view of the portal, in headless Chromium. .ci/run installs Debian's chromium; where it is
-// missing (a bare `npm test` on a machine without it) this one test is skipped and says why.
-const CHROMIUM = '/usr/bin/chromium';
+// A person's view of the portal, in headless Chromium (test/support/browser.ts).
 test('in a browser: the portal lists endpoints, adds one, sends a test event and shows its deliveries', {
-  skip:
-    TEST_STORE !== 'sqlite'
-      ? 'browser check runs in the SQLite pass'
-      : !existsSync(CHROMIUM)
-        ? `no ${CHROMIUM} (apt-get install chromium)`
-        : false,
+  skip: browserSkip,
 }, async (t) => {
-  const { chromium } = await import('playwright-core');
   const { app } = await appWithEndpoint('browser');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--no-first-run',
-    ],
-  });
-  t.after(() => browser.close());
+  const browser = await launchBrowser(t);
   const page = await browser.newPage();
   await page.goto(service.url + app.portal_path);
 
