@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts file with node's test runner through tsx, once per store:
-// the embedded SQLite store, then PostgreSQL (HERALD_TEST_STORE=postgres). Node 20's --test does not
+// Runs every test/**/*.test.ts file with node's test runner through tsx, once per store: the embedded
+// SQLite store and PostgreSQL (HERALD_TEST_STORE=postgres), the two passes side by side on the machine's
+// two cores (each pass runs its files one at a time); each pass's output is printed whole when it ends.
+// HERALD_TEST_SERIAL=1 runs them one after the other, printing as they go. Node 20's --test does not
 // expand globs, so the files are listed here. Pass file paths to run only those.
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 function find(dir) {
   return readdirSync(dir).flatMap((name) => {
@@ -36,17 +38,34 @@ function sweepStale() {
 
 const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : find('test').sort();
 const stores = (process.env.HERALD_TEST_STORES ?? 'sqlite,postgres').split(',');
-let failed = false;
 const usesPostgres = stores.includes('postgres');
 if (usesPostgres) sweepStale();
-for (const store of stores) {
-  console.log(`\n=== store: ${store} ===`);
-  const result = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files],
-    { stdio: 'inherit', env: { ...process.env, HERALD_TEST_STORE: store } },
+const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
+const envFor = (store) => ({ ...process.env, HERALD_TEST_STORE: store });
+let failed = false;
+if (process.env.HERALD_TEST_SERIAL === '1' || stores.length < 2) {
+  for (const store of stores) {
+    console.log(`\n=== store: ${store} ===`);
+    const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: envFor(store) });
+    if (result.status !== 0) failed = true;
+  }
+} else {
+  const passes = stores.map(
+    (store) =>
+      new Promise((resolve) => {
+        const output = [];
+        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: envFor(store) });
+        child.stdout.on('data', (chunk) => output.push(chunk));
+        child.stderr.on('data', (chunk) => output.push(chunk));
+        child.on('close', (code) => {
+          process.stdout.write(`\n=== store: ${store} ===\n`);
+          process.stdout.write(Buffer.concat(output));
+          if (code !== 0) failed = true;
+          resolve();
+        });
+      }),
   );
-  if (result.status !== 0) failed = true;
+  await Promise.all(passes);
 }
 if (usesPostgres) sweepStale();
 process.exit(failed ? 1 : 0);
