@@ -4,6 +4,7 @@ import pino from 'pino';
 import { assertClaimTransition, ClaimLoop, type ClaimMode, type ClaimHost } from '../../src/delivery/claim-loop.js';
 import { Lanes } from '../../src/delivery/lanes.js';
 import type { ClaimedTask, WorkerQueue } from '../../src/store/queue.js';
+import { task } from './tasks.js';
 import { eventually } from '../support/receiver.js';
 
 // The claim loop's modes on their own, with a queue and a worker made up here: every step starts from and
@@ -32,21 +33,6 @@ test('the claim loop moves only along the allowed transitions', () => {
       else assert.throws(() => assertClaimTransition(from, to), /illegal transition/, `${from} -> ${to}`);
     }
 });
-
-let ids = 0;
-function task(endpointId: string): ClaimedTask {
-  ids++;
-  return {
-    id: `tsk_${ids}`,
-    delivery_id: `dlv_${ids}`,
-    endpoint_id: endpointId,
-    trigger: 'scheduled',
-    attempt_number: 1,
-    run_at: 0,
-    lease_owner: 'wrk_test',
-    leaseUntil: Date.now() + 60_000,
-  };
-}
 
 interface Call {
   kind: 'general' | 'top-up' | 'nextDueAt';

@@ -1,25 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { assertTopUpTransition, Lane, Lanes, type TopUpState } from '../../src/delivery/lanes.js';
-import type { ClaimedTask } from '../../src/store/queue.js';
+import { task } from './tasks.js';
 
 // The lanes on their own: a lane per endpoint, its share and capacity, its top-up state (with every move
 // asserted), its pause, and forgetting a lane that holds nothing. Capacity 2 and two waves (a share of 4) here.
-
-let ids = 0;
-function task(endpointId: string): ClaimedTask {
-  ids++;
-  return {
-    id: `tsk_${ids}`,
-    delivery_id: `dlv_${ids}`,
-    endpoint_id: endpointId,
-    trigger: 'scheduled',
-    attempt_number: 1,
-    run_at: 0,
-    lease_owner: 'wrk_test',
-    leaseUntil: Date.now() + 60_000,
-  };
-}
 
 /** Starts a waiting attempt of the lane, as dispatch does. */
 function start(lane: Lane): void {

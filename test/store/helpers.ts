@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
+import type { AttemptResult } from '../../src/store/queue.js';
 import { BASE_ENV } from '../delivery/child.js';
 import { createTestDatabase } from '../support/service.js';
 
@@ -46,4 +47,18 @@ export async function openStore(
   };
   const closeFirst = (close: () => Promise<void>) => void closers.push(close);
   return { store, emit, scope, appId: app.id, endpointId: endpoint.id, secret, config, closeFirst };
+}
+
+/** An attempt's result with `status`, finished at `at`: a 2xx delivered, anything else failed. */
+export function outcome(status: number, at = Date.now()): AttemptResult {
+  const ok = status >= 200 && status < 300;
+  return {
+    ok,
+    responseStatus: status,
+    responseBody: ok ? 'ok' : 'no',
+    error: ok ? null : `HTTP ${status}`,
+    durationMs: 1,
+    retryAfterMs: null,
+    at,
+  };
 }

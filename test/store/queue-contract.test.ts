@@ -6,7 +6,7 @@ import type { AttemptInput, AttemptResult, Queue } from '../../src/store/queue.j
 import { PostgresQueue } from '../../src/store/queue/postgres.js';
 import type { Database } from '../../src/store/schema.js';
 import { TEST_STORE } from '../support/service.js';
-import { openStore } from './helpers.js';
+import { openStore, outcome } from './helpers.js';
 
 // What every queue driver does, run against the driver of the store under test: claims under a lease,
 // releasing and extending it, recording outcomes with their consequences (the next attempt, exhaustion,
@@ -15,19 +15,6 @@ import { openStore } from './helpers.js';
 
 const A = 'wrk_contract_a';
 const B = 'wrk_contract_b';
-
-function outcome(status: number, at = Date.now()): AttemptResult {
-  const ok = status >= 200 && status < 300;
-  return {
-    ok,
-    responseStatus: status,
-    responseBody: ok ? 'ok' : 'no',
-    error: ok ? null : `HTTP ${status}`,
-    durationMs: 1,
-    retryAfterMs: null,
-    at,
-  };
-}
 
 const tasksOf = (db: Kysely<Database>) => db.selectFrom('delivery_tasks').selectAll().orderBy('id').execute();
 const deliveryOf = (db: Kysely<Database>, id: string) =>

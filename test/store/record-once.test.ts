@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AttemptResult } from '../../src/store/queue.js';
-import { openStore } from './helpers.js';
+import { openStore, outcome } from './helpers.js';
 
 // An outcome can be recorded twice: its first commit went through but the answer never came back (the
 // queue thread ended in between, or the connection to PostgreSQL was lost after COMMIT), so the worker
@@ -9,19 +8,6 @@ import { openStore } from './helpers.js';
 // one next attempt for a failure.
 
 const OWNER = 'wrk_record_once';
-
-function outcome(status: number, at = Date.now()): AttemptResult {
-  const ok = status >= 200 && status < 300;
-  return {
-    ok,
-    responseStatus: status,
-    responseBody: ok ? 'ok' : 'no',
-    error: ok ? null : `HTTP ${status}`,
-    durationMs: 1,
-    retryAfterMs: null,
-    at,
-  };
-}
 
 test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
   const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });

@@ -1,0 +1,20 @@
+import type { ClaimedTask } from '../../src/store/queue.js';
+
+// Claimed tasks made up for the tests of the worker's parts on their own (lanes, the claim loop).
+
+let ids = 0;
+
+/** A claimed task of `endpointId`, each with ids of its own, leased for a minute. */
+export function task(endpointId: string): ClaimedTask {
+  ids++;
+  return {
+    id: `tsk_${ids}`,
+    delivery_id: `dlv_${ids}`,
+    endpoint_id: endpointId,
+    trigger: 'scheduled',
+    attempt_number: 1,
+    run_at: 0,
+    lease_owner: 'wrk_test',
+    leaseUntil: Date.now() + 60_000,
+  };
+}
