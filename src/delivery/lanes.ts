@@ -165,10 +165,11 @@ export class Lanes {
     return lane === undefined || lane.load < lane.share;
   }
 
-  /** Queues a claimed task on its lane. */
-  enqueue(task: ClaimedTask): void {
+  /** Queues a claimed task on its lane, which it returns. */
+  enqueue(task: ClaimedTask): Lane {
     const lane = this.lane(task.endpoint_id);
     if (lane.waiting.push(task) === 1) this.ready.add(lane);
+    return lane;
   }
 
   /**

@@ -176,14 +176,16 @@ export class DeliveryWorker {
       // Claimed just as its endpoint asked for quiet: back to the queue, due when the pause ends.
       const lane = this.lanes.get(task.endpoint_id);
       if (lane?.holdsBack && lane.paused()) {
-        heldBack.set(lane, [...(heldBack.get(lane) ?? []), task]);
+        const held = heldBack.get(lane);
+        if (held) held.push(task);
+        else heldBack.set(lane, [task]);
       } else if (this.lanes.hasRoom(task.endpoint_id)) {
         // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT) is loaded when the attempt starts.
         if (!input?.payloadLater) this.loaded.set(task.id, input);
         this.claimed++;
-        this.lanes.enqueue(task);
+        const queued = this.lanes.enqueue(task);
         // The limit as the claim read it: an update of the endpoint reaches the lane with its next claim.
-        if (input?.endpoint) this.lanes.lane(task.endpoint_id).rateLimit = input.endpoint.rateLimit ?? null;
+        if (input?.endpoint) queued.rateLimit = input.endpoint.rateLimit ?? null;
       } else {
         excess.push(task);
       }

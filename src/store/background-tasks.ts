@@ -1,7 +1,8 @@
 import { idFloor, newId } from '../domain/ids.js';
-import { type Executor, liveFlag, type Scope, type StoreContext } from './common.js';
+import { liveFlag, type Scope, type StoreContext } from './common.js';
 import { insertRows } from './insert-rows.js';
-import type { BackgroundTaskRow } from './schema.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { BackgroundTaskRow, Database } from './schema.js';
 
 // Work that runs in the background in bounded batches, whoever started it and whichever worker runs it:
 // an endpoint's recovery (decisions: POST /api/v1/endpoints/{id}/recover). A task is leased to one worker
@@ -62,20 +63,21 @@ export class BackgroundTasks {
    */
   async lease(owner: string, leaseMs: number): Promise<BackgroundTaskRow | undefined> {
     const now = this.ctx.now();
-    const free = (db: Executor) =>
-      db
-        .selectFrom('background_tasks')
-        .select('id')
-        .where('status', '=', 'running')
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]));
-    const candidate = await free(this.ctx.db).orderBy('id').limit(1).executeTakeFirst();
+    const free = (eb: ExpressionBuilder<Database, 'background_tasks'>) =>
+      eb.and([eb('status', '=', 'running'), eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)])]);
+    const candidate = await this.ctx.db
+      .selectFrom('background_tasks')
+      .select('id')
+      .where(free)
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
     if (!candidate) return undefined;
     return this.ctx.db
       .updateTable('background_tasks')
       .set({ lease_owner: owner, lease_until: now + leaseMs })
       .where('id', '=', candidate.id)
-      .where('status', '=', 'running')
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .where(free)
       .returningAll()
       .executeTakeFirst();
   }
