@@ -13,12 +13,12 @@ import { assertError } from '../api/helpers.js';
 const LIMIT = 5;
 const MESSAGES = 25;
 
-/** Most arrivals in any 1,000 ms, and the time from the first arrival to the last. */
+/** Most arrivals in any 2,000 ms, and the time from the first arrival to the last. */
 function rateOf(arrivals: Received[]): { densest: number; spanMs: number } {
   const at = arrivals.map((r) => r.at).sort((a, b) => a - b);
   let densest = 0;
   for (let i = 0, j = 0; i < at.length; i++) {
-    while (at[j]! <= at[i]! - 1_000) j++;
+    while (at[j]! <= at[i]! - 2_000) j++;
     densest = Math.max(densest, i - j + 1);
   }
   return { densest, spanMs: at.at(-1)! - at[0]! };
@@ -26,7 +26,14 @@ function rateOf(arrivals: Received[]): { densest: number; spanMs: number } {
 
 function assertHeld(arrivals: Received[], what: string): void {
   const { densest, spanMs } = rateOf(arrivals);
-  assert.ok(densest <= 2 * LIMIT, `${what}: ${densest} requests within one second (limit ${LIMIT} a second)`);
+  // Starts are held to LIMIT per calendar second, so two seconds hold three seconds' starts at most (both
+  // boundaries); arrivals are measured at the receiver, after a request's own way there, so the test
+  // checks two seconds rather than one. Without the limit all 25 arrive within a second.
+  const arrivedAt = arrivals.map((r) => r.at % 100_000).join(',');
+  assert.ok(
+    densest <= 3 * LIMIT,
+    `${what}: ${densest} requests within two seconds (limit ${LIMIT} a second): ${arrivedAt}`,
+  );
   // n requests at LIMIT a calendar second fill n / LIMIT seconds: the first may end as the second ends
   // and the last begin as its second begins, so they span at least n / LIMIT - 2 whole seconds.
   const least = (MESSAGES / LIMIT - 2) * 1_000;
