@@ -12,6 +12,7 @@ import { ingest, pgIngest } from './scenarios/ingest.js';
 import { delivery, pgDelivery } from './scenarios/delivery.js';
 import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './scenarios/e2e.js';
 import { backlog } from './scenarios/backlog.js';
+import { peers } from './scenarios/peers.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
 //
@@ -31,6 +32,8 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   'pg-ingest': { run: pgIngest, postgres: true },
   'pg-delivery': { run: pgDelivery, postgres: true },
   'pg-e2e': { run: pgEndToEnd, postgres: true },
+  // PostgreSQL and Redis: left out with the PostgreSQL scenarios by --skip-postgres.
+  peers: { run: peers, postgres: true },
 };
 
 const { values } = parseArgs({

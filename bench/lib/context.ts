@@ -9,6 +9,8 @@ export interface Sizes {
   deliveries: number;
   /** PostgreSQL delivery backlog (smaller: the worker drains it far more slowly there). */
   pgDeliveries: number;
+  /** The backlog each contender drains in the peers scenario (Herald on both stores, BullMQ, graphile-worker). */
+  peerDeliveries: number;
   e2eRate: number;
   e2eSeconds: number;
   fanoutEndpoints: number;
@@ -26,6 +28,7 @@ export const FULL: Sizes = {
   ingestConcurrency: 64,
   deliveries: 20_000,
   pgDeliveries: 5_000,
+  peerDeliveries: 10_000,
   e2eRate: 1_000,
   e2eSeconds: 10,
   fanoutEndpoints: 1_000,
@@ -42,6 +45,7 @@ export const QUICK: Sizes = {
   ingestConcurrency: 64,
   deliveries: 1_500,
   pgDeliveries: 500,
+  peerDeliveries: 1_000,
   e2eRate: 1_000,
   e2eSeconds: 1.5,
   fanoutEndpoints: 200,

@@ -3,13 +3,15 @@ import { Pool } from 'undici';
 import { emitBody, setupOrg, type Herald } from '../lib/herald.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
+import { processCpuMs } from '../lib/cpu.js';
+import { drainFigures } from '../lib/drain.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
 import { closeTargets, emitCount, emitTargets, fastest, heraldOptions, startHerald, stopAll } from './common.js';
 
-const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONCURRENCY, set explicitly below
+export const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONCURRENCY, set explicitly below
 
-interface DeliveryRun {
+export interface DeliveryRun {
   /** Deliveries per second from the first arrival to the last. */
   rate: number;
   /** Deliveries per second from the worker's spawn to the last arrival (start-up included). */
@@ -18,12 +20,14 @@ interface DeliveryRun {
   peak: number;
   /** Deliveries that arrived before the time limit (all of them unless the drain timed out). */
   delivered: number;
+  /** CPU time each worker process used from the end of its start-up to the last arrival, ms. */
+  workerCpuMs: number[];
 }
 
-const DRAIN_LIMIT_MS = 120_000;
+export const DRAIN_LIMIT_MS = 120_000;
 
 /** Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain. */
-async function drain(
+export async function drain(
   ctx: Context,
   label: string,
   count: number,
@@ -45,35 +49,32 @@ async function drain(
   await ctx.receiver.reset();
   const spawnedAt = nowMs();
   const started: Herald[] = [];
+  const cpuAtStart: number[] = [];
   try {
     for (let i = 0; i < workers; i++) {
-      started.push(
-        await startHerald(
-          heraldOptions(ctx, {
-            name: `${label}-worker${workers > 1 ? `-${i}` : ''}`,
-            role: 'worker',
-            dataDir,
-            env,
-            ...(databaseUrl ? { databaseUrl } : {}),
-          }),
-        ),
+      const worker = await startHerald(
+        heraldOptions(ctx, {
+          name: `${label}-worker${workers > 1 ? `-${i}` : ''}`,
+          role: 'worker',
+          dataDir,
+          env,
+          ...(databaseUrl ? { databaseUrl } : {}),
+        }),
       );
+      started.push(worker);
+      cpuAtStart.push(processCpuMs(worker.child.pid));
     }
-    // A drain that does not finish in time is reported with what arrived (and a note), not dropped.
     const last = await ctx.receiver.waitFor(count, DRAIN_LIMIT_MS).catch(() => null);
-    const arrivals = await ctx.receiver.arrivals();
-    const first = Math.min(...arrivals.map((a) => a[1]));
-    const unique = new Set(arrivals.map((a) => a[0])).size;
-    const end = last ?? Math.max(...arrivals.map((a) => a[1]));
-    if (last !== null && unique < count) throw new Error(`receiver got ${unique} distinct messages of ${count}`);
-    if (last === null) ctx.log(`  drain not finished after ${DRAIN_LIMIT_MS / 1000}s: ${unique} of ${count} delivered`);
+    const workerCpuMs = started.map((worker, i) => processCpuMs(worker.child.pid) - cpuAtStart[i]!);
+    const figures = await drainFigures(ctx, count, spawnedAt, last, DRAIN_LIMIT_MS);
     peak = Math.max(peak, await stopAll(...started));
     return {
-      rate: round((arrivals.length / (end - first)) * 1000, 0),
-      rateFromSpawn: round((arrivals.length / (end - spawnedAt)) * 1000, 0),
-      startupMs: round(first - spawnedAt, 0),
+      rate: figures.rate,
+      rateFromSpawn: figures.rateFromStart,
+      startupMs: figures.startupMs,
       peak,
-      delivered: unique,
+      delivered: figures.delivered,
+      workerCpuMs,
     };
   } finally {
     await stopAll(...started);
@@ -81,7 +82,7 @@ async function drain(
 }
 
 /** The same number of signed POSTs of the same bodies to the same receiver, with undici, at the same concurrency. */
-async function rawUndici(ctx: Context, count: number): Promise<number> {
+export async function rawUndici(ctx: Context, count: number): Promise<number> {
   await ctx.receiver.reset();
   const secret = Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64');
   const pool = new Pool(ctx.receiver.url, { connections: ENDPOINT_CONCURRENCY, keepAliveTimeout: 4_000 });

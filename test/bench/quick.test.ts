@@ -8,7 +8,9 @@ import { join, resolve } from 'node:path';
 // `npm run bench -- --quick` end to end, into a temp dir (never over the committed results): the run
 // finishes, and its JSON holds every embedded-store scenario with numeric figures and the machine info.
 // Timings are benchmarks, never assertions: only the shape of the output is checked. The PostgreSQL
-// scenarios are left out to keep this test short; the bench runs once, in the SQLite pass only.
+// scenarios, and `peers` with them (it needs PostgreSQL and Redis, and drains six backlogs: about a minute
+// even at quick size), are left out to keep this test short; the bench runs once, in the SQLite pass only.
+// test/bench/peers.test.ts drives each peer's drain on a small backlog instead.
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow', 'neighbour'];

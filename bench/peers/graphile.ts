@@ -1,0 +1,52 @@
+import { Logger, run, runMigrations } from 'graphile-worker';
+import pg from 'pg';
+import type { DeliveryJob, JobSender } from './job.js';
+
+// graphile-worker 0.16 as the peers scenario runs it, in a database of its own: its schema migrated, the
+// backlog added through its add_jobs() SQL function, drained by one runner in its documented throughput
+// configuration for 0.16 (docs/benchmarks.md, "peers"). The local queue and batched completion that its
+// performance page uses arrive in 0.17: 0.16 fetches one job per query and completes each on its own.
+
+const TASK = 'deliver';
+const ADD_BATCH = 1_000;
+
+export function graphileOptions(connectionString: string, concurrency: number) {
+  return {
+    connectionString,
+    concurrency,
+    // One connection per job in flight and one for the runner's LISTEN, as the performance page sizes it.
+    maxPoolSize: concurrency + 1,
+    noHandleSignals: true,
+    // Per-job success lines go nowhere; NO_LOG_SUCCESS (set by the bench) skips building them.
+    logger: new Logger(() => () => {}),
+  };
+}
+
+export async function graphileEnqueue(connectionString: string, jobs: DeliveryJob[]): Promise<void> {
+  await runMigrations({ connectionString, logger: new Logger(() => () => {}) });
+  const client = new pg.Client({ connectionString });
+  await client.connect();
+  try {
+    for (let from = 0; from < jobs.length; from += ADD_BATCH) {
+      const specs = jobs.slice(from, from + ADD_BATCH).map((payload) => ({ identifier: TASK, payload }));
+      await client.query(
+        'select count(*) from graphile_worker.add_jobs(array(select json_populate_recordset(null::graphile_worker.job_spec, $1::json)))',
+        [JSON.stringify(specs)],
+      );
+    }
+  } finally {
+    await client.end();
+  }
+}
+
+export async function graphileWorker(
+  connectionString: string,
+  concurrency: number,
+  sender: JobSender,
+): Promise<{ close(): Promise<void> }> {
+  const runner = await run({
+    ...graphileOptions(connectionString, concurrency),
+    taskList: { [TASK]: (payload) => sender.deliver(payload as DeliveryJob) },
+  });
+  return { close: () => runner.stop() };
+}
