@@ -2,10 +2,10 @@ import { Logger, run, runMigrations } from 'graphile-worker';
 import pg from 'pg';
 import type { DeliveryJob, JobSender } from './job.js';
 
-// graphile-worker 0.16 as the peers scenario runs it, in a database of its own: its schema migrated, the
-// backlog added through its add_jobs() SQL function, drained by one runner in its documented throughput
-// configuration for 0.16 (docs/benchmarks.md, "peers"). The local queue and batched completion that its
-// performance page uses arrive in 0.17: 0.16 fetches one job per query and completes each on its own.
+// graphile-worker 0.17 as the peers scenario runs it, in a database of its own: its schema migrated, the
+// backlog added through its add_jobs() SQL function, drained by one runner in the configuration of its
+// performance page (docs/benchmarks.md, "peers"): a local queue that fetches jobs in batches and batched
+// completion and failure, with one pool connection per job in flight plus one.
 
 const TASK = 'deliver';
 const ADD_BATCH = 1_000;
@@ -16,6 +16,15 @@ export function graphileOptions(connectionString: string, concurrency: number) {
     concurrency,
     // One connection per job in flight and one for the runner's LISTEN, as the performance page sizes it.
     maxPoolSize: concurrency + 1,
+    preset: {
+      worker: {
+        // The performance page's batching: 500 jobs fetched (and locked) per query, completions and
+        // failures written together as soon as the event loop is free.
+        localQueue: { size: 500 },
+        completeJobBatchDelay: 0,
+        failJobBatchDelay: 0,
+      },
+    },
     noHandleSignals: true,
     // Per-job success lines go nowhere; NO_LOG_SUCCESS (set by the bench) skips building them.
     logger: new Logger(() => () => {}),

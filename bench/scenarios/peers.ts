@@ -119,7 +119,7 @@ export async function peers(ctx: Context): Promise<ScenarioResult> {
       `${count} deliveries to one endpoint from a backlog, ${ENDPOINT_CONCURRENCY} in flight per worker process (Herald: HERALD_ENDPOINT_CONCURRENCY; BullMQ: concurrency; graphile-worker: concurrency), undici with ${ENDPOINT_CONCURRENCY} connections; rates from the first arrival to the last`,
       "CPU per delivery: user + system time of the worker processes only (Herald: every worker process, summed; peers: their one process), from the worker's start to the last arrival; Redis and PostgreSQL server time is not in it",
       `the better of ${rounds} turns each: Herald SQLite ${runs(sqlite)}, PostgreSQL 1 worker ${runs(pg1)}, 2 workers ${runs(pg2)}; BullMQ ${runs(bullmq)}; graphile-worker ${runs(graphile)}; raw undici ${raws.join(' / ')} deliveries/s`,
-      `BullMQ 6: one Worker, concurrency ${ENDPOINT_CONCURRENCY}, removeOnComplete {count: 0}, removeOnFail {count: 5000}; graphile-worker 0.16: concurrency ${ENDPOINT_CONCURRENCY}, maxPoolSize ${ENDPOINT_CONCURRENCY + 1}, NO_LOG_SUCCESS (no local queue or batched completion before 0.17)`,
+      `BullMQ 6: one Worker, concurrency ${ENDPOINT_CONCURRENCY}, removeOnComplete {count: 0}, removeOnFail {count: 5000}; graphile-worker 0.17: concurrency ${ENDPOINT_CONCURRENCY}, maxPoolSize ${ENDPOINT_CONCURRENCY + 1}, localQueue 500, completeJobBatchDelay 0, failJobBatchDelay 0, NO_LOG_SUCCESS`,
     ],
     seconds: 0,
   };
