@@ -16,11 +16,13 @@ function routeOf(request: FastifyRequest): string {
 }
 
 export function installMetrics(app: FastifyInstance, metrics: Metrics, token: string | null): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // A callback hook, not an async one: counting makes no promise on every request.
+  app.addHook('onResponse', (request, reply, done) => {
     const route = routeOf(request);
     metrics.httpRequests.inc({ route, status: String(reply.statusCode) });
     metrics.httpDuration.observe({ route }, reply.elapsedTime / 1000);
     if (reply.statusCode === 429) metrics.rateLimited.inc();
+    done();
   });
 
   const allowed = metricsAccess(token);
