@@ -60,6 +60,10 @@ export interface Config {
   testNetwork: TestNetwork;
   /** Failed authentications one client address may make per second; past it, 429 without a key lookup. */
   authFailureLimit: number;
+  /** HERALD_METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>`; null: open. */
+  metricsToken: string | null;
+  /** HERALD_METRICS_PORT: where a `worker` process serves /metrics (0: any free port); null: not served. */
+  metricsPort: number | null;
 }
 
 export class ConfigError extends Error {}
@@ -220,6 +224,21 @@ function requestTimeout(env: Env): number {
   return ms;
 }
 
+/** HERALD_METRICS_TOKEN: sent as a bearer token, so it must be one (no spaces), and long enough not to be guessed. */
+function metricsToken(env: Env): string | null {
+  const token = env.HERALD_METRICS_TOKEN;
+  if (!token) return null;
+  if (!/^[\x21-\x7e]{16,512}$/.test(token))
+    throw new ConfigError('HERALD_METRICS_TOKEN must be 16 to 512 printable characters without spaces');
+  return token;
+}
+
+/** HERALD_METRICS_PORT: unset serves no metrics in a `worker` process (API processes serve them on the API). */
+function metricsPort(env: Env): number | null {
+  if (!env.HERALD_METRICS_PORT) return null;
+  return integer(env, 'HERALD_METRICS_PORT', 0, 0, 65535);
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
   const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
@@ -281,5 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
       'public',
     ]),
     authFailureLimit: integer(env, 'HERALD_AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
+    metricsToken: metricsToken(env),
+    metricsPort: metricsPort(env),
   };
 }

@@ -46,7 +46,8 @@ async function serve(roleOverride?: 'worker') {
         : '; issue keys with: npx herald org create';
     console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
   } else {
-    console.log(`Herald worker running with ${store}`);
+    const metrics = service.metricsUrl ? `; metrics at ${service.metricsUrl}/metrics` : '';
+    console.log(`Herald worker running with ${store}${metrics}`);
   }
   let stopping = false;
   const stop = (signal: string) => {

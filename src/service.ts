@@ -6,6 +6,8 @@ import { DeliveryWorker } from './delivery/worker.js';
 import { QueueThread } from './store/queue-thread.js';
 import { Heartbeat } from './delivery/heartbeat.js';
 import { BackgroundRunner } from './background/runner.js';
+import { Metrics } from './metrics/registry.js';
+import { type MetricsServer, serveMetrics } from './metrics/server.js';
 
 export interface Service {
   config: Config;
@@ -14,6 +16,8 @@ export interface Service {
   worker: DeliveryWorker | null;
   /** Base URL of the HTTP API, when this process serves it. */
   url: string | null;
+  /** Base URL of the metrics of a `worker` process (HERALD_METRICS_PORT); API processes serve them at `url`/metrics. */
+  metricsUrl: string | null;
   /** Stops taking requests, lets in-flight attempts finish (bounded), and closes the store. */
   close(): Promise<void>;
 }
@@ -55,12 +59,15 @@ export async function startService(config: Config, logger: Logger = createLogger
   let queueThread: QueueThread | null = null;
   let heartbeat: Heartbeat | null = null;
   let background: BackgroundRunner | null = null;
+  let metricsServer: MetricsServer | null = null;
+  const metrics = new Metrics(store.metrics);
 
   let closing: Promise<void> | null = null;
   const close = () => {
     closing ??= (async () => {
       if (retentionTimer) clearInterval(retentionTimer);
       if (api) await api.close();
+      await metricsServer?.close();
       await background?.stop();
       if (worker) await worker.stop();
       await heartbeat?.stop();
@@ -74,7 +81,13 @@ export async function startService(config: Config, logger: Logger = createLogger
     if (config.role !== 'api') {
       // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
       if (config.role === 'worker' && store.dialect === 'sqlite') queueThread = QueueThread.forConfig(config);
-      worker = new DeliveryWorker(store, config, logger.child({ component: 'worker' }), queueThread ?? store.queue);
+      worker = new DeliveryWorker(
+        store,
+        config,
+        logger.child({ component: 'worker' }),
+        queueThread ?? store.queue,
+        metrics,
+      );
       // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
       const listenLog = logger.child({ component: 'listen' });
       store.listen((error) => listenLog.warn({ err: error }, 'LISTEN connection lost; reconnecting'));
@@ -101,8 +114,9 @@ export async function startService(config: Config, logger: Logger = createLogger
       void purge();
       retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();
     }
+    if (config.role === 'worker' && config.metricsPort !== null) metricsServer = await serveMetrics(metrics, config);
     if (config.role !== 'worker') {
-      api = await buildApi(store, config, logger);
+      api = await buildApi(store, config, logger, metrics);
       url = (await listen(api, config)).replace('[::1]', 'localhost');
     }
   } catch (error) {
@@ -111,5 +125,5 @@ export async function startService(config: Config, logger: Logger = createLogger
     throw error;
   }
 
-  return { config, store, api, worker, url, close };
+  return { config, store, api, worker, url, metricsUrl: metricsServer?.url ?? null, close };
 }

@@ -22,6 +22,8 @@ import { systemRoutes } from './system.js';
 import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 import { docsPage } from './docs-page.js';
+import { installMetrics } from '../metrics/http.js';
+import { Metrics } from '../metrics/registry.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
 const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
@@ -197,7 +199,7 @@ function documentCommonErrors(app: FastifyInstance): void {
   });
 }
 
-export async function buildApi(store: Store, config: Config, logger: Logger) {
+export async function buildApi(store: Store, config: Config, logger: Logger, metrics = new Metrics(store.metrics)) {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.maxPayloadBytes,
@@ -295,8 +297,10 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
   // The reference page at /docs, rendered from the document above (public, not rate limited).
   await docsPage(app);
+  // Requests counted by route and status, and GET /metrics (public, not rate limited).
+  installMetrics(app, metrics, config.metricsToken);
 
-  const deps = { store, config };
+  const deps = { store, config, metrics };
   for (const routes of [
     systemRoutes,
     messageRoutes,

@@ -1,11 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
 import type { Scope, Store } from '../store/index.js';
+import type { Metrics } from '../metrics/registry.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
   store: Store;
   config: Config;
+  /** This process's metrics (src/metrics/): routes count what only they know, such as messages created. */
+  metrics: Metrics;
 }
 
 export type RoutePlugin = FastifyPluginAsyncTypebox<ApiDeps>;

@@ -1,12 +1,11 @@
 import { Type } from 'typebox';
 import { invalid, notFound, HttpError } from './errors.js';
 import { scopeOf } from './auth.js';
-import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
+import { type ApiDeps, appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import { Delivery, EmitResponse, errors, Filter, IdParams, ListOf, Message, cursorOf, pageQuery } from './schemas.js';
 import { deliveryToApi, list, messageToApi } from './serialize.js';
 import type { EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
-import type { Store } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
 
 const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
@@ -53,7 +52,7 @@ function accepted(result: EmitResult, appId: string, eventType: string): Extract
 }
 
 async function emit(
-  store: Store,
+  { store, metrics }: Pick<ApiDeps, 'store' | 'metrics'>,
   scope: Scope,
   appId: string,
   eventType: string,
@@ -72,10 +71,13 @@ async function emit(
     payloadJson: JSON.stringify(payload),
     idempotencyKey,
   });
-  return accepted(result, appId, eventType);
+  const created = accepted(result, appId, eventType);
+  if (!created.idempotent) metrics.emitted(scope.livemode);
+  return created;
 }
 
-export const messageRoutes: RoutePlugin = async (app, { store }) => {
+export const messageRoutes: RoutePlugin = async (app, deps) => {
+  const { store } = deps;
   app.get(
     '/api/v1/messages',
     {
@@ -117,7 +119,7 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
       const body = request.body;
       // The header wins over the body key when both are sent.
       const key = request.headers['idempotency-key'] ?? body.idempotency_key ?? null;
-      const result = await emit(store, scopeOf(request), body.app_id, body.event_type, body.payload, key);
+      const result = await emit(deps, scopeOf(request), body.app_id, body.event_type, body.payload, key);
       reply.code(result.idempotent ? 200 : 201);
       return { ...messageToApi(result.message), delivery_ids: result.deliveryIds, idempotent: result.idempotent };
     },
@@ -145,7 +147,7 @@ export const messageRoutes: RoutePlugin = async (app, { store }) => {
         if (!entry) throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
         payload = JSON.parse(entry.example_json) as object;
       }
-      const result = await emit(store, scope, request.body.app_id, eventType, payload, null);
+      const result = await emit(deps, scope, request.body.app_id, eventType, payload, null);
       reply.code(202);
       return {
         id: result.message.id,

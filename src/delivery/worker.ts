@@ -10,6 +10,7 @@ import { ClaimLoop } from './claim-loop.js';
 import { currentSecond, type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
 import { endpointPauseMs } from '../domain/retry.js';
+import type { AttemptMetrics } from '../metrics/registry.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
 // through a lane per endpoint with bounds per endpoint and overall (lanes.ts, and pump here), send, and record
@@ -78,6 +79,8 @@ export class DeliveryWorker {
     private readonly log: Logger,
     /** The store's queue, or on the embedded store in the `worker` role a QueueThread (queue-thread.ts). */
     private readonly queue: WorkerQueue = store.queue,
+    /** Told of each attempt made, as it is made (src/metrics/). */
+    private readonly metrics: AttemptMetrics | null = null,
   ) {
     const waves = wavesHeld(queue, config);
     this.maxClaimed = config.concurrency * waves;
@@ -313,6 +316,7 @@ export class DeliveryWorker {
         if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null)
           return await this.cannotSign(task, lane);
         result = await this.send(input);
+        this.metrics?.attempted(result, input.delivery.messageId);
         const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
         if (pauseMs !== null) this.pauseLane(lane, pauseMs);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.

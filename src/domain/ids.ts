@@ -82,6 +82,22 @@ export function newId(kind: IdKind, now?: number): string {
 }
 
 /**
+ * The millisecond time an id was made at (its first 10 characters after the prefix), or null when `id` is
+ * not a time-ordered id: the time an id carries costs no read.
+ */
+export function idTime(id: string): number | null {
+  const underscore = id.indexOf('_');
+  if (underscore === -1 || id.length < underscore + 1 + TIME_CHARS) return null;
+  let ms = 0;
+  for (let i = underscore + 1; i <= underscore + TIME_CHARS; i++) {
+    const digit = ALPHABET.indexOf(id[i]!);
+    if (digit === -1) return null;
+    ms = ms * 32 + digit;
+  }
+  return ms;
+}
+
+/**
  * An id of `kind` at `ms` whose second part is a digest of `seed` instead of randomness: the same inputs
  * always give the same id. An attempt's id comes from the time it finished, its task and the worker that
  * made it, so writing its outcome a second time finds the row already there, while two workers that made

@@ -52,7 +52,7 @@ function privatePage(reply: FastifyReply): void {
 const publicRoute = { config: { public: true }, schema: { hide: true } } as const;
 const PAGE_ROUTE = '/portal/:token';
 
-export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
+export const portalRoutes: RoutePlugin = async (app, { store, config, metrics }) => {
   const view = endpointView(store);
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
   // A portal link has a rate limit of its own, at its organization's plan's rate (so a customer cannot use
@@ -331,6 +331,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config }) => {
         idempotencyKey: null,
       });
       if (!result.ok) throw notFound('application');
+      metrics.emitted(ctx.scope.livemode);
       reply.code(202);
       return { id: result.message.id, status: 'accepted', event_type: eventType, delivery_ids: result.deliveryIds };
     },

@@ -14,6 +14,7 @@ import { Deliveries } from './deliveries.js';
 import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
+import { MetricsReads } from './metrics.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -35,6 +36,8 @@ export class Store {
   readonly backgroundTasks: BackgroundTasks;
   /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
   readonly workers: Workers;
+  /** What the store-read gauges of /metrics read (queue depth and age, endpoints per status). */
+  readonly metrics: MetricsReads;
   /**
    * Emits `queued` when attempts were queued in this process, so a local worker starts at once; on
    * PostgreSQL, after `listen()`, also when another process queued attempts (LISTEN/NOTIFY).
@@ -70,6 +73,7 @@ export class Store {
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
+    this.metrics = new MetricsReads(this.ctx);
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { idFrom, newId, orderedId } from '../../src/domain/ids.js';
+import { idFrom, idTime, newId, orderedId } from '../../src/domain/ids.js';
 
 test('ids carry their prefix, are 26 characters of Crockford base32, and strictly increase', () => {
   const ids = Array.from({ length: 5_000 }, () => newId('message'));
@@ -31,4 +31,11 @@ test('an id made from a seed is the same for the same inputs, ordered by its own
   // The digest spreads over the alphabet (a stuck encoding would give few characters).
   const tails = Array.from({ length: 200 }, (_, i) => idFrom('attempt', at, `${seed}${i}`).slice(14)).join('');
   assert.ok(new Set(tails).size === 32);
+});
+
+test('idTime reads back the millisecond an id was made at; other text gives null', () => {
+  for (const ms of [0, 1, 1_700_000_000_123, 2 ** 45])
+    for (const kind of ['message', 'attempt'] as const) assert.equal(idTime(idFrom(kind, ms, 'seed')), ms);
+  for (const text of ['', 'evt_', 'evt_01h2', 'nounderscore', 'evt_01H2UUUUUU0000000000000000'])
+    assert.equal(idTime(text), null, text);
 });
