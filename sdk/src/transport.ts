@@ -1,7 +1,7 @@
 import { HeraldError } from './error.js';
 
-// HTTP to Herald over `fetch` (Node >= 20, Deno, Bun, edge runtimes): JSON in and out, the error
-// envelope turned into HeraldError, and retries where sending a request again cannot do anything twice.
+// HTTP to Herald over `fetch` (Node >= 20, edge runtimes): JSON in and out, the error envelope turned
+// into HeraldError, and retries where sending a request again cannot do anything twice.
 
 /**
  * Which failures a request may be sent again after:

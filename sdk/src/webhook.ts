@@ -1,10 +1,10 @@
-// Standard Webhooks verification with WebCrypto only (crypto.subtle), so it runs in Node >= 20, Deno, Bun
-// and edge runtimes. A request is genuine when one of the space-separated signatures in
-// `webhook-signature` signs "{webhook-id}.{webhook-timestamp}.{raw body}" with the endpoint's key:
-// `v1,<base64 HMAC-SHA256>` keyed with the bytes of a `whsec_` secret, or `v1a,<base64 Ed25519
-// signature>` checked with a `whpk_` public key. During a secret rotation Herald sends one signature per
-// valid key, so any one matching is enough. A timestamp more than the tolerance away from now (either
-// way) is refused, so a captured request cannot be replayed later.
+// Standard Webhooks verification with WebCrypto only (crypto.subtle), so it runs in Node >= 20 and in
+// edge runtimes (v1a needs Ed25519 in WebCrypto). A request is genuine when one of the space-separated
+// signatures in `webhook-signature` signs "{webhook-id}.{webhook-timestamp}.{raw body}" with the
+// endpoint's key: `v1,<base64 HMAC-SHA256>` keyed with the bytes of a `whsec_` secret, or `v1a,<base64
+// Ed25519 signature>` checked with a `whpk_` public key. During a secret rotation Herald sends one
+// signature per valid key, so any one matching is enough. A timestamp more than the tolerance away from
+// now (either way) is refused, so a captured request cannot be replayed later.
 
 /** Why a request is not taken as Herald's: a missing header, a stale timestamp, no matching signature. */
 export class WebhookVerificationError extends Error {
