@@ -2,8 +2,10 @@
 // Runs every test/**/*.test.ts file with node's test runner through tsx, once per store: the embedded
 // SQLite store and PostgreSQL (HERALD_TEST_STORE=postgres), the two passes side by side on the machine's
 // two cores (each pass runs its files one at a time); each pass's output is printed whole when it ends.
-// HERALD_TEST_SERIAL=1 runs them one after the other, printing as they go. Node 20's --test does not
-// expand globs, so the files are listed here. Pass file paths to run only those.
+// HERALD_TEST_SERIAL=1 runs them one after the other, printing as they go. The SDK's tests
+// (sdk/test/**/*.test.ts) run in the SQLite pass only: they test the client, which speaks the same HTTP
+// to a service on either store. Node 20's --test does not expand globs, so the files are listed here.
+// Pass file paths to run only those (on each store in HERALD_TEST_STORES).
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
@@ -36,17 +38,27 @@ function sweepStale() {
   });
 }
 
-const files = process.argv.slice(2).length > 0 ? process.argv.slice(2) : find('test').sort();
+const given = process.argv.slice(2);
+const files = given.length > 0 ? given : find('test').sort();
+const sdkFiles = given.length > 0 ? [] : find('sdk/test').sort();
 const stores = (process.env.HERALD_TEST_STORES ?? 'sqlite,postgres').split(',');
 const usesPostgres = stores.includes('postgres');
 if (usesPostgres) sweepStale();
-const args = ['--import', 'tsx', '--test', '--test-concurrency=1', '--test-reporter=spec', ...files];
+const argsFor = (store) => [
+  '--import',
+  'tsx',
+  '--test',
+  '--test-concurrency=1',
+  '--test-reporter=spec',
+  ...files,
+  ...(store === 'sqlite' ? sdkFiles : []),
+];
 const envFor = (store) => ({ ...process.env, HERALD_TEST_STORE: store });
 let failed = false;
 if (process.env.HERALD_TEST_SERIAL === '1' || stores.length < 2) {
   for (const store of stores) {
     console.log(`\n=== store: ${store} ===`);
-    const result = spawnSync(process.execPath, args, { stdio: 'inherit', env: envFor(store) });
+    const result = spawnSync(process.execPath, argsFor(store), { stdio: 'inherit', env: envFor(store) });
     if (result.status !== 0) failed = true;
   }
 } else {
@@ -54,7 +66,10 @@ if (process.env.HERALD_TEST_SERIAL === '1' || stores.length < 2) {
     (store) =>
       new Promise((resolve) => {
         const output = [];
-        const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: envFor(store) });
+        const child = spawn(process.execPath, argsFor(store), {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: envFor(store),
+        });
         child.stdout.on('data', (chunk) => output.push(chunk));
         child.stderr.on('data', (chunk) => output.push(chunk));
         child.on('close', (code) => {
