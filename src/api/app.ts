@@ -18,6 +18,7 @@ import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
+import { endpointStatsRoutes } from './endpoint-stats.js';
 import { systemRoutes } from './system.js';
 import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
@@ -306,6 +307,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     eventTypeRoutes,
     apiKeyRoutes,
     backgroundTaskRoutes,
+    endpointStatsRoutes,
     portalRoutes,
   ]) {
     await app.register(routes, deps);

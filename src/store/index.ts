@@ -14,6 +14,7 @@ import { Deliveries } from './deliveries.js';
 import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
+import { EndpointStats } from './endpoint-stats.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -33,6 +34,8 @@ export class Store {
   readonly queue: Queue;
   /** Background tasks (an endpoint's recovery), created by the API and run by workers. */
   readonly backgroundTasks: BackgroundTasks;
+  /** Attempts per endpoint and hour (the stats route, the console's and the portal's charts). */
+  readonly endpointStats: EndpointStats;
   /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
   readonly workers: Workers;
   /**
@@ -70,6 +73,7 @@ export class Store {
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
+    this.endpointStats = new EndpointStats(this.ctx);
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

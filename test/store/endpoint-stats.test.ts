@@ -1,0 +1,57 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompiledQuery, sql } from 'kysely';
+import { openStore } from './helpers.js';
+
+// An endpoint's attempts by hour are read through the index on (endpoint_id, created_at), on each
+// database, with statistics that make reading the whole table look cheap to neither planner: many attempts
+// of other endpoints, few of this one's.
+
+test("an endpoint's attempts by hour are read from the attempts_by_endpoint_time index", async (t) => {
+  const { store, endpointId } = await openStore(t);
+  const now = Date.now();
+  const row = (i: number, endpoint: string) => ({
+    id: `attempt_${String(i).padStart(26, '0')}`,
+    delivery_id: `dlv_${i}`,
+    endpoint_id: endpoint,
+    attempt_number: 1,
+    trigger: 'scheduled',
+    status: i % 4 === 0 ? 'failed' : 'success',
+    response_status: i % 4 === 0 ? 500 : 200,
+    response_body: null,
+    error: null,
+    duration_ms: 1,
+    created_at: now - (i % 48) * 1_800_000,
+  });
+  const rows = Array.from({ length: 4000 }, (_, i) => row(i, i < 40 ? endpointId : `ep_other${i % 50}`));
+  for (let i = 0; i < rows.length; i += 400)
+    await store.ctx.db
+      .insertInto('attempts')
+      .values(rows.slice(i, i + 400))
+      .execute();
+  await sql`analyze`.execute(store.ctx.db);
+
+  const since = now - 24 * 3_600_000;
+  const counted = await store.endpointStats.attemptsByHour(endpointId, since, now + 1);
+  const expected = rows.filter((r) => r.endpoint_id === endpointId && r.created_at >= since);
+  assert.equal(
+    counted.reduce((n, b) => n + b.success + b.failure, 0),
+    expected.length,
+  );
+  assert.equal(
+    counted.reduce((n, b) => n + b.failure, 0),
+    expected.filter((r) => r.status === 'failed').length,
+  );
+
+  const { sql: text, parameters } = store.endpointStats.attemptsByHourQuery(endpointId, since, now + 1).compile();
+  const plan =
+    store.dialect === 'postgres'
+      ? JSON.stringify(
+          (await store.ctx.db.executeQuery(CompiledQuery.raw(`explain (format json) ${text}`, [...parameters]))).rows,
+        )
+      : JSON.stringify(
+          (await store.ctx.db.executeQuery(CompiledQuery.raw(`explain query plan ${text}`, [...parameters]))).rows,
+        );
+  assert.match(plan, /attempts_by_endpoint_time/, plan);
+  assert.doesNotMatch(plan, /Seq Scan|SCAN attempts(?! USING)/, plan);
+});
