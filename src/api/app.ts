@@ -22,6 +22,7 @@ import { endpointStatsRoutes } from './endpoint-stats.js';
 import { systemRoutes } from './system.js';
 import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
+import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
@@ -309,6 +310,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger) {
     backgroundTaskRoutes,
     endpointStatsRoutes,
     portalRoutes,
+    consoleRoutes,
   ]) {
     await app.register(routes, deps);
   }
