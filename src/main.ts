@@ -45,6 +45,7 @@ async function serve(roleOverride?: 'worker') {
         ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap`
         : '; issue keys with: npx herald org create';
     console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
+    console.log(`Operator console: ${service.url}/console (sign in with an API key)`);
   } else {
     const metrics = service.metricsUrl ? `; metrics at ${service.metricsUrl}/metrics` : '';
     console.log(`Herald worker running with ${store}${metrics}`);

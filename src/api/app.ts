@@ -18,9 +18,11 @@ import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
+import { endpointStatsRoutes } from './endpoint-stats.js';
 import { systemRoutes } from './system.js';
 import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
+import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
@@ -310,7 +312,9 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
     eventTypeRoutes,
     apiKeyRoutes,
     backgroundTaskRoutes,
+    endpointStatsRoutes,
     portalRoutes,
+    consoleRoutes,
   ]) {
     await app.register(routes, deps);
   }

@@ -224,6 +224,50 @@ export const BackgroundTask = Type.Object(
   },
 );
 
+const statsCounts = {
+  success: Type.Integer({ minimum: 0, description: 'Attempts answered 2xx' }),
+  failure: Type.Integer({
+    minimum: 0,
+    description: 'Attempts that failed (non-2xx answer, timeout, connection error)',
+  }),
+};
+export const StatsQuery = Type.Object({
+  since: Type.Optional(
+    Type.String({
+      format: 'date-time',
+      description: 'Start of the window (default: the start of the hour 23 hours before the one until falls in)',
+    }),
+  ),
+  until: Type.Optional(Type.String({ format: 'date-time', description: 'End of the window, excluded (default: now)' })),
+});
+export const EndpointStats = Type.Object(
+  {
+    object: Type.Literal('endpoint_stats'),
+    endpoint_id: Type.String(),
+    since: Timestamp,
+    until: Timestamp,
+    buckets: Type.Array(Type.Object({ start: Timestamp, ...statsCounts }), {
+      description: 'Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until)',
+    }),
+    totals: Type.Object(statsCounts),
+  },
+  {
+    examples: [
+      {
+        object: 'endpoint_stats',
+        endpoint_id: EXAMPLE_ID.endpoint,
+        since: '2026-01-01T00:00:00.000Z',
+        until: '2026-01-01T01:30:00.000Z',
+        buckets: [
+          { start: '2026-01-01T00:00:00.000Z', success: 118, failure: 2 },
+          { start: '2026-01-01T01:00:00.000Z', success: 57, failure: 0 },
+        ],
+        totals: { success: 175, failure: 2 },
+      },
+    ],
+  },
+);
+
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
   trigger: Type.Union([Type.Literal('scheduled'), Type.Literal('manual')]),

@@ -48,6 +48,7 @@ export interface OutcomeItem {
 export interface PlannedAttempt {
   id: string;
   delivery_id: string;
+  endpoint_id: string;
   attempt_number: number;
   trigger: string;
   status: string;
@@ -157,6 +158,7 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
   return {
     id: idFrom('attempt', result.at, `${task.id}|${owner}`),
     delivery_id: task.delivery_id,
+    endpoint_id: task.endpoint_id,
     attempt_number: task.attempt_number,
     trigger: task.trigger,
     status: result.ok ? 'success' : 'failed',

@@ -1,6 +1,8 @@
 // The portal page: static HTML, CSS and a small script that renders from the portal's JSON routes.
 // No framework and no build step; everything user-supplied is inserted as text, never as HTML.
 
+import { CHART_CSS } from '../console/chart.js';
+
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export function portalHtml(appName: string): string {
@@ -28,6 +30,10 @@ export function portalHtml(appName: string): string {
       <button type="submit">Add endpoint</button>
     </form>
   </section>
+  <section id="stats-section" hidden>
+    <h2>Attempts per hour to <code id="stats-of"></code>, last 24 h</h2>
+    <div id="stats-chart"></div>
+  </section>
   <section id="send-test-section">
     <h2>Send a test event</h2>
     <form id="send-test"><select name="event_type" id="test-event-type"></select> <button type="submit">Send test event</button></form>
@@ -41,6 +47,7 @@ export function portalHtml(appName: string): string {
     <div id="deliveries"></div>
   </section>
 </main>
+<script src="/portal-assets/chart.js"></script>
 <script src="/portal-assets/portal.js"></script>
 </body>
 </html>`;
@@ -64,7 +71,7 @@ button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
-`;
+${CHART_CSS}`;
 
 export const PORTAL_JS = `
 'use strict';
@@ -128,6 +135,7 @@ export const PORTAL_JS = `
         }));
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
+        actions.appendChild(button('Stats', function () { showStats(endpoint).catch(fail); }));
         if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
@@ -137,6 +145,15 @@ export const PORTAL_JS = `
         row.appendChild(actions);
         body.appendChild(row);
       });
+    });
+  }
+
+  // The endpoint's attempts per hour over the last 24 hours, drawn by chart.js.
+  function showStats(endpoint) {
+    return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) {
+      document.getElementById('stats-section').hidden = false;
+      document.getElementById('stats-of').textContent = endpoint.url;
+      window.HeraldChart.draw(document.getElementById('stats-chart'), stats);
     });
   }
 

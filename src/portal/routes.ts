@@ -16,6 +16,9 @@ import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '..
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
+import { CHART_JS } from '../console/chart.js';
+import { endpointStats, windowOf } from '../api/endpoint-stats.js';
+import { StatsQuery } from '../api/schemas.js';
 
 // The customer portal: `portal_path` (/portal/<token>) opens a page for one application, and the page calls
 // the JSON routes under /portal/<token>/api. The token is the only credential and grants that one
@@ -91,6 +94,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
 
   app.get('/portal-assets/portal.js', publicRoute, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').send(PORTAL_JS),
+  );
+  app.get('/portal-assets/chart.js', publicRoute, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').send(CHART_JS),
   );
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
@@ -202,6 +208,19 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
+    },
+  );
+
+  // The endpoint's attempts per hour, as GET /api/v1/endpoints/{id}/stats answers them: the page's chart.
+  app.get(
+    '/portal/:token/api/endpoints/:id/stats',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams, querystring: StatsQuery } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const window = windowOf(request.query, store.ctx.now());
+      const endpoint = await ownEndpoint(ctx, request.params.id);
+      return endpointStats(store, endpoint.id, window);
     },
   );
 

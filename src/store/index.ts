@@ -15,6 +15,7 @@ import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { MetricsReads } from './metrics.js';
+import { EndpointStats } from './endpoint-stats.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -34,6 +35,8 @@ export class Store {
   readonly queue: Queue;
   /** Background tasks (an endpoint's recovery), created by the API and run by workers. */
   readonly backgroundTasks: BackgroundTasks;
+  /** Attempts per endpoint and hour (the stats route, the console's and the portal's charts). */
+  readonly endpointStats: EndpointStats;
   /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
   readonly workers: Workers;
   /** What the store-read gauges of /metrics read (queue depth and age, endpoints per status). */
@@ -74,6 +77,7 @@ export class Store {
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
     this.metrics = new MetricsReads(this.ctx);
+    this.endpointStats = new EndpointStats(this.ctx);
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

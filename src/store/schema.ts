@@ -179,6 +179,8 @@ export interface WorkerRow {
 export interface AttemptRow {
   id: string;
   delivery_id: string;
+  /** The delivery's endpoint, for attempts by endpoint and hour; null only on a row older than the column whose delivery was gone. */
+  endpoint_id: string | null;
   attempt_number: number;
   trigger: string;
   status: string;

@@ -121,6 +121,7 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['DELETE', '/api/v1/endpoints/{id}'],
   ['POST', '/api/v1/endpoints/{id}/rotate-secret'],
   ['POST', '/api/v1/endpoints/{id}/recover'],
+  ['GET', '/api/v1/endpoints/{id}/stats'],
   ['GET', '/api/v1/background-tasks/{id}'],
   ['GET', '/api/v1/deliveries'],
   ['GET', '/api/v1/deliveries/{id}'],

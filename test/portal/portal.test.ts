@@ -1,5 +1,6 @@
 import { before, after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, Client } from '../support/client.js';
@@ -224,6 +225,91 @@ test("a message's deliveries come in bounded pages, each attempt without the rec
   } finally {
     await noisy.stop();
   }
+});
+
+test("the portal's stats of its own endpoints: attempts per hour as the API counts them, 404 for another application's", async () => {
+  const a = await appWithEndpoint('stats-a');
+  const b = await appWithEndpoint('stats-b');
+  const before = receiver.received.length;
+  for (let n = 0; n < 3; n++)
+    assert.equal(
+      (await api.post('/api/v1/messages', { app_id: a.app.id, event_type: 'invoice.paid', payload: { n } })).status,
+      201,
+    );
+  await receiver.waitFor(before + 3);
+  const stats = await eventually(
+    async () => {
+      const reply = await a.portal.get(`/api/endpoints/${a.endpoint.id}/stats`);
+      return reply.body.totals?.success === 3 ? reply : null;
+    },
+    10_000,
+    'the attempts counted',
+  );
+  assert.equal(stats.status, 200);
+  assert.equal(stats.headers.get('cache-control'), 'no-store');
+  assert.equal(stats.body.object, 'endpoint_stats');
+  assert.equal(stats.body.buckets.length, 24);
+  assert.deepEqual(
+    stats.body,
+    (await api.get(`/api/v1/endpoints/${a.endpoint.id}/stats?since=${stats.body.since}&until=${stats.body.until}`))
+      .body,
+  );
+
+  // Another application's endpoint, through this link: 404, like an unknown one; a bad window: 400.
+  const other = await a.portal.get(`/api/endpoints/${b.endpoint.id}/stats`);
+  assert.equal(other.status, 404);
+  assert.equal(other.body.error.code, 'not_found');
+  assert.equal((await a.portal.get('/api/endpoints/ep_doesnotexist/stats')).status, 404);
+  const reversed = await a.portal.get(
+    `/api/endpoints/${a.endpoint.id}/stats?since=${new Date().toISOString()}&until=${new Date(Date.now() - 1000).toISOString()}`,
+  );
+  assert.equal(reversed.status, 400);
+  assert.equal(reversed.body.error.code, 'invalid_request');
+  assert.equal((await b.portal.get(`/api/endpoints/${b.endpoint.id}/stats`)).body.totals.success, 0);
+});
+
+test("in a browser: the portal draws an endpoint's attempts per hour", { skip: browserSkip }, async (t) => {
+  const { app, endpoint } = await appWithEndpoint('browser-stats');
+  const before = receiver.received.length;
+  await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { n: 1 } });
+  await receiver.waitFor(before + 1);
+  await eventually(
+    async () => (await api.get(`/api/v1/endpoints/${endpoint.id}/stats`)).body.totals.success === 1,
+    10_000,
+    'the attempt counted',
+  );
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  const requests: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error' || message.type() === 'warning') problems.push(message.text());
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+  await page.goto(service.url + app.portal_path);
+  await page.waitForSelector('#endpoints tbody tr');
+  await page.click('#endpoints tbody tr:first-child button:text("Stats")');
+  await page.waitForSelector('#stats-chart svg');
+  assert.equal(await page.locator('#stats-section').isVisible(), true);
+  assert.equal(await page.locator('#stats-chart svg .bucket').count(), 24);
+  assert.equal(await page.locator('#stats-chart svg .bar-success').count(), 1);
+  assert.equal(await page.locator('#stats-chart svg .bar-failure').count(), 0);
+  assert.match((await page.locator('#stats-chart .chart-legend').textContent()) ?? '', /1 succeeded/);
+  const shot = `${service.database.env.HERALD_DATA_DIR}/portal-stats.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
+  assert.deepEqual([...readFileSync(shot).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG');
+  assert.deepEqual(
+    problems.filter((text) => !/^Failed to load resource: .*404/.test(text)),
+    [],
+    'console errors (a CSP violation is one)',
+  );
+  assert.deepEqual(
+    requests.filter((url) => !url.startsWith(`${service.url}/`)),
+    [],
+    'requests to anywhere but the service',
+  );
 });
 
 // A person's view of the portal, in headless Chromium (test/support/browser.ts).

@@ -1,0 +1,123 @@
+// The operator console at /console: static HTML, CSS and a script that signs in with an API key and renders
+// that key's organization and environment from the public /api/v1 routes. The key lives in the tab's
+// sessionStorage only (never a URL or a cookie) and goes out as `Authorization: Bearer`. No framework and no
+// build step; everything read from the API is inserted as text, never as HTML.
+
+import { CHART_CSS } from './chart.js';
+
+export const CONSOLE_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Herald console</title>
+<link rel="stylesheet" href="/console-assets/console.css">
+</head>
+<body>
+<header><h1>Herald console</h1><span id="mode" class="badge" hidden></span><button id="sign-out" type="button" hidden>Sign out</button></header>
+<main>
+  <p id="notice" role="status" hidden></p>
+  <section id="sign-in-section">
+    <h2>Sign in</h2>
+    <form id="sign-in">
+      <label>API key <input name="key" type="password" autocomplete="off" required placeholder="sk_test_… or sk_live_…"></label>
+      <p class="hint">The key stays in this tab (session storage) and is sent only to this server's API.</p>
+      <button type="submit">Sign in</button>
+    </form>
+  </section>
+  <div id="signed-in" hidden>
+    <nav id="tabs">
+      <button type="button" data-view="applications">Applications</button>
+      <button type="button" data-view="endpoints">Endpoints</button>
+      <button type="button" data-view="messages">Messages</button>
+      <button type="button" data-view="catalog">Event catalog</button>
+      <button type="button" data-view="operational">Operational endpoints</button>
+    </nav>
+    <section id="view-applications" class="view" hidden>
+      <h2>Applications</h2>
+      <table id="applications"><thead><tr><th>Name</th><th>Id</th><th>UID</th><th>Created</th></tr></thead><tbody></tbody></table>
+      <form id="add-application">
+        <h3>Create an application</h3>
+        <label>Name <input name="name" required maxlength="256"></label>
+        <button type="submit">Create application</button>
+      </form>
+    </section>
+    <section id="view-endpoints" class="view" hidden>
+      <h2>Endpoints</h2>
+      <table id="endpoints"><thead><tr><th>URL</th><th>Application</th><th>Status</th><th>Success, last 24 h</th><th></th></tr></thead><tbody></tbody></table>
+      <form id="add-endpoint">
+        <h3>Create an endpoint</h3>
+        <label>Application <select name="app_id" required></select></label>
+        <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks"></label>
+        <label>Description <input name="description" maxlength="1024"></label>
+        <button type="submit">Create endpoint</button>
+      </form>
+    </section>
+    <section id="view-endpoint" class="view" hidden>
+      <h2>Endpoint <code id="endpoint-id"></code></h2>
+      <dl id="endpoint-details"></dl>
+      <div id="endpoint-actions"></div>
+      <h3>Attempts per hour, last 24 h</h3>
+      <div id="endpoint-chart"></div>
+      <form id="recover-endpoint">
+        <h3>Recover</h3>
+        <label>Give every failed delivery of messages since <input name="since" type="datetime-local" required></label>
+        <button type="submit">Recover failed deliveries</button>
+      </form>
+      <h3>Recent deliveries</h3>
+      <div id="endpoint-deliveries"></div>
+    </section>
+    <section id="view-messages" class="view" hidden>
+      <h2>Messages</h2>
+      <form id="message-filter">
+        <label>Application <select name="app_id"><option value="">All</option></select></label>
+        <label>Event type <select name="event_type"><option value="">All</option></select></label>
+        <button type="submit">Filter</button>
+      </form>
+      <table id="messages"><thead><tr><th>Message</th><th>Event type</th><th>Application</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
+      <div id="message-deliveries-box" hidden>
+        <h3>Deliveries of <code id="message-deliveries-of"></code></h3>
+        <div id="message-deliveries"></div>
+      </div>
+    </section>
+    <section id="view-catalog" class="view" hidden>
+      <h2>Event catalog</h2>
+      <table id="catalog"><thead><tr><th>Name</th><th>Description</th><th>Schema</th></tr></thead><tbody></tbody></table>
+    </section>
+    <section id="view-operational" class="view" hidden>
+      <h2>Operational endpoints</h2>
+      <p class="hint">Herald's own webhooks to operators when deliveries go wrong.</p>
+      <div id="operational"></div>
+    </section>
+  </div>
+</main>
+<script src="/console-assets/chart.js"></script>
+<script src="/console-assets/console.js"></script>
+</body>
+</html>`;
+
+export const CONSOLE_CSS = `
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0; color: #1d2433; background: #f6f7fb; }
+header { display: flex; align-items: center; gap: 1rem; padding: 1rem 2rem; background: #1d2433; color: #fff; }
+header h1 { font-size: 1.2rem; margin: 0; }
+header #sign-out { margin-left: auto; }
+.badge { padding: .1rem .5rem; border-radius: 1rem; font-size: .8rem; background: #ffd166; color: #1d2433; }
+.badge.live { background: #ff8787; }
+main { max-width: 1200px; margin: 0 auto; padding: 1rem 2rem 3rem; }
+section { background: #fff; border: 1px solid #e3e6ef; border-radius: 8px; padding: 1rem 1.25rem; margin-top: 1rem; }
+nav { display: flex; gap: .5rem; margin-top: 1rem; flex-wrap: wrap; }
+nav button.current { background: #1d2433; color: #fff; }
+h2 { font-size: 1.05rem; margin-top: 0; } h3 { font-size: .95rem; }
+table { width: 100%; border-collapse: collapse; } th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #eef0f5; vertical-align: top; }
+td code, code { font-size: .85rem; word-break: break-all; }
+label { display: block; margin: .4rem 0; } input[type=url], input[type=password], input[name=description], input[name=name] { width: 100%; max-width: 520px; padding: .3rem; }
+button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; margin-right: .3rem; }
+button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
+.hint { color: #4a5568; font-size: .85rem; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } dt { color: #4a5568; } dd { margin: 0; }
+.status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
+#notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
+#notice.error { background: #fff1f0; border-color: #ffb4ab; }
+.delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+${CHART_CSS}`;

@@ -1,0 +1,253 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, statSync } from 'node:fs';
+import { startTestService, type TestService } from '../support/service.js';
+import { browserSkip, launchBrowser } from '../support/browser.js';
+import { bootstrap, type Client } from '../support/client.js';
+import { eventually, Receiver } from '../support/receiver.js';
+
+// The operator console at /console: a static page whose script signs in with an API key (kept in the tab's
+// sessionStorage) and drives the public /api/v1 routes. Its headers are checked on both stores; a person's
+// use of it in headless Chromium in the SQLite pass (test/support/browser.ts).
+
+let service: TestService;
+let receiver: Receiver;
+let api: Client;
+let testKey: string;
+
+before(async () => {
+  // One attempt per delivery: a failed one stays failed until someone retries it.
+  service = await startTestService({ HERALD_RETRY_SCHEDULE: '0s' });
+  receiver = await new Receiver().start();
+  const org = await bootstrap(service.url, 'Console org');
+  api = org.test;
+  testKey = org.raw.test_key.key;
+});
+after(async () => {
+  await service?.stop();
+  await receiver?.stop();
+});
+
+test('the console page and its assets: a strict Content-Security-Policy, no-store, no inline script or handler', async () => {
+  const page = await fetch(`${service.url}/console`);
+  assert.equal(page.status, 200);
+  assert.match(page.headers.get('content-type') ?? '', /^text\/html/);
+  assert.equal(page.headers.get('cache-control'), 'no-store');
+  assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
+  const csp = page.headers.get('content-security-policy') ?? '';
+  assert.match(csp, /default-src 'none'/);
+  assert.match(csp, /script-src 'self'(;|$)/);
+  assert.match(csp, /style-src 'self'(;|$)/);
+  assert.match(csp, /connect-src 'self'(;|$)/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|\*/);
+  const html = await page.text();
+  // Every script comes from a file of this origin; no inline script, handler attribute or style attribute.
+  const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1] ?? '');
+  assert.deepEqual(scripts, [' src="/console-assets/chart.js"', ' src="/console-assets/console.js"']);
+  assert.doesNotMatch(html, /\son[a-z]+=/i);
+  assert.doesNotMatch(html, /\sstyle=/i);
+
+  for (const [path, type] of [
+    ['/console-assets/console.js', /^text\/javascript/],
+    ['/console-assets/chart.js', /^text\/javascript/],
+    ['/console-assets/console.css', /^text\/css/],
+  ] as const) {
+    const asset = await fetch(service.url + path);
+    assert.equal(asset.status, 200, path);
+    assert.match(asset.headers.get('content-type') ?? '', type, path);
+    assert.equal(asset.headers.get('cache-control'), 'no-store', path);
+    assert.equal(asset.headers.get('x-content-type-options'), 'nosniff', path);
+  }
+  const script = await (await fetch(`${service.url}/console-assets/console.js`)).text();
+  // The key is kept in sessionStorage only and values are inserted as text.
+  assert.match(script, /sessionStorage/);
+  assert.doesNotMatch(
+    script,
+    /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
+  );
+  // The console is not an API route: no key needed, and not in the OpenAPI document.
+  const doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
+  assert.ok(!Object.keys(doc.paths).some((path) => path.startsWith('/console')));
+});
+
+/** An endpoint whose receiver failed its one delivery (500), with the message that made it. */
+async function failedDelivery(name: string) {
+  const app = (await api.post('/api/v1/applications', { name })).body;
+  const endpoint = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/${name}` })).body;
+  receiver.respond = () => ({ status: 500, body: 'down' });
+  const before = receiver.received.length;
+  const message = (
+    await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { n: 1 } })
+  ).body;
+  await receiver.waitFor(before + 1);
+  const delivery = await eventually(
+    async () => {
+      const reply = await api.get(`/api/v1/messages/${message.id}/deliveries`);
+      return reply.body.data[0]?.status === 'failed' ? reply.body.data[0] : null;
+    },
+    10_000,
+    'the delivery failed',
+  );
+  return { app, endpoint, message, delivery };
+}
+
+test('in a browser: sign in with the bootstrap key, open an endpoint, retry its failed delivery and see the new attempt', {
+  skip: browserSkip,
+}, async (t) => {
+  const { app, endpoint, delivery } = await failedDelivery('console-browser');
+  const browser = await launchBrowser(t);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const requests: string[] = [];
+  const refused: string[] = [];
+  // Answers of 4xx are logged by the browser as "Failed to load resource"; they are checked below, by URL.
+  page.on('console', (message) => {
+    if (
+      (message.type() === 'error' || message.type() === 'warning') &&
+      !/^Failed to load resource/.test(message.text())
+    )
+      problems.push(message.text());
+  });
+  page.on('response', (response) => {
+    if (response.status() >= 400)
+      refused.push(`${response.status()} ${response.request().method()} ${new URL(response.url()).pathname}`);
+  });
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+
+  await page.goto(`${service.url}/console`);
+  await page.fill('#sign-in input[name=key]', testKey);
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForSelector(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
+  assert.equal(await page.locator('#mode').textContent(), 'Test');
+  // The key is in this tab's sessionStorage, and in no URL, cookie or localStorage.
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('herald.console.key')), testKey);
+  assert.equal(await page.evaluate(() => localStorage.length), 0);
+  assert.deepEqual(await context.cookies(), []);
+  assert.equal(await page.locator('#sign-in input[name=key]').inputValue(), '', 'the form forgets the key');
+
+  // The endpoints list shows the success ratio over the last 24 hours, from the stats route.
+  const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
+  await eventually(async () => /0% of 1/.test((await row.locator('.ratio').textContent()) ?? ''), 5_000, 'the ratio');
+
+  // The endpoint's page: its chart of attempts per hour and its delivery with the failed attempt.
+  await row.locator('button:text("Open")').click();
+  await page.waitForSelector(`#endpoint-deliveries .delivery[data-delivery-id="${delivery.id}"] li`);
+  assert.equal(await page.locator('#endpoint-id').textContent(), endpoint.id);
+  assert.equal(await page.locator('#endpoint-chart svg .bucket').count(), 24);
+  assert.equal(await page.locator('#endpoint-chart svg .bar-failure').count(), 1);
+  const item = page.locator(`#endpoint-deliveries .delivery[data-delivery-id="${delivery.id}"]`);
+  assert.match((await item.textContent()) ?? '', /#1 scheduled · failed · HTTP 500/);
+
+  // The receiver is back: a retry from the page delivers, and the page shows the new attempt.
+  receiver.respond = () => ({ status: 200, body: 'ok' });
+  await item.locator('button:text("Retry")').click();
+  await page.waitForFunction(
+    (id) =>
+      /#2 manual · success · HTTP 200/.test(document.querySelector(`[data-delivery-id="${id}"]`)?.textContent ?? ''),
+    delivery.id,
+    { timeout: 15_000 },
+  );
+  assert.match((await page.locator('#notice').textContent()) ?? '', /queued as attempt 2/);
+  assert.equal((await api.get(`/api/v1/deliveries/${delivery.id}`)).body.status, 'success');
+  await page.waitForFunction(() => document.querySelectorAll('#endpoint-chart svg .bar-success').length === 1);
+
+  // Disable from the endpoint's page, and recover (refused while disabled, said on the page).
+  await page.click('#endpoint-actions button:text("Disable")');
+  await page.waitForSelector('#endpoint-details dd.status-disabled');
+  assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'disabled');
+  await page.click('#recover-endpoint button[type=submit]');
+  await page.waitForSelector('#notice.error');
+  assert.match((await page.locator('#notice').textContent()) ?? '', /disabled/);
+  await page.click('#endpoint-actions button:text("Enable")');
+  await page.waitForSelector('#endpoint-details dd.status-active');
+  await page.click('#recover-endpoint button[type=submit]');
+  await page.waitForFunction(() =>
+    /Recovery started \(task_/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+
+  const shot = `${service.database.env.HERALD_DATA_DIR}/console-endpoint.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
+  assert.deepEqual([...readFileSync(shot).subarray(0, 4)], [0x89, 0x50, 0x4e, 0x47], 'a PNG');
+  if (process.env.HERALD_CONSOLE_SCREENSHOT)
+    await page.screenshot({ path: process.env.HERALD_CONSOLE_SCREENSHOT, fullPage: true });
+
+  // Messages filtered by application and event type, with a message's deliveries and attempts.
+  await page.click('#tabs button[data-view="messages"]');
+  await page.waitForSelector('#messages tbody tr');
+  await page.selectOption('#message-filter select[name=app_id]', app.id);
+  await page.selectOption('#message-filter select[name=event_type]', 'invoice.paid');
+  await page.click('#message-filter button[type=submit]');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 1);
+  await page.click('#messages tbody tr[data-message-id] button:text("Deliveries")');
+  await page.waitForSelector('#message-deliveries .delivery li');
+  assert.match((await page.locator('#message-deliveries').textContent()) ?? '', /#2 manual · success · HTTP 200/);
+
+  // Create an application and an endpoint from the page.
+  await page.click('#tabs button[data-view="applications"]');
+  await page.fill('#add-application input[name=name]', 'Made in the console <b>bold</b>');
+  await page.click('#add-application button[type=submit]');
+  await page.waitForFunction(() => /portal \(shown once\)/.test(document.querySelector('#notice')?.textContent ?? ''));
+  const made = (await api.get('/api/v1/applications?limit=250')).body.data.find(
+    (a: { name: string }) => a.name === 'Made in the console <b>bold</b>',
+  );
+  assert.ok(made, 'the application exists');
+  assert.equal(await page.locator('#applications b').count(), 0, 'a name is shown as text, never as HTML');
+  await page.click('#tabs button[data-view="endpoints"]');
+  await page.waitForSelector('#endpoints tbody tr');
+  await page.selectOption('#add-endpoint select[name=app_id]', made.id);
+  await page.fill('#add-endpoint input[name=url]', `${receiver.url}/made`);
+  await page.click('#add-endpoint button[type=submit]');
+  await page.waitForFunction(() =>
+    /signing secret \(shown once\): whsec_/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+  assert.equal((await api.get(`/api/v1/endpoints?app_id=${made.id}`)).body.data.length, 1);
+
+  // The catalog, and the operational endpoints as GET /api/v1/operational-endpoints answers here.
+  await page.click('#tabs button[data-view="catalog"]');
+  await page.waitForSelector('#catalog tbody tr');
+  assert.match((await page.locator('#catalog').textContent()) ?? '', /invoice\.paid/);
+  await page.click('#tabs button[data-view="operational"]');
+  await page.waitForSelector('#operational p, #operational table');
+  const operational = await api.get('/api/v1/operational-endpoints');
+  const shown = (await page.locator('#operational').textContent()) ?? '';
+  if (operational.status === 404) assert.match(shown, /no operational endpoints route \(404\)/);
+  else if (operational.body.data.length === 0) assert.equal(shown, 'none');
+  else for (const item of operational.body.data) assert.ok(shown.includes(item.url));
+
+  // Signing out forgets the key.
+  await page.click('#sign-out');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('herald.console.key')), null);
+  assert.equal(await page.locator('#sign-in-section').isVisible(), true);
+
+  assert.deepEqual(problems, [], 'console errors (a CSP violation is one)');
+  // The refusals the test asked for, and nothing else.
+  assert.deepEqual(
+    refused.filter((line) => !line.endsWith(' /favicon.ico')),
+    [
+      `409 POST /api/v1/endpoints/${endpoint.id}/recover`,
+      ...(operational.status === 404 ? ['404 GET /api/v1/operational-endpoints'] : []),
+    ],
+  );
+  const outside = requests.filter((url) => !url.startsWith(`${service.url}/`));
+  assert.deepEqual(outside, [], 'requests to anywhere but the service');
+  assert.ok(
+    requests.every((url) => !url.includes(testKey)),
+    'the key is in no URL',
+  );
+});
+
+test('in a browser: a wrong key is refused on the page and nothing is kept', { skip: browserSkip }, async (t) => {
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  await page.goto(`${service.url}/console`);
+  await page.fill('#sign-in input[name=key]', 'sk_test_notavalidkey');
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForSelector('#notice.error');
+  assert.match((await page.locator('#notice').textContent()) ?? '', /refused/);
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('herald.console.key')), null);
+  assert.equal(await page.locator('#signed-in').isVisible(), false);
+});
