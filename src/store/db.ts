@@ -14,6 +14,7 @@ import * as workers from './migrations/005_workers.js';
 import * as portalTokenHash from './migrations/006_portal_token_hash.js';
 import * as endpointControls from './migrations/007_endpoint_controls.js';
 import * as eventSchemas from './migrations/008_event_schemas.js';
+import * as operationalWebhooks from './migrations/009_operational_webhooks.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -38,6 +39,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '006_portal_token_hash': portalTokenHash,
   '007_endpoint_controls': endpointControls,
   '008_event_schemas': eventSchemas,
+  '009_operational_webhooks': operationalWebhooks,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
