@@ -205,10 +205,17 @@ test('operational endpoints: event_types filter, retries of a failing receiver, 
   timeout: 60_000,
 }, async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,100ms,100ms' });
-  let opsDown = true;
-  const ops = await startReceiver(t, () => ({ status: opsDown ? 503 : 204 }));
+  // The operational receiver fails each event's first request: the retry delivers it, under the same id.
+  const seen = new Set<string>();
+  const ops = await startReceiver(t, (r) => {
+    const id = String(r.headers['webhook-id']);
+    if (seen.has(id)) return { status: 204 };
+    seen.add(id);
+    return { status: 503 };
+  });
   const filtered = await startReceiver(t);
   const all = await s.api.post('/api/v1/operational-endpoints', { url: `${ops.url}/all` });
+  assert.equal(all.status, 201);
   const onlyDeleted = await s.api.post('/api/v1/operational-endpoints', {
     url: `${filtered.url}/deleted`,
     event_types: ['endpoint.deleted'],
@@ -222,21 +229,37 @@ test('operational endpoints: event_types filter, retries of a failing receiver, 
 
   const endpoint = await s.endpoint(`${ops.url}/customer`);
   assert.equal((await s.api.delete(`/api/v1/endpoints/${endpoint.id}`)).status, 204);
-  // The first attempts fail; the retry schedule delivers them once the receiver answers.
-  await ops.waitFor(2, 10_000);
-  opsDown = false;
-  await eventually(async () => ops.received.filter((r) => r.path === '/all').length >= 4, 10_000, 'retried');
-  await filtered.waitFor(1, 10_000);
+  // An application deleted with its endpoint: endpoint.deleted too.
+  const other = await s.api.post('/api/v1/applications', { name: 'Other', uid: 'other' });
+  const otherEndpoint = await s.api.post('/api/v1/endpoints', { app_id: other.body.id, url: `${ops.url}/other` });
+  assert.equal((await s.api.delete(`/api/v1/applications/${other.body.id}`)).status, 204);
+
+  // Four occurrences, each sent twice under its one id (the failed request, then its retry).
+  const count = (id: string) => ops.received.filter((r) => r.headers['webhook-id'] === id).length;
+  await eventually(async () => seen.size === 4 && [...seen].every((id) => count(id) === 2), 10_000, 'retried');
+  await filtered.waitFor(2, 10_000);
   await sleep(500);
-  const types = (received: Received[]) => received.map((r) => JSON.parse(r.body).type as string);
-  const ids = new Set(ops.received.map((r) => r.headers['webhook-id']));
-  assert.equal(ids.size, 2, 'two occurrences, each retried under one webhook-id');
-  assert.deepEqual([...new Set(types(ops.received))].sort(), ['endpoint.created', 'endpoint.deleted']);
-  assert.deepEqual(types(filtered.received), ['endpoint.deleted'], 'the filter keeps endpoint.created away');
+  assert.equal(ops.received.length, 8);
+  const events = (received: Received[]) => received.map((r) => JSON.parse(r.body) as OpEvent);
+  assert.deepEqual(
+    [...new Set(events(ops.received).map((e) => `${e.type} ${e.data.endpoint_id}`))].sort(),
+    [
+      `endpoint.created ${endpoint.id}`,
+      `endpoint.created ${otherEndpoint.body.id}`,
+      `endpoint.deleted ${endpoint.id}`,
+      `endpoint.deleted ${otherEndpoint.body.id}`,
+    ].sort(),
+  );
+  assert.deepEqual(
+    events(filtered.received)
+      .map((e) => `${e.type} ${e.data.endpoint_id} ${e.data.app_uid}`)
+      .sort(),
+    [`endpoint.deleted ${endpoint.id} null`, `endpoint.deleted ${otherEndpoint.body.id} other`].sort(),
+    'the filter keeps endpoint.created away',
+  );
   const liveDeliveries = await s.live.get(`/api/v1/deliveries?endpoint_id=${liveOp.body.id}`);
   assert.equal(liveDeliveries.status, 200);
   assert.equal(liveDeliveries.body.data.length, 0, 'a Test occurrence is not raised in Live');
-  assert.equal(all.status, 201);
 
   // Bad input: 4xx envelope, nothing stored.
   for (const body of [{ url: `${ops.url}/x`, event_types: ['invoice.paid'] }, { url: 'not a url' }]) {
