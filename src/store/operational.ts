@@ -1,5 +1,4 @@
-import { newId } from '../domain/ids.js';
-import { randomToken } from '../domain/ids.js';
+import { newId, randomToken } from '../domain/ids.js';
 import { hashToken } from '../domain/secrets.js';
 import { subscribes } from '../domain/envelope.js';
 import { type Occurrence, outcomeOccurrences, type Subject } from '../domain/operational.js';
