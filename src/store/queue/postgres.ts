@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { attemptRow, FAILING_AFTER, type OutcomeTask } from '../../domain/outcome-plan.js';
-
-/** division_by_zero: completeDelivered's statement found a delivery that recovers, and wrote nothing. */
-const RECOVERS_HERE = '22012';
 import type { Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
 import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, inputColumns } from './inputs.js';
 import { changedBySuccess, deliveredOf, markHealthy, nextRunAt, ownedTasks, takenTasks } from './statements.js';
+
+/** division_by_zero: completeDelivered's statement found a delivery that recovers, and wrote nothing. */
+const RECOVERS_HERE = '22012';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -172,12 +172,12 @@ export class PostgresQueue extends QueueDriver {
         sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`,
       );
     }
-    // A 2xx of a delivery that announced trouble is a recovery (announcedTrouble), whose operational
-    // event must be written with it. Such deliveries are rare, so the statement does not write events: it
-    // checks the deliveries as they were before it (every part sees the same snapshot) and fails with
-    // division_by_zero when one recovers, undoing all its parts; completeMany then records the batch
-    // through the planner. `recovers` has one row, and its `ok` is selected, so the check always runs (a
-    // column left out of the result is never computed).
+    // A 2xx of a delivery that announced trouble (announcedTrouble, written here in SQL) is a recovery,
+    // whose operational event must be written with it. Such deliveries are rare, so the statement writes
+    // no events: it checks the deliveries as they were before it (every part sees the same snapshot) and
+    // fails with division_by_zero when one recovers, undoing all its parts; completeMany then records the
+    // batch through the planner. `recovers` has one row, and its `ok` is selected, so the check always
+    // runs (a column left out of the result is never computed).
     const ids = [...new Set(tasks.map((task) => task.delivery_id))];
     parts.push(sql`recovers as (select 1 / (case when exists (select 1 from deliveries d
         where d.id = any(${ids}::text[]) and d.status <> 'success'
