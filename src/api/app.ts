@@ -14,6 +14,7 @@ import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
 import { applicationRoutes } from './applications.js';
 import { endpointRoutes } from './endpoints.js';
+import { operationalEndpointRoutes } from './operational-endpoints.js';
 import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
@@ -308,6 +309,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
     messageRoutes,
     applicationRoutes,
     endpointRoutes,
+    operationalEndpointRoutes,
     deliveryRoutes,
     eventTypeRoutes,
     apiKeyRoutes,

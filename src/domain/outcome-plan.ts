@@ -124,7 +124,7 @@ export interface DeliveryChange {
 export type OutcomeEvent =
   /** A delivery's last scheduled attempt failed: no attempt is left (HERALD_RETRY_SCHEDULE). */
   | { type: 'delivery.exhausted'; deliveryId: string; endpointId: string; at: number }
-  /** A delivery succeeded after at least one failed attempt. */
+  /** A delivery that had been failing or exhausted (announcedTrouble) succeeded. */
   | { type: 'delivery.recovered'; deliveryId: string; endpointId: string; at: number }
   /** A delivery never delivered failed its third attempt (every attempt it made failed). */
   | { type: 'delivery.failing'; deliveryId: string; endpointId: string; at: number }
@@ -149,6 +149,21 @@ export interface OutcomePlan {
 
 /** The delivery's failed attempts in a row after which it is `failing` (delivery.failing). */
 export const FAILING_AFTER = 3;
+
+/**
+ * Whether a delivery, before this batch, had announced trouble: its FAILING_AFTER-th failed attempt
+ * (delivery.failing: every attempt of a delivery not yet `success` failed, so it counts them) or its last
+ * scheduled attempt failed (delivery.exhausted leaves it `failed` with the schedule used up). Only such a
+ * delivery's success is delivery.recovered: a receiver told "failing" is told when it is over, and one
+ * told nothing is not told of a recovery from a failure it never heard of.
+ */
+export function announcedTrouble(delivery: DeliveryState, scheduleLength: number): boolean {
+  if (delivery.status === 'success') return false;
+  return (
+    delivery.attempt_count >= FAILING_AFTER ||
+    (delivery.status === 'failed' && delivery.schedule_step >= scheduleLength)
+  );
+}
 
 /**
  * An outcome's attempt row. The same outcome recorded twice has one id, so the second write finds its row;
@@ -279,11 +294,9 @@ export function outcomePlan(
         next_attempt_at: queuedAt.get(id) ?? null,
         updated_at: now,
       });
-      // Every attempt of a delivery not yet `success` failed.
-      const failedBefore =
-        delivery.status !== 'success' && (delivery.attempt_count > 0 || counted.some(({ result }) => !result.ok));
       const success = counted.find(({ result }) => result.ok)!;
-      if (failedBefore) events.push({ type: 'delivery.recovered', deliveryId: id, endpointId, at: success.result.at });
+      if (announcedTrouble(delivery, rules.retryScheduleMs.length))
+        events.push({ type: 'delivery.recovered', deliveryId: id, endpointId, at: success.result.at });
       delivery.status = 'success';
     } else {
       changes.set(id, { id, attemptsAdded: counted.length, updated_at: now });

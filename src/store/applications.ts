@@ -11,6 +11,8 @@ import {
 } from './common.js';
 import type { ApplicationRow } from './schema.js';
 import { stopDeliveries } from './endpoints.js';
+import { endpointOccurrence } from '../domain/operational.js';
+import { type RaisePolicy, raiseOccurrences } from './operational.js';
 
 export class UidTakenError extends Error {
   constructor(uid: string) {
@@ -19,7 +21,11 @@ export class UidTakenError extends Error {
 }
 
 export class Applications {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly raise: RaisePolicy,
+    private readonly onQueued: () => void = () => {},
+  ) {}
 
   /**
    * Creates an application; throws UidTakenError when the uid is in use in this environment. Its portal
@@ -39,6 +45,7 @@ export class Applications {
       name: input.name,
       uid: input.uid ?? null,
       portal_token_hash: hashToken(portalToken),
+      operational: 0,
       created_at: now,
       updated_at: now,
     };
@@ -56,7 +63,8 @@ export class Applications {
       .selectFrom('applications')
       .selectAll()
       .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope));
+      .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', 0);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
       await query
@@ -67,13 +75,14 @@ export class Applications {
     );
   }
 
-  /** An application by id or by its uid. */
+  /** An application by id or by its uid (the hidden application of operational endpoints is none). */
   async get(scope: Scope, idOrUid: string): Promise<ApplicationRow | undefined> {
     return this.ctx.db
       .selectFrom('applications')
       .selectAll()
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', 0)
       .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
       .executeTakeFirst();
   }
@@ -83,6 +92,7 @@ export class Applications {
       .selectFrom('applications')
       .selectAll()
       .where('portal_token_hash', '=', hashToken(token))
+      .where('operational', '=', 0)
       .executeTakeFirst();
   }
 
@@ -124,6 +134,7 @@ export class Applications {
       .set({ portal_token_hash: hashToken(portalToken), updated_at: this.ctx.now() })
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', 0)
       .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
       .returningAll()
       .executeTakeFirst();
@@ -137,16 +148,32 @@ export class Applications {
   async delete(scope: Scope, id: string): Promise<boolean> {
     const current = await this.get(scope, id);
     if (!current) return false;
+    let queued = 0;
     await this.ctx.db.transaction().execute(async (trx) => {
       // Endpoints first, in id order, then their tasks and deliveries: the store's lock order
       // (src/store/queue/postgres.ts).
       let endpoints = trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).orderBy('id');
       if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
       const endpointIds = (await endpoints.execute()).map((r) => r.id);
-      await stopDeliveries(trx, endpointIds, 'failed', this.ctx.now());
+      const now = this.ctx.now();
+      await stopDeliveries(trx, endpointIds, 'failed', now);
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();
+      // Each endpoint deleted with it is an endpoint.deleted, raised with the delete.
+      queued = await raiseOccurrences(
+        trx,
+        this.raise,
+        endpointIds.map((endpointId) =>
+          endpointOccurrence(
+            'endpoint.deleted',
+            { orgId: current.org_id, livemode: current.livemode, appId: current.id, appUid: current.uid, endpointId },
+            now,
+          ),
+        ),
+        now,
+      );
     });
+    if (queued > 0) this.onQueued();
     return true;
   }
 }

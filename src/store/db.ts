@@ -15,6 +15,7 @@ import * as portalTokenHash from './migrations/006_portal_token_hash.js';
 import * as endpointControls from './migrations/007_endpoint_controls.js';
 import * as eventSchemas from './migrations/008_event_schemas.js';
 import * as attemptsByEndpoint from './migrations/009_attempts_by_endpoint.js';
+import * as operationalWebhooks from './migrations/010_operational_webhooks.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -40,6 +41,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '007_endpoint_controls': endpointControls,
   '008_event_schemas': eventSchemas,
   '009_attempts_by_endpoint': attemptsByEndpoint,
+  '010_operational_webhooks': operationalWebhooks,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -14,6 +14,8 @@ import {
   type StoreContext,
 } from './common.js';
 import type { EndpointRow } from './schema.js';
+import { endpointOccurrence } from '../domain/operational.js';
+import { operationalApplication, type RaisePolicy, raiseOccurrences } from './operational.js';
 
 export interface EndpointInput {
   appId: string;
@@ -29,6 +31,8 @@ export interface EndpointInput {
   /** Most requests a second (null or absent: no limit). */
   rateLimit?: number | null | undefined;
   ordering?: Ordering | undefined;
+  /** An operational endpoint (of the environment's hidden application): it raises no events itself. */
+  operational?: boolean | undefined;
 }
 
 export interface EndpointChanges {
@@ -104,7 +108,40 @@ export class Endpoints {
   constructor(
     private readonly ctx: StoreContext,
     private readonly secrets: SecretBox,
+    /** How the operational events of endpoint changes are queued (src/store/operational.ts). */
+    private readonly raise: RaisePolicy = { dialect: ctx.dialect, firstDelayMs: 0 },
+    /** Called after a commit that queued attempts (operational events). */
+    private readonly onQueued: () => void = () => {},
   ) {}
+
+  /**
+   * Raises an event about an endpoint in the transaction that changes it; an operational endpoint's own
+   * changes raise nothing. Returns how many attempts it queued.
+   */
+  private async raiseAbout(
+    trx: Executor,
+    row: Pick<EndpointRow, 'id' | 'org_id' | 'livemode' | 'app_id' | 'operational'>,
+    appUid: string | null,
+    happened: {
+      type: 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.disabled';
+      trigger?: 'manual';
+    }[],
+    now: number,
+  ): Promise<number> {
+    if (row.operational === 1 || happened.length === 0) return 0;
+    const subject = { orgId: row.org_id, livemode: row.livemode, appId: row.app_id, appUid, endpointId: row.id };
+    return raiseOccurrences(
+      trx,
+      this.raise,
+      happened.map(({ type, trigger }) => endpointOccurrence(type, subject, now, trigger)),
+      now,
+    );
+  }
+
+  private async appUid(trx: Executor, appId: string): Promise<string | null> {
+    const app = await trx.selectFrom('applications').select('uid').where('id', '=', appId).executeTakeFirst();
+    return app?.uid ?? null;
+  }
 
   /** Creates an endpoint; returns the row and its signing secret in plaintext (shown once). */
   /**
@@ -143,15 +180,17 @@ export class Endpoints {
       public_key: publicKeyOf(secret),
       rate_limit: input.rateLimit ?? null,
       ordering: input.ordering ?? 'unordered',
+      operational: input.operational ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
-    await this.ctx.db.transaction().execute(async (trx) => {
-      await trx
+    const queued = await this.ctx.db.transaction().execute(async (trx) => {
+      const app = await trx
         .updateTable('applications')
         .set((eb) => ({ updated_at: eb.ref('updated_at') }))
         .where('id', '=', input.appId)
-        .execute();
+        .returning('uid')
+        .executeTakeFirst();
       const { n } = await trx
         .selectFrom('endpoints')
         .select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -159,16 +198,37 @@ export class Endpoints {
         .executeTakeFirstOrThrow();
       if (Number(n) >= maxPerApp) throw new EndpointLimitError(maxPerApp);
       await trx.insertInto('endpoints').values(row).execute();
+      return this.raiseAbout(trx, row, app?.uid ?? null, [{ type: 'endpoint.created' }], now);
     });
+    if (queued > 0) this.onQueued();
     return { row, secret };
   }
 
-  async list(scope: Scope, page: PageRequest, filter: { appId?: string | undefined } = {}): Promise<Page<EndpointRow>> {
+  /**
+   * Creates an operational endpoint: an endpoint of the environment's hidden application (made on the
+   * first one), which receives Herald's operational events.
+   */
+  async createOperational(
+    scope: Scope,
+    input: Pick<EndpointInput, 'url' | 'description' | 'eventTypes'>,
+    maxPerEnvironment = Number.POSITIVE_INFINITY,
+  ): Promise<{ row: EndpointRow; secret: string }> {
+    const appId = await operationalApplication(this.ctx.db, scope, this.ctx.now());
+    return this.create(scope, { ...input, appId, operational: true }, maxPerEnvironment);
+  }
+
+  /** The environment's endpoints, or with `operational` its operational endpoints only (never both). */
+  async list(
+    scope: Scope,
+    page: PageRequest,
+    filter: { appId?: string | undefined; operational?: boolean } = {},
+  ): Promise<Page<EndpointRow>> {
     let query = this.ctx.db
       .selectFrom('endpoints')
       .selectAll()
       .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope));
+      .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', filter.operational ? 1 : 0);
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
@@ -180,23 +240,31 @@ export class Endpoints {
     );
   }
 
-  async get(scope: Scope, id: string): Promise<EndpointRow | undefined> {
+  /** An endpoint of the environment; an operational endpoint only when `operational` asks for one. */
+  async get(scope: Scope, id: string, operational = false): Promise<EndpointRow | undefined> {
     return this.ctx.db
       .selectFrom('endpoints')
       .selectAll()
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', operational ? 1 : 0)
       .where('id', '=', id)
       .executeTakeFirst();
   }
 
+  /**
+   * Updates an endpoint (not an operational one): endpoint.updated, and endpoint.disabled (`manual`) when
+   * it disables it, are raised with the change.
+   */
   async update(scope: Scope, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined> {
-    return this.ctx.db.transaction().execute(async (trx) => {
+    let queued = 0;
+    const updated = await this.ctx.db.transaction().execute(async (trx) => {
       const current = await trx
         .selectFrom('endpoints')
         .selectAll()
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
+        .where('operational', '=', 0)
         .where('id', '=', id)
         .executeTakeFirst();
       if (!current) return undefined;
@@ -246,22 +314,46 @@ export class Endpoints {
       // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
       // deliveries from now on wait their turn.)
       if (current.ordering === 'fifo' && next.ordering !== 'fifo') await unparkAll(trx, id, now);
+      const disabledHere = next.status === 'disabled' && current.status !== 'disabled';
+      queued = await this.raiseAbout(
+        trx,
+        next,
+        await this.appUid(trx, next.app_id),
+        [
+          { type: 'endpoint.updated' },
+          ...(disabledHere ? [{ type: 'endpoint.disabled' as const, trigger: 'manual' as const }] : []),
+        ],
+        now,
+      );
       return next;
     });
+    if (queued > 0) this.onQueued();
+    return updated;
   }
 
-  async delete(scope: Scope, id: string): Promise<boolean> {
-    return this.ctx.db.transaction().execute(async (trx) => {
-      const result = await trx
+  /**
+   * Deletes an endpoint (an operational one only when `operational` asks for one); endpoint.deleted is
+   * raised with it.
+   */
+  async delete(scope: Scope, id: string, operational = false): Promise<boolean> {
+    let queued = 0;
+    const deleted = await this.ctx.db.transaction().execute(async (trx) => {
+      const row = await trx
         .deleteFrom('endpoints')
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
+        .where('operational', '=', operational ? 1 : 0)
         .where('id', '=', id)
+        .returning(['id', 'org_id', 'livemode', 'app_id', 'operational'])
         .executeTakeFirst();
-      if (Number(result.numDeletedRows) === 0) return false;
-      await stopDeliveries(trx, [id], 'failed', this.ctx.now());
+      if (!row) return false;
+      const now = this.ctx.now();
+      await stopDeliveries(trx, [id], 'failed', now);
+      queued = await this.raiseAbout(trx, row, await this.appUid(trx, row.app_id), [{ type: 'endpoint.deleted' }], now);
       return true;
     });
+    if (queued > 0) this.onQueued();
+    return deleted;
   }
 
   /**

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { ConfigError, type Config } from '../config.js';
 import { SecretBox } from '../domain/secrets.js';
 import { randomToken } from '../domain/ids.js';
+import { scheduledDelay } from '../domain/retry.js';
 import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
 import type { StoreContext } from './common.js';
 import { Organizations } from './organizations.js';
@@ -69,8 +70,15 @@ export class Store {
     };
     this.organizations = new Organizations(this.ctx);
     this.eventTypes = new EventTypes(this.ctx);
-    this.applications = new Applications(this.ctx);
-    this.endpoints = new Endpoints(this.ctx, new SecretBox(config.secretKey, config.previousSecretKeys));
+    // Operational events queue their first attempt as an emit does.
+    const raise = { dialect: opened.dialect, firstDelayMs: scheduledDelay(config.retryScheduleMs, 0) ?? 0 };
+    this.applications = new Applications(this.ctx, raise, onQueued);
+    this.endpoints = new Endpoints(
+      this.ctx,
+      new SecretBox(config.secretKey, config.previousSecretKeys),
+      raise,
+      onQueued,
+    );
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);

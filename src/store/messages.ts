@@ -318,11 +318,13 @@ export class Messages {
 
   /**
    * The applications named (by id or uid) in their scopes, keyed by scope + id and scope + uid, and all
-   * their endpoints in id order: one statement for both.
+   * their endpoints in id order: one statement for both. The hidden application of operational endpoints
+   * is found only with `operational` (a replay of an operational message); nobody emits to it.
    */
   private async appsWithEndpoints(
     db: Executor,
     named: { scope: Scope; name: string }[],
+    operational = false,
   ): Promise<{ apps: Map<string, string>; endpoints: SubscriberRow[] }> {
     const apps = new Map<string, string>();
     const endpoints: SubscriberRow[] = [];
@@ -342,6 +344,7 @@ export class Messages {
         'endpoints.ordering',
       ])
       .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
+      .where('applications.operational', operational ? '>=' : '=', 0)
       .where((eb) => eb.or([eb('applications.id', 'in', names), eb('applications.uid', 'in', names)]))
       .orderBy('endpoints.id')
       .execute();
@@ -434,7 +437,7 @@ export class Messages {
     const ids = await this.ctx.db.transaction().execute(async (trx) => {
       const message = await this.getWith(trx, scope, id);
       if (!message) return undefined;
-      const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }]);
+      const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);
       const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, this.ctx.now());
       await insertTogether(trx, this.ctx.dialect, [
         { table: 'deliveries', rows: deliveries },

@@ -40,6 +40,8 @@ export interface ApplicationRow {
   uid: string | null;
   /** SHA-256 (hex) of the application's portal token; the token itself is shown once. */
   portal_token_hash: string;
+  /** 1 for the environment's hidden application of operational endpoints (src/store/operational.ts). */
+  operational: number;
   created_at: number;
   updated_at: number;
 }
@@ -77,6 +79,8 @@ export interface EndpointRow {
   rate_limit: number | null;
   /** `unordered` or `fifo`. */
   ordering: string;
+  /** 1 for an operational endpoint: it receives Herald's own events and no route but its own shows it. */
+  operational: number;
   created_at: number;
   updated_at: number;
 }

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { EndpointHealth } from '../../src/domain/endpoint-state.js';
 import {
+  announcedTrouble,
   attemptRow,
   type DeliveryState,
   deliveriesToRead,
@@ -118,16 +119,38 @@ test('a 2xx: the delivery is a success, its next attempt a manual one still queu
   assert.deepEqual(plan.events, [], 'a first attempt that succeeds recovers nothing');
 });
 
-test('a 2xx after failed attempts is a recovery; after a success it is not', () => {
-  const items = [item(1, 200), item(2, 200)];
+test('a 2xx of a delivery that was failing or exhausted is a recovery; after fewer failures or a success it is not', () => {
+  const items = [item(1, 200), item(2, 200), item(3, 200), item(4, 200, { trigger: 'manual' })];
   const deliveries = new Map([
-    ['dlv_1', fresh({ attempt_count: 2, schedule_step: 2 })],
-    ['dlv_2', fresh({ status: 'success', attempt_count: 2 })],
+    // Three failed attempts: delivery.failing was sent.
+    ['dlv_1', fresh({ attempt_count: 3, schedule_step: 3 })],
+    ['dlv_2', fresh({ status: 'success', attempt_count: 3 })],
+    // Two failures: nothing was sent, so nothing recovers.
+    ['dlv_3', fresh({ attempt_count: 2, schedule_step: 2 })],
+    // Its last scheduled attempt failed (delivery.exhausted), on a schedule of three.
+    ['dlv_4', fresh({ status: 'failed', attempt_count: 3, schedule_step: 3 })],
   ]);
   const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
   assert.deepEqual(plan.events, [
     { type: 'delivery.recovered', deliveryId: 'dlv_1', endpointId: 'ep_1', at: NOW - 10 },
+    { type: 'delivery.recovered', deliveryId: 'dlv_4', endpointId: 'ep_1', at: NOW - 10 },
   ]);
+  const short = { ...RULES, retryScheduleMs: [0] };
+  const exhaustedOnce = new Map([['dlv_1', fresh({ status: 'failed', attempt_count: 1, schedule_step: 1 })]]);
+  const one = [item(1, 200, { trigger: 'manual' })];
+  assert.deepEqual(
+    outcomePlan(one, OWNER, state(one, { deliveries: exhaustedOnce }), short).events.map((e) => e.type),
+    ['delivery.recovered'],
+    'exhausted after one attempt (a schedule of one) recovers too',
+  );
+});
+
+test('announcedTrouble: failing from the third failed attempt, or exhausted; never once delivered', () => {
+  assert.equal(announcedTrouble(fresh({ attempt_count: 2 }), 3), false);
+  assert.equal(announcedTrouble(fresh({ attempt_count: 3 }), 3), true);
+  assert.equal(announcedTrouble(fresh({ status: 'failed', attempt_count: 1, schedule_step: 1 }), 1), true);
+  assert.equal(announcedTrouble(fresh({ status: 'failed', attempt_count: 1, schedule_step: 0 }), 3), false);
+  assert.equal(announcedTrouble(fresh({ status: 'success', attempt_count: 5 }), 3), false);
 });
 
 test('a failure with the schedule left queues the next scheduled attempt, Retry-After when it asks for longer', () => {
@@ -268,7 +291,7 @@ test('a failure of a delivery delivered in the same batch changes nothing but it
   assert.deepEqual(plan.deliveries, [
     { id: 'dlv_1', attemptsAdded: 2, status: 'success', next_attempt_at: null, updated_at: NOW - 1 },
   ]);
-  assert.deepEqual(plan.events, [{ type: 'delivery.recovered', deliveryId: 'dlv_1', endpointId: 'ep_1', at: NOW - 2 }]);
+  assert.deepEqual(plan.events, [], 'a first failure announced nothing, so its success recovers nothing');
 });
 
 test('with its endpoint disabled or deleted, a failure stops the delivery without exhausting it', () => {

@@ -104,7 +104,9 @@ test("migration 009 gives the attempts made before it their delivery's endpoint"
       })),
     )
     .execute();
-  assert.deepEqual(await migrate(db), ['009_attempts_by_endpoint']);
+  assert.deepEqual(await migrate(db, Object.fromEntries(Object.entries(MIGRATIONS).filter(([name]) => name < '010'))), [
+    '009_attempts_by_endpoint',
+  ]);
   const rows = await db.selectFrom('attempts').select(['id', 'endpoint_id']).orderBy('id').execute();
   assert.deepEqual(rows, [
     { id: 'attempt_0', endpoint_id: 'ep_0' },

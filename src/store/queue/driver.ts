@@ -24,6 +24,8 @@ import {
 import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { Endpoints } from '../endpoints.js';
 import { insertNewRows, insertRows } from '../insert-rows.js';
+import { type RaisePolicy, raiseOutcomeEvents } from '../operational.js';
+import { scheduledDelay } from '../../domain/retry.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
@@ -42,7 +44,9 @@ export abstract class QueueDriver {
   /**
    * Told, after each commit of outcomes recorded through the planner, what happened (a delivery exhausted,
    * recovered or failing, an endpoint disabled). Set it to have every batch planned (PostgreSQL then
-   * leaves its single-statement path for 2xx batches, which reads no delivery state).
+   * leaves its single-statement path for 2xx batches, which reads no delivery state). Operational
+   * webhooks do not use it: they are written in the recording transaction itself (planAndApply), since
+   * what runs after a commit is lost when the process dies.
    */
   onOutcomes: ((events: OutcomeEvent[]) => void) | null = null;
 
@@ -323,7 +327,19 @@ export abstract class QueueDriver {
       },
     );
     await this.apply(trx, plan);
+    // Operational events are written with the outcomes that raise them (src/store/operational.ts).
+    await raiseOutcomeEvents(
+      trx,
+      this.raisePolicy(),
+      plan.events,
+      attempts.map((attempt, i) => ({ ...attempt, endpoint_id: items[i]!.input.task.endpoint_id })),
+      now,
+    );
     return plan;
+  }
+
+  protected raisePolicy(): RaisePolicy {
+    return { dialect: this.ctx.dialect, firstDelayMs: scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0 };
   }
 
   /**

@@ -1,10 +1,13 @@
 import { sql } from 'kysely';
-import { attemptRow, type OutcomeTask } from '../../domain/outcome-plan.js';
+import { attemptRow, FAILING_AFTER, type OutcomeTask } from '../../domain/outcome-plan.js';
 import type { Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
 import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, inputColumns } from './inputs.js';
 import { changedBySuccess, deliveredOf, markHealthy, nextRunAt, ownedTasks, takenTasks } from './statements.js';
+
+/** division_by_zero: completeDelivered's statement found a delivery that recovers, and wrote nothing. */
+const RECOVERS_HERE = '22012';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -97,8 +100,10 @@ export class PostgresQueue extends QueueDriver {
         return await this.completeDelivered(items, owner);
       } catch (error) {
         // An endpoint it would mark healthy was locked by another writer (lock_not_available): the
-        // transaction waits its turn, taking the endpoints first as every writer does.
-        if ((error as { code?: string }).code !== '55P03') throw error;
+        // transaction waits its turn, taking the endpoints first as every writer does. A delivery of the
+        // batch recovers (RECOVERS_HERE): the planner raises its event with the outcome.
+        const code = (error as { code?: string }).code;
+        if (code !== '55P03' && code !== RECOVERS_HERE) throw error;
       }
     }
     return super.completeMany(items, owner);
@@ -115,7 +120,9 @@ export class PostgresQueue extends QueueDriver {
    * planned transaction writes.
    */
   private async completeDelivered(items: Recorded[], owner: string): Promise<boolean[]> {
-    const { rows } = await this.completeDeliveredQuery(items, owner).execute(this.ctx.db);
+    const rows = (await this.completeDeliveredQuery(items, owner).execute(this.ctx.db)).rows.filter(
+      (row): row is typeof row & { id: string; run_at: number } => row.id !== null,
+    );
     const owned = ownedTasks(
       items.map(({ input }) => input.task),
       rows,
@@ -165,11 +172,23 @@ export class PostgresQueue extends QueueDriver {
         sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`,
       );
     }
+    // A 2xx of a delivery that announced trouble (announcedTrouble, written here in SQL) is a recovery,
+    // whose operational event must be written with it. Such deliveries are rare, so the statement writes
+    // no events: it checks the deliveries as they were before it (every part sees the same snapshot) and
+    // fails with division_by_zero when one recovers, undoing all its parts; completeMany then records the
+    // batch through the planner. `recovers` has one row, and its `ok` is selected, so the check always
+    // runs (a column left out of the result is never computed).
+    const ids = [...new Set(tasks.map((task) => task.delivery_id))];
+    parts.push(sql`recovers as (select 1 / (case when exists (select 1 from deliveries d
+        where d.id = any(${ids}::text[]) and d.status <> 'success'
+        and (d.attempt_count >= ${FAILING_AFTER} or (d.status = 'failed' and d.schedule_step >= ${this.policy.retryScheduleMs.length})))
+        then 0 else 1 end) as ok)`);
     return sql<{
-      id: string;
+      ok: number;
+      id: string | null;
       lease_owner: string | null;
-      run_at: number;
-    }>`with ${sql.join(parts)} select id, lease_owner, run_at from taken`;
+      run_at: number | null;
+    }>`with ${sql.join(parts)} select recovers.ok, taken.id, taken.lease_owner, taken.run_at from recovers left join taken on true`;
   }
 
   /**

@@ -1,0 +1,90 @@
+import { Type } from 'typebox';
+import { conflict, notFound } from './errors.js';
+import { scopeOf } from './auth.js';
+import { checkEndpointInput, endpointView, withSecret } from './endpoints.js';
+import { pageOf, type RoutePlugin } from './deps.js';
+import { errors, IdParams, ListOf, OperationalEndpoint, OperationalEndpointWithSecret, pageQuery } from './schemas.js';
+import { list } from './serialize.js';
+import { OPERATIONAL_EVENT_TYPES } from '../domain/operational.js';
+import { EndpointLimitError } from '../store/endpoints.js';
+
+// Operational endpoints (docs/api.md, "Operational webhooks"): where Herald tells the operator that an
+// endpoint was created, updated, deleted or disabled, or that a delivery is failing, exhausted or recovered.
+// They are endpoints of the environment's hidden application, so their deliveries are signed, retried and
+// read like any other; the endpoint routes and lists never show them.
+
+const OperationalEventTypes = Type.Array(Type.Union(OPERATIONAL_EVENT_TYPES.map((name) => Type.Literal(name))), {
+  maxItems: OPERATIONAL_EVENT_TYPES.length,
+  uniqueItems: true,
+  description: 'Operational events to receive; omitted or empty receives all of them',
+});
+
+export const operationalEndpointRoutes: RoutePlugin = async (app, { store, config }) => {
+  const view = endpointView(store);
+
+  app.get(
+    '/api/v1/operational-endpoints',
+    {
+      schema: {
+        summary: 'List operational endpoints',
+        tags: ['operational endpoints'],
+        querystring: Type.Object(pageQuery('endpoint')),
+        response: { 200: ListOf(OperationalEndpoint), ...errors(400, 401, 429) },
+      },
+    },
+    async (request) =>
+      list(await store.endpoints.list(scopeOf(request), pageOf(request.query), { operational: true }), view),
+  );
+
+  app.post(
+    '/api/v1/operational-endpoints',
+    {
+      schema: {
+        summary: 'Create an operational endpoint (the signing secret is returned once)',
+        tags: ['operational endpoints'],
+        body: Type.Object({
+          url: Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
+          description: Type.Optional(Type.String({ maxLength: 1024 })),
+          event_types: Type.Optional(OperationalEventTypes),
+        }),
+        response: { 201: OperationalEndpointWithSecret, ...errors(400, 401, 409, 429) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const { url, description, event_types } = request.body;
+      // The URL rules of the environment's endpoints; the event types were checked by the schema.
+      await checkEndpointInput(store, config, scope, { url });
+      try {
+        const { row, secret } = await store.endpoints.createOperational(
+          scope,
+          { url, description, eventTypes: event_types },
+          config.maxEndpointsPerApp,
+        );
+        reply.code(201);
+        return withSecret(view(row), secret);
+      } catch (error) {
+        if (error instanceof EndpointLimitError) throw conflict(error.message);
+        throw error;
+      }
+    },
+  );
+
+  app.delete(
+    '/api/v1/operational-endpoints/:id',
+    {
+      schema: {
+        summary: 'Delete an operational endpoint',
+        tags: ['operational endpoints'],
+        params: IdParams,
+        response: { 204: Type.Null(), ...errors(401, 404, 429) },
+      },
+    },
+    async (request, reply) => {
+      if (!(await store.endpoints.delete(scopeOf(request), request.params.id, true)))
+        throw notFound(`operational endpoint ${request.params.id}`);
+      reply.code(204);
+      return null;
+    },
+  );
+};

@@ -1,0 +1,191 @@
+import { newId, randomToken } from '../domain/ids.js';
+import { hashToken } from '../domain/secrets.js';
+import { subscribes } from '../domain/envelope.js';
+import { type Occurrence, outcomeOccurrences, type Subject } from '../domain/operational.js';
+import type { OutcomeEvent, PlannedAttempt } from '../domain/outcome-plan.js';
+import type { Dialect } from './db.js';
+import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
+import { insertRows } from './insert-rows.js';
+import type { DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
+
+// Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
+// application (`operational` = 1 on both rows), so their messages, deliveries and attempts are ordinary
+// rows: the queue signs, sends and retries them, and the delivery reads show them.
+//
+// An occurrence is raised inside the transaction that makes it happen (an outcome recorded, an endpoint
+// created, updated, disabled or deleted): it is written exactly once however many workers record
+// outcomes, and a crash loses it only together with what it describes. Receivers dedupe on webhook-id,
+// the operational message's id, for the retries of at-least-once delivery.
+
+/** How raising queues the first attempt of an operational delivery. */
+export interface RaisePolicy {
+  dialect: Dialect;
+  /** Delay before the first attempt (HERALD_RETRY_SCHEDULE's first step). */
+  firstDelayMs: number;
+}
+
+/**
+ * The environment's hidden application, made on first use. Concurrent first uses insert one row (a unique
+ * index on the environment where `operational` = 1) and all read it.
+ */
+export async function operationalApplication(db: Executor, scope: Scope, now: number): Promise<string> {
+  const find = () =>
+    db
+      .selectFrom('applications')
+      .select('id')
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', 1)
+      .executeTakeFirst();
+  const found = await find();
+  if (found) return found.id;
+  await db
+    .insertInto('applications')
+    .values({
+      id: newId('application', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      name: 'Operational webhooks',
+      uid: null,
+      // No portal opens it: the token is never shown.
+      portal_token_hash: hashToken(randomToken(32)),
+      operational: 1,
+      created_at: now,
+      updated_at: now,
+    })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
+  return (await find())!.id;
+}
+
+/**
+ * Writes each occurrence as a message of its environment's hidden application, with a delivery to each
+ * operational endpoint subscribed to its type (a disabled one's delivery is `disabled`, as an emit's is).
+ * An environment without operational endpoints gets nothing. Returns how many attempts it queued.
+ */
+export async function raiseOccurrences(
+  db: Executor,
+  policy: RaisePolicy,
+  occurrences: readonly Occurrence[],
+  now: number,
+): Promise<number> {
+  if (occurrences.length === 0) return 0;
+  const recipients = await db
+    .selectFrom('endpoints')
+    .select(['id', 'app_id', 'org_id', 'livemode', 'status', 'event_types'])
+    .where('operational', '=', 1)
+    .where('org_id', 'in', [...new Set(occurrences.map((o) => o.orgId))])
+    .orderBy('id')
+    .execute();
+  if (recipients.length === 0) return 0;
+  const messages: MessageRow[] = [];
+  const payloads: PayloadRow[] = [];
+  const deliveries: DeliveryRow[] = [];
+  const tasks: TaskRow[] = [];
+  const runAt = now + policy.firstDelayMs;
+  for (const occurrence of occurrences) {
+    const to = recipients.filter(
+      (r) =>
+        r.org_id === occurrence.orgId &&
+        r.livemode === occurrence.livemode &&
+        subscribes(parseJsonList(r.event_types), occurrence.type),
+    );
+    if (to.length === 0) continue;
+    const message: MessageRow = {
+      id: newId('message', occurrence.at),
+      org_id: occurrence.orgId,
+      livemode: occurrence.livemode,
+      app_id: to[0]!.app_id,
+      event_type: occurrence.type,
+      created_at: occurrence.at,
+    };
+    messages.push(message);
+    payloads.push({ message_id: message.id, body: JSON.stringify(occurrence.data), created_at: occurrence.at });
+    for (const endpoint of to) {
+      const disabled = endpoint.status === 'disabled';
+      const delivery: DeliveryRow = {
+        id: newId('delivery', now),
+        org_id: message.org_id,
+        livemode: message.livemode,
+        app_id: message.app_id,
+        message_id: message.id,
+        endpoint_id: endpoint.id,
+        status: disabled ? 'disabled' : 'pending',
+        attempt_count: 0,
+        attempt_seq: disabled ? 0 : 1,
+        schedule_step: 0,
+        next_attempt_at: disabled ? null : runAt,
+        created_at: now,
+        updated_at: now,
+      };
+      deliveries.push(delivery);
+      if (!disabled)
+        tasks.push({
+          id: newId('task', now),
+          delivery_id: delivery.id,
+          endpoint_id: endpoint.id,
+          trigger: 'scheduled',
+          attempt_number: 1,
+          run_at: runAt,
+          lease_owner: null,
+        });
+    }
+  }
+  await insertRows(db, policy.dialect, 'messages', messages);
+  await insertRows(db, policy.dialect, 'payloads', payloads);
+  await insertRows(db, policy.dialect, 'deliveries', deliveries);
+  await insertRows(db, policy.dialect, 'delivery_tasks', tasks);
+  return tasks.length;
+}
+
+/**
+ * The applications and environments of these endpoints, keyed by endpoint id: operational endpoints, and
+ * endpoints deleted meanwhile, are left out (nothing is raised about them).
+ */
+export async function subjectsOf(db: Executor, endpointIds: readonly string[]): Promise<Map<string, Subject>> {
+  const subjects = new Map<string, Subject>();
+  for (const part of chunks([...new Set(endpointIds)])) {
+    const rows = await db
+      .selectFrom('endpoints')
+      .innerJoin('applications', 'applications.id', 'endpoints.app_id')
+      .select(['endpoints.id', 'endpoints.org_id', 'endpoints.livemode', 'endpoints.app_id', 'applications.uid'])
+      .where('endpoints.id', 'in', part)
+      .where('endpoints.operational', '=', 0)
+      .execute();
+    for (const row of rows)
+      subjects.set(row.id, {
+        orgId: row.org_id,
+        livemode: row.livemode,
+        appId: row.app_id,
+        appUid: row.uid,
+        endpointId: row.id,
+      });
+  }
+  return subjects;
+}
+
+/**
+ * Raises the operational events of a batch of outcomes, in the transaction that records them. `attempts`
+ * are the batch's attempt rows, each with its endpoint. Reads nothing when the batch had no event.
+ */
+export async function raiseOutcomeEvents(
+  db: Executor,
+  policy: RaisePolicy,
+  events: readonly OutcomeEvent[],
+  attempts: readonly (PlannedAttempt & { endpoint_id: string })[],
+  now: number,
+): Promise<number> {
+  if (events.length === 0) return 0;
+  const subjects = await subjectsOf(
+    db,
+    events.map((e) => e.endpointId),
+  );
+  if (subjects.size === 0) return 0;
+  const deliveryIds = events.flatMap((e) => (e.type === 'endpoint.disabled' ? [] : [e.deliveryId]));
+  const messageOf = new Map<string, string>();
+  for (const part of chunks([...new Set(deliveryIds)])) {
+    const rows = await db.selectFrom('deliveries').select(['id', 'message_id']).where('id', 'in', part).execute();
+    for (const row of rows) messageOf.set(row.id, row.message_id);
+  }
+  return raiseOccurrences(db, policy, outcomeOccurrences(events, attempts, subjects, messageOf), now);
+}
