@@ -5,8 +5,10 @@ import { closeSync, mkdtempSync, openSync, rmSync, statSync, unlinkSync, writeSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { startTestService } from '../support/service.js';
-import { TEST_STORE } from '../support/service.js';
+import { startTestService, TEST_STORE } from '../support/service.js';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import { SECRET_KEY, startHerald, stopAll, type HeraldProcess } from '../postgres/processes.js';
 import { bootstrap } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
 
@@ -56,28 +58,31 @@ function fill(dir: string): string {
   return file;
 }
 
-test('a full disk: emits answer 503 storage_full, outcomes are retried, and the service carries on once space is freed', {
-  skip: skipStore,
-  timeout: 60_000,
-}, async (t) => {
+/** The service under test: in this process (role all) or as API and worker processes. */
+interface Herald {
+  url: string;
+  /** Log lines (pino JSON) of the process or processes that deliver. */
+  logs(): string[];
+  /** True while every process of the service runs. */
+  alive(): boolean;
+  /** A store on the same directory, for the checks after space is freed. */
+  store(): Promise<Store>;
+}
+
+const SETTINGS = {
+  HERALD_RETRY_SCHEDULE: '0s,200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s',
+  // An outcome that cannot be recorded is tried again when its lease runs out: soon, in this test.
+  HERALD_ATTEMPT_TIMEOUT: '5s',
+  HERALD_LEASE: '7s',
+  // Everything is past retention by the end, so the purge there has the whole history to remove.
+  HERALD_RETENTION: '1s',
+  HERALD_IDEMPOTENCY_TTL: '1s',
+};
+
+async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>): Promise<void> {
   const dir = smallDisk(t, 24);
   if (typeof dir !== 'string') return void t.skip(dir.skip);
-  const logLines: string[] = [];
-  const service = await startTestService(
-    {
-      HERALD_DATA_DIR: dir,
-      HERALD_RETRY_SCHEDULE: '0s,200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s',
-      // An outcome that cannot be recorded is tried again when its lease runs out: soon, in this test.
-      // Everything is past retention by the end, so the purge there has the whole history to remove.
-      HERALD_RETENTION: '1s',
-      HERALD_IDEMPOTENCY_TTL: '1s',
-      HERALD_ATTEMPT_TIMEOUT: '5s',
-      HERALD_LEASE: '7s',
-    },
-    { env: { HERALD_DATA_DIR: dir }, drop: async () => {} },
-    logLines,
-  );
-  t.after(() => service.stop());
+  const herald = await start(dir);
   const receiver = await new Receiver().start();
   t.after(() => receiver.stop());
   // The first request for a `held` message is answered after 2 s, by when the disk is full: its outcome
@@ -89,11 +94,10 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
     held.add(id);
     return { status: 200, delayMs: 2_000 };
   };
-  const { test: api } = await bootstrap(service.url);
+  const { test: api } = await bootstrap(herald.url);
   const app = await api.post('/api/v1/applications', { name: 'Full disk' });
   const endpoint = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: `${receiver.url}/hook` });
   assert.equal(endpoint.status, 201);
-
   const acked = new Map<string, string>(); // key → message id
   const refused: string[] = [];
   const big = 'x'.repeat(60_000);
@@ -130,6 +134,7 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
   // Deliveries go on while the disk is full; the held ones are answered now, and their outcomes wait for space.
   await new Promise((r) => setTimeout(r, Math.max(0, heldAt + 3_500 - Date.now())));
   assert.equal((await api.get('/healthz')).status, 200, 'the service is still up');
+  assert.ok(herald.alive(), 'no process ended');
 
   unlinkSync(filler);
   for (const key of refused) assert.ok([200, 201].includes(await emit(key)), `${key} accepted after space was freed`);
@@ -138,7 +143,9 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
   // Everything acknowledged is stored, delivered and recorded as delivered.
   const arrived = () => new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
   await eventually(async () => [...acked.values()].every((id) => arrived().has(id)), 30_000, 'every message delivered');
-  const db = service.store.ctx.db;
+  const store = await herald.store();
+  t.after(() => store.close());
+  const db = store.ctx.db;
   await eventually(
     async () => {
       const row = await sql<{ n: number }>`select count(*) as n from deliveries where status != 'success'`.execute(db);
@@ -160,7 +167,10 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
     );
   }
   // Attempts made while the disk was full could not record their outcome and were made again.
-  const unrecorded = logLines.filter((l) => l.includes('attempt could not be recorded')).map((l) => JSON.parse(l));
+  const unrecorded = herald
+    .logs()
+    .filter((l) => l.includes('attempt could not be recorded'))
+    .map((l) => JSON.parse(l));
   assert.ok(unrecorded.length > 0, 'some outcomes met the full disk');
   for (const line of unrecorded) assert.match(line.err.message, /disk is full/);
   const twice = [...acked.values()].filter(
@@ -170,18 +180,15 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
     [...held].every((id) => twice.includes(id)),
     'each held attempt, its outcome lost, was made again',
   );
-  assert.ok(!logLines.some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
+  assert.ok(!herald.logs().some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
   t.diagnostic(`${unrecorded.length} outcomes not recorded while full, ${twice.length} messages sent again`);
   t.diagnostic(
     `${acked.size} acknowledged, ${refused.length} refused while full, ${receiver.received.length} requests`,
   );
 
-  // Retention and checkpoints work on the same store afterwards. The checkpoint thread is still the one
-  // checkpointing: had it ended, the service's connection would be back at SQLite's 1,000 pages (db.ts).
-  const [auto] = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`.execute(db).then((r) => r.rows);
-  assert.equal(auto!.wal_autocheckpoint, 4000, 'the checkpoint thread outlived the full disk');
+  // Retention and checkpoints work on the same store afterwards.
   await new Promise((r) => setTimeout(r, 1_100));
-  const purged = await service.store.purgeExpired();
+  const purged = await store.purgeExpired();
   assert.equal(purged.messages, acked.size, `the purge removed every settled message: ${JSON.stringify(purged)}`);
   assert.equal(purged.payloads, acked.size);
   const [checkpoint] = await sql<{ busy: number; log: number; checkpointed: number }>`pragma wal_checkpoint(TRUNCATE)`
@@ -189,4 +196,62 @@ test('a full disk: emits answer 503 storage_full, outcomes are retried, and the 
     .then((r) => r.rows);
   assert.equal(checkpoint!.busy, 0, JSON.stringify(checkpoint));
   assert.equal(statSync(join(dir, 'herald.db-wal')).size, 0, 'the WAL was folded into the database and truncated');
-});
+}
+
+test(
+  'a full disk: emits answer 503 storage_full, outcomes are retried, and the service carries on once space is freed',
+  {
+    skip: skipStore,
+    timeout: 60_000,
+  },
+  (t) =>
+    fullDisk(t, async (dir) => {
+      const logLines: string[] = [];
+      const service = await startTestService(
+        { HERALD_DATA_DIR: dir, ...SETTINGS },
+        { env: { HERALD_DATA_DIR: dir }, drop: async () => {} },
+        logLines,
+      );
+      t.after(() => service.stop());
+      return {
+        url: service.url,
+        logs: () => logLines,
+        alive: () => true,
+        store: async () => {
+          // The checkpoint thread is still the one checkpointing: had it ended, the service's connection
+          // would be back at SQLite's 1,000 pages (db.ts).
+          const [auto] = await sql<{ wal_autocheckpoint: number }>`pragma wal_autocheckpoint`
+            .execute(service.store.ctx.db)
+            .then((r) => r.rows);
+          assert.equal(auto!.wal_autocheckpoint, 4000, 'the checkpoint thread outlived the full disk');
+          return Store.open(service.config);
+        },
+      };
+    }),
+);
+
+test(
+  'a full disk under an API process and a worker process (its queue on a thread): the same, neither process ends',
+  {
+    skip: skipStore,
+    timeout: 60_000,
+  },
+  (t) =>
+    fullDisk(t, async (dir) => {
+      const env = { HERALD_DATA_DIR: dir, ...SETTINGS, HERALD_LOG_LEVEL: 'warn' };
+      const processes: HeraldProcess[] = [];
+      t.after(() => stopAll(processes));
+      processes.push(await startHerald('api', env));
+      processes.push(await startHerald('worker', env));
+      return {
+        url: processes[0]!.url,
+        logs: () =>
+          processes[1]!
+            .output()
+            .split('\n')
+            .filter((l) => l.startsWith('{')),
+        alive: () => processes.every((p) => p.alive()),
+        store: () => Store.open(loadConfig({ HERALD_SECRET_KEY: SECRET_KEY, ...env, HERALD_LOG_LEVEL: 'silent' })),
+      };
+    }),
+);
