@@ -255,3 +255,37 @@ test(
       };
     }),
 );
+
+test('a store at its page limit (SQLITE_FULL without a tmpfs, so this runs unprivileged): 503 storage_full, nothing saved, then 201', {
+  skip: skipStore,
+}, async (t) => {
+  const service = await startTestService();
+  t.after(() => service.stop());
+  const { test: api } = await bootstrap(service.url);
+  const app = await api.post('/api/v1/applications', { name: 'Page limit' });
+  const db = service.store.ctx.db;
+  const count = async () =>
+    Number((await sql<{ n: number }>`select count(*) as n from messages`.execute(db)).rows[0]!.n);
+  const [{ page_count: pages }] = (await sql<{ page_count: number }>`pragma page_count`.execute(db)).rows as [
+    { page_count: number },
+  ];
+  // The file may not grow: the next emit that needs a new page fails with SQLITE_FULL at its commit.
+  await sql.raw(`pragma max_page_count = ${pages}`).execute(db);
+  const payload = { big: 'y'.repeat(200_000) };
+  const emit = () =>
+    api.post(
+      '/api/v1/messages',
+      { app_id: app.body.id, event_type: 'invoice.paid', payload },
+      { 'idempotency-key': 'k1' },
+    );
+  const before = await count();
+  const refused = await emit();
+  assert.equal(refused.status, 503, JSON.stringify(refused.body));
+  assert.equal(refused.body.error.code, 'storage_full');
+  assert.equal(refused.headers.get('retry-after'), '5');
+  assert.equal(await count(), before, 'nothing saved');
+  await sql.raw('pragma max_page_count = 1073741823').execute(db);
+  const accepted = await emit();
+  assert.equal(accepted.status, 201, JSON.stringify(accepted.body));
+  assert.equal(await count(), before + 1);
+});
