@@ -175,8 +175,22 @@ async function chaos(
 
   const apis: (HeraldProcess | null)[] = [];
   const workers: (HeraldProcess | null)[] = [];
+  // A process that cannot open the store (the database is restarting) exits at start-up: started again
+  // after a moment, as a supervisor would, for up to a minute.
   const start = async (role: 'api' | 'worker', slot: number) => {
-    const p = await startHerald(role, env, { readyTimeoutMs: 120_000 });
+    let p: HeraldProcess;
+    for (let tries = 1; ; tries++) {
+      try {
+        p = await startHerald(role, env, { readyTimeoutMs: 120_000 });
+        break;
+      } catch (error) {
+        if (tries >= 30) throw error;
+        log(
+          `${options.store}: ${role} ${slot} did not start (${String((error as Error).message).split('\n')[1] ?? ''}); again`,
+        );
+        await sleep(2_000);
+      }
+    }
     processes.push(p);
     if (role === 'api') {
       loaders.set(p, new LoadClient(p.url, apiKey, 8));
