@@ -217,7 +217,6 @@ async function chaos(
   for (const t of types)
     if (t.status !== 201 && t.status !== 409) throw new Error(`event type: ${t.status} ${JSON.stringify(t.body)}`);
   // Two endpoints take every event; a third only invoice.voided, which the load never emits.
-  const endpointIds: string[] = [];
   for (let i = 0; i <= SUBSCRIBED; i++) {
     const reply = await api.post('/api/v1/endpoints', {
       app_id: app.body.id,
@@ -225,7 +224,6 @@ async function chaos(
       ...(i === SUBSCRIBED ? { event_types: ['invoice.voided'] } : {}),
     });
     if (reply.status !== 201) throw new Error(`endpoint: ${reply.status} ${JSON.stringify(reply.body)}`);
-    endpointIds.push(reply.body.id);
   }
   await Promise.all([
     ...Array.from({ length: perRole - 1 }, (_, i) => start('api', i + 1)),
