@@ -322,11 +322,12 @@ async function chaos(
       interruptions.push({ what: `worker ${slot} killed`, from: at, to: at });
     }
     // Started again in the background, so the next kill can land while this one is still starting.
-    restarts.push(
-      start(role, slot).then((replaced) =>
-        log(`${options.store}: ${role} ${slot} killed at ${at - began} ms, up again (${replaced.url || 'worker'})`),
-      ),
+    const restart = start(role, slot).then((replaced) =>
+      log(`${options.store}: ${role} ${slot} killed at ${at - began} ms, up again (${replaced.url || 'worker'})`),
     );
+    // Its failure is thrown where the restarts are awaited (and the run cleaned up), not as an unhandled rejection.
+    restart.catch(() => {});
+    restarts.push(restart);
   }
   await Promise.all(restarts);
   loadRunning = false;
