@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'request_timeout'
   | 'test_mode_only'
   | 'service_unavailable'
+  | 'storage_full'
   | 'internal_error';
 
 export class HttpError extends Error {
@@ -68,6 +69,15 @@ function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
+ * The database has no room to write (SQLite's SQLITE_FULL, PostgreSQL's 53100 disk_full). The write was
+ * rolled back, so nothing of the request was saved; it succeeds once an operator frees space.
+ */
+export function isStorageFull(error: unknown): boolean {
+  const code = (error as { code?: string } | null)?.code;
+  return code === 'SQLITE_FULL' || code === '53100';
+}
+
+/**
  * A validation failure in words. A field limited to a few values (a union of constants) failed each of
  * them, and ajv names none ("must be equal to constant" once per value): those values are listed instead.
  */
@@ -97,6 +107,11 @@ function classify(error: FastifyError | HttpError | Error): HttpError {
       return new HttpError(415, 'invalid_request', 'Content-Type must be application/json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return invalid('Content-Length does not match the body');
+  }
+  if (isStorageFull(error)) {
+    return new HttpError(503, 'storage_full', "The store's disk is full; nothing was saved, retry later", {
+      'retry-after': '5',
+    });
   }
   if (isDatabaseUnavailable(error)) {
     return new HttpError(503, 'service_unavailable', 'The database is unavailable or busy; retry shortly', {

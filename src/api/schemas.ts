@@ -456,7 +456,8 @@ const ERROR_STATUSES: Record<number, { description: string; code: string; messag
     message: 'Too many requests',
   },
   503: {
-    description: 'The database is unavailable; retry shortly',
+    description:
+      'The database is unavailable (service_unavailable) or its disk is full (storage_full); nothing was saved, retry after Retry-After seconds',
     code: 'service_unavailable',
     message: 'The database is unavailable',
   },

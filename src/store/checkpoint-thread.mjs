@@ -8,6 +8,8 @@ import Database from 'better-sqlite3';
 const IDLE_MS = 20;
 /** Checkpoints failing in a row before the thread gives up; the service then checkpoints itself (db.ts). */
 const MAX_FAILURES = 50;
+/** Between tries while the disk is full: the thread waits for space instead of giving up. */
+const FULL_MS = 500;
 
 const db = new Database(workerData.file, { fileMustExist: true });
 let last = '';
@@ -26,8 +28,11 @@ function checkpoint() {
     last = now;
     failures = 0;
   } catch (error) {
-    // Locked for a moment (a schema change, say) is fine; an error that persists ends the thread.
-    if (++failures >= MAX_FAILURES) throw error;
+    // A full disk is an operator's to fix and passes once space is freed: the thread waits it out, so
+    // checkpoints go on off the event loop afterwards.
+    if (error.code === 'SQLITE_FULL') delay = FULL_MS;
+    // Locked for a moment (a schema change, say) is fine; another error that persists ends the thread.
+    else if (++failures >= MAX_FAILURES) throw error;
   }
   timer = setTimeout(checkpoint, delay);
 }

@@ -68,12 +68,18 @@ function withStatementCache(database: SQLite.Database): SQLite.Database {
  * upgrades at its first write, which fails at once (SQLITE_BUSY) when another process wrote in between;
  * with IMMEDIATE a second process waits for the lock (busy_timeout) instead. Our transactions all write.
  */
-function immediateTransactions(dialect: SqliteDialect): SqliteDialect {
+function immediateTransactions(dialect: SqliteDialect, database: SQLite.Database): SqliteDialect {
   const createDriver = dialect.createDriver.bind(dialect);
   dialect.createDriver = () => {
     const driver = createDriver();
     driver.beginTransaction = async (connection) => {
       await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+    };
+    // After some errors (SQLITE_FULL, an I/O error, out of memory) SQLite has rolled the transaction back
+    // itself; a second ROLLBACK would fail ("no transaction is active") and that failure, not the error
+    // that matters, would reach the caller.
+    driver.rollbackTransaction = async (connection) => {
+      if (database.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
     };
     return driver;
   };
@@ -127,7 +133,7 @@ export function connectSqlite(
   database.pragma('busy_timeout = 5000');
   database.pragma(`wal_autocheckpoint = ${BACKSTOP_CHECKPOINT_PAGES}`);
   const db = new Kysely<Database>({
-    dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) })),
+    dialect: immediateTransactions(new SqliteDialect({ database: withStatementCache(database) }), database),
   });
   return { database, db };
 }
