@@ -6,6 +6,7 @@ import { Deliveries } from './resources/deliveries.js';
 import { EventTypes } from './resources/event-types.js';
 import { ApiKeys } from './resources/api-keys.js';
 import { BackgroundTasks } from './resources/background-tasks.js';
+import { OperationalEndpoints } from './resources/operational-endpoints.js';
 import type { DevBootstrap, DevBootstrapParams, Health } from './types.js';
 
 export interface HeraldOptions extends Omit<TransportOptions, 'apiKey'> {
@@ -25,6 +26,7 @@ export class Herald {
   readonly eventTypes: EventTypes;
   readonly apiKeys: ApiKeys;
   readonly backgroundTasks: BackgroundTasks;
+  readonly operationalEndpoints: OperationalEndpoints;
   private readonly http: Transport;
 
   constructor(options: HeraldOptions) {
@@ -38,6 +40,7 @@ export class Herald {
     this.eventTypes = new EventTypes(this.http);
     this.apiKeys = new ApiKeys(this.http);
     this.backgroundTasks = new BackgroundTasks(this.http);
+    this.operationalEndpoints = new OperationalEndpoints(this.http);
   }
 
   /** Liveness and database health (GET /healthz). */

@@ -57,6 +57,13 @@ export type EndpointListParams = QueryParams<'/api/v1/endpoints', 'get'>;
 export type EndpointListItem = ItemOf<'/api/v1/endpoints'>;
 export type SecretRotated = ResponseBody<'/api/v1/endpoints/{id}/rotate-secret', 'post'>;
 export type RecoverParams = RequestBody<'/api/v1/endpoints/{id}/recover', 'post'>;
+export type EndpointStats = ResponseBody<'/api/v1/endpoints/{id}/stats', 'get'>;
+export type EndpointStatsParams = QueryParams<'/api/v1/endpoints/{id}/stats', 'get'>;
+
+export type OperationalEndpointListItem = ItemOf<'/api/v1/operational-endpoints'>;
+export type OperationalEndpointCreated = ResponseBody<'/api/v1/operational-endpoints', 'post'>;
+export type OperationalEndpointCreateParams = RequestBody<'/api/v1/operational-endpoints', 'post'>;
+export type OperationalEndpointListParams = QueryParams<'/api/v1/operational-endpoints', 'get'>;
 
 export type BackgroundTask = ResponseBody<'/api/v1/background-tasks/{id}', 'get'>;
 

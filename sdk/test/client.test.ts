@@ -179,6 +179,16 @@ test('every method of the SDK against the real service, with the webhooks it sen
   for (const secret of [hmac.signing_secret!, rotated.signing_secret!])
     await new Webhook(secret).verify(rotatedRequest.body, rotatedRequest.headers);
 
+  // Operational endpoints hear of endpoint changes, signed with their own secret.
+  const ops = await herald.operationalEndpoints.create({
+    url: `${receiver.url}/ops`,
+    event_types: ['endpoint.created'],
+  });
+  assert.match(ops.signing_secret!, /^whsec_/);
+  assert.deepEqual(
+    (await all(herald.operationalEndpoints.list())).map((listed) => listed.id),
+    [ops.id],
+  );
   // Recovering a failing endpoint's deliveries, followed as a background task.
   const failing = await herald.endpoints.create({ app_id: app.id, url: `${receiver.url}/fail` });
   const since = new Date(Date.now() - 60_000).toISOString();
@@ -193,6 +203,27 @@ test('every method of the SDK against the real service, with the webhooks it sen
   });
   assert.equal(finished.data.deliveries_enqueued, 1);
   await eventually(async () => arrivedAt('/fail').length >= 2, 10_000, 'the recovered attempt');
+
+  // The failing endpoint's creation reached the operational endpoint; its failed attempts are in its stats.
+  const announced = await eventually(async () =>
+    arrivedAt('/ops').find((request) => request.body.includes(failing.id)),
+  );
+  const event = (await new Webhook(ops.signing_secret!).verify(announced.body, announced.headers)) as {
+    type: string;
+    data: { endpoint_id: string };
+  };
+  assert.deepEqual([event.type, event.data.endpoint_id], ['endpoint.created', failing.id]);
+  const stats = await eventually(async () => {
+    const read = await herald.endpoints.stats(failing.id);
+    return read.totals.failure >= 2 ? read : null;
+  });
+  assert.equal(stats.totals.success, 0);
+  assert.equal(
+    stats.buckets.reduce((sum, bucket) => sum + bucket.failure, 0),
+    stats.totals.failure,
+  );
+  assert.equal(await herald.operationalEndpoints.delete(ops.id), undefined);
+  assert.deepEqual(await all(herald.operationalEndpoints.list()), []);
 
   // API keys: a new one works until it is revoked.
   const key = await herald.apiKeys.create({ name: 'ci' });

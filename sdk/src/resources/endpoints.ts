@@ -7,6 +7,8 @@ import type {
   EndpointCreateParams,
   EndpointListItem,
   EndpointListParams,
+  EndpointStats,
+  EndpointStatsParams,
   EndpointUpdateParams,
   RecoverParams,
   SecretRotated,
@@ -50,5 +52,10 @@ export class Endpoints {
    */
   recover(id: string, params: RecoverParams): Promise<BackgroundTask> {
     return this.http.request({ method: 'POST', path: `${path(id)}/recover`, body: params, retry: 'rate_limited' });
+  }
+
+  /** Attempts per hour (successes and failures) over a window: by default the last 24 hours. */
+  stats(id: string, params: EndpointStatsParams = {}): Promise<EndpointStats> {
+    return this.http.request({ method: 'GET', path: `${path(id)}/stats`, query: params, retry: 'safe' });
   }
 }
