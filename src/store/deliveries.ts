@@ -9,6 +9,7 @@ import {
   type StoreContext,
 } from './common.js';
 import type { AttemptRow, DeliveryRow } from './schema.js';
+import { hiddenApplication } from './operational.js';
 
 export interface DeliveryFilter {
   messageId?: string | undefined;
@@ -56,6 +57,9 @@ export class Deliveries {
     if (filter.messageId) query = query.where('message_id', '=', filter.messageId);
     if (filter.endpointId) query = query.where('endpoint_id', '=', filter.endpointId);
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
+    // Operational deliveries are listed by their message, endpoint or application only.
+    else if (!filter.messageId && !filter.endpointId)
+      query = query.where('app_id', 'not in', hiddenApplication(this.ctx.db, scope));
     if (filter.status) query = query.where('status', '=', filter.status);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(

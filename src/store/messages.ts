@@ -17,6 +17,7 @@ import {
   type StoreContext,
 } from './common.js';
 import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
+import { hiddenApplication } from './operational.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -469,7 +470,9 @@ export class Messages {
       .selectAll()
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope));
-    if (filter.appId) query = query.where('app_id', '=', filter.appId);
+    query = filter.appId
+      ? query.where('app_id', '=', filter.appId)
+      : query.where('app_id', 'not in', hiddenApplication(this.ctx.db, scope));
     if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(

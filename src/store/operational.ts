@@ -25,6 +25,20 @@ export interface RaisePolicy {
 }
 
 /**
+ * The environment's hidden application as a subquery, for lists that leave operational messages out: an
+ * environment's messages and deliveries are its applications' traffic, and Herald's own events about them
+ * are read through the operational endpoint (its deliveries), by id, or with the hidden app_id as a filter.
+ */
+export function hiddenApplication(db: Executor, scope: Scope) {
+  return db
+    .selectFrom('applications')
+    .select('id')
+    .where('org_id', '=', scope.orgId)
+    .where('livemode', '=', liveFlag(scope))
+    .where('operational', '=', 1);
+}
+
+/**
  * The environment's hidden application, made on first use. Concurrent first uses insert one row (a unique
  * index on the environment where `operational` = 1) and all read it.
  */

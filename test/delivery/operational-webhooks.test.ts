@@ -187,11 +187,21 @@ test('every operational event type reaches an operational endpoint once per occu
   // Each is an ordinary message with a delivery to the operational endpoint, readable through the API.
   const { r } = byKey.get(key(['endpoint.disabled', d.endpointId, 'failures']))!;
   const messageId = String(r.headers['webhook-id']);
+  const operationalIds = new Set(ops.received.map((received) => String(received.headers['webhook-id'])));
   const deliveries = await s.api.get(`/api/v1/messages/${messageId}/deliveries`);
   assert.equal(deliveries.status, 200);
   assert.equal(deliveries.body.data.length, 1);
   const delivery = await s.delivery(deliveries.body.data[0].id);
   assert.deepEqual([delivery.endpoint_id, delivery.status, delivery.attempts.length], [op.id, 'success', 1]);
+  // The environment's lists show its applications' traffic only; the operational endpoint's filter shows its own.
+  const listedMessages = await s.api.get('/api/v1/messages?limit=50');
+  assert.ok(listedMessages.body.data.length > 0);
+  assert.ok(listedMessages.body.data.every((m: { id: string }) => !operationalIds.has(m.id)));
+  const listedDeliveries = await s.api.get('/api/v1/deliveries?limit=250');
+  assert.ok(listedDeliveries.body.data.length > 0);
+  assert.ok(listedDeliveries.body.data.every((d: { endpoint_id: string }) => d.endpoint_id !== op.id));
+  const opDeliveries = await s.api.get(`/api/v1/deliveries?endpoint_id=${op.id}&limit=250`);
+  assert.equal(opDeliveries.body.data.length, operationalIds.size);
 
   // Deleting the operational endpoint raises nothing, and it is gone.
   assert.equal((await s.api.delete(`/api/v1/operational-endpoints/${op.id}`)).status, 204);
