@@ -300,14 +300,10 @@ export const CONSOLE_JS = `
     });
   }
 
-  // GET /api/v1/operational-endpoints; a server without the route answers 404, said plainly.
+  // The environment's operational endpoints (GET /api/v1/operational-endpoints).
   function loadOperational() {
     return request('GET', 'operational-endpoints').then(function (reply) {
       var box = clear('#operational');
-      if (reply.status === 404) {
-        box.appendChild(el('p', 'This server has no operational endpoints route (404): operational webhooks are not available here.', 'unavailable'));
-        return;
-      }
       if (reply.status === 401) { signOut(); throw new Error('The API key was refused: sign in again.'); }
       if (reply.status >= 400) throw new Error((reply.data && reply.data.error && reply.data.error.message) || ('HTTP ' + reply.status));
       var items = reply.data.data || [];
