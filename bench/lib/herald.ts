@@ -108,7 +108,44 @@ export class Api {
       throw new Error(`POST ${path}: ${response.statusCode} ${text.slice(0, 300)}`);
     return JSON.parse(text) as T;
   }
+
+  async patch<T = any>(path: string, body: unknown): Promise<T> {
+    const response = await request(this.baseUrl + path, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${this.key}` },
+      body: JSON.stringify(body),
+    });
+    const text = await response.body.text();
+    if (response.statusCode !== 200) throw new Error(`PATCH ${path}: ${response.statusCode} ${text.slice(0, 300)}`);
+    return JSON.parse(text) as T;
+  }
 }
+
+/**
+ * The JSON Schema the ingest scenario puts on `invoice.paid` for its run with a schema: what a team would
+ * write for emitBody's payload (required fields, types, a pattern, bounds, an array of objects).
+ */
+export const INVOICE_SCHEMA = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  type: 'object',
+  required: ['invoice_id', 'amount', 'currency', 'customer', 'lines'],
+  additionalProperties: false,
+  properties: {
+    invoice_id: { type: 'string', pattern: '^inv_[0-9]+$' },
+    amount: { type: 'integer', minimum: 0 },
+    currency: { type: 'string', enum: ['usd', 'eur', 'gbp'] },
+    customer: { type: 'string', minLength: 1, maxLength: 64 },
+    lines: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        required: ['sku', 'qty'],
+        properties: { sku: { type: 'string' }, qty: { type: 'integer', minimum: 1 } },
+      },
+    },
+  },
+};
 
 export interface Setup {
   orgId: string;

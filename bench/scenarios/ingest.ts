@@ -1,5 +1,7 @@
 import { join } from 'node:path';
-import { setupOrg } from '../lib/herald.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Api, INVOICE_SCHEMA, setupOrg } from '../lib/herald.js';
+import { SCHEMA_CACHE_MS } from '../../src/store/event-types.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { round } from '../lib/stats.js';
@@ -34,17 +36,32 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
   const herald = await startHerald(heraldOptions(ctx, { name: 'ingest-herald', role: 'api', dataDir }));
   const baseline = await startBaseline(ctx, 'ingest-baseline', 'sqlite', join(baseDir, 'baseline.db'), APPS);
   const setup = await setupOrg(herald.url!, APPS, 1, (a) => `${ctx.receiver.url}/ingest/${a}`);
+  // The emitted type is in the catalog for every run; the schema is on it for the schema runs only, and
+  // each change waits out the catalog cache so that every emit of a run sees it.
+  const api = new Api(herald.url!, setup.key);
+  await api.post('/api/v1/event-types', { name: 'invoice.paid', description: 'An invoice was paid' });
+  const schemaOn = async (schema: object | null) => {
+    await api.patch('/api/v1/event-types/invoice.paid', { schema });
+    await sleep(SCHEMA_CACHE_MS + 500);
+  };
   const rounds = ctx.quick ? 1 : 2;
   const heraldRuns: ClosedFigures[] = [];
   const baseRuns: ClosedFigures[] = [];
+  const schemaRuns: ClosedFigures[] = [];
   for (let round = 0; round < rounds; round++) {
     ctx.log(`  herald closed loop, concurrency ${ctx.sizes.ingestConcurrency}`);
     heraldRuns.push(await measureClosed(ctx, [herald.url!], setup.key, setup.appIds));
     ctx.log('  baseline closed loop');
     baseRuns.push(await measureClosed(ctx, [baseline.url], 'none', baselineApps));
+    ctx.log('  herald closed loop, a JSON Schema on the event type');
+    await schemaOn(INVOICE_SCHEMA);
+    schemaRuns.push(await measureClosed(ctx, [herald.url!], setup.key, setup.appIds));
+    await schemaOn(null);
   }
   const closed = fastest(heraldRuns);
   const base = fastest(baseRuns);
+  const checked = fastest(schemaRuns);
+  const schemaRatio = round(checked.rate / closed.rate);
   const baselineRss = await stopAll(baseline);
   ctx.log(`  herald open loop at ${Math.round(closed.rate / 2)}/s`);
   const open = await measureOpen([herald.url!], setup.key, setup.appIds, closed.rate / 2, ctx.sizes.ingestSeconds);
@@ -73,6 +90,9 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
       openLoopP99Ms: open.p99,
       openLoopMaxMs: open.max,
       openLoopErrors: open.errors,
+      withSchemaEmitsPerSec: checked.rate,
+      withSchemaP99Ms: checked.p99,
+      withSchemaErrors: checked.errors,
     },
     baseline: {
       emitsPerSec: base.rate,
@@ -84,19 +104,26 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
     },
     ratios: {
       emitsVsBaseline: ratio,
+      withSchemaVsWithout: schemaRatio,
       bareRouteVsReferenceMachine: round(bare.rate / REFERENCE_BARE_ROUTE_PER_SEC),
       emitsVsMachineScaledTarget: round(closed.rate / machineScaledTarget),
     },
     peakRssMb: mb(peak),
     targets: [
       target('ingest vs per-request-transaction baseline', '>= 1.0x', ratio, ratio >= 1.0),
+      target(
+        'ingest with a JSON Schema on the event type vs without',
+        '>= 0.9x',
+        schemaRatio,
+        schemaRatio >= 0.9 && checked.errors === 0,
+      ),
       target('ingest emits/s', `>= ${INGEST_TARGET_PER_SEC}/s`, closed.rate, closed.rate >= INGEST_TARGET_PER_SEC),
       target('open loop at half rate, p99', '< 10 ms', open.p99, open.p99 < 10 && open.errors === 0),
       target('ingest peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
     notes: [
       `concurrency ${ctx.sizes.ingestConcurrency}, ${ctx.sizes.ingestSeconds}s after ${ctx.sizes.warmupSeconds}s warm-up; ${APPS} applications with one endpoint each; Herald logs at its default level (info) to a file`,
-      `the better of ${rounds} alternating closed-loop runs each: Herald ${heraldRuns.map((r) => r.rate).join(' / ')}, baseline ${baseRuns.map((r) => r.rate).join(' / ')} emits/s`,
+      `the better of ${rounds} alternating closed-loop runs each: Herald ${heraldRuns.map((r) => r.rate).join(' / ')}, baseline ${baseRuns.map((r) => r.rate).join(' / ')}, Herald with the schema ${schemaRuns.map((r) => r.rate).join(' / ')} emits/s`,
       `open loop largest send lag ${open.maxSendLagMs} ms`,
       `machine: the baseline's route without a database answered ${bare.rate}/s here (load generator included), against ~${REFERENCE_BARE_ROUTE_PER_SEC}/s where the ${INGEST_TARGET_PER_SEC}/s target was set; scaled by that, the target is ${machineScaledTarget}/s here (informational: the target row keeps ${INGEST_TARGET_PER_SEC})`,
     ],

@@ -80,6 +80,9 @@ test('bench --quick writes valid results for every scenario', {
     results.scenarios.ingest.notes.some((note: string) => /^machine: /.test(note)),
     'and says what it scales the target to',
   );
+  // The run with a JSON Schema on the event type emitted, and every emit passed the schema.
+  assert.ok(results.scenarios.ingest.figures.withSchemaEmitsPerSec > 0, 'ingest runs with a schema too');
+  assert.equal(results.scenarios.ingest.figures.withSchemaErrors, 0, 'every emit satisfies the schema');
   for (const name of ['ingest', 'delivery', 'backlog', 'slow', 'neighbour']) {
     assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
   }
