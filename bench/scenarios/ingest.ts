@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Api, INVOICE_SCHEMA, setupOrg } from '../lib/herald.js';
+import { Api, emitBody, INVOICE_SCHEMA, setupOrg } from '../lib/herald.js';
 import { SCHEMA_CACHE_MS } from '../../src/store/event-types.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
@@ -36,12 +36,12 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
   const herald = await startHerald(heraldOptions(ctx, { name: 'ingest-herald', role: 'api', dataDir }));
   const baseline = await startBaseline(ctx, 'ingest-baseline', 'sqlite', join(baseDir, 'baseline.db'), APPS);
   const setup = await setupOrg(herald.url!, APPS, 1, (a) => `${ctx.receiver.url}/ingest/${a}`);
-  // The emitted type is in the catalog for every run; the schema is on it for the schema runs only, and
-  // each change waits out the catalog cache so that every emit of a run sees it.
+  // The emitted type is in the catalog the organization starts with; the schema is on it for the schema
+  // runs only, and each change waits out the catalog cache so that every emit of a run sees it.
   const api = new Api(herald.url!, setup.key);
-  await api.post('/api/v1/event-types', { name: 'invoice.paid', description: 'An invoice was paid' });
+  const example = JSON.parse(emitBody(setup.appIds[0]!, 0)).payload;
   const schemaOn = async (schema: object | null) => {
-    await api.patch('/api/v1/event-types/invoice.paid', { schema });
+    await api.patch('/api/v1/event-types/invoice.paid', { schema, example_json: example });
     await sleep(SCHEMA_CACHE_MS + 500);
   };
   const rounds = ctx.quick ? 1 : 2;

@@ -11,7 +11,7 @@ import { formatReport, runChaos } from '../support/chaos.js';
 test(`chaos on ${TEST_STORE}: kills under load lose nothing, acknowledge nothing twice, leave nothing stuck`, {
   timeout: 240_000,
 }, async (t) => {
-  const report = await runChaos({ store: TEST_STORE, seconds: 40, seed: 26, log: (line) => t.diagnostic(line) });
+  const report = await runChaos({ store: TEST_STORE, seconds: 20, seed: 26, log: (line) => t.diagnostic(line) });
   t.diagnostic(formatReport(report));
   assert.deepEqual(report.violations, [], formatReport(report));
   // The run did what it claims: processes were killed mid-load and messages flowed throughout.
