@@ -18,6 +18,7 @@ import {
 } from './common.js';
 import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
+import { newDelivery } from './new-delivery.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -394,38 +395,13 @@ export class Messages {
       for (const endpoint of endpoints) {
         if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type))
           continue;
-        const disabled = endpoint.status === 'disabled';
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const parked = endpoint.ordering === 'fifo';
         const runAt = parked ? PARKED_AT : now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-        const delivery: DeliveryRow = {
-          id: newId('delivery', now),
-          org_id: message.org_id,
-          livemode: message.livemode,
-          app_id: message.app_id,
-          message_id: message.id,
-          endpoint_id: endpoint.id,
-          status: disabled ? 'disabled' : 'pending',
-          attempt_count: 0,
-          attempt_seq: disabled ? 0 : 1,
-          schedule_step: 0,
-          next_attempt_at: disabled || parked ? null : runAt,
-          created_at: now,
-          updated_at: now,
-        };
+        const { delivery, task } = newDelivery(message, endpoint, runAt, now, parked);
         deliveries.push(delivery);
         ids.push(delivery.id);
-        if (!disabled) {
-          tasks.push({
-            id: newId('task', now),
-            delivery_id: delivery.id,
-            endpoint_id: endpoint.id,
-            trigger: 'scheduled',
-            attempt_number: 1,
-            run_at: runAt,
-            lease_owner: null,
-          });
-        }
+        if (task) tasks.push(task);
       }
       idsByMessage.set(message.id, ids);
     }

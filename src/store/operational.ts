@@ -6,6 +6,7 @@ import type { OutcomeEvent, PlannedAttempt } from '../domain/outcome-plan.js';
 import type { Dialect } from './db.js';
 import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
 import { insertRows } from './insert-rows.js';
+import { newDelivery } from './new-delivery.js';
 import type { DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
 
 // Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
@@ -116,33 +117,9 @@ export async function raiseOccurrences(
     messages.push(message);
     payloads.push({ message_id: message.id, body: JSON.stringify(occurrence.data), created_at: occurrence.at });
     for (const endpoint of to) {
-      const disabled = endpoint.status === 'disabled';
-      const delivery: DeliveryRow = {
-        id: newId('delivery', now),
-        org_id: message.org_id,
-        livemode: message.livemode,
-        app_id: message.app_id,
-        message_id: message.id,
-        endpoint_id: endpoint.id,
-        status: disabled ? 'disabled' : 'pending',
-        attempt_count: 0,
-        attempt_seq: disabled ? 0 : 1,
-        schedule_step: 0,
-        next_attempt_at: disabled ? null : runAt,
-        created_at: now,
-        updated_at: now,
-      };
+      const { delivery, task } = newDelivery(message, endpoint, runAt, now);
       deliveries.push(delivery);
-      if (!disabled)
-        tasks.push({
-          id: newId('task', now),
-          delivery_id: delivery.id,
-          endpoint_id: endpoint.id,
-          trigger: 'scheduled',
-          attempt_number: 1,
-          run_at: runAt,
-          lease_owner: null,
-        });
+      if (task) tasks.push(task);
     }
   }
   await insertRows(db, policy.dialect, 'messages', messages);
