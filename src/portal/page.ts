@@ -274,7 +274,8 @@ export const PORTAL_JS = `
         delivery.attempts.forEach(function (attempt) {
           attempts.appendChild(el('li', '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
             (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
-            (attempt.error ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString()));
+            // An answer's error repeats its status ("HTTP 500"): shown once.
+            (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString()));
         });
         item.appendChild(attempts);
         box.appendChild(item);

@@ -325,6 +325,12 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   assert.equal(await page.locator('#mode').textContent(), 'Test');
   assert.match((await page.locator('#endpoints tbody').textContent()) ?? '', /\/browser/);
 
+  // The added endpoint answers 500: its attempt line names the status once.
+  receiver.respond = (request) =>
+    request.path === '/browser-added' ? { status: 500, body: 'down' } : { status: 200, body: 'ok' };
+  t.after(() => {
+    receiver.respond = () => ({ status: 200, body: 'ok' });
+  });
   await page.fill('#add-endpoint input[name=url]', `${receiver.url}/browser-added`);
   await page.click('#add-endpoint button[type=submit]');
   await page.waitForSelector('#notice:not([hidden])');
@@ -342,6 +348,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   const text = (await page.locator('#deliveries').textContent()) ?? '';
   assert.match(text, /success/);
   assert.match(text, /#1 scheduled · success · HTTP 200/);
+  assert.match(text, /#1 scheduled · failed · HTTP 500 · \d+ ms/);
 
   // Headers: edited as lines of "Name: value"; a credential comes back redacted.
   await page.click('#endpoints tbody tr:first-child button:text("Edit headers")');
