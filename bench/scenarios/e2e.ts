@@ -76,7 +76,7 @@ export async function endToEnd(ctx: Context): Promise<ScenarioResult> {
     peakRssMb: mb(peak),
     targets: [
       target(`end to end ${ctx.sizes.e2eRate}/s sustained`, 'yes', e2e.sustained, e2e.sustained === 1),
-      target('end to end p99', '< 50 ms', e2e.p99, e2e.p99 < 50),
+      target('end to end p99', '< 20 ms', e2e.p99, e2e.p99 < 20),
       target('end-to-end peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
     notes: [

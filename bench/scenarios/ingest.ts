@@ -110,7 +110,7 @@ export async function ingest(ctx: Context): Promise<ScenarioResult> {
     },
     peakRssMb: mb(peak),
     targets: [
-      target('ingest vs per-request-transaction baseline', '>= 1.0x', ratio, ratio >= 1.0),
+      target('ingest vs per-request-transaction baseline', '>= 1.5x', ratio, ratio >= 1.5),
       target(
         'ingest with a JSON Schema on the event type vs without',
         '>= 0.9x',
