@@ -5,7 +5,7 @@ import { checkEndpointInput, endpointView, withSecret } from './endpoints.js';
 import { pageOf, type RoutePlugin } from './deps.js';
 import { errors, IdParams, ListOf, OperationalEndpoint, OperationalEndpointWithSecret, pageQuery } from './schemas.js';
 import { list } from './serialize.js';
-import { OPERATIONAL_EVENT_TYPES } from '../domain/operational.js';
+import { MAX_OPERATIONAL_ENDPOINTS, OPERATIONAL_EVENT_TYPES } from '../domain/operational.js';
 import { EndpointLimitError } from '../store/endpoints.js';
 
 // Operational endpoints (docs/api.md, "Operational webhooks"): where Herald tells the operator that an
@@ -59,12 +59,15 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
         const { row, secret } = await store.endpoints.createOperational(
           scope,
           { url, description, eventTypes: event_types },
-          config.maxEndpointsPerApp,
+          MAX_OPERATIONAL_ENDPOINTS,
         );
         reply.code(201);
         return withSecret(view(row), secret);
       } catch (error) {
-        if (error instanceof EndpointLimitError) throw conflict(error.message);
+        if (error instanceof EndpointLimitError)
+          throw conflict(
+            `this environment has ${MAX_OPERATIONAL_ENDPOINTS} operational endpoints, the most it may have; delete one first`,
+          );
         throw error;
       }
     },

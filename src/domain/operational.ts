@@ -4,6 +4,13 @@ import type { OutcomeEvent, PlannedAttempt } from './outcome-plan.js';
 // environment's operational endpoints as ordinary messages (signed, retried, readable as deliveries). The
 // names are Svix's, so receivers written for Svix's operational webhooks fit.
 
+/**
+ * Operational endpoints an environment may have. Each occurrence writes a delivery per subscribed one in
+ * the transaction that raises it (an outcome batch, an application's delete), so their number bounds
+ * what one tenant's event adds to transactions that other tenants' outcomes share.
+ */
+export const MAX_OPERATIONAL_ENDPOINTS = 10;
+
 export const OPERATIONAL_EVENT_TYPES = [
   'endpoint.created',
   'endpoint.updated',

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Webhook } from 'standardwebhooks';
 import { setup, startReceiver, webhookHeaders, type Setup } from './helpers.js';
 import { eventually, type Received } from '../support/receiver.js';
+import { MAX_OPERATIONAL_ENDPOINTS } from '../../src/domain/operational.js';
 
 // Operational webhooks end to end, on the store the run selects: an operational endpoint on a real
 // receiver gets every event type, each once per occurrence, signed with its own secret (checked with the
@@ -281,4 +282,14 @@ test('operational endpoints: event_types filter, retries of a failing receiver, 
   assert.equal(live400.status, 400, 'Live takes https URLs only, as its endpoints do');
   assert.equal((await s.api.get('/api/v1/operational-endpoints')).body.data.length, 2);
   assert.equal((await s.live.get('/api/v1/operational-endpoints')).body.data.length, 1);
+
+  // An environment has at most MAX_OPERATIONAL_ENDPOINTS: one more is 409 and stores nothing.
+  for (let n = 2; n < MAX_OPERATIONAL_ENDPOINTS; n++)
+    assert.equal((await s.api.post('/api/v1/operational-endpoints', { url: `${ops.url}/more-${n}` })).status, 201);
+  const over = await s.api.post('/api/v1/operational-endpoints', { url: `${ops.url}/one-too-many` });
+  assert.equal(over.status, 409);
+  assert.equal(over.body.error.code, 'conflict');
+  assert.match(over.body.error.message, new RegExp(`${MAX_OPERATIONAL_ENDPOINTS} operational endpoints`));
+  const listed = await s.api.get('/api/v1/operational-endpoints');
+  assert.equal(listed.body.data.length, MAX_OPERATIONAL_ENDPOINTS);
 });

@@ -1,8 +1,9 @@
 import type { Kysely } from 'kysely';
 
 // An attempt names its endpoint, so an endpoint's attempts per hour (GET /api/v1/endpoints/{id}/stats, the
-// console's and the portal's charts) are read from one index range, (endpoint_id, created_at), instead of
-// joining every delivery the endpoint ever had. Attempts made before this migration take their
+// console's and the portal's charts) are read from one index range, (endpoint_id, created_at, status),
+// instead of joining every delivery the endpoint ever had; the status in the index answers the count
+// without reading the table's rows (response bodies included). Attempts made before this migration take their
 // delivery's endpoint; the column stays nullable so the migration needs no table rewrite.
 export async function up(db: Kysely<any>): Promise<void> {
   await db.schema.alterTable('attempts').addColumn('endpoint_id', 'text').execute();
@@ -18,6 +19,6 @@ export async function up(db: Kysely<any>): Promise<void> {
   await db.schema
     .createIndex('attempts_by_endpoint_time')
     .on('attempts')
-    .columns(['endpoint_id', 'created_at'])
+    .columns(['endpoint_id', 'created_at', 'status'])
     .execute();
 }
