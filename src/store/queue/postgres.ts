@@ -141,13 +141,25 @@ export class PostgresQueue extends QueueDriver {
       .values(items.map(({ input, result }) => attemptRow(input.task, result, owner)))
       .onConflict((oc) => oc.column('id').doNothing())
       .returning('delivery_id');
+    // A 2xx of a delivery that announced trouble (announcedTrouble, written here in SQL) is a recovery,
+    // whose operational event must be written with it. Such deliveries are rare, so the statement writes
+    // no events: `counted` leaves such a delivery alone, and `recovers` fails the statement with
+    // division_by_zero when it counted fewer deliveries than the attempts name, undoing all its parts;
+    // completeMany then records the batch through the planner. The condition sits in the UPDATE's WHERE,
+    // which PostgreSQL evaluates again on the newest version of a row another transaction held (a failure
+    // recorded meanwhile), where a check of the statement's snapshot would miss that change. `recovers` has
+    // one row, and its `ok` is selected, so the check always runs (a column left out of the result is
+    // never computed).
+    const announcedTrouble = sql<boolean>`deliveries.status <> 'success' and (deliveries.attempt_count >= ${FAILING_AFTER}
+        or (deliveries.status = 'failed' and deliveries.schedule_step >= ${this.policy.retryScheduleMs.length}))`;
     const parts = [
       // Only the attempts written now are counted: the same outcomes recorded again change nothing.
       sql`attempts_in as (${attempts})`,
       sql`taken as (${this.takeTasks(db, tasks, owner, new Set(tasks.map((task) => task.delivery_id))).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
         next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
-        from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c where deliveries.id = c.id)`,
+        from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c
+        where deliveries.id = c.id and not (${announcedTrouble}) returning deliveries.id)`,
     ];
     const healthFrom = items.filter(({ input }) => input.endpoint !== null && input.endpoint.status !== 'disabled');
     if (healthFrom.length > 0) {
@@ -172,17 +184,8 @@ export class PostgresQueue extends QueueDriver {
         sql`healthy as (${markHealthy(db, lockedHere, Math.max(...healthFrom.map(({ result }) => result.at)))})`,
       );
     }
-    // A 2xx of a delivery that announced trouble (announcedTrouble, written here in SQL) is a recovery,
-    // whose operational event must be written with it. Such deliveries are rare, so the statement writes
-    // no events: it checks the deliveries as they were before it (every part sees the same snapshot) and
-    // fails with division_by_zero when one recovers, undoing all its parts; completeMany then records the
-    // batch through the planner. `recovers` has one row, and its `ok` is selected, so the check always
-    // runs (a column left out of the result is never computed).
-    const ids = [...new Set(tasks.map((task) => task.delivery_id))];
-    parts.push(sql`recovers as (select 1 / (case when exists (select 1 from deliveries d
-        where d.id = any(${ids}::text[]) and d.status <> 'success'
-        and (d.attempt_count >= ${FAILING_AFTER} or (d.status = 'failed' and d.schedule_step >= ${this.policy.retryScheduleMs.length})))
-        then 0 else 1 end) as ok)`);
+    parts.push(sql`recovers as (select 1 / (case when (select count(*) from counted)
+        < (select count(distinct delivery_id) from attempts_in) then 0 else 1 end) as ok)`);
     return sql<{
       ok: number;
       id: string | null;
