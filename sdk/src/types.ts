@@ -64,6 +64,8 @@ export type OperationalEndpointListItem = ItemOf<'/api/v1/operational-endpoints'
 export type OperationalEndpointCreated = ResponseBody<'/api/v1/operational-endpoints', 'post'>;
 export type OperationalEndpointCreateParams = RequestBody<'/api/v1/operational-endpoints', 'post'>;
 export type OperationalEndpointListParams = QueryParams<'/api/v1/operational-endpoints', 'get'>;
+export type OperationalEndpoint = ResponseBody<'/api/v1/operational-endpoints/{id}', 'patch'>;
+export type OperationalEndpointUpdateParams = RequestBody<'/api/v1/operational-endpoints/{id}', 'patch'>;
 
 export type BackgroundTask = ResponseBody<'/api/v1/background-tasks/{id}', 'get'>;
 

@@ -222,6 +222,8 @@ test('every method of the SDK against the real service, with the webhooks it sen
     stats.buckets.reduce((sum, bucket) => sum + bucket.failure, 0),
     stats.totals.failure,
   );
+  const renamed = await herald.operationalEndpoints.update(ops.id, { description: 'Pager', status: 'disabled' });
+  assert.deepEqual([renamed.description, renamed.status], ['Pager', 'disabled']);
   assert.equal(await herald.operationalEndpoints.delete(ops.id), undefined);
   assert.deepEqual(await all(herald.operationalEndpoints.list()), []);
 

@@ -73,6 +73,39 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
     },
   );
 
+  app.patch(
+    '/api/v1/operational-endpoints/:id',
+    {
+      schema: {
+        summary: 'Update an operational endpoint; status `active` re-enables one that a 410 or failures disabled',
+        tags: ['operational endpoints'],
+        params: IdParams,
+        body: Type.Object({
+          url: Type.Optional(
+            Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
+          ),
+          description: Type.Optional(Type.String({ maxLength: 1024 })),
+          event_types: Type.Optional(OperationalEventTypes),
+          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+        }),
+        response: { 200: OperationalEndpoint, ...errors(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      const { url, description, event_types, status } = request.body;
+      await checkEndpointInput(store, config, scope, { url });
+      const row = await store.endpoints.update(
+        scope,
+        request.params.id,
+        { url, description, eventTypes: event_types, status },
+        true,
+      );
+      if (!row) throw notFound(`operational endpoint ${request.params.id}`);
+      return view(row);
+    },
+  );
+
   app.delete(
     '/api/v1/operational-endpoints/:id',
     {

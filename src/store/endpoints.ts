@@ -253,10 +253,16 @@ export class Endpoints {
   }
 
   /**
-   * Updates an endpoint (not an operational one): endpoint.updated, and endpoint.disabled (`manual`) when
-   * it disables it, are raised with the change.
+   * Updates an endpoint (an operational one only when `operational` asks for one): endpoint.updated, and
+   * endpoint.disabled (`manual`) when it disables it, are raised with the change (never about an
+   * operational endpoint).
    */
-  async update(scope: Scope, id: string, changes: EndpointChanges): Promise<EndpointRow | undefined> {
+  async update(
+    scope: Scope,
+    id: string,
+    changes: EndpointChanges,
+    operational = false,
+  ): Promise<EndpointRow | undefined> {
     let queued = 0;
     const updated = await this.ctx.db.transaction().execute(async (trx) => {
       const current = await trx
@@ -264,7 +270,7 @@ export class Endpoints {
         .selectAll()
         .where('org_id', '=', scope.orgId)
         .where('livemode', '=', liveFlag(scope))
-        .where('operational', '=', 0)
+        .where('operational', '=', operational ? 1 : 0)
         .where('id', '=', id)
         .executeTakeFirst();
       if (!current) return undefined;

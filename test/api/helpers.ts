@@ -125,6 +125,7 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/background-tasks/{id}'],
   ['GET', '/api/v1/operational-endpoints'],
   ['POST', '/api/v1/operational-endpoints'],
+  ['PATCH', '/api/v1/operational-endpoints/{id}'],
   ['DELETE', '/api/v1/operational-endpoints/{id}'],
   ['GET', '/api/v1/deliveries'],
   ['GET', '/api/v1/deliveries/{id}'],

@@ -283,6 +283,32 @@ test('operational endpoints: event_types filter, retries of a failing receiver, 
   assert.equal((await s.api.get('/api/v1/operational-endpoints')).body.data.length, 2);
   assert.equal((await s.live.get('/api/v1/operational-endpoints')).body.data.length, 1);
 
+  // An operational endpoint is updated through its own route: disabled, then enabled again (as one that a
+  // 410 or HERALD_DISABLE_AFTER disabled is), its description and event types changed; an application's
+  // endpoint is not one, and bad input changes nothing.
+  const patch = (id: string, body: object) => s.api.patch(`/api/v1/operational-endpoints/${id}`, body);
+  const off = await patch(onlyDeleted.body.id, { status: 'disabled', description: 'Deletions' });
+  assert.equal(off.status, 200, JSON.stringify(off.body));
+  assert.deepEqual([off.body.status, off.body.description], ['disabled', 'Deletions']);
+  assert.equal(off.body.signing_secret, undefined, 'the secret is not shown again');
+  const on = await patch(onlyDeleted.body.id, {
+    status: 'active',
+    event_types: ['endpoint.deleted', 'endpoint.created'],
+  });
+  assert.deepEqual([on.body.status, on.body.event_types], ['active', ['endpoint.deleted', 'endpoint.created']]);
+  assert.equal((await patch(onlyDeleted.body.id, { event_types: ['invoice.paid'] })).status, 400);
+  assert.equal((await patch(onlyDeleted.body.id, { url: 'not a url' })).status, 400);
+  const appEndpoint = await s.endpoint(`${ops.url}/customer-2`);
+  assert.equal((await patch(appEndpoint.id, { description: 'x' })).status, 404);
+  assert.equal(
+    (await s.live.patch(`/api/v1/operational-endpoints/${onlyDeleted.body.id}`, { description: 'x' })).status,
+    404,
+  );
+  const kept = (await s.api.get('/api/v1/operational-endpoints')).body.data.find(
+    (e: { id: string }) => e.id === onlyDeleted.body.id,
+  );
+  assert.deepEqual([kept.description, kept.event_types], ['Deletions', ['endpoint.deleted', 'endpoint.created']]);
+
   // An environment has at most MAX_OPERATIONAL_ENDPOINTS: one more is 409 and stores nothing.
   for (let n = 2; n < MAX_OPERATIONAL_ENDPOINTS; n++)
     assert.equal((await s.api.post('/api/v1/operational-endpoints', { url: `${ops.url}/more-${n}` })).status, 201);

@@ -1,10 +1,12 @@
 import { type List, listOf } from '../list.js';
 import type { Transport } from '../transport.js';
 import type {
+  OperationalEndpoint,
   OperationalEndpointCreated,
   OperationalEndpointCreateParams,
   OperationalEndpointListItem,
   OperationalEndpointListParams,
+  OperationalEndpointUpdateParams,
 } from '../types.js';
 
 /**
@@ -25,6 +27,16 @@ export class OperationalEndpoints {
 
   list(params: OperationalEndpointListParams = {}): List<OperationalEndpointListItem> {
     return listOf(this.http, '/api/v1/operational-endpoints', params);
+  }
+
+  /** Updates one; status `active` re-enables one that a 410 or repeated failures disabled. */
+  update(id: string, params: OperationalEndpointUpdateParams): Promise<OperationalEndpoint> {
+    return this.http.request({
+      method: 'PATCH',
+      path: `/api/v1/operational-endpoints/${encodeURIComponent(id)}`,
+      body: params,
+      retry: 'rate_limited',
+    });
   }
 
   delete(id: string): Promise<void> {
