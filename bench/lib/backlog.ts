@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
+import pg from 'pg';
 
 // Fills an embedded store (already migrated, service stopped) with `count` pending deliveries whose only
 // attempt is scheduled far in the future, or (`due`) due already, one per millisecond before now as after
@@ -46,4 +47,29 @@ export function insertBacklog(
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   return (performance.now() - started) / 1000;
+}
+
+/**
+ * Moves every queued attempt of a stopped-emitter store to `runAt` (epoch ms). The drains hold their
+ * backlog in the future while worker processes start, then make it due at once, so that several workers
+ * begin together and no worker's start-up is part of a drain's rate.
+ */
+export async function setBacklogRunAt(runAt: number, dataDir: string, databaseUrl?: string): Promise<void> {
+  if (databaseUrl) {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      await client.query('update delivery_tasks set run_at = $1', [runAt]);
+    } finally {
+      await client.end();
+    }
+    return;
+  }
+  const db = new SQLite(join(dataDir, 'herald.db'));
+  try {
+    db.pragma('busy_timeout = 10000');
+    db.prepare('update delivery_tasks set run_at = ?').run(runAt);
+  } finally {
+    db.close();
+  }
 }

@@ -5,6 +5,7 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { processCpuMs } from '../lib/cpu.js';
 import { drainFigures } from '../lib/drain.js';
+import { setBacklogRunAt } from '../lib/backlog.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
 import { closeTargets, emitCount, emitTargets, fastest, heraldOptions, startHerald, stopAll } from './common.js';
@@ -45,6 +46,8 @@ export async function drain(
   await emitCount(targets, count, 32, (n) => emitBody(setup.appIds[0]!, n));
   await closeTargets(targets);
   let peak = await stopAll(api);
+  // The backlog waits an hour ahead while the workers start, and is due once they all run.
+  await setBacklogRunAt(Date.now() + 3_600_000, dataDir, databaseUrl);
 
   await ctx.receiver.reset();
   const spawnedAt = nowMs();
@@ -62,8 +65,9 @@ export async function drain(
         }),
       );
       started.push(worker);
-      cpuAtStart.push(processCpuMs(worker.child.pid));
     }
+    for (const worker of started) cpuAtStart.push(processCpuMs(worker.child.pid));
+    await setBacklogRunAt(Date.now(), dataDir, databaseUrl);
     const last = await ctx.receiver.waitFor(count, DRAIN_LIMIT_MS).catch(() => null);
     const workerCpuMs = started.map((worker, i) => processCpuMs(worker.child.pid) - cpuAtStart[i]!);
     const figures = await drainFigures(ctx, count, spawnedAt, last, DRAIN_LIMIT_MS);
