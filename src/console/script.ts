@@ -2,6 +2,8 @@
 // sessionStorage, renders every value with textContent, and adds no inline handlers: the page's
 // Content-Security-Policy allows scripts from this origin only.
 
+import { DOM_HELPERS_JS } from './dom-helpers.js';
+
 export const CONSOLE_JS = `
 'use strict';
 (function () {
@@ -37,18 +39,7 @@ export const CONSOLE_JS = `
     });
   }
 
-  function el(tag, text, className) {
-    var node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  }
-  function button(label, onClick) {
-    var node = el('button', label);
-    node.type = 'button';
-    node.addEventListener('click', onClick);
-    return node;
-  }
+${DOM_HELPERS_JS}
   function cell(row, text, className) { var td = el('td', text, className); row.appendChild(td); return td; }
   function codeCell(row, text) { var td = el('td'); td.appendChild(el('code', text)); row.appendChild(td); return td; }
   function when(iso) { return iso ? new Date(iso).toLocaleString() : '—'; }

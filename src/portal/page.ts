@@ -2,6 +2,7 @@
 // No framework and no build step; everything user-supplied is inserted as text, never as HTML.
 
 import { CHART_CSS } from '../console/chart.js';
+import { DOM_HELPERS_JS } from '../console/dom-helpers.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -96,20 +97,7 @@ export const PORTAL_JS = `
     });
   }
 
-  function el(tag, text, className) {
-    var node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  }
-
-  function button(label, onClick) {
-    var node = el('button', label);
-    node.type = 'button';
-    node.addEventListener('click', onClick);
-    return node;
-  }
-
+${DOM_HELPERS_JS}
   function fail(error) { show(error.message, true); }
 
   function loadEndpoints() {
