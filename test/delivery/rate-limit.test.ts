@@ -26,12 +26,13 @@ function rateOf(arrivals: Received[]): { densest: number; spanMs: number } {
 
 function assertHeld(arrivals: Received[], what: string): void {
   const { densest, spanMs } = rateOf(arrivals);
-  // Starts are held to LIMIT per calendar second, so two seconds hold three seconds' starts at most (both
-  // boundaries); arrivals are measured at the receiver, after a request's own way there, so the test
-  // checks two seconds rather than one. Without the limit all 25 arrive within a second.
+  // Starts are held to LIMIT per calendar second. Arrivals are measured at the receiver, each after its
+  // request's own way there (a new connection's set-up included), so the arrivals of two seconds come from
+  // starts of two seconds and a little before them: at most four calendar seconds' starts. Without the
+  // limit all 25 arrive within a second.
   const arrivedAt = arrivals.map((r) => r.at % 100_000).join(',');
   assert.ok(
-    densest <= 3 * LIMIT,
+    densest <= 4 * LIMIT,
     `${what}: ${densest} requests within two seconds (limit ${LIMIT} a second): ${arrivedAt}`,
   );
   // n requests at LIMIT a calendar second fill n / LIMIT seconds: the first may end as the second ends
