@@ -4,7 +4,6 @@ import type { Store } from '../store/index.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue.js';
 import { randomToken } from '../domain/ids.js';
 import { Sender } from './sender.js';
-import { QueueThread } from '../store/queue-thread.js';
 import { signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
 import { currentSecond, type Lane, Lanes } from './lanes.js';
@@ -19,13 +18,16 @@ import type { AttemptMetrics } from '../metrics/registry.js';
 /**
  * Waves of attempts (HERALD_ENDPOINT_CONCURRENCY each) an endpoint may hold claimed here: one in flight and
  * the rest waiting. An endpoint is topped up when it is down to one wave, and the top-up must come back
- * before that wave is done or its slots idle. With the queue on a thread a claim may wait behind outcomes
- * being recorded, so it holds four waves; in process two, because what one worker holds another cannot
- * take (with two PostgreSQL workers, more waves raise the end-to-end p99 by about a quarter). The worker's
- * claimed budget is as many waves of HERALD_CONCURRENCY, so hung endpoints use up its request slots and its
- * budget in the same proportion whatever the waves.
+ * before that wave is done or its slots idle. Four waves make a top-up one claim of three waves, where two
+ * would make it three claims of one: a claim costs a round trip to PostgreSQL (kernel and driver work on
+ * both ends whatever its size), and with the queue on a thread it may wait behind outcomes being recorded.
+ * What one worker holds another cannot take, which costs two workers nothing they can measure at 1,000
+ * messages/s end to end. The worker's claimed budget is as many waves of HERALD_CONCURRENCY, so hung
+ * endpoints use up its request slots and its budget in the same proportion whatever the waves.
  */
-const WAVES_HELD = { inProcess: 2, queueThread: 4 };
+const WAVES_HELD = 4;
+/** Never fewer: one wave in flight and the next claimed while it runs. */
+const MIN_WAVES_HELD = 2;
 /**
  * An attempt that starts longer than this after its claim reads its endpoint again first, so that an
  * endpoint deleted, disabled, moved to another URL or given a new secret meanwhile is seen (a claim may
@@ -40,13 +42,12 @@ const FIFO_SWEEP_MS = 250;
 const LEASE_MARGIN_MS = 5_000;
 
 /**
- * WAVES_HELD for this worker's queue, as many as fit in a lease: the last wave may wait for the ones before
- * it to take their whole timeout, and must still hold its lease when it starts (then it extends it).
+ * WAVES_HELD, as many as fit in a lease: the last wave may wait for the ones before it to take their whole
+ * timeout, and must still hold its lease when it starts (then it extends it).
  */
-export function wavesHeld(queue: WorkerQueue, config: Config): number {
-  const wanted = queue instanceof QueueThread ? WAVES_HELD.queueThread : WAVES_HELD.inProcess;
+export function wavesHeld(config: Config): number {
   const fitting = 1 + Math.floor((config.leaseMs - LEASE_MARGIN_MS) / config.attemptTimeoutMs);
-  return Math.max(WAVES_HELD.inProcess, Math.min(wanted, fitting));
+  return Math.max(MIN_WAVES_HELD, Math.min(WAVES_HELD, fitting));
 }
 
 export class DeliveryWorker {
@@ -82,7 +83,7 @@ export class DeliveryWorker {
     /** Told of each attempt made, as it is made (src/metrics/). */
     private readonly metrics: AttemptMetrics | null = null,
   ) {
-    const waves = wavesHeld(queue, config);
+    const waves = wavesHeld(config);
     this.maxClaimed = config.concurrency * waves;
     this.lanes = new Lanes(config.endpointConcurrency, waves);
     this.claims = new ClaimLoop(

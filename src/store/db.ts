@@ -47,17 +47,27 @@ export const MIGRATIONS: Record<string, Migration> = {
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
 pg.types.setTypeParser(20, (value: string) => Number(value));
 
+/**
+ * Prepared statements kept per connection, the least recently used dropped first. Each holds its compiled
+ * program (a multi-row insert's grows with its rows), and texts that differ only in the length of an
+ * `in (...)` list each make one.
+ */
+const STATEMENT_CACHE_SIZE = 500;
+
 /** better-sqlite3 prepares a statement per call; caching by SQL text saves that work on hot paths. */
 function withStatementCache(database: SQLite.Database): SQLite.Database {
   const cache = new Map<string, SQLite.Statement>();
   const prepare = database.prepare.bind(database);
   database.prepare = ((sql: string) => {
     let statement = cache.get(sql);
-    if (!statement) {
-      if (cache.size > 2000) cache.clear();
+    if (statement) {
+      // A Map iterates in insertion order: moving a hit to the end keeps the oldest first.
+      cache.delete(sql);
+    } else {
       statement = prepare(sql);
-      cache.set(sql, statement);
+      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
     }
+    cache.set(sql, statement);
     return statement;
   }) as SQLite.Database['prepare'];
   return database;

@@ -86,7 +86,7 @@ async function insertChunks<T extends keyof Database>(
   if (rows.length === 0) return [];
   const columns = Object.keys(rows[0]!);
   const written: Record<string, unknown>[] = [];
-  for (const part of chunks([...rows])) {
+  for (const part of pieces(dialect, rows)) {
     const parameters: unknown[] = new Array(part.length * columns.length);
     let i = 0;
     for (const row of part) for (const column of columns) parameters[i++] = row[column as keyof typeof row];
@@ -97,6 +97,27 @@ async function insertChunks<T extends keyof Database>(
   }
   return written;
 }
+
+/**
+ * `rows` in the parts a multi-row insert takes. SQLite keeps a statement prepared for each distinct text
+ * (db.ts), and a multi-row insert's prepared program grows with its row count: one shape per count up to
+ * a chunk's 500, for each table, would hold tens of megabytes in a busy process. In powers of two (40 rows:
+ * 32 then 8) a table has at most ten shapes, for at most one statement more per bit. On PostgreSQL a
+ * statement is a round trip and nothing stays prepared: one per chunk.
+ */
+export function pieces<T>(dialect: Dialect, rows: readonly T[]): T[][] {
+  if (dialect === 'postgres') return chunks([...rows]);
+  const out: T[][] = [];
+  for (let at = 0; at < rows.length; ) {
+    const size = Math.min(MAX_SQLITE_PIECE, 2 ** Math.floor(Math.log2(rows.length - at)));
+    out.push(rows.slice(at, at + size));
+    at += size;
+  }
+  return out;
+}
+
+/** Rows of the largest SQLite insert: far below SQLite's 32,766 parameters for any of our tables. */
+const MAX_SQLITE_PIECE = 256;
 
 /** Most rows in one JSON parameter of `insertTogether` (a delivery row is ~400 characters of JSON). */
 const JSON_PARAMETER_ROWS = 10_000;

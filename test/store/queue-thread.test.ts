@@ -175,25 +175,14 @@ test('closing stops a purge under way at its next batch, and the purge still ans
   );
 });
 
-test('a worker holds four waves per endpoint with the queue thread, two in process, never more than fit in a lease', () => {
+test('a worker holds four waves per endpoint, never more than fit in a lease', () => {
   const config = loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir() });
-  const thread = QueueThread.forConfig(config); // not started: a thread starts with its first call
-  const inProcess = {} as WorkerQueue;
-  assert.equal(wavesHeld(inProcess, config), 2);
-  assert.equal(
-    wavesHeld(thread, config),
-    4,
-    `default lease ${config.leaseMs} ms, timeout ${config.attemptTimeoutMs} ms`,
-  );
+  assert.equal(wavesHeld(config), 4, `default lease ${config.leaseMs} ms, timeout ${config.attemptTimeoutMs} ms`);
   // The last wave may wait three timeouts: with 30 s timeouts (a 90 s lease) only three waves fit.
-  assert.equal(
-    wavesHeld(thread, loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '30s' })),
-    3,
-  );
+  assert.equal(wavesHeld(loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '30s' })), 3);
   // A lease barely longer than one attempt: never fewer than two.
   assert.equal(
     wavesHeld(
-      thread,
       loadConfig({ ...BASE_ENV, HERALD_DATA_DIR: tmpdir(), HERALD_ATTEMPT_TIMEOUT: '1s', HERALD_LEASE: '2500ms' }),
     ),
     2,
