@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
 import { QueueThread } from '../../src/store/queue-thread.js';
-import type { AttemptResult, WorkerQueue } from '../../src/store/queue.js';
+import type { AttemptResult } from '../../src/store/queue.js';
 import { wavesHeld } from '../../src/delivery/worker.js';
 import { PURGE_BATCH } from '../../src/store/retention.js';
 import { BASE_ENV } from '../delivery/child.js';
