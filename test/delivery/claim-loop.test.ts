@@ -1,7 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { DeliveryWorker } from '../../src/delivery/worker.js';
+import { DeliveryWorker, wavesHeld } from '../../src/delivery/worker.js';
 import type { WorkerQueue } from '../../src/store/queue.js';
 import type { Store } from '../../src/store/index.js';
 import { eventually, Receiver } from '../support/receiver.js';
@@ -150,10 +150,10 @@ test('general claims read their window, and every 5 s the whole queue, which tak
 });
 
 /**
- * Two slots and four claimed attempts in all (two waves), one slot per endpoint: a quick endpoint and a
- * hung one hold two each, so the worker is full. The quick endpoint's attempts end while their outcomes
- * are still being recorded (each held 300 ms here), so its top-up is asked for while the worker has no
- * room, and the endpoint has drained when it runs. Its other tasks are then put behind the general claim's
+ * Two slots and as many claimed attempts as waves for each (wavesHeld), one slot per endpoint: a quick
+ * endpoint and a hung one hold a share each, so the worker is full. The quick endpoint's attempts end while
+ * their outcomes are still being recorded (each held 300 ms here), so its top-up is asked for while the
+ * worker has no room, and the endpoint has drained when it runs. Its other tasks are then put behind the general claim's
  * window, so only that top-up (or the claim over the whole queue, 5 s after the worker's first) takes them.
  */
 async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boolean }) {
@@ -167,7 +167,8 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   );
   closeFirst(() => quick.stop());
   const hungEndpoint = (await store.endpoints.create(scope, { appId, url: `${hung.url}/hung` })).row.id;
-  await emit(6);
+  const emitted = 6;
+  await emit(emitted);
   const seen = { firstRecordedAt: 0, topUpFailedAt: 0, generalClaims: 0 };
   const queue: WorkerQueue = {
     ...bind(store.queue),
@@ -190,24 +191,31 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   closeFirst(() => worker.stop());
   closeFirst(() => hung.stop()); // first: the worker's stop waits for the hung attempt
   worker.start();
-  // The worker's first claim (over the whole queue) finds nothing due; then the hung endpoint's tasks come
-  // due first in line, the quick one's after them, within the window, and at once. (Quick ones first, a
-  // claim of four would take four of them, and the quick endpoint could drain and be topped up before the
-  // hung one got any.)
+  // The worker's first claim (over the whole queue) finds nothing due; then both endpoints' tasks come due
+  // within the window, at once, taking turns (hung, quick, hung, ...): a claim of the worker's whole room
+  // takes a share of each, and the worker is full. (One endpoint's first, the claim would take its tasks
+  // past its share and the other's lane would start below its share.)
   await eventually(async () => seen.generalClaims >= 1, 5_000, 'a first general claim');
   const db = store.ctx.db;
   const now = Date.now();
   await db.transaction().execute(async (trx) => {
-    await trx
-      .updateTable('delivery_tasks')
-      .set({ run_at: now - 600 })
-      .where('endpoint_id', '=', hungEndpoint)
-      .execute();
-    await trx
-      .updateTable('delivery_tasks')
-      .set({ run_at: now - 500 })
-      .where('endpoint_id', '=', endpointId)
-      .execute();
+    for (const [offset, endpoint] of [
+      [0, hungEndpoint],
+      [1, endpointId],
+    ] as const) {
+      const tasks = await trx
+        .selectFrom('delivery_tasks')
+        .select('id')
+        .where('endpoint_id', '=', endpoint)
+        .orderBy('id')
+        .execute();
+      for (const [i, { id }] of tasks.entries())
+        await trx
+          .updateTable('delivery_tasks')
+          .set({ run_at: now - 600 + 2 * i + offset })
+          .where('id', '=', id)
+          .execute();
+    }
   });
   await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
   await db
@@ -216,16 +224,19 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
     .where('endpoint_id', '=', endpointId)
     .where('lease_owner', 'is', null)
     .execute();
-  await eventually(async () => quick.requests.length >= 3, 10_000, "the quick endpoint's third attempt");
+  // The quick endpoint's first claim took one share; the attempt after it needs the top-up.
+  const share = wavesHeld(config);
+  assert.ok(emitted > share, 'more messages than one share');
+  await eventually(async () => quick.requests.length > share, 10_000, "the quick endpoint's first topped-up attempt");
   assert.equal(hung.requests.length, 1, 'the hung endpoint holds its one slot');
-  return { thirdAt: quick.requests[2]!.at, ...seen };
+  return { toppedUpAt: quick.requests[share]!.at, ...seen };
 }
 
 test('an endpoint that drains while the worker has no room is topped up once an outcome frees some', {
   timeout: 60_000,
 }, async (t) => {
-  const { thirdAt, firstRecordedAt } = await drainedWhileFull(t, { failFirstTopUp: false });
-  const waited = thirdAt - firstRecordedAt;
+  const { toppedUpAt, firstRecordedAt } = await drainedWhileFull(t, { failFirstTopUp: false });
+  const waited = toppedUpAt - firstRecordedAt;
   assert.ok(firstRecordedAt > 0 && waited < 1_500, `the top-up came ${waited} ms after the first outcome was recorded`);
 });
 
@@ -234,8 +245,8 @@ test('an endpoint whose top-up claim fails is not left out of the claims that fo
 }, async (t) => {
   // The drained endpoint's top-up fails: it holds nothing, so no finished attempt asks for another top-up.
   // Left marked, every later general claim (the whole-queue one too) would skip it for good.
-  const { thirdAt, topUpFailedAt } = await drainedWhileFull(t, { failFirstTopUp: true });
-  const waited = thirdAt - topUpFailedAt;
+  const { toppedUpAt, topUpFailedAt } = await drainedWhileFull(t, { failFirstTopUp: true });
+  const waited = toppedUpAt - topUpFailedAt;
   assert.ok(
     topUpFailedAt > 0 && waited < 3_000,
     `its next attempt came ${waited} ms after the failed top-up (the pause after a failed claim is 1 s)`,

@@ -261,11 +261,11 @@ test('large payloads are not held while their attempts wait: each is loaded when
   const worker = s.service.worker!;
   const emitted = [];
   for (let i = 0; i < 6; i++) emitted.push(await s.emit({ i, pad: 'x'.repeat(20_000) }));
-  // Two requests hang at the receiver, two more attempts are claimed and wait for their slots.
+  // Two requests hang at the receiver, the four other attempts are claimed and wait for their slots.
   await eventually(
-    async () => receiver.open === 2 && worker.busy === 4,
+    async () => receiver.open === 2 && worker.busy === 6,
     20_000,
-    'two attempts in flight and two waiting',
+    'two attempts in flight and four waiting',
   );
   assert.equal(worker.waitingPayloadChars, 0, 'the waiting attempts hold no payload');
 
@@ -290,14 +290,14 @@ test('small payloads are loaded with the claim', async (t) => {
   const worker = s.service.worker!;
   for (let i = 0; i < 6; i++) await s.emit({ i });
   await eventually(
-    async () => receiver.open === 2 && worker.busy === 4,
+    async () => receiver.open === 2 && worker.busy === 6,
     20_000,
-    'two attempts in flight and two waiting',
+    'two attempts in flight and four waiting',
   );
   assert.equal(
     worker.waitingPayloadChars,
-    2 * JSON.stringify({ i: 0 }).length,
-    'the two waiting attempts hold their payloads',
+    4 * JSON.stringify({ i: 0 }).length,
+    'the four waiting attempts hold their payloads',
   );
   await receiver.stop();
 });
