@@ -1,4 +1,6 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import type { ScenarioResult } from './context.js';
 
 // The printed table, the JSON document and the generated part of docs/benchmarks.md.
@@ -97,4 +99,16 @@ export function writeDoc(path: string, generated: string): void {
       ? text.slice(0, from) + block + text.slice(to + END.length)
       : `${text.trimEnd()}\n\n## Latest results\n\n${block}\n`,
   );
+  formatted(path);
+}
+
+const BIOME = fileURLToPath(new URL('../../node_modules/.bin/biome', import.meta.url));
+
+/** Lays the doc out as the formatter does (`npm run lint` checks docs too); a file it does not take stays as written. */
+function formatted(path: string): void {
+  try {
+    execFileSync(BIOME, ['format', '--write', path], { stdio: 'ignore' });
+  } catch {
+    // Outside the project (--out elsewhere) the formatter may decline the file: it is still complete.
+  }
 }
