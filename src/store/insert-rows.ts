@@ -101,8 +101,8 @@ async function insertChunks<T extends keyof Database>(
 /**
  * `rows` in the parts a multi-row insert takes. SQLite keeps a statement prepared for each distinct text
  * (db.ts), and a multi-row insert's prepared program grows with its row count: one shape per count up to
- * a chunk's 500, for each table, would hold tens of megabytes in a busy process. In powers of two (40 rows:
- * 32 then 8) a table has at most ten shapes, for at most one statement more per bit. On PostgreSQL a
+ * a chunk's 500, for each table, would crowd the cache with large programs. In powers of two (40 rows: 32
+ * then 8) a table has at most nine shapes, for at most one statement more per bit. On PostgreSQL a
  * statement is a round trip and nothing stays prepared: one per chunk.
  */
 export function pieces<T>(dialect: Dialect, rows: readonly T[]): T[][] {
