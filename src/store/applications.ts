@@ -10,7 +10,7 @@ import {
   type StoreContext,
 } from './common.js';
 import type { ApplicationRow } from './schema.js';
-import { stopDeliveries } from './endpoints.js';
+import { forgetEndpoints, stopDeliveries } from './endpoints.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { type RaisePolicy, raiseOccurrences } from './operational.js';
 
@@ -157,6 +157,7 @@ export class Applications {
       const endpointIds = (await endpoints.execute()).map((r) => r.id);
       const now = this.ctx.now();
       await stopDeliveries(trx, endpointIds, 'failed', now);
+      await forgetEndpoints(trx, endpointIds);
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();
       // Each endpoint deleted with it is an endpoint.deleted, raised with the delete.

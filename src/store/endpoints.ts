@@ -93,6 +93,15 @@ export async function stopDeliveries(
     .execute();
 }
 
+/**
+ * Removes what is kept about these endpoints outside their rows, in the transaction that deletes them:
+ * their rate counters (`endpoint_rates`), which nothing else would ever read or remove.
+ */
+export async function forgetEndpoints(db: Executor, endpointIds: string[]): Promise<void> {
+  if (endpointIds.length === 0) return;
+  await db.deleteFrom('endpoint_rates').where('endpoint_id', 'in', endpointIds).execute();
+}
+
 /** The columns an endpoint keeps sealed with HERALD_SECRET_KEY. */
 const SEALED_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'earlier_secrets_sealed', 'headers_sealed'] as const;
 
@@ -355,6 +364,7 @@ export class Endpoints {
       if (!row) return false;
       const now = this.ctx.now();
       await stopDeliveries(trx, [id], 'failed', now);
+      await forgetEndpoints(trx, [id]);
       queued = await this.raiseAbout(trx, row, await this.appUid(trx, row.app_id), [{ type: 'endpoint.deleted' }], now);
       return true;
     });
