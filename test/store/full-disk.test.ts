@@ -1,8 +1,6 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, statSync, unlinkSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { startTestService, TEST_STORE } from '../support/service.js';
@@ -11,6 +9,7 @@ import { Store } from '../../src/store/index.js';
 import { SECRET_KEY, startHerald, stopAll, type HeraldProcess } from '../postgres/processes.js';
 import { bootstrap } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
+import { fill, mountSmallDisk } from '../support/small-disk.js';
 
 // The full-disk suite (issue 26, part 3): the embedded store's directory on a small tmpfs that fills up
 // while the service runs. Emits answer 503 storage_full (never 500, never 201 for a message not saved),
@@ -19,43 +18,12 @@ import { eventually, Receiver } from '../support/receiver.js';
 
 const skipStore = TEST_STORE !== 'sqlite' ? 'about the embedded store (SQLite); runs in the SQLite pass' : false;
 
-/** A tmpfs of `mb` megabytes at a new directory, unmounted with the test; null (and why) where mounting is not allowed. */
+/** A tmpfs of `mb` megabytes, unmounted with the test; where mounting is not allowed, why. */
 function smallDisk(t: TestContext, mb: number): string | { skip: string } {
-  const dir = mkdtempSync(join(tmpdir(), 'herald-full-disk-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${mb}m,mode=0700`, 'tmpfs', dir], { stdio: 'pipe' });
-  } catch (error) {
-    rmSync(dir, { recursive: true, force: true });
-    const why = (error as { stderr?: Buffer }).stderr?.toString().trim() || (error as Error).message;
-    return { skip: `cannot mount a size-limited tmpfs here (needs root): ${why}` };
-  }
-  t.after(() => {
-    execFileSync('umount', ['-l', dir], { stdio: 'pipe' });
-    rmSync(dir, { recursive: true, force: true });
-  });
-  return dir;
-}
-
-/** Writes a file until the filesystem refuses (ENOSPC); returns its path. */
-function fill(dir: string): string {
-  const file = join(dir, 'filler');
-  const fd = openSync(file, 'w');
-  try {
-    for (const size of [1 << 20, 1 << 12]) {
-      const chunk = Buffer.alloc(size, 7);
-      for (;;) {
-        try {
-          writeSync(fd, chunk);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOSPC') break;
-          throw error;
-        }
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return file;
+  const disk = mountSmallDisk(mb);
+  if ('skip' in disk) return disk;
+  t.after(() => disk.unmount());
+  return disk.dir;
 }
 
 /** The service under test: in this process (role all) or as API and worker processes. */

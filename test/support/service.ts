@@ -65,17 +65,19 @@ export async function sweepStaleDatabases(adminUrl = PG_ADMIN_URL): Promise<stri
   const client = new pg.Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ datname: string }>(
-      `select datname from pg_database where datname like 'herald_test_%'`,
-    );
-    const stale = rows
-      .map((r) => r.datname)
-      .filter((name) => {
-        const pid = /^herald_test_(\d+)_[a-z0-9]+$/.exec(name)?.[1];
-        return pid !== undefined && !processAlive(Number(pid));
-      });
-    for (const name of stale) await client.query(`drop database if exists "${name}" with (force)`);
-    return stale;
+    const stale = async (sql: string) =>
+      (await client.query<{ name: string }>(sql)).rows
+        .map((r) => r.name)
+        .filter((name) => {
+          const pid = /^herald_test_(\d+)_[a-z0-9]+$/.exec(name)?.[1];
+          return pid !== undefined && !processAlive(Number(pid));
+        });
+    const databases = await stale(`select datname as name from pg_database where datname like 'herald_test_%'`);
+    for (const name of databases) await client.query(`drop database if exists "${name}" with (force)`);
+    // The full-disk test's tablespaces (test/postgres/full-disk.test.ts), once their database is gone.
+    const tablespaces = await stale(`select spcname as name from pg_tablespace where spcname like 'herald_test_%'`);
+    for (const name of tablespaces) await client.query(`drop tablespace if exists "${name}"`).catch(() => {});
+    return [...databases, ...tablespaces];
   } finally {
     await client.end().catch(() => {});
   }

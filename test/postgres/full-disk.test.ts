@@ -1,0 +1,135 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { sql } from 'kysely';
+import { randomToken } from '../../src/domain/ids.js';
+import { PG_ADMIN_URL, startTestService, TEST_STORE } from '../support/service.js';
+import { bootstrap } from '../support/client.js';
+import { eventually, Receiver } from '../support/receiver.js';
+import { fill, mountSmallDisk } from '../support/small-disk.js';
+
+// PostgreSQL's side of the full-disk suite (the embedded store's is test/store/full-disk.test.ts): the
+// test database lives in a tablespace on a small tmpfs that fills up while the service runs. The server
+// answers 53100 (disk_full) when a table or index cannot grow; emits answer 503 storage_full, nothing
+// is stored for them, and once space is freed the service carries on without a restart.
+
+const skip = TEST_STORE !== 'postgres' ? 'about PostgreSQL; runs in the PostgreSQL pass' : false;
+
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing is half-saved, and all carries on once space is freed', {
+  skip,
+  timeout: 90_000,
+}, async (t) => {
+  const disk = mountSmallDisk(32);
+  if ('skip' in disk) return void t.skip(disk.skip);
+  // The tablespace's directory belongs to the server's user; named like the test databases, so a sweep
+  // of a killed run's leftovers (test/support/service.ts) recognises the database.
+  const name = `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
+  const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
+  let service: Awaited<ReturnType<typeof startTestService>> | null = null;
+  // One hook, in this order: the service lets go of the database, the database and its tablespace go,
+  // then the disk.
+  t.after(async () => {
+    await service?.stop();
+    await admin(`drop database if exists ${name} with (force)`).catch(() => {});
+    await admin(`drop tablespace if exists ${name}`).catch(() => {});
+    disk.unmount();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+  execFileSync('chown', ['postgres:postgres', disk.dir]);
+  await admin(`create tablespace ${name} location '${disk.dir}'`);
+  await admin(`create database ${name} tablespace ${name}`);
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  const logLines: string[] = [];
+  service = await startTestService(
+    {
+      HERALD_RETRY_SCHEDULE: '0s,200ms,500ms,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s',
+      // An outcome that cannot be recorded is tried again when its lease runs out: soon, in this test.
+      HERALD_ATTEMPT_TIMEOUT: '5s',
+      HERALD_LEASE: '7s',
+    },
+    { env: { HERALD_DATA_DIR: dataDir, HERALD_DATABASE_URL: url.toString() }, drop: async () => {} },
+    logLines,
+  );
+
+  const receiver = await new Receiver().start();
+  t.after(() => receiver.stop());
+  const { test: api } = await bootstrap(service.url);
+  const app = await api.post('/api/v1/applications', { name: 'Full disk' });
+  const endpoint = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: `${receiver.url}/hook` });
+  assert.equal(endpoint.status, 201);
+  const acked = new Map<string, string>(); // key → message id
+  const refused: string[] = [];
+  // Random text: PostgreSQL compresses large values, and a repeated character would take no room.
+  const emit = async (key: string) => {
+    const payload = { key, noise: randomBytes(45_000).toString('base64') };
+    const reply = await api.post(
+      '/api/v1/messages',
+      { app_id: app.body.id, event_type: 'invoice.paid', payload },
+      { 'idempotency-key': key },
+    );
+    assert.ok(
+      reply.status === 201 || reply.status === 200 || reply.status === 503,
+      `emit ${key}: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`,
+    );
+    if (reply.status === 503) {
+      assert.equal(reply.body.error.code, 'storage_full', JSON.stringify(reply.body));
+      assert.equal(reply.headers.get('retry-after'), '5');
+      refused.push(key);
+    } else {
+      assert.equal(acked.get(key) ?? reply.body.id, reply.body.id, `key ${key} answered one id`);
+      acked.set(key, reply.body.id);
+    }
+    return reply.status;
+  };
+  for (let i = 0; i < 5; i++) assert.equal(await emit(`before-${i}`), 201);
+
+  const filler = fill(disk.dir);
+  // Until the tables have used up the free room in their last pages, emits succeed.
+  for (let i = 0; refused.length < 5 && i < 300; i++) await emit(`full-${i}`);
+  assert.ok(refused.length >= 5, `the store refused emits once the disk was full (${acked.size} acknowledged)`);
+  assert.equal((await api.get('/healthz')).status, 200, 'the service is still up');
+
+  unlinkSync(filler);
+  for (const key of refused) assert.ok([200, 201].includes(await emit(key)), `${key} accepted after space was freed`);
+  for (let i = 0; i < 5; i++) assert.equal(await emit(`after-${i}`), 201);
+
+  // Everything acknowledged is stored once, delivered, and recorded as delivered.
+  const arrived = () => new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
+  await eventually(async () => [...acked.values()].every((id) => arrived().has(id)), 30_000, 'every message delivered');
+  const db = service.store.ctx.db;
+  await eventually(
+    async () => {
+      const row = await sql<{ n: string }>`select count(*) as n from deliveries where status != 'success'`.execute(db);
+      return Number(row.rows[0]!.n) === 0;
+    },
+    30_000,
+    'every delivery recorded as a success',
+  );
+  const stored = await sql<{ n: string }>`select count(*) as n from messages`.execute(db);
+  assert.equal(Number(stored.rows[0]!.n), acked.size, 'one stored message per key, none saved without an answer');
+  for (const [key, id] of acked) {
+    const bodies = receiver.received.filter((r) => r.headers['webhook-id'] === id).map((r) => r.body);
+    assert.ok(
+      bodies.length > 0 && bodies.every((b) => b.includes(`"key":"${key}"`)),
+      `${id} delivered with its payload`,
+    );
+  }
+  assert.ok(!logLines.some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
+  t.diagnostic(`${acked.size} acknowledged, ${refused.length} refused while full`);
+});
