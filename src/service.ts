@@ -80,7 +80,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   try {
     if (config.role !== 'api') {
       // A worker process on the embedded store runs its queue statements on a second core (queue-thread.ts).
-      if (config.role === 'worker' && store.dialect === 'sqlite') queueThread = QueueThread.forConfig(config);
+      if (config.role === 'worker' && store.dialect === 'sqlite')
+        queueThread = QueueThread.forConfig(config, () => store.events.emit('queued'));
       worker = new DeliveryWorker(
         store,
         config,

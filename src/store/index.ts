@@ -81,7 +81,7 @@ export class Store {
     );
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
-    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config);
+    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
     this.metrics = new MetricsReads(this.ctx);

@@ -14,9 +14,12 @@ import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 const { file, secretKey, previousSecretKeys, policy, retentionMs } = workerData as QueueThreadData;
 const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
-const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), policy);
-const workers = new Workers(ctx);
 const port = parentPort!;
+// Attempts of operational webhooks queued with outcomes wake the service's worker (QueueThread's onQueued).
+const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), policy, () =>
+  port.postMessage({ queued: true } satisfies QueueReply),
+);
+const workers = new Workers(ctx);
 const underWay = new Set<Promise<void>>();
 let closing = false;
 

@@ -33,23 +33,30 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
   private nextId = 0;
   private closed = false;
 
-  constructor(private readonly data: QueueThreadData) {}
+  constructor(
+    private readonly data: QueueThreadData,
+    /** Called when the thread's outcomes queued attempts (of operational webhooks), as the Queue's onQueued. */
+    private readonly onQueued: () => void = () => {},
+  ) {}
 
   /** The queue thread for a service's configuration. */
-  static forConfig(config: Config): QueueThread {
+  static forConfig(config: Config, onQueued?: () => void): QueueThread {
     const policy: QueuePolicy = {
       retryScheduleMs: config.retryScheduleMs,
       disableAfterMs: config.disableAfterMs,
       leaseMs: config.leaseMs,
       testNetwork: config.testNetwork,
     };
-    return new QueueThread({
-      file: sqliteFile(config.dataDir),
-      secretKey: config.secretKey,
-      previousSecretKeys: config.previousSecretKeys,
-      policy,
-      retentionMs: config.retentionMs,
-    });
+    return new QueueThread(
+      {
+        file: sqliteFile(config.dataDir),
+        secretKey: config.secretKey,
+        previousSecretKeys: config.previousSecretKeys,
+        policy,
+        retentionMs: config.retentionMs,
+      },
+      onQueued,
+    );
   }
 
   claimLoaded(...args: Parameters<Queue['claimLoaded']>) {
@@ -160,7 +167,9 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
     });
     let failure: Error | null = null;
-    worker.on('message', ({ id, result, error }: QueueReply) => {
+    worker.on('message', (reply: QueueReply) => {
+      if ('queued' in reply) return this.onQueued();
+      const { id, result, error } = reply;
       const waiting = this.pending.get(id);
       this.pending.delete(id);
       if (!waiting) return;
@@ -213,4 +222,7 @@ export type QueueCall =
   | { method: 'beat' | 'forget'; args: [owner: string] }
   | { method: 'reapDead'; args: [deadAfterMs: number] };
 
-export type QueueReply = { id: number; result?: unknown; error?: { message: string; code: string | undefined } };
+/** A call's answer, or word that the thread's outcomes queued attempts (which answers no call). */
+export type QueueReply =
+  | { id: number; result?: unknown; error?: { message: string; code: string | undefined } }
+  | { queued: true };

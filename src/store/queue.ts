@@ -88,8 +88,13 @@ export interface ClaimScope {
 }
 
 /** The queue for the context's database. */
-export function openQueue(ctx: StoreContext, endpoints: Endpoints, policy: QueuePolicy): Queue {
+export function openQueue(
+  ctx: StoreContext,
+  endpoints: Endpoints,
+  policy: QueuePolicy,
+  onQueued: () => void = () => {},
+): Queue {
   return ctx.dialect === 'postgres'
-    ? new PostgresQueue(ctx, endpoints, policy)
-    : new SqliteQueue(ctx, endpoints, policy);
+    ? new PostgresQueue(ctx, endpoints, policy, onQueued)
+    : new SqliteQueue(ctx, endpoints, policy, onQueued);
 }

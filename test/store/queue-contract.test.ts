@@ -330,7 +330,7 @@ test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the plann
     const taken = new Set(rows.filter((row) => row.lease_owner === A).map((row) => row.id));
     return items.map(({ input }) => taken.has(input.task.id));
   });
-  const planned = await rowsAfter(async (trx) => (await queue['planAndApply'](trx, items, A)).owned);
+  const planned = await rowsAfter(async (trx) => (await queue['planAndApply'](trx, items, A)).plan.owned);
   assert.deepEqual(single, planned);
 
   // And what they both wrote is what a 2xx does.

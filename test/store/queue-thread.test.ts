@@ -88,6 +88,27 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
 });
 
+test("outcomes on the thread that queue an operational webhook's attempt tell the service (onQueued)", {
+  skip,
+  timeout,
+}, async (t) => {
+  const opened = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,0s,0s,0s' });
+  const { store, scope, endpointId } = opened;
+  await store.endpoints.createOperational(scope, { url: 'http://127.0.0.1:9/ops' });
+  await opened.emit(1);
+  let wakes = 0;
+  const thread = QueueThread.forConfig(opened.config, () => wakes++);
+  opened.closeFirst(() => thread.close());
+  // The third failure in a row raises message.attempt.failing, with an attempt for the operational endpoint.
+  for (let n = 1; n <= 3; n++) {
+    const [claimed] = await thread.claimLoaded(OWNER, 10, { only: endpointId });
+    const failed = { ...ok(), ok: false, responseStatus: 500, error: 'HTTP 500' };
+    assert.deepEqual(await thread.completeMany([{ input: claimed!.input!, result: failed }], OWNER), [true]);
+    // The word comes before the call's answer: both travel the same port, in order.
+    assert.equal(wakes, n === 3 ? 1 : 0, `after failure ${n}`);
+  }
+});
+
 test('a large payload stays out of a claim through the thread and comes with a later load', {
   skip,
   timeout,

@@ -54,6 +54,11 @@ export abstract class QueueDriver {
     protected readonly ctx: StoreContext,
     protected readonly endpoints: Endpoints,
     protected readonly policy: QueuePolicy,
+    /**
+     * Called after a commit of outcomes that queued attempts of operational webhooks, so that a worker
+     * claims them at once instead of at its next poll.
+     */
+    private readonly onQueued: () => void = () => {},
   ) {}
 
   /**
@@ -280,7 +285,8 @@ export abstract class QueueDriver {
    * counted again, and their tasks are gone, so they are not ours.
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
-    const plan = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
+    const { plan, raised } = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
+    if (raised > 0) this.onQueued();
     if (plan.events.length > 0 && this.onOutcomes) {
       // The outcomes are committed: a listener's failure must not make them look unrecorded to the worker.
       try {
@@ -292,7 +298,12 @@ export abstract class QueueDriver {
     return { owned: plan.owned, events: plan.events };
   }
 
-  protected async planAndApply(trx: Executor, items: Recorded[], owner: string): Promise<OutcomePlan> {
+  /** Plans and writes the outcomes; `raised`: how many attempts of operational webhooks they queued. */
+  protected async planAndApply(
+    trx: Executor,
+    items: Recorded[],
+    owner: string,
+  ): Promise<{ plan: OutcomePlan; raised: number }> {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
     const { attempts, take, pauses } = recordingPlan(items, owner);
@@ -328,14 +339,14 @@ export abstract class QueueDriver {
     );
     await this.apply(trx, plan);
     // Operational events are written with the outcomes that raise them (src/store/operational.ts).
-    await raiseOutcomeEvents(
+    const raised = await raiseOutcomeEvents(
       trx,
       this.raisePolicy(),
       plan.events,
       attempts.map((attempt, i) => ({ ...attempt, endpoint_id: items[i]!.input.task.endpoint_id })),
       now,
     );
-    return plan;
+    return { plan, raised };
   }
 
   protected raisePolicy(): RaisePolicy {
