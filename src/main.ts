@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger, startService } from './service.js';
+import { createLogger, logsWritten, startService } from './service.js';
 import { Store } from './store/index.js';
 import { bootstrapOrganization } from './api/system.js';
 import { apiKeyToApi, iso } from './api/serialize.js';
@@ -55,11 +55,12 @@ async function serve(roleOverride?: 'worker') {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down');
+    // The last lines (this one, and a failure's) are written before the process exits.
     service.close().then(
-      () => process.exit(0),
+      () => logsWritten(logger).then(() => process.exit(0)),
       (error) => {
         logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
+        return logsWritten(logger).then(() => process.exit(1));
       },
     );
   };

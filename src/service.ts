@@ -36,6 +36,27 @@ export function createLogger(config: Config): Logger {
   );
 }
 
+/**
+ * Resolves once every line logged so far has left the process, or after `timeoutMs`: createLogger's
+ * destination writes asynchronously, and an exit while a write is under way drops that write (pino's own
+ * flush at exit writes only what is still waiting). Ends the destination, so it is the last thing logged.
+ */
+export function logsWritten(logger: Logger, timeoutMs = 2_000): Promise<void> {
+  const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
+    | { end?: () => void; once?: (event: 'close', listener: () => void) => void; destroyed?: boolean }
+    | undefined;
+  if (typeof stream?.end !== 'function' || typeof stream.once !== 'function' || stream.destroyed)
+    return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    stream.once!('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    stream.end!();
+  });
+}
+
 const RETENTION_INTERVAL_MS = 3_600_000;
 
 /** Starts the API listening; a port taken or not allowed, or a HOST that is not this machine's, is bad configuration. */

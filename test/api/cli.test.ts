@@ -5,7 +5,13 @@ import { fileURLToPath } from 'node:url';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestDatabase, startTestService, type TestDatabase, type TestService } from '../support/service.js';
+import {
+  createTestDatabase,
+  startTestService,
+  TEST_STORE,
+  type TestDatabase,
+  type TestService,
+} from '../support/service.js';
 import { Client } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -288,4 +294,35 @@ test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leavi
   await eventually(async () => !alive(pid), 15_000, 'the service process gone');
   await outputEnds; // the service's last lines
   assert.match(output, /"signal":"SIGTERM","msg":"shutting down"/);
+});
+
+test('the last lines logged before the process exits are all written, however long', {
+  skip: TEST_STORE === 'sqlite' ? false : 'no store involved; runs in the SQLite pass',
+}, async () => {
+  // The service's log destination writes asynchronously; an exit while a write is under way would cut it
+  // (a pipe takes 64 KB at a time, so a 1 MB line is many writes). logsWritten waits for them.
+  const code = `
+    const { createLogger, logsWritten } = await import(${JSON.stringify(new URL('../../src/service.ts', import.meta.url).pathname)});
+    const logger = createLogger({ logLevel: 'info' });
+    logger.info({ big: 'x'.repeat(1 << 20) }, 'big');
+    logger.info('last');
+    await logsWritten(logger);
+    process.exit(0);
+  `;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exitCode = await new Promise((resolve) => child.once('close', resolve));
+  assert.equal(exitCode, 0);
+  const lines = output
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { msg: string; big?: string });
+  assert.deepEqual(
+    lines.map((line) => line.msg),
+    ['big', 'last'],
+  );
+  assert.equal(lines[0]!.big!.length, 1 << 20);
 });
