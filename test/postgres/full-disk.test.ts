@@ -6,12 +6,11 @@ import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { sql } from 'kysely';
 import { randomToken } from '../../src/domain/ids.js';
 import { PG_ADMIN_URL, startTestService, TEST_STORE } from '../support/service.js';
 import { bootstrap } from '../support/client.js';
-import { eventually, Receiver } from '../support/receiver.js';
-import { fill, mountSmallDisk } from '../support/small-disk.js';
+import { Receiver } from '../support/receiver.js';
+import { assertAcknowledgedDelivered, emitter, fill, mountSmallDisk } from '../support/full-disk.js';
 
 // PostgreSQL's side of the full-disk suite (the embedded store's is test/store/full-disk.test.ts): the
 // test database lives in a tablespace on a small tmpfs that fills up while the service runs. The server
@@ -73,30 +72,10 @@ test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing 
   const app = await api.post('/api/v1/applications', { name: 'Full disk' });
   const endpoint = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: `${receiver.url}/hook` });
   assert.equal(endpoint.status, 201);
-  const acked = new Map<string, string>(); // key → message id
-  const refused: string[] = [];
   // Random text: PostgreSQL compresses large values, and a repeated character would take no room.
-  const emit = async (key: string) => {
-    const payload = { key, noise: randomBytes(45_000).toString('base64') };
-    const reply = await api.post(
-      '/api/v1/messages',
-      { app_id: app.body.id, event_type: 'invoice.paid', payload },
-      { 'idempotency-key': key },
-    );
-    assert.ok(
-      reply.status === 201 || reply.status === 200 || reply.status === 503,
-      `emit ${key}: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`,
-    );
-    if (reply.status === 503) {
-      assert.equal(reply.body.error.code, 'storage_full', JSON.stringify(reply.body));
-      assert.equal(reply.headers.get('retry-after'), '5');
-      refused.push(key);
-    } else {
-      assert.equal(acked.get(key) ?? reply.body.id, reply.body.id, `key ${key} answered one id`);
-      acked.set(key, reply.body.id);
-    }
-    return reply.status;
-  };
+  const { emit, acked, refused } = emitter(api, app.body.id, () => ({
+    noise: randomBytes(45_000).toString('base64'),
+  }));
   for (let i = 0; i < 5; i++) assert.equal(await emit(`before-${i}`), 201);
 
   const filler = fill(disk.dir);
@@ -110,26 +89,7 @@ test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing 
   for (let i = 0; i < 5; i++) assert.equal(await emit(`after-${i}`), 201);
 
   // Everything acknowledged is stored once, delivered, and recorded as delivered.
-  const arrived = () => new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
-  await eventually(async () => [...acked.values()].every((id) => arrived().has(id)), 30_000, 'every message delivered');
-  const db = service.store.ctx.db;
-  await eventually(
-    async () => {
-      const row = await sql<{ n: string }>`select count(*) as n from deliveries where status != 'success'`.execute(db);
-      return Number(row.rows[0]!.n) === 0;
-    },
-    30_000,
-    'every delivery recorded as a success',
-  );
-  const stored = await sql<{ n: string }>`select count(*) as n from messages`.execute(db);
-  assert.equal(Number(stored.rows[0]!.n), acked.size, 'one stored message per key, none saved without an answer');
-  for (const [key, id] of acked) {
-    const bodies = receiver.received.filter((r) => r.headers['webhook-id'] === id).map((r) => r.body);
-    assert.ok(
-      bodies.length > 0 && bodies.every((b) => b.includes(`"key":"${key}"`)),
-      `${id} delivered with its payload`,
-    );
-  }
+  await assertAcknowledgedDelivered(acked, receiver, service.store.ctx.db);
   assert.ok(!logLines.some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
   t.diagnostic(`${acked.size} acknowledged, ${refused.length} refused while full`);
 });

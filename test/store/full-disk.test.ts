@@ -9,7 +9,7 @@ import { Store } from '../../src/store/index.js';
 import { SECRET_KEY, startHerald, stopAll, type HeraldProcess } from '../postgres/processes.js';
 import { bootstrap } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
-import { fill, mountSmallDisk } from '../support/small-disk.js';
+import { assertAcknowledgedDelivered, emitter, fill, mountSmallDisk } from '../support/full-disk.js';
 
 // The full-disk suite (issue 26, part 3): the embedded store's directory on a small tmpfs that fills up
 // while the service runs. Emits answer 503 storage_full (never 500, never 201 for a message not saved),
@@ -66,30 +66,8 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   const app = await api.post('/api/v1/applications', { name: 'Full disk' });
   const endpoint = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: `${receiver.url}/hook` });
   assert.equal(endpoint.status, 201);
-  const acked = new Map<string, string>(); // key → message id
-  const refused: string[] = [];
   const big = 'x'.repeat(60_000);
-  const emit = async (key: string) => {
-    const reply = await api.post(
-      '/api/v1/messages',
-      { app_id: app.body.id, event_type: 'invoice.paid', payload: { key, big } },
-      { 'idempotency-key': key },
-    );
-    assert.ok(
-      reply.status === 201 || reply.status === 200 || reply.status === 503,
-      `emit ${key}: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`,
-    );
-    if (reply.status === 503) {
-      assert.equal(reply.body.error.code, 'storage_full', JSON.stringify(reply.body));
-      assert.equal(typeof reply.body.error.request_id, 'string');
-      assert.match(String(reply.headers.get('retry-after')), /^\d+$/);
-      refused.push(key);
-    } else {
-      assert.equal(acked.get(key) ?? reply.body.id, reply.body.id, `key ${key} answered one id`);
-      acked.set(key, reply.body.id);
-    }
-    return reply.status;
-  };
+  const { emit, acked, refused } = emitter(api, app.body.id, () => ({ big }));
   for (let i = 0; i < 5; i++) assert.equal(await emit(`before-${i}`), 201);
 
   for (let i = 0; i < 3; i++) assert.equal(await emit(`held-${i}`), 201);
@@ -109,31 +87,13 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   for (let i = 0; i < 5; i++) assert.equal(await emit(`after-${i}`), 201);
 
   // Everything acknowledged is stored, delivered and recorded as delivered.
-  const arrived = () => new Set(receiver.received.map((r) => String(r.headers['webhook-id'])));
-  await eventually(async () => [...acked.values()].every((id) => arrived().has(id)), 30_000, 'every message delivered');
   const store = await herald.store();
   t.after(() => store.close());
   const db = store.ctx.db;
-  await eventually(
-    async () => {
-      const row = await sql<{ n: number }>`select count(*) as n from deliveries where status != 'success'`.execute(db);
-      return Number(row.rows[0]!.n) === 0;
-    },
-    30_000,
-    'every delivery recorded as a success',
-  );
-  const stored = await sql<{ n: number }>`select count(*) as n from messages`.execute(db);
-  assert.equal(Number(stored.rows[0]!.n), acked.size, 'one stored message per key, none saved without an answer');
+  await assertAcknowledgedDelivered(acked, receiver, db);
   const payloads = await sql<{ n: number }>`select count(*) as n from payloads`.execute(db);
   assert.equal(Number(payloads.rows[0]!.n), acked.size, 'each stored message has its payload');
-  for (const [key, id] of acked) {
-    assert.equal((await api.get(`/api/v1/messages/${id}`)).status, 200);
-    const bodies = receiver.received.filter((r) => r.headers['webhook-id'] === id).map((r) => r.body);
-    assert.ok(
-      bodies.length > 0 && bodies.every((b) => b.includes(`"key":"${key}"`)),
-      `${id} delivered with its payload`,
-    );
-  }
+  for (const id of acked.values()) assert.equal((await api.get(`/api/v1/messages/${id}`)).status, 200);
   // Attempts made while the disk was full could not record their outcome and were made again.
   const unrecorded = herald
     .logs()
