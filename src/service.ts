@@ -24,7 +24,7 @@ export interface Service {
 
 export function createLogger(config: Config): Logger {
   // Lines go to stdout asynchronously: under load the lines of many requests leave in one write instead
-  // of one blocking write each; pino flushes what is left when the process exits.
+  // of one blocking write each. A shutdown waits for the last ones (logsWritten).
   const stdout = pino.destination({ dest: 1, sync: false });
   return pino(
     {
@@ -39,7 +39,8 @@ export function createLogger(config: Config): Logger {
 /**
  * Resolves once every line logged so far has left the process, or after `timeoutMs`: createLogger's
  * destination writes asynchronously, and an exit while a write is under way drops that write (pino's own
- * flush at exit writes only what is still waiting). Ends the destination, so it is the last thing logged.
+ * flush at exit writes only what is still waiting). It ends the destination: lines logged after it (a
+ * purge still under way, say) are dropped rather than thrown.
  */
 export function logsWritten(logger: Logger, timeoutMs = 2_000): Promise<void> {
   const stream = (logger as unknown as Record<symbol, unknown>)[pino.symbols.streamSym] as
@@ -47,6 +48,8 @@ export function logsWritten(logger: Logger, timeoutMs = 2_000): Promise<void> {
     | undefined;
   if (typeof stream?.end !== 'function' || typeof stream.once !== 'function' || stream.destroyed)
     return Promise.resolve();
+  // An ended destination throws on write; the logger's later lines go nowhere instead.
+  (stream as { write?: unknown }).write = () => true;
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
     stream.once!('close', () => {

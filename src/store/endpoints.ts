@@ -95,7 +95,8 @@ export async function stopDeliveries(
 
 /**
  * Removes what is kept about these endpoints outside their rows, in the transaction that deletes them:
- * their rate counters (`endpoint_rates`), which nothing else would ever read or remove.
+ * their rate counters (`endpoint_rates`). A worker that still holds claimed attempts of a deleted endpoint
+ * may write its counter again before it finds the endpoint gone; the retention purge removes those.
  */
 export async function forgetEndpoints(db: Executor, endpointIds: string[]): Promise<void> {
   if (endpointIds.length === 0) return;

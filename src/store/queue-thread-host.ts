@@ -9,7 +9,7 @@ import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
 // Runs on the queue thread (queue-thread.ts): a Queue on a connection of its own, serving the calls the
-// service's event loop posts, one reply per call.
+// service's event loop posts, one reply per call; and telling it, unasked, when outcomes queued attempts.
 
 const { file, secretKey, previousSecretKeys, policy, retentionMs } = workerData as QueueThreadData;
 const { db } = open();

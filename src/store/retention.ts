@@ -8,6 +8,7 @@ export interface PurgeCounts {
   deliveries: number;
   messages: number;
   idempotencyKeys: number;
+  rateCounters: number;
 }
 
 /** Advisory lock key of the retention purge (any constant unique to Herald). */
@@ -24,7 +25,9 @@ type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promi
 
 /**
  * What goes, in this order (each step relies on the ones before it being done): attempt history, settled
- * deliveries, payloads, messages, then idempotency keys past their window. A message with a delivery still
+ * deliveries, payloads, messages, idempotency keys past their window, then the rate counters of endpoints
+ * that no longer exist (deleting an endpoint removes its counter, but a worker still holding its claimed
+ * attempts may count one more request and so write it again). A message with a delivery still
  * to be attempted (pending, or with an attempt queued such as a manual retry) keeps its payload and record,
  * whatever its age: a replay of an old message creates fresh deliveries that still need them.
  */
@@ -117,6 +120,22 @@ const STEPS: [keyof PurgeCounts, Step][] = [
         )
         .executeTakeFirst(),
   ],
+  [
+    'rateCounters',
+    (trx, _cutoff, _now, limit) =>
+      trx
+        .deleteFrom('endpoint_rates')
+        .where(
+          'endpoint_id',
+          'in',
+          trx
+            .selectFrom('endpoint_rates')
+            .select('endpoint_rates.endpoint_id')
+            .where('endpoint_rates.endpoint_id', 'not in', trx.selectFrom('endpoints').select('endpoints.id'))
+            .limit(limit),
+        )
+        .executeTakeFirst(),
+  ],
 ];
 
 /** Deliveries with an attempt queued. */
@@ -141,7 +160,14 @@ export async function purgeExpired(
 ): Promise<PurgeCounts> {
   const now = ctx.now();
   const cutoff = now - retentionMs;
-  const counts: PurgeCounts = { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 };
+  const counts: PurgeCounts = {
+    payloads: 0,
+    attempts: 0,
+    deliveries: 0,
+    messages: 0,
+    idempotencyKeys: 0,
+    rateCounters: 0,
+  };
   for (const [name, step] of STEPS) {
     for (;;) {
       const removed = await purgeBatch(ctx.db, ctx.dialect === 'postgres', (trx) => step(trx, cutoff, now, batch));

@@ -101,7 +101,14 @@ test('on PostgreSQL one purge runs at a time: a purge that finds another running
     await holder.query('begin');
     await holder.query('select pg_advisory_xact_lock(1212502604)');
     const skipped = await s.service.store.purgeExpired();
-    assert.deepEqual(skipped, { payloads: 0, attempts: 0, deliveries: 0, messages: 0, idempotencyKeys: 0 });
+    assert.deepEqual(skipped, {
+      payloads: 0,
+      attempts: 0,
+      deliveries: 0,
+      messages: 0,
+      idempotencyKeys: 0,
+      rateCounters: 0,
+    });
     assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 200, 'nothing was removed');
     await holder.query('commit');
   } finally {
@@ -132,7 +139,14 @@ test('the purge works in small transactions and still removes everything that is
 
   // Batches of 5: every table takes several transactions (23 rows each: 5 + 5 + 5 + 5 + 3).
   const counts = await purgeExpired(s.service.store.ctx, 1_000, 5);
-  assert.deepEqual(counts, { attempts: 23, deliveries: 23, payloads: 23, messages: 23, idempotencyKeys: 23 });
+  assert.deepEqual(counts, {
+    attempts: 23,
+    deliveries: 23,
+    payloads: 23,
+    messages: 23,
+    idempotencyKeys: 23,
+    rateCounters: 0,
+  });
   const db = s.service.store.ctx.db;
   for (const table of ['attempts', 'deliveries', 'payloads', 'messages', 'idempotency_keys'] as const) {
     const row = await db

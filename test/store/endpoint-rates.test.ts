@@ -29,3 +29,24 @@ test('deleting an endpoint, or its application, removes its rate counter and no 
   // The kept endpoint's counter is untouched: its second still has 3 of 5 left.
   assert.equal(await store.queue.takeRate(kept.row.id, 5, window, 5), 3);
 });
+
+test("the retention purge removes a deleted endpoint's counter that a worker wrote again, and no other", async (t) => {
+  const { store, scope, appId } = await openStore(t);
+  const url = 'http://127.0.0.1:9/hook';
+  const [gone, kept] = await Promise.all([
+    store.endpoints.create(scope, { appId, url, rateLimit: 5 }),
+    store.endpoints.create(scope, { appId, url, rateLimit: 5 }),
+  ]);
+  const window = Math.floor(Date.now() / 1000);
+  assert.equal(await store.endpoints.delete(scope, gone.row.id), true);
+  // A worker that claimed the endpoint's attempts before the delete counts one more request.
+  assert.equal(await store.queue.takeRate(gone.row.id, 5, window, 1), 1);
+  assert.equal(await store.queue.takeRate(kept.row.id, 5, window, 1), 1);
+  const purged = await store.purgeExpired();
+  assert.equal(purged.rateCounters, 1);
+  const left = await store.ctx.db.selectFrom('endpoint_rates').select('endpoint_id').execute();
+  assert.deepEqual(
+    left.map((r) => r.endpoint_id),
+    [kept.row.id],
+  );
+});

@@ -91,8 +91,6 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   t.after(() => store.close());
   const db = store.ctx.db;
   await assertAcknowledgedDelivered(acked, receiver, db);
-  const payloads = await sql<{ n: number }>`select count(*) as n from payloads`.execute(db);
-  assert.equal(Number(payloads.rows[0]!.n), acked.size, 'each stored message has its payload');
   for (const id of acked.values()) assert.equal((await api.get(`/api/v1/messages/${id}`)).status, 200);
   // Attempts made while the disk was full could not record their outcome and were made again.
   const unrecorded = herald

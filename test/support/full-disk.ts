@@ -88,7 +88,7 @@ export function emitter(api: Client, appId: string, payloadOf: (key: string) => 
 
 /**
  * Everything acknowledged arrived with its payload and is recorded as a success, and the store holds one
- * message per key: none saved without an answer.
+ * message and one payload per key: none saved without an answer.
  */
 export async function assertAcknowledgedDelivered(
   acked: Map<string, string>,
@@ -107,8 +107,10 @@ export async function assertAcknowledgedDelivered(
     30_000,
     'every delivery recorded as a success',
   );
-  const stored = await sql<{ n: number | string }>`select count(*) as n from messages`.execute(db);
-  assert.equal(Number(stored.rows[0]!.n), acked.size, 'one stored message per key, none saved without an answer');
+  const count = async (table: 'messages' | 'payloads') =>
+    Number((await sql<{ n: number | string }>`select count(*) as n from ${sql.table(table)}`.execute(db)).rows[0]!.n);
+  assert.equal(await count('messages'), acked.size, 'one stored message per key, none saved without an answer');
+  assert.equal(await count('payloads'), acked.size, 'each stored message has its payload');
   for (const [key, id] of acked) {
     const bodies = receiver.received.filter((r) => r.headers['webhook-id'] === id).map((r) => r.body);
     assert.ok(

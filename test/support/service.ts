@@ -76,8 +76,13 @@ export async function sweepStaleDatabases(adminUrl = PG_ADMIN_URL): Promise<stri
     for (const name of databases) await client.query(`drop database if exists "${name}" with (force)`);
     // The full-disk test's tablespaces (test/postgres/full-disk.test.ts), once their database is gone.
     const tablespaces = await stale(`select spcname as name from pg_tablespace where spcname like 'herald_test_%'`);
-    for (const name of tablespaces) await client.query(`drop tablespace if exists "${name}"`).catch(() => {});
-    return [...databases, ...tablespaces];
+    const dropped: string[] = [];
+    for (const name of tablespaces)
+      await client.query(`drop tablespace if exists "${name}"`).then(
+        () => dropped.push(name),
+        () => {},
+      );
+    return [...databases, ...dropped];
   } finally {
     await client.end().catch(() => {});
   }

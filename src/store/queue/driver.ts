@@ -286,7 +286,14 @@ export abstract class QueueDriver {
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
     const { plan, raised } = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
-    if (raised > 0) this.onQueued();
+    // Committed, as the outcomes: a wake that fails must not make them look unrecorded to the worker.
+    if (raised > 0) {
+      try {
+        this.onQueued();
+      } catch (error) {
+        process.emitWarning(`onQueued failed: ${(error as Error)?.message ?? String(error)}`);
+      }
+    }
     if (plan.events.length > 0 && this.onOutcomes) {
       // The outcomes are committed: a listener's failure must not make them look unrecorded to the worker.
       try {

@@ -27,7 +27,9 @@ const RECOVERS_HERE = '22012';
  * takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
  * tasks: a new row locks no existing one. Two writers lock other rows alone: an endpoint's create writes
  * its application's row (the count of its endpoints waits on it) and then only inserts; a heartbeat that
- * hands back a dead worker's tasks (src/store/workers.ts) updates tasks and nothing else.
+ * hands back a dead worker's tasks (src/store/workers.ts) updates tasks and nothing else. A rate counter
+ * (`endpoint_rates`) is locked last: an endpoint's or application's delete removes it after the
+ * endpoint's tasks and deliveries, and takeRate's upsert is one statement that locks that row alone.
  */
 export class PostgresQueue extends QueueDriver {
   /**
