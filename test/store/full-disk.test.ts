@@ -92,20 +92,28 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   const db = store.ctx.db;
   await assertAcknowledgedDelivered(acked, receiver, db);
   for (const id of acked.values()) assert.equal((await api.get(`/api/v1/messages/${id}`)).status, 200);
-  // Attempts made while the disk was full could not record their outcome and were made again.
+  // An attempt answered while the disk was full could not record its outcome and is made again after its
+  // lease; unless its commit found room the refused emits did not (the WAL's unused tail can hold a small
+  // outcome where an emit of 60 KB did not fit). The held ones are answered then, so some meet it.
   const unrecorded = herald
     .logs()
     .filter((l) => l.includes('attempt could not be recorded'))
-    .map((l) => JSON.parse(l));
+    .map((l) => JSON.parse(l) as { err: { message: string }; delivery_id: string });
   assert.ok(unrecorded.length > 0, 'some outcomes met the full disk');
   for (const line of unrecorded) assert.match(line.err.message, /disk is full/);
+  const lost = await db
+    .selectFrom('deliveries')
+    .select('message_id')
+    .where(
+      'id',
+      'in',
+      unrecorded.map((line) => line.delivery_id),
+    )
+    .execute();
   const twice = [...acked.values()].filter(
     (id) => receiver.received.filter((r) => r.headers['webhook-id'] === id).length > 1,
   );
-  assert.ok(
-    [...held].every((id) => twice.includes(id)),
-    'each held attempt, its outcome lost, was made again',
-  );
+  for (const { message_id } of lost) assert.ok(twice.includes(message_id), `${message_id}: outcome lost, made again`);
   assert.ok(!herald.logs().some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
   t.diagnostic(`${unrecorded.length} outcomes not recorded while full, ${twice.length} messages sent again`);
   t.diagnostic(
