@@ -2,12 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pg from 'pg';
-import { randomToken } from '../../src/domain/ids.js';
-import { PG_ADMIN_URL, startTestService, TEST_STORE } from '../support/service.js';
+import { unlinkSync } from 'node:fs';
+import {
+  adminQuery,
+  createTestDatabase,
+  startTestService,
+  TEST_STORE,
+  type TestDatabase,
+  testObjectName,
+} from '../support/service.js';
 import { bootstrap } from '../support/client.js';
 import { Receiver } from '../support/receiver.js';
 import { assertAcknowledgedDelivered, emitter, fill, mountSmallDisk } from '../support/full-disk.js';
@@ -19,26 +22,16 @@ import { assertAcknowledgedDelivered, emitter, fill, mountSmallDisk } from '../s
 
 const skip = TEST_STORE !== 'postgres' ? 'about PostgreSQL; runs in the PostgreSQL pass' : false;
 
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing is half-saved, and all carries on once space is freed', {
   skip,
   timeout: 90_000,
 }, async (t) => {
   const disk = mountSmallDisk(32);
   if ('skip' in disk) return void t.skip(disk.skip);
-  // The tablespace's directory belongs to the server's user; named like the test databases, so a sweep
-  // of a killed run's leftovers (test/support/service.ts) recognises the database.
-  const name = `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
-  const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
+  // The tablespace's directory belongs to the server's user; its name is a test object's, so a sweep of a
+  // killed run's leftovers recognises it.
+  const tablespace = testObjectName();
+  let database: TestDatabase | null = null;
   let service: Awaited<ReturnType<typeof startTestService>> | null = null;
   // One hook, in this order: the service lets go of the database, the database and its tablespace go,
   // then the disk; a step that fails does not keep the later ones from running.
@@ -46,25 +39,19 @@ test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing 
     try {
       await service?.stop();
     } finally {
-      await admin(`drop database if exists ${name} with (force)`).catch(() => {});
-      await admin(`drop tablespace if exists ${name}`).catch(() => {});
-      try {
-        disk.unmount();
-      } finally {
-        rmSync(dataDir, { recursive: true, force: true });
-      }
+      await database?.drop().catch(() => {});
+      await adminQuery(`drop tablespace if exists ${tablespace}`).catch(() => {});
+      disk.unmount();
     }
   });
   // The server must be able to use a directory of this machine as its own.
   try {
     execFileSync('chown', ['postgres:postgres', disk.dir], { stdio: 'pipe' });
-    await admin(`create tablespace ${name} location '${disk.dir}'`);
+    await adminQuery(`create tablespace ${tablespace} location '${disk.dir}'`);
   } catch (error) {
     return void t.skip(`PostgreSQL cannot use a directory here as the postgres user: ${(error as Error).message}`);
   }
-  await admin(`create database ${name} tablespace ${name}`);
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
+  database = await createTestDatabase({ tablespace });
   const logLines: string[] = [];
   service = await startTestService(
     {
@@ -73,7 +60,7 @@ test('PostgreSQL on a full disk: emits answer 503 storage_full (53100), nothing 
       HERALD_ATTEMPT_TIMEOUT: '5s',
       HERALD_LEASE: '7s',
     },
-    { env: { HERALD_DATA_DIR: dataDir, HERALD_DATABASE_URL: url.toString() }, drop: async () => {} },
+    database,
     logLines,
   );
 

@@ -18,32 +18,44 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** A fresh, empty store: a temp data dir, plus a new PostgreSQL database when testing on PostgreSQL. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * A name for a PostgreSQL object a test makes (a database, a tablespace). The creating process's pid is in
+ * it, so a sweep can tell a leftover of a killed run from one another test run is using right now (see
+ * sweepStaleDatabases).
+ */
+export function testObjectName(): string {
+  return `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
+}
+
+/** Runs one statement as PostgreSQL's admin (PG_ADMIN_URL), on a connection of its own. */
+export async function adminQuery(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+  try {
+    await client.connect();
+    await client.query(statement);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * A fresh, empty store: a temp data dir, plus a new PostgreSQL database when testing on PostgreSQL (in
+ * `tablespace` when one is named).
+ */
+export async function createTestDatabase(options: { tablespace?: string } = {}): Promise<TestDatabase> {
   const dataDir = mkdtempSync(join(tmpdir(), 'herald-test-'));
   if (TEST_STORE === 'sqlite') {
     return { env: { HERALD_DATA_DIR: dataDir }, drop: async () => rmSync(dataDir, { recursive: true, force: true }) };
   }
-  // The creating process's pid is in the name, so a sweep can tell a leftover of a killed run from a
-  // database another test run is using right now (see sweepStaleDatabases).
-  const name = `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  const name = testObjectName();
+  await adminQuery(`create database ${name}${options.tablespace ? ` tablespace ${options.tablespace}` : ''}`);
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
   return {
     env: { HERALD_DATA_DIR: dataDir, HERALD_DATABASE_URL: url.toString() },
     drop: async () => {
       rmSync(dataDir, { recursive: true, force: true });
-      const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-      try {
-        await client.connect();
-        await client.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await client.end().catch(() => {});
-      }
+      await adminQuery(`drop database if exists ${name} with (force)`);
     },
   };
 }
