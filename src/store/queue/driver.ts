@@ -286,22 +286,9 @@ export abstract class QueueDriver {
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
     const { plan, raised } = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
-    // Committed, as the outcomes: a wake that fails must not make them look unrecorded to the worker.
-    if (raised > 0) {
-      try {
-        this.onQueued();
-      } catch (error) {
-        process.emitWarning(`onQueued failed: ${(error as Error)?.message ?? String(error)}`);
-      }
-    }
-    if (plan.events.length > 0 && this.onOutcomes) {
-      // The outcomes are committed: a listener's failure must not make them look unrecorded to the worker.
-      try {
-        this.onOutcomes(plan.events);
-      } catch (error) {
-        process.emitWarning(`onOutcomes failed: ${(error as Error)?.message ?? String(error)}`);
-      }
-    }
+    if (raised > 0) afterCommit('onQueued', () => this.onQueued());
+    const onOutcomes = this.onOutcomes;
+    if (plan.events.length > 0 && onOutcomes) afterCommit('onOutcomes', () => onOutcomes(plan.events));
     return { owned: plan.owned, events: plan.events };
   }
 
@@ -451,6 +438,18 @@ export abstract class QueueDriver {
     }
     if (plan.healthy) await markHealthy(trx, plan.healthy.ids, plan.healthy.at).execute();
     for (const { id, health, at } of plan.health) await this.endpoints.recordHealth(trx, id, health, at);
+  }
+}
+
+/**
+ * Runs what a commit of outcomes tells its listeners. The outcomes are committed: a listener's failure must
+ * not make them look unrecorded to the worker, so it is only a warning.
+ */
+function afterCommit(name: string, tell: () => void): void {
+  try {
+    tell();
+  } catch (error) {
+    process.emitWarning(`${name} failed: ${(error as Error)?.message ?? String(error)}`);
   }
 }
 
