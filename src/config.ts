@@ -51,6 +51,10 @@ export interface Config {
   requestTimeoutMs: number;
   /** Most endpoints one application may have (its emits fan out to each). */
   maxEndpointsPerApp: number;
+  /** Most event types one environment's catalog may have (HERALD_MAX_EVENT_TYPES). */
+  maxEventTypes: number;
+  /** Most bytes of compiled event-schema validators an API process keeps (HERALD_SCHEMA_CACHE_MB). */
+  schemaCacheBytes: number;
   /** Earlier master keys, used only to open what they sealed (HERALD_SECRET_KEY_PREVIOUS). */
   previousSecretKeys: string[];
   /**
@@ -293,6 +297,8 @@ export function loadConfig(env: Env = process.env): Config {
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
     requestTimeoutMs: requestTimeout(env),
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
+    maxEventTypes: integer(env, 'HERALD_MAX_EVENT_TYPES', 1000, 1, 1_000_000),
+    schemaCacheBytes: integer(env, 'HERALD_SCHEMA_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
     previousSecretKeys: previousSecretKeys(env),
     // A hosted service's Test endpoints belong to its customers, not to the operator's network.
     testNetwork: oneOf<TestNetwork>(env, 'HERALD_TEST_NETWORK', mode === 'production' ? 'public' : 'private', [

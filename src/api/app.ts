@@ -27,6 +27,7 @@ import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
+import { SchemaCompiler } from '../event-schemas/compiler.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
 const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
@@ -303,7 +304,10 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
   // Requests counted by route and status, and GET /metrics (public, not rate limited).
   installMetrics(app, metrics, config.metricsToken);
 
-  const deps = { store, config, metrics };
+  const schemas = new SchemaCompiler(config.schemaCacheBytes);
+  app.addHook('onClose', () => schemas.close());
+  metrics.watchSchemas(schemas);
+  const deps = { store, config, metrics, schemas };
   for (const routes of [
     systemRoutes,
     messageRoutes,

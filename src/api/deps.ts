@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Config } from '../config.js';
 import type { Scope, Store } from '../store/index.js';
 import type { Metrics } from '../metrics/registry.js';
+import type { SchemaCompiler } from '../event-schemas/compiler.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
@@ -9,6 +10,8 @@ export interface ApiDeps {
   config: Config;
   /** This process's metrics (src/metrics/): routes count what only they know, such as messages created. */
   metrics: Metrics;
+  /** Compiles and keeps the validators of event schemas, off the event loop (src/event-schemas/). */
+  schemas: SchemaCompiler;
 }
 
 export type RoutePlugin = FastifyPluginAsyncTypebox<ApiDeps>;

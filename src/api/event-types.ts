@@ -1,11 +1,13 @@
 import { Type } from 'typebox';
-import { conflict, invalid, notFound } from './errors.js';
+import { conflict, HttpError, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
 import { errors, EventType, ListOf, Nullable } from './schemas.js';
 import { eventTypeToApi, list } from './serialize.js';
 import { EVENT_TYPE_NAME } from '../domain/catalog.js';
-import { checkSchema, MAX_SCHEMA_CHARS, schemaFailure, type PayloadValidator } from '../domain/event-schema.js';
+import { MAX_SCHEMA_CHARS, schemaFailure, type PayloadValidator } from '../domain/event-schema.js';
+import { CompilerBusy, type SchemaCompiler, SchemaRefused } from '../event-schemas/compiler.js';
+import { EventTypeLimitError } from '../store/event-types.js';
 
 const Name = Type.String({
   minLength: 1,
@@ -26,24 +28,43 @@ const SchemaField = Type.Object(
   },
 );
 
-/** The compiled form of a schema sent by the client, or 400 naming why it cannot be one. */
-function checkedSchema(schema: object): PayloadValidator {
-  const checked = checkSchema(schema);
-  if (!checked.ok) throw invalid(checked.problem);
-  return checked.validate;
+/**
+ * The validator of a schema (JSON text), or the error the API answers: 400 naming why it cannot be an
+ * event schema (`stored`: the entry's own, accepted under earlier rules), 503 when the compiler is busy.
+ */
+export async function schemaValidator(
+  schemas: SchemaCompiler,
+  schemaJson: string,
+  stored?: string,
+): Promise<PayloadValidator> {
+  try {
+    return await schemas.validator(schemaJson);
+  } catch (error) {
+    if (error instanceof SchemaRefused)
+      throw invalid(
+        stored === undefined
+          ? error.message
+          : `the schema of event type ${stored} can no longer be used (${error.message}); update the event type's schema`,
+      );
+    if (error instanceof CompilerBusy)
+      throw new HttpError(503, 'service_unavailable', `Event schemas cannot be compiled now: ${error.message}`, {
+        'retry-after': '1',
+      });
+    throw error;
+  }
 }
 
 /** 400 when the example an entry would keep does not satisfy the schema it would keep. */
 function requireExampleFits(validate: PayloadValidator | null, example: unknown, defaulted: boolean): void {
   if (!validate) return;
-  const failure = schemaFailure(validate, example, 'example_json');
+  const failure = schemaFailure(validate, example, 'example_json', JSON.stringify(example).length);
   if (failure)
     throw invalid(
       defaulted ? `${failure}; without example_json the example is {}: send one that satisfies the schema` : failure,
     );
 }
 
-export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
+export const eventTypeRoutes: RoutePlugin = async (app, { store, config, schemas }) => {
   app.get(
     '/api/v1/event-types',
     {
@@ -85,8 +106,22 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
       const { name, description, example_json, schema } = request.body;
       // The entry's example must satisfy its schema: send-test sends it, and receivers trust the schema.
       if (schema !== undefined)
-        requireExampleFits(checkedSchema(schema), example_json ?? {}, example_json === undefined);
-      const row = await store.eventTypes.create(scopeOf(request), { name, description, example: example_json, schema });
+        requireExampleFits(
+          await schemaValidator(schemas, JSON.stringify(schema)),
+          example_json ?? {},
+          example_json === undefined,
+        );
+      let row: Awaited<ReturnType<typeof store.eventTypes.create>>;
+      try {
+        row = await store.eventTypes.create(
+          scopeOf(request),
+          { name, description, example: example_json, schema },
+          config.maxEventTypes,
+        );
+      } catch (error) {
+        if (error instanceof EventTypeLimitError) throw conflict(error.message);
+        throw error;
+      }
       if (!row) throw conflict(`event type "${name}" already exists`);
       reply.code(201);
       return eventTypeToApi(row);
@@ -128,7 +163,17 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
     async (request) => {
       const scope = scopeOf(request);
       const { description, example_json, schema } = request.body;
-      const sent = schema ? checkedSchema(schema) : null;
+      // The schema the entry would keep, compiled before the update's transaction: a new one, or (for a
+      // new example) the stored one, which the transaction then finds unchanged.
+      const keptJson =
+        schema !== undefined
+          ? schema && JSON.stringify(schema)
+          : example_json === undefined
+            ? null
+            : ((await store.eventTypes.get(scope, request.params.name))?.schema_json ?? null);
+      const validate = keptJson
+        ? await schemaValidator(schemas, keptJson, schema === undefined ? request.params.name : undefined)
+        : null;
       // Checked against the entry as it would be written, so a new example meets the kept schema and a
       // new schema the kept example.
       const row = await store.eventTypes.update(
@@ -136,7 +181,8 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store }) => {
         request.params.name,
         { description, example: example_json, schema },
         (next) => {
-          const validate = schema === undefined ? store.eventTypes.validatorOf(scope, next) : sent;
+          if (schema === undefined && example_json !== undefined && next.schema_json !== keptJson)
+            throw conflict(`the schema of event type ${request.params.name} changed meanwhile; send the update again`);
           requireExampleFits(validate, JSON.parse(next.example_json), false);
         },
       );

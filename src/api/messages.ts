@@ -7,6 +7,7 @@ import { deliveryToApi, list, messageToApi } from './serialize.js';
 import type { EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
+import { schemaValidator } from './event-types.js';
 
 const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
 const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
@@ -52,7 +53,7 @@ function accepted(result: EmitResult, appId: string, eventType: string): Extract
 }
 
 async function emit(
-  { store, metrics }: Pick<ApiDeps, 'store' | 'metrics'>,
+  { store, metrics, schemas }: Pick<ApiDeps, 'store' | 'metrics' | 'schemas'>,
   scope: Scope,
   appId: string,
   eventType: string,
@@ -61,16 +62,14 @@ async function emit(
 ) {
   // The payload must satisfy the event type's schema, if its catalog entry has one. This is part of
   // checking the request, so it comes before the idempotency key is looked at, like the body's shape.
-  const validate = await store.eventTypes.payloadValidator(scope, eventType);
-  const failure = validate && schemaFailure(validate, payload, 'payload');
-  if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
-  const result = await store.messages.emit({
-    scope,
-    appId,
-    eventType,
-    payloadJson: JSON.stringify(payload),
-    idempotencyKey,
-  });
+  const payloadJson = JSON.stringify(payload);
+  const schemaJson = await store.eventTypes.schemaOf(scope, eventType);
+  if (schemaJson !== null) {
+    const validate = await schemaValidator(schemas, schemaJson, eventType);
+    const failure = schemaFailure(validate, payload, 'payload', payloadJson.length);
+    if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
+  }
+  const result = await store.messages.emit({ scope, appId, eventType, payloadJson, idempotencyKey });
   const created = accepted(result, appId, eventType);
   if (!created.idempotent) metrics.emitted(scope.livemode);
   return created;

@@ -18,11 +18,20 @@ const RESERVED = new Set([
   'connection',
   'user-agent',
 ]);
+/**
+ * Names that describe one connection or hop, not the request: undici refuses to send `expect`,
+ * `upgrade`, `keep-alive` and `transfer-encoding` (every attempt would fail), and `te`, `trailer` and
+ * `proxy-*` belong to the connection and to a proxy, not to the receiver.
+ */
+const HOP_BY_HOP = new Set(['expect', 'upgrade', 'keep-alive', 'te', 'trailer']);
 /** An HTTP token (RFC 9110): the characters a header name may have. */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Printable characters: visible ASCII, spaces and tabs inside, and non-ASCII text. */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what a header value may not hold
-const PRINTABLE = /^[^\u0000-\u0008\u000a-\u001f\u007f]*$/;
+/**
+ * What a header value may hold: HTTP sends values as bytes, one per character (Latin-1), so visible
+ * ASCII, spaces and tabs, and the printable Latin-1 letters and signs (U+00A0 to U+00FF). Anything
+ * beyond (`€`, emoji, an unpaired surrogate) or a control character cannot be sent, and undici refuses it.
+ */
+const SENDABLE = /^[\t\u0020-\u007e\u00a0-\u00ff]*$/;
 
 /** Why these headers cannot be an endpoint's, naming the header at fault; null when they can. */
 export function headersProblem(headers: Record<string, string>): string | null {
@@ -35,14 +44,17 @@ export function headersProblem(headers: Record<string, string>): string | null {
       return `headers: "${name}" is not a valid header name (letters, digits and !#$%&'*+-.^_\`|~)`;
     if (RESERVED.has(lower) || lower.startsWith('webhook-'))
       return `headers: "${name}" is set by Herald and cannot be overridden`;
+    if (HOP_BY_HOP.has(lower) || lower.startsWith('proxy-'))
+      return `headers: "${name}" describes the connection or a proxy, not the request, and cannot be sent to an endpoint`;
     if (seen.has(lower)) return `headers: "${name}" is given twice (header names ignore case)`;
     seen.add(lower);
     const value = headers[name]!;
     if (typeof value !== 'string') return `headers: the value of "${name}" must be a string`;
     if (value.length > MAX_HEADER_VALUE)
       return `headers: the value of "${name}" is longer than ${MAX_HEADER_VALUE} characters`;
-    if (!PRINTABLE.test(value) || value !== value.trim())
-      return `headers: the value of "${name}" must be printable, without control characters or surrounding spaces`;
+    if (!SENDABLE.test(value))
+      return `headers: the value of "${name}" holds a character HTTP cannot send in a header: only printable ASCII and Latin-1 (U+0020 to U+007E, U+00A0 to U+00FF) and tabs, no control characters`;
+    if (value !== value.trim()) return `headers: the value of "${name}" must not start or end with spaces`;
   }
   return null;
 }

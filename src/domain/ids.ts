@@ -72,9 +72,15 @@ export function orderedId(now = Date.now()): string {
   return encodeTime(lastTime) + lastRandom.map((d) => ALPHABET[d]).join('');
 }
 
-/** The lowest id of `kind` made at `ms` or later: ids sort by time, so `id >= idFloor(kind, t)` starts a range at t. */
+/** The latest time an id can carry: 10 base-32 digits of milliseconds (about the year 37,600). */
+export const MAX_ID_TIME = 32 ** TIME_CHARS - 1;
+
+/**
+ * The lowest id of `kind` made at `ms` or later: ids sort by time, so `id >= idFloor(kind, t)` starts a
+ * range at t. A time before 1970 is the first id there is, and one past MAX_ID_TIME the last.
+ */
 export function idFloor(kind: IdKind, ms: number): string {
-  return ID_PREFIX[kind] + encodeTime(ms);
+  return ID_PREFIX[kind] + encodeTime(Math.min(Math.max(Math.floor(ms), 0), MAX_ID_TIME));
 }
 
 export function newId(kind: IdKind, now?: number): string {

@@ -153,15 +153,16 @@ export const FAILING_AFTER = 3;
 /**
  * Whether a delivery, before this batch, had announced trouble: its FAILING_AFTER-th failed attempt
  * (delivery.failing: every attempt of a delivery not yet `success` failed, so it counts them) or its last
- * scheduled attempt failed (delivery.exhausted leaves it `failed` with the schedule used up). Only such a
- * delivery's success is delivery.recovered: a receiver told "failing" is told when it is over, and one
- * told nothing is not told of a recovery from a failure it never heard of.
+ * scheduled attempt failed (delivery.exhausted leaves it `failed` with the schedule used up, and it stays
+ * so, or `pending` while a recovery's attempt waits). Only such a delivery's success is
+ * delivery.recovered: a receiver told "failing" is told when it is over, and one told nothing is not told
+ * of a recovery from a failure it never heard of.
  */
 export function announcedTrouble(delivery: DeliveryState, scheduleLength: number): boolean {
   if (delivery.status === 'success') return false;
   return (
     delivery.attempt_count >= FAILING_AFTER ||
-    (delivery.status === 'failed' && delivery.schedule_step >= scheduleLength)
+    ((delivery.status === 'failed' || delivery.status === 'pending') && delivery.schedule_step >= scheduleLength)
   );
 }
 

@@ -1,8 +1,9 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { idTime } from '../domain/ids.js';
 import type { AttemptResult } from '../store/queue.js';
 import type { MetricsReads } from '../store/metrics.js';
 import { StoreGauges } from './store-gauges.js';
+import type { CompilerStats } from '../event-schemas/compiler.js';
 
 // The metrics one Herald process serves at /metrics (names and labels: decisions, "Metrics"). Each service
 // has its own registry, so several services in one process (the tests) count apart; the default process
@@ -116,6 +117,29 @@ export class Metrics implements AttemptMetrics {
     // The message's id carries its creation time (src/domain/ids.ts): nothing is read per delivery.
     const created = idTime(messageId);
     if (created !== null) this.deliveryLatency.observe(Math.max(0, result.at - created) / 1000);
+  }
+
+  /** Reports an API process's event-schema compiler (src/event-schemas/compiler.ts) when scraped. */
+  watchSchemas(compiler: { stats(): CompilerStats }): void {
+    let counted = 0;
+    new Counter({
+      name: 'herald_event_schema_compilations_total',
+      help: 'Event schemas compiled on the compile thread (an emit whose validator is kept compiles none)',
+      registers: this.registers,
+      collect() {
+        const { compilations } = compiler.stats();
+        this.inc(compilations - counted);
+        counted = compilations;
+      },
+    });
+    new Gauge({
+      name: 'herald_event_schema_validators_bytes',
+      help: 'Bytes of compiled event-schema validators kept (at most HERALD_SCHEMA_CACHE_MB)',
+      registers: this.registers,
+      collect() {
+        this.set(compiler.stats().keptBytes);
+      },
+    });
   }
 
   /** The Prometheus text exposition: the process's default metrics, then this service's. */

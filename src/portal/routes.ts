@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
-import { conflict, HttpError, invalid, notFound } from '../api/errors.js';
+import { HttpError, invalid, notFound } from '../api/errors.js';
 import {
   attemptSummaryToApi,
   backgroundTaskToApi,
@@ -11,6 +11,7 @@ import {
   list,
   messageToApi,
 } from '../api/serialize.js';
+import { startRecovery } from '../api/background-tasks.js';
 import { cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
 import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
@@ -239,16 +240,8 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       privatePage(reply);
       const ctx = await context(request);
       const endpoint = await ownEndpoint(ctx, request.params.id);
-      if (endpoint.status === 'disabled') throw conflict('the endpoint is disabled: enable it before recovering it');
-      const since = Date.parse(request.body.since);
-      const task = await store.backgroundTasks.createRecover(ctx.scope, {
-        endpointId: endpoint.id,
-        since,
-        until: null,
-      });
-      store.events.emit('background');
       reply.code(202);
-      return backgroundTaskToApi(task);
+      return backgroundTaskToApi(await startRecovery(store, ctx.scope, endpoint, request.body));
     },
   );
 

@@ -26,25 +26,46 @@ export class BackgroundTasks {
     private readonly onQueued: () => void,
   ) {}
 
-  async createRecover(scope: Scope, params: RecoverParams): Promise<BackgroundTaskRow> {
-    const now = this.ctx.now();
-    const row: BackgroundTaskRow = {
-      id: newId('backgroundTask', now),
-      org_id: scope.orgId,
-      livemode: liveFlag(scope),
-      kind: 'endpoint.recover',
-      status: 'running',
-      params: JSON.stringify(params),
-      cursor: null,
-      enqueued: 0,
-      failures: 0,
-      lease_owner: null,
-      lease_until: null,
-      created_at: now,
-      updated_at: now,
-    };
-    await this.ctx.db.insertInto('background_tasks').values(row).execute();
-    return row;
+  /**
+   * Starts the recovery of an endpoint, or finds the one running: at most one recovery of an endpoint runs
+   * at a time (a unique index over running tasks' subjects decides between concurrent calls), since two
+   * would each give the same failed deliveries an attempt. `created` tells which.
+   */
+  async startRecover(scope: Scope, params: RecoverParams): Promise<{ task: BackgroundTaskRow; created: boolean }> {
+    // The running task may finish between a refused insert and the read: then the insert is tried again.
+    for (;;) {
+      const now = this.ctx.now();
+      const row: BackgroundTaskRow = {
+        id: newId('backgroundTask', now),
+        org_id: scope.orgId,
+        livemode: liveFlag(scope),
+        kind: 'endpoint.recover',
+        status: 'running',
+        params: JSON.stringify(params),
+        subject_id: params.endpointId,
+        cursor: null,
+        enqueued: 0,
+        failures: 0,
+        lease_owner: null,
+        lease_until: null,
+        created_at: now,
+        updated_at: now,
+      };
+      const inserted = await this.ctx.db
+        .insertInto('background_tasks')
+        .values(row)
+        .onConflict((oc) => oc.doNothing())
+        .executeTakeFirst();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0) return { task: row, created: true };
+      const running = await this.ctx.db
+        .selectFrom('background_tasks')
+        .selectAll()
+        .where('kind', '=', 'endpoint.recover')
+        .where('subject_id', '=', params.endpointId)
+        .where('status', '=', 'running')
+        .executeTakeFirst();
+      if (running) return { task: running, created: false };
+    }
   }
 
   async get(scope: Scope, id: string): Promise<BackgroundTaskRow | undefined> {
@@ -85,8 +106,9 @@ export class BackgroundTasks {
   /**
    * One batch of a recovery: up to `size` deliveries of the endpoint in `failed` or `disabled` whose message
    * was created in the task's range, after its cursor, each get one manual attempt (as a retry does, after
-   * every attempt the delivery has), in the order the deliveries were created; the task's cursor, count and
-   * lease move in the same transaction. The range starts at the first delivery made at `since` (a delivery
+   * every attempt the delivery has) and are `pending` again until it ends, in the order the deliveries were
+   * created; the task's cursor, count and lease move in the same transaction. Being pending, a delivery
+   * whose recovery attempt waits is not picked by a later recovery. The range starts at the first delivery made at `since` (a delivery
    * is never older than its message), through the index of the endpoint's deliveries, so a batch costs the
    * same at the first delivery and at the millionth.
    */
@@ -114,7 +136,12 @@ export class BackgroundTasks {
             ? []
             : await trx
                 .updateTable('deliveries')
-                .set((eb) => ({ attempt_seq: eb('attempt_seq', '+', 1), next_attempt_at: now, updated_at: now }))
+                .set((eb) => ({
+                  attempt_seq: eb('attempt_seq', '+', 1),
+                  status: 'pending',
+                  next_attempt_at: now,
+                  updated_at: now,
+                }))
                 .where('id', 'in', ids)
                 .where('status', 'in', ['failed', 'disabled'])
                 .returning(['id', 'endpoint_id', 'attempt_seq'])

@@ -16,6 +16,7 @@ import * as endpointControls from './migrations/007_endpoint_controls.js';
 import * as eventSchemas from './migrations/008_event_schemas.js';
 import * as attemptsByEndpoint from './migrations/009_attempts_by_endpoint.js';
 import * as operationalWebhooks from './migrations/010_operational_webhooks.js';
+import * as oneRecoveryPerEndpoint from './migrations/011_one_recovery_per_endpoint.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -42,6 +43,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '008_event_schemas': eventSchemas,
   '009_attempts_by_endpoint': attemptsByEndpoint,
   '010_operational_webhooks': operationalWebhooks,
+  '011_one_recovery_per_endpoint': oneRecoveryPerEndpoint,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,12 +1,11 @@
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { EventTypeRow } from './schema.js';
-import { compiledSchema, type PayloadValidator } from '../domain/event-schema.js';
 
 export interface EventTypeInput {
   name: string;
   description?: string | undefined;
   example?: object | undefined;
-  /** A JSON Schema the caller has checked (checkSchema). */
+  /** A JSON Schema the caller has checked (SchemaCompiler). */
   schema?: object | undefined;
 }
 
@@ -17,6 +16,15 @@ export interface EventTypeChanges {
   schema?: object | null | undefined;
 }
 
+/** Creating past the most event types an environment may have (HERALD_MAX_EVENT_TYPES). */
+export class EventTypeLimitError extends Error {
+  constructor(limit: number) {
+    super(
+      `the environment has ${limit} event types, the most one may have (HERALD_MAX_EVENT_TYPES); delete or reuse one`,
+    );
+  }
+}
+
 /**
  * How long an emit may use an event type's schema as read: emits would otherwise read the catalog once
  * each. A change made by this process applies at once; one made by another process within this time.
@@ -25,14 +33,14 @@ export const SCHEMA_CACHE_MS = 2_000;
 /** Entries the schema lookup cache holds before it starts over. */
 const SCHEMA_CACHE_ENTRIES = 10_000;
 
-/** An entry within its environment as one key; also the compiled schema's key with its version. */
+/** An entry within its environment as one key. */
 const entryKey = (scope: Scope, name: string) => `${scope.orgId}|${liveFlag(scope)}|${name}`;
 
 export class EventTypes {
   constructor(private readonly ctx: StoreContext) {}
 
-  /** Recent answers of payloadValidator by entryKey, each until its `until`. */
-  private readonly schemaCache = new Map<string, { validate: PayloadValidator | null; until: number }>();
+  /** Recent answers of schemaOf by entryKey, each until its `until`. */
+  private readonly schemaCache = new Map<string, { schemaJson: string | null; until: number }>();
   /** Counts changes written by this process: a lookup that overlapped one may have read the row before it. */
   private schemaGeneration = 0;
 
@@ -43,33 +51,28 @@ export class EventTypes {
   }
 
   /**
-   * The compiled schema that payloads of `name` must satisfy, or null when the entry has none or there is
-   * no such entry (emit refuses unknown event types itself). Read at most once per SCHEMA_CACHE_MS per
-   * entry, and compiled once per entry and version.
+   * The schema (JSON text) that payloads of `name` must satisfy, or null when the entry has none or there
+   * is no such entry (emit refuses unknown event types itself). Read at most once per SCHEMA_CACHE_MS per
+   * entry; within that time the same string is returned, so a lookup keyed by it stays cheap.
    */
-  async payloadValidator(scope: Scope, name: string): Promise<PayloadValidator | null> {
+  async schemaOf(scope: Scope, name: string): Promise<string | null> {
     const key = entryKey(scope, name);
     const now = Date.now();
     const cached = this.schemaCache.get(key);
-    if (cached && cached.until > now) return cached.validate;
+    if (cached && cached.until > now) return cached.schemaJson;
     const generation = this.schemaGeneration;
     const row = await this.ctx.db
       .selectFrom('event_types')
-      .select(['version', 'schema_json'])
+      .select('schema_json')
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .where('name', '=', name)
       .executeTakeFirst();
-    const validate = row?.schema_json ? compiledSchema(`${key}|${row.version}`, row.schema_json) : null;
-    if (generation !== this.schemaGeneration) return validate;
+    const schemaJson = row?.schema_json ?? null;
+    if (generation !== this.schemaGeneration) return schemaJson;
     if (this.schemaCache.size >= SCHEMA_CACHE_ENTRIES) this.schemaCache.clear();
-    this.schemaCache.set(key, { validate, until: now + SCHEMA_CACHE_MS });
-    return validate;
-  }
-
-  /** The compiled schema of a row read from the catalog, or null when it has none. */
-  validatorOf(scope: Scope, row: EventTypeRow): PayloadValidator | null {
-    return row.schema_json ? compiledSchema(`${entryKey(scope, row.name)}|${row.version}`, row.schema_json) : null;
+    this.schemaCache.set(key, { schemaJson, until: now + SCHEMA_CACHE_MS });
+    return schemaJson;
   }
 
   /** The catalog in name order; the cursor is the last name of the previous page. */
@@ -114,8 +117,17 @@ export class EventTypes {
     return names.filter((name) => !known.has(name));
   }
 
-  /** Creates an entry; returns undefined when the name is taken. */
-  async create(scope: Scope, input: EventTypeInput): Promise<EventTypeRow | undefined> {
+  /**
+   * Creates an entry; returns undefined when the name is taken, and throws EventTypeLimitError when the
+   * environment has `maxPerEnvironment` entries already (the API passes HERALD_MAX_EVENT_TYPES). The
+   * organization's row is written first, as a lock: creates in one organization count one after another,
+   * so concurrent ones cannot pass the limit together (on SQLite every write transaction is serial anyway).
+   */
+  async create(
+    scope: Scope,
+    input: EventTypeInput,
+    maxPerEnvironment = Number.POSITIVE_INFINITY,
+  ): Promise<EventTypeRow | undefined> {
     const now = this.ctx.now();
     const row: EventTypeRow = {
       org_id: scope.orgId,
@@ -129,13 +141,42 @@ export class EventTypes {
       updated_at: now,
     };
     this.forgetSchema(scope, input.name);
-    const inserted = await this.ctx.db
-      .insertInto('event_types')
-      .values(row)
-      .onConflict((oc) => oc.columns(['org_id', 'livemode', 'name']).doNothing())
-      .executeTakeFirst();
-    this.forgetSchema(scope, input.name);
-    return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0 ? row : undefined;
+    try {
+      return await this.ctx.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('organizations')
+          .set((eb) => ({ created_at: eb.ref('created_at') }))
+          .where('id', '=', scope.orgId)
+          .execute();
+        if (Number.isFinite(maxPerEnvironment)) {
+          const { n } = await trx
+            .selectFrom('event_types')
+            .select((eb) => eb.fn.countAll().as('n'))
+            .where('org_id', '=', scope.orgId)
+            .where('livemode', '=', liveFlag(scope))
+            .executeTakeFirstOrThrow();
+          if (Number(n) >= maxPerEnvironment) {
+            const taken = await trx
+              .selectFrom('event_types')
+              .select('name')
+              .where('org_id', '=', scope.orgId)
+              .where('livemode', '=', liveFlag(scope))
+              .where('name', '=', input.name)
+              .executeTakeFirst();
+            if (taken) return undefined;
+            throw new EventTypeLimitError(maxPerEnvironment);
+          }
+        }
+        const inserted = await trx
+          .insertInto('event_types')
+          .values(row)
+          .onConflict((oc) => oc.columns(['org_id', 'livemode', 'name']).doNothing())
+          .executeTakeFirst();
+        return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0 ? row : undefined;
+      });
+    } finally {
+      this.forgetSchema(scope, input.name);
+    }
   }
 
   /**

@@ -151,6 +151,8 @@ export interface BackgroundTaskRow {
   status: string;
   /** The task's input, as JSON. */
   params: string;
+  /** What the task works on (a recovery's endpoint): one running task of a kind per subject. */
+  subject_id: string | null;
   /** Where the next batch starts (null: at the beginning). */
   cursor: string | null;
   /** Deliveries given a new attempt so far. */

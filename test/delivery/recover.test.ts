@@ -6,6 +6,7 @@ import { eventually } from '../support/receiver.js';
 import { bootstrap } from '../support/client.js';
 import { openStore } from '../store/helpers.js';
 import { Client } from '../support/client.js';
+import { startTestService } from '../support/service.js';
 
 // Recovering an endpoint: POST /endpoints/{id}/recover gives every failed or disabled delivery of messages
 // created in [since, until) one new attempt, in the background, in bounded batches that any worker resumes.
@@ -84,7 +85,7 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   // As if every attempt failed: the deliveries are `failed`, their tasks gone.
   await store.ctx.db.deleteFrom('delivery_tasks').execute();
   await store.ctx.db.updateTable('deliveries').set({ status: 'failed' }).execute();
-  const task = await store.backgroundTasks.createRecover(scope, { endpointId, since, until: null });
+  const { task } = await store.backgroundTasks.startRecover(scope, { endpointId, since, until: null });
 
   // A worker takes it, runs one batch of two, and dies holding it.
   const dead = await store.backgroundTasks.lease('bg_dead', 200);
@@ -104,6 +105,28 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   const tasks = await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute();
   assert.equal(tasks.length, 5, 'one manual attempt each, none twice');
   assert.ok(tasks.every((x) => x.trigger === 'manual' && x.attempt_number === 2));
+  const deliveries = await store.ctx.db.selectFrom('deliveries').select('status').execute();
+  assert.ok(
+    deliveries.every((d) => d.status === 'pending'),
+    'a delivery whose recovery attempt waits is pending',
+  );
+
+  // A second recovery, the first finished, finds nothing to add while those attempts wait.
+  const again = await store.backgroundTasks.startRecover(scope, { endpointId, since, until: null });
+  assert.equal(again.created, true);
+  const leased = await store.backgroundTasks.lease('bg_live', 10_000);
+  assert.equal(await store.backgroundTasks.recoverBatch(leased!, 'bg_live', 10_000, 10), 'done');
+  assert.equal((await store.backgroundTasks.get(scope, again.task.id))!.enqueued, 0);
+  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute()).length, 5);
+});
+
+test('one recovery of an endpoint runs at a time: concurrent starts make one task', async (t) => {
+  const { store, scope, endpointId } = await openStore(t);
+  const started = await Promise.all(
+    Array.from({ length: 10 }, () => store.backgroundTasks.startRecover(scope, { endpointId, since: 0, until: null })),
+  );
+  assert.equal(new Set(started.map((s) => s.task.id)).size, 1, 'one task');
+  assert.equal(started.filter((s) => s.created).length, 1, 'created once, found nine times');
 });
 
 test('the portal recovers its own endpoints only', async (t) => {
@@ -120,4 +143,127 @@ test('the portal recovers its own endpoints only', async (t) => {
   const foreign = await s.api.post('/api/v1/endpoints', { app_id: other.body.id, url: 'http://127.0.0.1:9/o' });
   assert.equal((await portal.post(`/api/endpoints/${foreign.body.id}/recover`, { since })).status, 404);
   assert.equal((await portal.post(`/api/endpoints/${endpoint.id}/recover`, { since: 'soon' })).status, 400);
+});
+
+test('ten concurrent recovers of 50 failed deliveries send exactly 50 requests; five through the portal too', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  let down = true;
+  const receiver = await startReceiver(t, () => ({ status: down ? 500 : 200 }));
+  const endpoint = await s.endpoint(`${receiver.url}/r`);
+  const since = new Date(Date.now() - 1000).toISOString();
+  const emitted = [];
+  for (let i = 0; i < 50; i++) emitted.push(await s.emit({ i }));
+  for (const e of emitted) await s.until(e.deliveryIds[0]!, (d) => d.status === 'failed', 'failed while down');
+  down = false;
+  const before = receiver.received.length;
+
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, () => s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since })),
+  );
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    Array(10).fill(202),
+  );
+  for (const e of emitted) await s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'recovered');
+  // A call while a recovery runs answers with it; one after it finished starts another, which finds the
+  // deliveries pending (their attempts queued) and adds nothing.
+  const tasks = await Promise.all(
+    [...new Set(answers.map((a) => a.body.id))].map(async (id) =>
+      eventually(
+        async () => {
+          const read = await s.api.get(`/api/v1/background-tasks/${id}`);
+          return read.body.status === 'finished' ? read.body : null;
+        },
+        15_000,
+        'the task to finish',
+      ),
+    ),
+  );
+  assert.equal(
+    tasks.reduce((sum, task) => sum + task.data.deliveries_enqueued, 0),
+    50,
+    'fifty attempts queued in all',
+  );
+  await receiver.waitFor(before + 50);
+  // Anything queued twice would go out within this time (the schedule is immediate).
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(receiver.received.length, before + 50, 'one request per failed delivery');
+  for (const e of emitted) assert.equal((await s.delivery(e.deliveryIds[0]!)).attempts.length, 2);
+
+  // Through a portal link: five at once, after the deliveries failed again, make one request each.
+  down = true;
+  const again = [];
+  for (let i = 0; i < 5; i++) again.push(await s.emit({ again: i }));
+  for (const e of again) await s.until(e.deliveryIds[0]!, (d) => d.status === 'failed', 'failed while down');
+  down = false;
+  const app = (await s.api.post(`/api/v1/applications/${s.appId}/rotate-portal-path`)).body;
+  const portal = new Client(s.service.url + app.portal_path);
+  const portalSince = new Date(Date.now() - 60_000).toISOString();
+  const middle = receiver.received.length;
+  const portalAnswers = await Promise.all(
+    Array.from({ length: 5 }, () => portal.post(`/api/endpoints/${endpoint.id}/recover`, { since: portalSince })),
+  );
+  assert.deepEqual(
+    portalAnswers.map((a) => a.status),
+    Array(5).fill(202),
+  );
+  for (const e of again) await s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'recovered');
+  await receiver.waitFor(middle + 5);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  assert.equal(receiver.received.length, middle + 5);
+});
+
+test('recover since before 1970 recovers from the beginning; until before 1970 is 400', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  let down = true;
+  const receiver = await startReceiver(t, () => ({ status: down ? 500 : 200 }));
+  const endpoint = await s.endpoint(`${receiver.url}/old`);
+  const e = await s.emit({ n: 1 });
+  await s.until(e.deliveryIds[0]!, (d) => d.status === 'failed', 'failed while down');
+  down = false;
+  assertError(
+    await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, {
+      since: '1900-01-01T00:00:00Z',
+      until: '1960-01-01T00:00:00Z',
+    }),
+    400,
+    'invalid_request',
+    /before 1970/,
+  );
+  const started = await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since: '1900-01-01T00:00:00Z' });
+  assert.equal(started.status, 202, JSON.stringify(started.body));
+  const finished = await eventually(
+    async () => {
+      const read = await s.api.get(`/api/v1/background-tasks/${started.body.id}`);
+      return read.body.status === 'finished' ? read.body : null;
+    },
+    15_000,
+    'the task to finish',
+  );
+  assert.deepEqual(finished.data, { deliveries_enqueued: 1 });
+  await s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'recovered from 1900');
+});
+
+test('while a recovery runs, a range it covers answers with it, and a wider one is 409 naming it', async (t) => {
+  // An API process runs no background tasks: the recovery stays running.
+  const service = await startTestService({ HERALD_ROLE: 'api' });
+  t.after(() => service.stop());
+  const { test: api } = await bootstrap(service.url);
+  const app = await api.post('/api/v1/applications', { name: 'Acme' });
+  const endpoint = await api.post('/api/v1/endpoints', { app_id: app.body.id, url: 'http://127.0.0.1:9/r' });
+  const recover = (body: object) => api.post(`/api/v1/endpoints/${endpoint.body.id}/recover`, body);
+  const first = await recover({ since: '2026-01-01T00:00:00Z' });
+  assert.equal(first.status, 202);
+  for (const covered of [
+    { since: '2026-01-01T00:00:00Z' },
+    { since: '2026-06-01T00:00:00Z', until: '2026-07-01T00:00:00Z' },
+  ]) {
+    const again = await recover(covered);
+    assert.equal(again.status, 202);
+    assert.equal(again.body.id, first.body.id);
+  }
+  const wider = await recover({ since: '2025-01-01T00:00:00Z' });
+  assertError(wider, 409, 'conflict', new RegExp(`recovery of this endpoint is running \\(${first.body.id}`));
+  const tasks = await service.store.ctx.db.selectFrom('background_tasks').select('id').execute();
+  assert.equal(tasks.length, 1);
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { idFrom, idTime, newId, orderedId } from '../../src/domain/ids.js';
+import { idFloor, idFrom, idTime, newId, orderedId } from '../../src/domain/ids.js';
 
 test('ids carry their prefix, are 26 characters of Crockford base32, and strictly increase', () => {
   const ids = Array.from({ length: 5_000 }, () => newId('message'));
@@ -38,4 +38,14 @@ test('idTime reads back the millisecond an id was made at; other text gives null
     for (const kind of ['message', 'attempt'] as const) assert.equal(idTime(idFrom(kind, ms, 'seed')), ms);
   for (const text of ['', 'evt_', 'evt_01h2', 'nounderscore', 'evt_01H2UUUUUU0000000000000000'])
     assert.equal(idTime(text), null, text);
+});
+
+test('idFloor before 1970 is the first id there is, and past the last time the last; never undefined digits', () => {
+  const first = idFloor('delivery', 0);
+  assert.equal(idFloor('delivery', -1), first);
+  assert.equal(idFloor('delivery', Date.parse('1900-01-01T00:00:00Z')), first);
+  assert.ok(newId('delivery') >= first);
+  assert.match(idFloor('delivery', Number.MAX_SAFE_INTEGER), /^dlv_[0-9a-z]{10}$/);
+  assert.ok(idFloor('delivery', Number.MAX_SAFE_INTEGER) > newId('delivery'));
+  assert.doesNotMatch(idFloor('delivery', -1e15), /undefined/);
 });

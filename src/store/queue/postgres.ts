@@ -153,7 +153,7 @@ export class PostgresQueue extends QueueDriver {
     // one row, and its `ok` is selected, so the check always runs (a column left out of the result is
     // never computed).
     const announcedTrouble = sql<boolean>`deliveries.status <> 'success' and (deliveries.attempt_count >= ${FAILING_AFTER}
-        or (deliveries.status = 'failed' and deliveries.schedule_step >= ${this.policy.retryScheduleMs.length}))`;
+        or (deliveries.status in ('failed', 'pending') and deliveries.schedule_step >= ${this.policy.retryScheduleMs.length}))`;
     const parts = [
       // Only the attempts written now are counted: the same outcomes recorded again change nothing.
       sql`attempts_in as (${attempts})`,
