@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { threadExecArgv } from '../thread-flags.js';
 import { type PayloadValidator, schemaSizeProblem } from '../domain/event-schema.js';
 import type { CompileReply, CompileRequest } from './compile-thread.js';
 import { loadValidator } from './validator-code.js';
@@ -144,6 +145,7 @@ export class SchemaCompiler {
   private startedThread(): Worker {
     if (this.thread) return this.thread;
     const thread = new Worker(new URL('./compile-thread-entry.mjs', import.meta.url), {
+      execArgv: threadExecArgv(),
       resourceLimits: { maxOldGenerationSizeMb: COMPILE_HEAP_MB },
     });
     thread.unref();
@@ -154,7 +156,9 @@ export class SchemaCompiler {
       this.threadFailed(
         /heap|memory/i.test(error.message)
           ? new SchemaRefused(`schema needs more than ${COMPILE_HEAP_MB} MB to compile: simplify it`)
-          : new Error(`the schema compile thread failed: ${error.message}`),
+          : new CompilerBusy(
+              `the schema compile thread failed (${error.message}); a new one starts with the next schema`,
+            ),
       );
     });
     thread.on('exit', () => {

@@ -1,3 +1,4 @@
+import { threadExecArgv } from '../thread-flags.js';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { endThread, sqliteFile } from './db.js';
@@ -163,7 +164,7 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     // profile of the process (the benchmark's --profile) covers the thread too.
     const worker = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), {
       workerData: this.data,
-      execArgv: profilingFlags(),
+      execArgv: threadExecArgv(),
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
     });
     let failure: Error | null = null;
@@ -193,18 +194,6 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     );
     return { worker, exited };
   }
-}
-
-/** The process's --cpu-prof flags (and their values): the thread needs none of its other flags (tsx registers itself). */
-function profilingFlags(): string[] {
-  const flags: string[] = [];
-  const argv = process.execArgv;
-  for (let i = 0; i < argv.length; i++) {
-    if (!argv[i]!.startsWith('--cpu-prof')) continue;
-    flags.push(argv[i]!);
-    if (argv[i] !== '--cpu-prof' && !argv[i]!.includes('=') && i + 1 < argv.length) flags.push(argv[++i]!);
-  }
-  return flags;
 }
 
 export interface QueueThreadData {
