@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { newId } from '../domain/ids.js';
+import { storeErrorKind } from '../store/errors.js';
 
 // Every error leaves the API as {error: {code, message, request_id}}. Routes throw HttpError; everything
 // else a request can raise is mapped here, in one place, so no input can produce an unexplained 5xx.
@@ -37,46 +38,6 @@ export const conflict = (message: string) => new HttpError(409, 'conflict', mess
 export const internalError = () =>
   new HttpError(500, 'internal_error', 'Internal error; retry with the same Idempotency-Key');
 
-/** Store failures that mean "the database is away for now" rather than a bug. */
-function isDatabaseUnavailable(error: unknown): boolean {
-  const e = error as { code?: string; message?: string } | null;
-  if (!e) return false;
-  // Network (the server or its address is gone), PostgreSQL class 08 (connection exception), 57P01-03
-  // (shut down / restarting) and 53300 (too many connections): the database is away for now, retry shortly.
-  const codes = [
-    'ECONNREFUSED',
-    'ECONNRESET',
-    'ETIMEDOUT',
-    'EPIPE',
-    'EHOSTUNREACH',
-    'ENETUNREACH',
-    'ENOTFOUND',
-    'EAI_AGAIN',
-    '57P01',
-    '57P02',
-    '57P03',
-    '53300',
-    'SQLITE_BUSY',
-  ];
-  if (codes.includes(e.code ?? '') || /^08...$/.test(e.code ?? '')) return true;
-  // A deadlock or serialization failure rolled the request's transaction back: trying again succeeds.
-  if (e.code === '40P01' || e.code === '40001') return true;
-  // 55000 is a broad class; only its refusal of new connections (ALLOW_CONNECTIONS false) means "away".
-  if (e.code === '55000' && /not currently accepting connections/.test(e.message ?? '')) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection is not queryable|Query read timeout/i.test(
-    e.message ?? '',
-  );
-}
-
-/**
- * The database has no room to write (SQLite's SQLITE_FULL, PostgreSQL's 53100 disk_full). The write was
- * rolled back, so nothing of the request was saved; it succeeds once an operator frees space.
- */
-export function isStorageFull(error: unknown): boolean {
-  const code = (error as { code?: string } | null)?.code;
-  return code === 'SQLITE_FULL' || code === '53100';
-}
-
 /**
  * A validation failure in words. A field limited to a few values (a union of constants) failed each of
  * them, and ajv names none ("must be equal to constant" once per value): those values are listed instead.
@@ -108,12 +69,13 @@ function classify(error: FastifyError | HttpError | Error): HttpError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return invalid('Content-Length does not match the body');
   }
-  if (isStorageFull(error)) {
+  const kind = storeErrorKind(error);
+  if (kind === 'full') {
     return new HttpError(503, 'storage_full', "The store's disk is full; nothing was saved, retry later", {
       'retry-after': '5',
     });
   }
-  if (isDatabaseUnavailable(error)) {
+  if (kind === 'unavailable') {
     return new HttpError(503, 'service_unavailable', 'The database is unavailable or busy; retry shortly', {
       'retry-after': '1',
     });

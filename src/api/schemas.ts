@@ -1,11 +1,26 @@
-import { Type, type TSchema } from 'typebox';
+import { type TLiteral, Type, type TSchema, type TUnion } from 'typebox';
 import { ID_PREFIX, type IdKind } from '../domain/ids.js';
+import {
+  ATTEMPT_STATUSES,
+  ATTEMPT_TRIGGERS,
+  BACKGROUND_TASK_KINDS,
+  BACKGROUND_TASK_STATUSES,
+  DELIVERY_STATUSES,
+} from '../domain/states.js';
 
 // Request and response schemas. They validate at the edge, shape the serialized responses and generate
 // the OpenAPI document, so each field of the contract is written down exactly once.
 
 export const Timestamp = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** A literal schema per name of a tuple of names. */
+type LiteralsOf<T extends readonly string[]> = { -readonly [K in keyof T]: TLiteral<T[K]> };
+/**
+ * One of the named states of a list in src/domain/states.ts. The map keeps the list's order, so its type
+ * is the tuple the cast names (TypeBox infers a union's static type from a tuple, not from an array).
+ */
+const literals = <const T extends readonly string[]>(names: T): TUnion<LiteralsOf<T>> =>
+  Type.Union(names.map((name) => Type.Literal(name)) as LiteralsOf<T>) as TUnion<LiteralsOf<T>>;
 
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
@@ -224,8 +239,8 @@ export const BackgroundTask = Type.Object(
   {
     object: Type.Literal('background_task'),
     id: Type.String({ description: 'task_…' }),
-    kind: Type.Literal('endpoint.recover'),
-    status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
+    kind: literals(BACKGROUND_TASK_KINDS),
+    status: literals(BACKGROUND_TASK_STATUSES),
     created_at: Timestamp,
     updated_at: Timestamp,
     data: Type.Object({ deliveries_enqueued: Type.Integer({ description: 'Deliveries given a new attempt so far' }) }),
@@ -291,8 +306,8 @@ export const EndpointStats = Type.Object(
 
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
-  trigger: Type.Union([Type.Literal('scheduled'), Type.Literal('manual')]),
-  status: Type.Union([Type.Literal('success'), Type.Literal('failed')]),
+  trigger: literals(ATTEMPT_TRIGGERS),
+  status: literals(ATTEMPT_STATUSES),
   response_status: Nullable(Type.Integer()),
   response_body: Nullable(Type.String()),
   error: Nullable(Type.String()),
@@ -300,12 +315,7 @@ export const Attempt = Type.Object({
   created_at: Timestamp,
 });
 
-export const DeliveryStatus = Type.Union([
-  Type.Literal('pending'),
-  Type.Literal('success'),
-  Type.Literal('failed'),
-  Type.Literal('disabled'),
-]);
+export const DeliveryStatus = literals(DELIVERY_STATUSES);
 
 const deliveryFields = {
   id: Type.String({ description: 'dlv_…' }),

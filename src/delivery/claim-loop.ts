@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { AttemptInput, ClaimedTask, WorkerQueue } from '../store/queue.js';
 import { ClaimWindow } from './claim-window.js';
+import { isTransient, storeErrorCause } from '../store/errors.js';
 import type { Lane, Lanes } from './lanes.js';
 
 // The claim loop: one claim at a time, general claims for new work and top-ups for endpoints drained to one
@@ -12,6 +13,12 @@ export const IDLE_POLL_MS = 500;
 export const CLAIM_BATCH = 100;
 /** The pause after a failed claim (the database may be away for a while: keep trying without spinning). */
 export const CLAIM_RETRY_MS = 1_000;
+/**
+ * How long the loop waits after a claim failed for a reason a second try soon will not fix (store
+ * errors.ts: neither "away" nor "busy"): claiming is the worker's whole job, so it keeps trying, slowly,
+ * and says so at error level.
+ */
+export const CLAIM_BROKEN_RETRY_MS = 10_000;
 
 /**
  * What the loop does. `ready` is the hub between steps: every step starts from it and goes back to it, so a
@@ -126,14 +133,20 @@ export class ClaimLoop {
         if (!(await this.sleep(wait))) this.generalDue = true;
         this.setMode('ready');
       } catch (error) {
-        this.log.warn({ err: error }, 'claim failed; retrying');
+        const transient = isTransient(error);
+        if (transient) this.log.warn({ err: error, cause: storeErrorCause(error) }, 'claim failed; retrying');
+        else
+          this.log.error(
+            { err: error, cause: storeErrorCause(error) },
+            `claim failed for a reason trying again soon will not fix; retrying in ${CLAIM_BROKEN_RETRY_MS / 1000} s`,
+          );
         // The claim that failed may have been a general one, whose mark was cleared when it started, or a
         // top-up, whose endpoint (no longer marked, so no longer skipped) may have tasks behind the window:
         // the next general claim reads everything.
         this.generalDue = true;
         this.window.reset();
         this.setMode('backing-off');
-        await this.sleep(CLAIM_RETRY_MS);
+        await this.sleep(transient ? CLAIM_RETRY_MS : CLAIM_BROKEN_RETRY_MS);
         this.setMode('ready');
       }
     }

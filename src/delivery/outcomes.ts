@@ -1,6 +1,8 @@
+import type { Logger } from 'pino';
 import type { AttemptInput, AttemptResult, WorkerQueue } from '../store/queue.js';
 import { GroupCommit } from '../store/group-commit.js';
 import type { Store } from '../store/index.js';
+import { storeErrorCause, storeErrorKind } from '../store/errors.js';
 
 /**
  * On PostgreSQL, under load, an outcome batch starts at least this long after the one before it ended. A
@@ -15,6 +17,19 @@ const POSTGRES_OUTCOME_SPACING_MS = 5;
 export const RECORD_TRIES = 4;
 
 /**
+ * What to do after a store refused to record an outcome (errors.ts says what the error means): try the
+ * same again shortly when the database was away or busy; try once more without the receiver's answer
+ * when it refused a value (the answer is the only value from outside); otherwise give up, and the
+ * attempt is made again after its lease.
+ */
+export function afterRefusal(error: unknown, answerKept: boolean): 'again' | 'without-answer' | 'give-up' {
+  const kind = storeErrorKind(error);
+  if (kind === 'unavailable') return 'again';
+  if (kind === 'data' && answerKept) return 'without-answer';
+  return 'give-up';
+}
+
+/**
  * Records attempts' outcomes, those that finish together in one transaction. Each resolves to whether the
  * worker still owned the task, or the error that kept it from being recorded (the attempt is then made again
  * after its lease).
@@ -26,6 +41,7 @@ export class Outcomes {
     private readonly queue: WorkerQueue,
     private readonly owner: string,
     dialect: Store['dialect'],
+    private readonly log: Pick<Logger, 'warn'>,
   ) {
     this.commits = new GroupCommit(
       // One failed transaction must not fail the others of its batch.
@@ -42,38 +58,58 @@ export class Outcomes {
   }
 
   /**
-   * Records a batch. A deadlock, serialization failure or busy database rolls the transaction back, so
-   * trying again is safe; giving up only means the attempt is repeated after its lease.
+   * Records a batch in one transaction. A store that was away or busy rolled it back, so the batch is
+   * tried again as it is; one that refused something in it (a value, a constraint) records each outcome on
+   * its own, so one bad outcome does not fail the others. Each fallback is logged once, with its cause.
    */
   private async recordMany(batch: { input: AttemptInput; result: AttemptResult }[]): Promise<(boolean | Error)[]> {
-    if (batch.length > 1) {
+    if (batch.length === 1) return [await this.recordOne(batch[0]!.input, batch[0]!.result)];
+    for (let tries = 1; ; tries++) {
       try {
         return await this.queue.completeMany(batch, this.owner);
-      } catch {
-        // One bad outcome must not fail the others: fall back to one transaction each.
+      } catch (error) {
+        const again = afterRefusal(error, false) === 'again' && tries < RECORD_TRIES;
+        this.log.warn(
+          { err: error, cause: storeErrorCause(error), outcomes: batch.length, try: tries },
+          again
+            ? 'outcome batch not recorded (the store was away or busy); trying the batch again'
+            : 'outcome batch not recorded; recording each outcome on its own',
+        );
+        if (!again) break;
+        await pause(tries);
       }
     }
     return Promise.all(batch.map(({ input, result }) => this.recordOne(input, result)));
   }
 
   /**
-   * Records one outcome, up to RECORD_TRIES times. The last try leaves out the receiver's answer: an answer
-   * the database refuses must not keep the attempt from being recorded (it would be sent again at every
-   * lease, for ever); the attempt is recorded with its status and error, and a note that its answer is lost.
+   * Records one outcome: again while the store is away or busy (RECORD_TRIES in all), once without the
+   * receiver's answer if the store refuses a value (an answer the database refuses must not keep the
+   * attempt from being recorded: it would be sent again at every lease, for ever), and otherwise leaves
+   * the attempt to its lease, with the error.
    */
   private async recordOne(input: AttemptInput, result: AttemptResult): Promise<boolean | Error> {
+    let outcome = result;
     for (let tries = 1; ; tries++) {
       try {
-        const outcome = tries === RECORD_TRIES && result.responseBody !== null ? withoutAnswer(result) : result;
         const [owned] = await this.queue.completeMany([{ input, result: outcome }], this.owner);
         return owned!;
       } catch (error) {
-        if (tries >= RECORD_TRIES) return error instanceof Error ? error : new Error(String(error));
-        await new Promise((resolve) => setTimeout(resolve, 50 * tries));
+        const next = tries < RECORD_TRIES ? afterRefusal(error, outcome.responseBody !== null) : 'give-up';
+        if (next === 'give-up') return error instanceof Error ? error : new Error(String(error));
+        if (next === 'without-answer') {
+          this.log.warn(
+            { err: error, cause: storeErrorCause(error), delivery_id: input.task.delivery_id },
+            "the store refused an outcome's values; recording it without the receiver's answer",
+          );
+          outcome = withoutAnswer(result);
+        } else await pause(tries);
       }
     }
   }
 }
+
+const pause = (tries: number) => new Promise((resolve) => setTimeout(resolve, 50 * tries));
 
 /** The outcome without the receiver's answer, which could not be stored. */
 function withoutAnswer(result: AttemptResult): AttemptResult {

@@ -102,7 +102,7 @@ export class DeliveryWorker {
       responseBodyLimit: config.responseBodyLimit,
       ssrfAllow: config.ssrfAllow,
     });
-    this.outcomes = new Outcomes(queue, this.owner, store.dialect);
+    this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
   }
 
   start(): void {

@@ -1,6 +1,7 @@
 import { type EndpointHealth, type EndpointStatus, nextEndpointHealth } from './endpoint-state.js';
 import { idFrom } from './ids.js';
 import { endpointPauseMs, nextDelayAfterFailure } from './retry.js';
+import type { AttemptStatus, AttemptTrigger, DeliveryStatus } from './states.js';
 
 // What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because two
 // facts only the database can settle atomically come between them: which attempt rows are new (the same
@@ -19,7 +20,7 @@ export interface OutcomeTask {
   id: string;
   delivery_id: string;
   endpoint_id: string;
-  trigger: string;
+  trigger: AttemptTrigger;
   attempt_number: number;
   /** The lease end written by the claim: the task is still ours while its run_at is this. */
   leaseUntil: number;
@@ -50,8 +51,8 @@ export interface PlannedAttempt {
   delivery_id: string;
   endpoint_id: string;
   attempt_number: number;
-  trigger: string;
-  status: string;
+  trigger: AttemptTrigger;
+  status: AttemptStatus;
   response_status: number | null;
   response_body: string | null;
   error: string | null;
@@ -80,7 +81,7 @@ export interface TaskTake {
 
 /** What outcomePlan reads of a delivery (before this batch's changes). */
 export interface DeliveryState {
-  status: string;
+  status: DeliveryStatus;
   schedule_step: number;
   attempt_seq: number;
   attempt_count: number;
@@ -114,7 +115,7 @@ export interface OutcomeRules {
 export interface DeliveryChange {
   id: string;
   attemptsAdded: number;
-  status?: string;
+  status?: DeliveryStatus;
   schedule_step?: number;
   attempt_seq?: number;
   next_attempt_at?: number | null;

@@ -1,14 +1,7 @@
+import { isUniqueViolation } from './errors.js';
 import { newId, randomToken } from '../domain/ids.js';
 import { hashToken } from '../domain/secrets.js';
-import {
-  isUniqueViolation,
-  liveFlag,
-  toPage,
-  type Page,
-  type PageRequest,
-  type Scope,
-  type StoreContext,
-} from './common.js';
+import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { ApplicationRow } from './schema.js';
 import { forgetEndpoints, stopDeliveries } from './endpoints.js';
 import { endpointOccurrence } from '../domain/operational.js';

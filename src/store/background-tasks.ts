@@ -3,6 +3,7 @@ import { liveFlag, type Scope, type StoreContext } from './common.js';
 import { insertRows } from './insert-rows.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
+import type { BackgroundTaskStatus } from '../domain/states.js';
 
 // Work that runs in the background in bounded batches, whoever started it and whichever worker runs it:
 // an endpoint's recovery (decisions: POST /api/v1/endpoints/{id}/recover). A task is leased to one worker
@@ -198,8 +199,8 @@ export class BackgroundTasks {
         status: eb
           .case()
           .when('failures', '>=', maxFailures - 1)
-          .then('failed')
-          .else('running')
+          .then(eb.val<BackgroundTaskStatus>('failed'))
+          .else(eb.val<BackgroundTaskStatus>('running'))
           .end(),
         lease_until: now,
         updated_at: now,

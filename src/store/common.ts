@@ -41,12 +41,6 @@ export function toPage<T>(
   return { items, hasMore, nextCursor: hasMore ? cursorOf(items[items.length - 1]!) : null };
 }
 
-/** Both drivers report unique-constraint failures differently; this is the one place that knows how. */
-export function isUniqueViolation(error: unknown): boolean {
-  const e = error as { code?: string } | null;
-  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
-}
-
 /** Splits rows for multi-row inserts so no statement passes the drivers' bound-parameter limits. */
 export function chunks<T>(rows: T[], size = 500): T[][] {
   const out: T[][] = [];

@@ -9,13 +9,14 @@ import {
   type StoreContext,
 } from './common.js';
 import type { AttemptRow, DeliveryRow } from './schema.js';
+import type { DeliveryStatus } from '../domain/states.js';
 import { hiddenApplication } from './operational.js';
 
 export interface DeliveryFilter {
   messageId?: string | undefined;
   endpointId?: string | undefined;
   appId?: string | undefined;
-  status?: string | undefined;
+  status?: DeliveryStatus | undefined;
 }
 
 /** How many recent attempts a delivery read carries. */

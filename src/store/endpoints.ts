@@ -2,7 +2,7 @@ import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
 import { type Ordering, PARKED_AT } from '../domain/fifo.js';
-import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
+import type { EndpointHealth } from '../domain/endpoint-state.js';
 import {
   chunks,
   liveFlag,
@@ -386,7 +386,7 @@ export class Endpoints {
       const row = await this.get(scope, id);
       if (!row) return undefined;
       // A key of the endpoint's own type: its receivers verify one kind of signature.
-      const secret = generateSigningKey(row.signature_type as SignatureType);
+      const secret = generateSigningKey(row.signature_type);
       const publicKey = publicKeyOf(secret);
       const now = this.ctx.now();
       const previousValidUntil = now + graceMs;
@@ -511,7 +511,7 @@ export class Endpoints {
     await db
       .updateTable('endpoints')
       .set({
-        status: health.status as EndpointStatus,
+        status: health.status,
         failing_since: health.failingSince,
         exhausted_at: health.exhaustedAt,
         updated_at: now,

@@ -1,3 +1,4 @@
+import type { EndpointStatus } from '../domain/endpoint-state.js';
 import { newId } from '../domain/ids.js';
 import type { DeliveryRow, MessageRow, TaskRow } from './schema.js';
 
@@ -8,7 +9,7 @@ import type { DeliveryRow, MessageRow, TaskRow } from './schema.js';
  */
 export function newDelivery(
   message: Pick<MessageRow, 'id' | 'org_id' | 'livemode' | 'app_id'>,
-  endpoint: { id: string; status: string },
+  endpoint: { id: string; status: EndpointStatus },
   runAt: number,
   now: number,
   parked = false,

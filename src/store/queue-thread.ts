@@ -187,7 +187,8 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
       worker.once('exit', (code) => {
         if (this.thread?.worker === worker) this.thread = null;
         const reason = `queue thread ended (exit code ${code})${failure ? `: ${failure.message}` : ''}`;
-        for (const { reject } of this.pending.values()) reject(new Error(reason, { cause: failure ?? undefined }));
+        for (const { reject } of this.pending.values())
+          reject(Object.assign(new Error(reason, { cause: failure ?? undefined }), { code: QUEUE_THREAD_ENDED }));
         this.pending.clear();
         resolve();
       }),
@@ -195,6 +196,9 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return { worker, exited };
   }
 }
+
+/** The code of a call's error when the queue thread ended under it: the next call starts another thread. */
+export const QUEUE_THREAD_ENDED = 'HERALD_QUEUE_THREAD_ENDED';
 
 export interface QueueThreadData {
   file: string;

@@ -1,3 +1,14 @@
+import type { EndpointStatus } from '../domain/endpoint-state.js';
+import type { Ordering } from '../domain/fifo.js';
+import type { SignatureType } from '../domain/secrets.js';
+import type {
+  AttemptStatus,
+  AttemptTrigger,
+  BackgroundTaskKind,
+  BackgroundTaskStatus,
+  DeliveryStatus,
+} from '../domain/states.js';
+
 // Table shapes shared by both stores. Times are integer milliseconds since the epoch and ids are made in
 // JavaScript, so no query depends on a dialect's clock or id functions. Booleans are 0/1 integers and
 // lists are JSON text, which read the same on SQLite and PostgreSQL.
@@ -55,7 +66,7 @@ export interface EndpointRow {
   description: string;
   /** JSON array of event type names; empty means every event type. */
   event_types: string;
-  status: string;
+  status: EndpointStatus;
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_valid_until: number | null;
@@ -72,13 +83,12 @@ export interface EndpointRow {
   /** The endpoint's own headers, a JSON object sealed with HERALD_SECRET_KEY; null: none. */
   headers_sealed: string | null;
   /** `hmac` or `ed25519`, fixed at creation. */
-  signature_type: string;
+  signature_type: SignatureType;
   /** The current Ed25519 key's public form (`whpk_…`); null for HMAC. */
   public_key: string | null;
   /** Most requests a second to the endpoint, across every worker; null: no limit. */
   rate_limit: number | null;
-  /** `unordered` or `fifo`. */
-  ordering: string;
+  ordering: Ordering;
   /** 1 for an operational endpoint: it receives Herald's own events and no route but its own shows it. */
   operational: number;
   created_at: number;
@@ -118,7 +128,7 @@ export interface DeliveryRow {
   app_id: string;
   message_id: string;
   endpoint_id: string;
-  status: string;
+  status: DeliveryStatus;
   /** Attempts made and recorded. */
   attempt_count: number;
   /** Attempt numbers handed out so far (made or queued); the next attempt gets attempt_seq + 1. */
@@ -135,7 +145,7 @@ export interface TaskRow {
   id: string;
   delivery_id: string;
   endpoint_id: string;
-  trigger: string;
+  trigger: AttemptTrigger;
   attempt_number: number;
   run_at: number;
   lease_owner: string | null;
@@ -146,9 +156,9 @@ export interface BackgroundTaskRow {
   id: string;
   org_id: string;
   livemode: number;
-  kind: string;
+  kind: BackgroundTaskKind;
   /** `running`, `finished` or `failed`. */
-  status: string;
+  status: BackgroundTaskStatus;
   /** The task's input, as JSON. */
   params: string;
   /** What the task works on (a recovery's endpoint): one running task of a kind per subject. */
@@ -188,8 +198,8 @@ export interface AttemptRow {
   /** The delivery's endpoint, for attempts by endpoint and hour; null only on a row older than the column whose delivery was gone. */
   endpoint_id: string | null;
   attempt_number: number;
-  trigger: string;
-  status: string;
+  trigger: AttemptTrigger;
+  status: AttemptStatus;
   response_status: number | null;
   response_body: string | null;
   error: string | null;

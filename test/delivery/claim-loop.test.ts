@@ -78,7 +78,7 @@ test('a claim that failed is tried again after its pause, with no idle poll on t
     ...bind(store.queue),
     claimLoaded: async (...args) => {
       claimsAt.push(Date.now());
-      if (claimsAt.length === 1) throw new Error('database away');
+      if (claimsAt.length === 1) throw Object.assign(new Error('database away'), { code: 'ECONNREFUSED' });
       return store.queue.claimLoaded(...args);
     },
   };
@@ -176,7 +176,7 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
       if (args[2]?.only === undefined) seen.generalClaims++;
       if (args[2]?.only === endpointId && options.failFirstTopUp && !seen.topUpFailedAt) {
         seen.topUpFailedAt = Date.now();
-        throw new Error('database unavailable');
+        throw Object.assign(new Error('database unavailable'), { code: '57P03' });
       }
       return store.queue.claimLoaded(...args);
     },

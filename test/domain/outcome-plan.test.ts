@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import type { AttemptTrigger } from '../../src/domain/states.js';
 import type { EndpointHealth } from '../../src/domain/endpoint-state.js';
 import {
   announcedTrouble,
@@ -33,7 +34,7 @@ function item(
   n: number,
   status: number,
   { trigger = 'scheduled', at = NOW - 10, endpoint = 'ep_1', endpointStatus = 'active', retryAfterMs = null } = {} as {
-    trigger?: string;
+    trigger?: AttemptTrigger;
     at?: number;
     endpoint?: string | null;
     endpointStatus?: 'active' | 'failing' | 'disabled';

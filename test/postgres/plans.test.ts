@@ -229,7 +229,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
         id: `tsk_b${g}`,
         delivery_id: `dlv_b${g}`,
         endpoint_id: endpointId,
-        trigger: 'scheduled',
+        trigger: 'scheduled' as const,
         attempt_number: 1,
         run_at: leaseUntil,
         lease_owner: 'wrk_plan',

@@ -259,7 +259,7 @@ test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the plann
       id: `tsk_eq${c.n}`,
       delivery_id: id,
       endpoint_id: c.endpoint,
-      trigger: 'scheduled',
+      trigger: 'scheduled' as const,
       attempt_number: c.count + 1,
       run_at: LEASE,
       lease_owner: c.owner,

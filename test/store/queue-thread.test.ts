@@ -1,3 +1,4 @@
+import { isTransient } from '../../src/store/errors.js';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -132,7 +133,12 @@ test('a queue thread that ends fails the calls under way, and the next call star
   // No database yet: the thread cannot open it and ends, and the failed call says why.
   const thread = QueueThread.forConfig(config);
   t.after(() => thread.close());
-  await assert.rejects(thread.nextDueAt(), /queue thread ended \(exit code 1\): .*cannot open .*herald.db/);
+  const ended = await thread.nextDueAt().then(
+    () => assert.fail('answered'),
+    (error: unknown) => error,
+  );
+  assert.match((ended as Error).message, /queue thread ended \(exit code 1\): .*cannot open .*herald.db/);
+  assert.equal(isTransient(ended), true, 'the worker tries again soon, and the next call starts another thread');
 
   const store = await Store.open(config);
   t.after(() => store.close());

@@ -6,7 +6,7 @@ import {
   type UpdateQueryBuilder,
   type UpdateResult,
 } from 'kysely';
-import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
+import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import { newId } from '../../domain/ids.js';
 import { PARKED_AT } from '../../domain/fifo.js';
 import {
@@ -410,7 +410,7 @@ export abstract class QueueDriver {
         .execute();
       for (const row of rows)
         health.set(row.id, {
-          status: row.status as EndpointStatus,
+          status: row.status,
           failingSince: row.failing_since,
           exhaustedAt: row.exhausted_at,
         });

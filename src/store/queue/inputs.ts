@@ -1,3 +1,4 @@
+import type { Ordering } from '../../domain/fifo.js';
 import type { TestNetwork } from '../../config.js';
 import { sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
@@ -64,7 +65,7 @@ export interface LoadedRow {
   e_id: string | null;
   url: string | null;
   public_only: number | null;
-  endpoint_status: string | null;
+  endpoint_status: EndpointStatus | null;
   secret_sealed: string | null;
   previous_secret_sealed: string | null;
   previous_valid_until: number | null;
@@ -72,7 +73,7 @@ export interface LoadedRow {
   earlier_valid_until: number | null;
   headers_sealed: string | null;
   rate_limit: number | null;
-  ordering: string | null;
+  ordering: Ordering | null;
 }
 
 /**
@@ -110,7 +111,7 @@ export class InputReader {
   /** An attempt's endpoint from the row a claim, a load or endpointsNow read (one place for its rules). */
   endpointInput(
     id: string,
-    status: string,
+    status: EndpointStatus,
     row: Pick<
       LoadedRow,
       keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit' | 'ordering'
@@ -126,7 +127,7 @@ export class InputReader {
       id,
       url: row.url!,
       publicOnly,
-      status: status as EndpointStatus,
+      status,
       secrets,
       headers: headers ?? {},
       rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
