@@ -3,12 +3,12 @@ import type {
   ApplicationRow,
   AttemptRow,
   BackgroundTaskRow,
-  DeliveryRow,
   EndpointRow,
   EventTypeRow,
   MessageRow,
 } from '../store/schema.js';
 import type { Page } from '../store/common.js';
+import type { DeliveryRead } from '../store/deliveries.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
@@ -76,7 +76,7 @@ export const attemptSummaryToApi = (a: AttemptRow) => ({
 
 export const attemptToApi = (a: AttemptRow) => ({ ...attemptSummaryToApi(a), response_body: a.response_body });
 
-export const deliveryToApi = (d: DeliveryRow) => ({
+export const deliveryToApi = (d: DeliveryRead) => ({
   id: d.id,
   object: 'delivery' as const,
   message_id: d.message_id,

@@ -18,13 +18,14 @@ export const RECORD_TRIES = 4;
 
 /**
  * What to do after a store refused to record an outcome (errors.ts says what the error means): try the
- * same again shortly when the database was away or busy; try once more without the receiver's answer
- * when it refused a value (the answer is the only value from outside); otherwise give up, and the
- * attempt is made again after its lease.
+ * same again shortly when the database was away or busy, or full (space may come back before the lease
+ * runs out, which spares sending the attempt again); try once more without the receiver's answer when it
+ * refused a value (the answer is the only value from outside); otherwise give up, and the attempt is made
+ * again after its lease.
  */
 export function afterRefusal(error: unknown, answerKept: boolean): 'again' | 'without-answer' | 'give-up' {
   const kind = storeErrorKind(error);
-  if (kind === 'unavailable') return 'again';
+  if (kind === 'unavailable' || kind === 'full') return 'again';
   if (kind === 'data' && answerKept) return 'without-answer';
   return 'give-up';
 }
@@ -58,7 +59,7 @@ export class Outcomes {
   }
 
   /**
-   * Records a batch in one transaction. A store that was away or busy rolled it back, so the batch is
+   * Records a batch in one transaction. A store that was away, busy or full rolled it back, so the batch is
    * tried again as it is; one that refused something in it (a value, a constraint) records each outcome on
    * its own, so one bad outcome does not fail the others. Each fallback is logged once, with its cause.
    */
@@ -72,7 +73,7 @@ export class Outcomes {
         this.log.warn(
           { err: error, cause: storeErrorCause(error), outcomes: batch.length, try: tries },
           again
-            ? 'outcome batch not recorded (the store was away or busy); trying the batch again'
+            ? 'outcome batch not recorded (the store was away, busy or full); trying the batch again'
             : 'outcome batch not recorded; recording each outcome on its own',
         );
         if (!again) break;
@@ -83,7 +84,7 @@ export class Outcomes {
   }
 
   /**
-   * Records one outcome: again while the store is away or busy (RECORD_TRIES in all), once without the
+   * Records one outcome: again while the store is away, busy or full (RECORD_TRIES in all), once without the
    * receiver's answer if the store refuses a value (an answer the database refuses must not keep the
    * attempt from being recorded: it would be sent again at every lease, for ever), and otherwise leaves
    * the attempt to its lease, with the error.

@@ -95,8 +95,8 @@ export interface OutcomeState {
   owned: ReadonlySet<string>;
   /** The deliveries of deliveriesToRead (one deleted meanwhile is missing). */
   deliveries: ReadonlyMap<string, DeliveryState>;
-  /** The earliest run_at of each delivery's tasks left after the take (missing: none left). */
-  queued: ReadonlyMap<string, number>;
+  /** The deliveries with a task left after the take (an attempt still queued or under way). */
+  queued: ReadonlySet<string>;
   /** The health of endpointsToRead (one deleted meanwhile is missing). */
   endpoints: ReadonlyMap<string, EndpointHealth>;
 }
@@ -118,7 +118,6 @@ export interface DeliveryChange {
   status?: DeliveryStatus;
   schedule_step?: number;
   attempt_seq?: number;
-  next_attempt_at?: number | null;
   updated_at: number;
 }
 
@@ -267,7 +266,7 @@ export function outcomePlan(
   const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
   const { delivered } = recordingPlan(items, owner).take;
   const deliveries = new Map([...state.deliveries].map(([id, d]) => [id, { ...d }]));
-  const queuedAt = new Map(state.queued);
+  const queued = new Set(state.queued);
   const changes = new Map<string, DeliveryChange>();
   const queue: PlannedTask[] = [];
   const events: OutcomeEvent[] = [];
@@ -276,8 +275,8 @@ export function outcomePlan(
     changes.set(id, Object.assign(current, fields));
   };
 
-  // Each attempt written now counts once. A delivered delivery becomes `success`, its next attempt the
-  // earliest one left (a manual attempt queued meanwhile), whatever else happens to it in the batch.
+  // Each attempt written now counts once. A delivered delivery becomes `success`, whatever else happens
+  // to it in the batch.
   const written = items.filter((_, i) => state.written.has(attempts[i]!.id));
   const counts = new Map<string, OutcomeItem[]>();
   for (const item of written) {
@@ -293,7 +292,6 @@ export function outcomePlan(
         id,
         attemptsAdded: counted.length,
         status: 'success',
-        next_attempt_at: queuedAt.get(id) ?? null,
         updated_at: now,
       });
       const success = counted.find(({ result }) => result.ok)!;
@@ -318,10 +316,9 @@ export function outcomePlan(
     const delivery = deliveries.get(task.delivery_id);
     if (!delivery) continue; // removed meanwhile
     const at = result.at;
-    const queued = () => queuedAt.get(task.delivery_id) ?? null;
     // Already delivered by another attempt: a failure now changes nothing.
     if (delivery.status === 'success') {
-      change(task.delivery_id, { next_attempt_at: queued(), updated_at: at });
+      change(task.delivery_id, { updated_at: at });
       continue;
     }
     const endpointDisabled = input.endpoint === null || input.endpoint.status === 'disabled';
@@ -338,7 +335,6 @@ export function outcomePlan(
         change(task.delivery_id, {
           status: stopped,
           schedule_step: nextStep,
-          next_attempt_at: queued(),
           updated_at: at,
         });
         if (!endpointDisabled) {
@@ -358,25 +354,23 @@ export function outcomePlan(
         run_at: runAt,
         lease_owner: null,
       });
-      queuedAt.set(task.delivery_id, Math.min(runAt, queuedAt.get(task.delivery_id) ?? runAt));
+      queued.add(task.delivery_id);
       Object.assign(delivery, { status: 'pending', schedule_step: nextStep, attempt_seq: attemptSeq });
       change(task.delivery_id, {
         status: 'pending',
         schedule_step: nextStep,
         attempt_seq: attemptSeq,
-        next_attempt_at: runAt,
         updated_at: at,
       });
       continue;
     }
     // A failed manual attempt leaves a running schedule alone; otherwise the delivery, never delivered,
     // is now `failed` (or `disabled` while its endpoint is).
-    const waiting = queued();
-    if (waiting !== null) {
-      change(task.delivery_id, { next_attempt_at: waiting, updated_at: at });
+    if (queued.has(task.delivery_id)) {
+      change(task.delivery_id, { updated_at: at });
     } else {
       delivery.status = stopped;
-      change(task.delivery_id, { status: stopped, next_attempt_at: null, updated_at: at });
+      change(task.delivery_id, { status: stopped, updated_at: at });
     }
   }
 

@@ -3,7 +3,8 @@ import { newId, randomToken } from '../domain/ids.js';
 import { hashToken } from '../domain/secrets.js';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { ApplicationRow } from './schema.js';
-import { forgetEndpoints, stopDeliveries } from './endpoints.js';
+import { forgetEndpoints } from './endpoints.js';
+import { stopEndpoints } from './queue/book.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { type RaisePolicy, raiseOccurrences } from './operational.js';
 
@@ -149,7 +150,7 @@ export class Applications {
       if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
       const endpointIds = (await endpoints.execute()).map((r) => r.id);
       const now = this.ctx.now();
-      await stopDeliveries(trx, endpointIds, 'failed', now);
+      await stopEndpoints(trx, endpointIds, 'failed', now);
       await forgetEndpoints(trx, endpointIds);
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();

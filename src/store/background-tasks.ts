@@ -1,6 +1,6 @@
 import { idFloor, newId } from '../domain/ids.js';
+import { enqueueManual } from './queue/book.js';
 import { liveFlag, type Scope, type StoreContext } from './common.js';
-import { insertRows } from './insert-rows.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
 import type { BackgroundTaskStatus } from '../domain/states.js';
@@ -132,35 +132,8 @@ export class BackgroundTasks {
         if (params.until !== null) batch = batch.where('messages.created_at', '<', params.until);
         if (task.cursor !== null) batch = batch.where('deliveries.id', '>', task.cursor);
         const ids = (await batch.execute()).map((row) => row.id);
-        const queued =
-          ids.length === 0
-            ? []
-            : await trx
-                .updateTable('deliveries')
-                .set((eb) => ({
-                  attempt_seq: eb('attempt_seq', '+', 1),
-                  status: 'pending',
-                  next_attempt_at: now,
-                  updated_at: now,
-                }))
-                .where('id', 'in', ids)
-                .where('status', 'in', ['failed', 'disabled'])
-                .returning(['id', 'endpoint_id', 'attempt_seq'])
-                .execute();
-        await insertRows(
-          trx,
-          this.ctx.dialect,
-          'delivery_tasks',
-          queued.map((d) => ({
-            id: newId('task', now),
-            delivery_id: d.id,
-            endpoint_id: d.endpoint_id,
-            trigger: 'manual',
-            attempt_number: d.attempt_seq,
-            run_at: now,
-            lease_owner: null,
-          })),
-        );
+        // Only deliveries still failed or disabled now: one given an attempt meanwhile is pending.
+        const queued = [...(await enqueueManual(trx, this.ctx.dialect, ids, now, ['failed', 'disabled'])).keys()];
         const done = ids.length < size;
         const moved = await trx
           .updateTable('background_tasks')

@@ -17,6 +17,7 @@ import * as eventSchemas from './migrations/008_event_schemas.js';
 import * as attemptsByEndpoint from './migrations/009_attempts_by_endpoint.js';
 import * as operationalWebhooks from './migrations/010_operational_webhooks.js';
 import * as oneRecoveryPerEndpoint from './migrations/011_one_recovery_per_endpoint.js';
+import * as nextAttemptReadFromTasks from './migrations/012_next_attempt_read_from_tasks.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -44,6 +45,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '009_attempts_by_endpoint': attemptsByEndpoint,
   '010_operational_webhooks': operationalWebhooks,
   '011_one_recovery_per_endpoint': oneRecoveryPerEndpoint,
+  '012_next_attempt_read_from_tasks': nextAttemptReadFromTasks,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,10 +1,10 @@
+import { stopEndpoints, unparkAll } from './queue/book.js';
 import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
-import { type Ordering, PARKED_AT } from '../domain/fifo.js';
+import type { Ordering } from '../domain/fifo.js';
 import type { EndpointHealth } from '../domain/endpoint-state.js';
 import {
-  chunks,
   liveFlag,
   toPage,
   type Executor,
@@ -72,26 +72,6 @@ export type SecretColumns = Pick<
   EndpointRow,
   'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'
 >;
-
-/**
- * Stops the queued attempts of these endpoints: their pending deliveries take `status` (`disabled` when
- * the endpoint is switched off, `failed` when it is deleted), so nothing is dropped without a trace.
- */
-export async function stopDeliveries(
-  db: Executor,
-  endpointIds: string[],
-  status: 'disabled' | 'failed',
-  now: number,
-): Promise<void> {
-  if (endpointIds.length === 0) return;
-  await db.deleteFrom('delivery_tasks').where('endpoint_id', 'in', endpointIds).execute();
-  await db
-    .updateTable('deliveries')
-    .set({ status, next_attempt_at: null, updated_at: now })
-    .where('endpoint_id', 'in', endpointIds)
-    .where('status', '=', 'pending')
-    .execute();
-}
 
 /**
  * Removes what is kept about these endpoints outside their rows, in the transaction that deletes them:
@@ -326,7 +306,7 @@ export class Endpoints {
         })
         .where('id', '=', id)
         .execute();
-      if (next.status === 'disabled' && current.status !== 'disabled') await stopDeliveries(trx, [id], 'disabled', now);
+      if (next.status === 'disabled' && current.status !== 'disabled') await stopEndpoints(trx, [id], 'disabled', now);
       // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
       // deliveries from now on wait their turn.)
       if (current.ordering === 'fifo' && next.ordering !== 'fifo') await unparkAll(trx, id, now);
@@ -364,7 +344,7 @@ export class Endpoints {
         .executeTakeFirst();
       if (!row) return false;
       const now = this.ctx.now();
-      await stopDeliveries(trx, [id], 'failed', now);
+      await stopEndpoints(trx, [id], 'failed', now);
       await forgetEndpoints(trx, [id]);
       queued = await this.raiseAbout(trx, row, await this.appUid(trx, row.app_id), [{ type: 'endpoint.deleted' }], now);
       return true;
@@ -519,19 +499,6 @@ export class Endpoints {
       .where('id', '=', id)
       .where('status', '!=', 'disabled')
       .execute();
-    if (health.status === 'disabled') await stopDeliveries(db, [id], 'disabled', now);
+    if (health.status === 'disabled') await stopEndpoints(db, [id], 'disabled', now);
   }
-}
-
-/** Every parked attempt of an endpoint due now, with its delivery's next_attempt_at (tasks, then deliveries). */
-async function unparkAll(trx: Executor, endpointId: string, now: number): Promise<void> {
-  const moved = await trx
-    .updateTable('delivery_tasks')
-    .set({ run_at: now })
-    .where('endpoint_id', '=', endpointId)
-    .where('run_at', '>=', PARKED_AT)
-    .returning('delivery_id')
-    .execute();
-  for (const part of chunks(moved.map((row) => row.delivery_id)))
-    await trx.updateTable('deliveries').set({ next_attempt_at: now }).where('id', 'in', part).execute();
 }

@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
-import { PARKED_AT } from '../domain/fifo.js';
 import { subscribes } from '../domain/envelope.js';
 import { GroupCommit } from './group-commit.js';
 import { insertTogether } from './insert-rows.js';
@@ -18,7 +17,7 @@ import {
 } from './common.js';
 import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
-import { newDelivery } from './new-delivery.js';
+import { firstAttempt, queuedTasks } from './queue/book.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -168,7 +167,7 @@ export class Messages {
         })),
       },
       { table: 'deliveries', rows: fanned.deliveries },
-      { table: 'delivery_tasks', rows: fanned.tasks },
+      queuedTasks(fanned.tasks),
     ]);
     for (const { index, message } of created) {
       results[index] = { ok: true, message, deliveryIds: fanned.idsByMessage.get(message.id) ?? [], idempotent: false };
@@ -396,9 +395,8 @@ export class Messages {
         if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type))
           continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
-        const parked = endpoint.ordering === 'fifo';
-        const runAt = parked ? PARKED_AT : now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-        const { delivery, task } = newDelivery(message, endpoint, runAt, now, parked);
+        const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+        const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
         deliveries.push(delivery);
         ids.push(delivery.id);
         if (task) tasks.push(task);
@@ -416,10 +414,7 @@ export class Messages {
       if (!message) return undefined;
       const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);
       const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, this.ctx.now());
-      await insertTogether(trx, this.ctx.dialect, [
-        { table: 'deliveries', rows: deliveries },
-        { table: 'delivery_tasks', rows: tasks },
-      ]);
+      await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: deliveries }, queuedTasks(tasks)]);
       return idsByMessage.get(message.id) ?? [];
     });
     if (ids && ids.length > 0) this.onQueued();

@@ -1,3 +1,4 @@
+import { dueReading } from './queue/book.js';
 import type { StoreContext } from './common.js';
 
 // What the metrics' store-read gauges read (src/metrics/store-gauges.ts): two small aggregate queries, read
@@ -15,17 +16,10 @@ export class MetricsReads {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
-   * The due attempts and the earliest of them, read through the index on (run_at, id). Leased tasks
-   * (run_at at their lease end), paused ones (run_at at the pause end) and parked FIFO ones (run_at at
-   * PARKED_AT, src/domain/fifo.ts) lie in the future, so `run_at <= now` is exactly what a claim would take.
+   * The due attempts and the earliest of them (the queue book's dueReading).
    */
   async queue(now = this.ctx.now()): Promise<QueueReading> {
-    const row = await this.ctx.db
-      .selectFrom('delivery_tasks')
-      .select((eb) => [eb.fn.countAll().as('due'), eb.fn.min('run_at').as('oldest')])
-      .where('run_at', '<=', now)
-      .executeTakeFirst();
-    return { due: Number(row?.due ?? 0), oldestRunAt: row?.oldest == null ? null : Number(row.oldest) };
+    return dueReading(this.ctx.db, now);
   }
 
   /** Endpoints per status (active, failing, disabled), over every organization and environment. */

@@ -6,7 +6,7 @@ import type { OutcomeEvent, PlannedAttempt } from '../domain/outcome-plan.js';
 import type { Dialect } from './db.js';
 import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
 import { insertRows } from './insert-rows.js';
-import { newDelivery } from './new-delivery.js';
+import { firstAttempt, queuedTasks } from './queue/book.js';
 import type { DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
 
 // Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
@@ -117,15 +117,18 @@ export async function raiseOccurrences(
     messages.push(message);
     payloads.push({ message_id: message.id, body: JSON.stringify(occurrence.data), created_at: occurrence.at });
     for (const endpoint of to) {
-      const { delivery, task } = newDelivery(message, endpoint, runAt, now);
+      const { delivery, task } = firstAttempt(message, endpoint, runAt, now);
       deliveries.push(delivery);
       if (task) tasks.push(task);
     }
   }
-  await insertRows(db, policy.dialect, 'messages', messages);
-  await insertRows(db, policy.dialect, 'payloads', payloads);
-  await insertRows(db, policy.dialect, 'deliveries', deliveries);
-  await insertRows(db, policy.dialect, 'delivery_tasks', tasks);
+  for (const part of [
+    { table: 'messages', rows: messages } as const,
+    { table: 'payloads', rows: payloads } as const,
+    { table: 'deliveries', rows: deliveries } as const,
+    queuedTasks(tasks),
+  ])
+    await insertRows(db, policy.dialect, part.table, part.rows as never);
   return tasks.length;
 }
 

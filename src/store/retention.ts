@@ -1,3 +1,4 @@
+import { queuedDeliveries } from './queue/book.js';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor, StoreContext } from './common.js';
@@ -139,7 +140,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
 ];
 
 /** Deliveries with an attempt queued. */
-const queued = (trx: Executor) => trx.selectFrom('delivery_tasks').select('delivery_tasks.delivery_id');
+const queued = queuedDeliveries;
 
 /** Messages with a delivery still to be attempted. */
 const unsettled = (trx: Executor) =>

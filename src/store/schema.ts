@@ -135,7 +135,6 @@ export interface DeliveryRow {
   attempt_seq: number;
   /** How many attempts of the retry schedule have been used. */
   schedule_step: number;
-  next_attempt_at: number | null;
   created_at: number;
   updated_at: number;
 }

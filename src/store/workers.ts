@@ -1,3 +1,4 @@
+import { releaseSilentWorkers } from './queue/book.js';
 import type { StoreContext } from './common.js';
 
 /**
@@ -42,17 +43,9 @@ export class Workers implements WorkerRegistry {
     const dead = await this.ctx.db.selectFrom('workers').select('id').where('beat_at', '<', cutoff).execute();
     if (dead.length === 0) return 0;
     return this.ctx.db.transaction().execute(async (trx) => {
-      // The staleness is checked again in the statement itself: a worker that beat since the read above
-      // keeps its attempts. Claimed tasks are those whose run_at (the lease end) lies ahead; one whose
-      // lease ran out is due already and needs nothing.
-      const released = await trx
-        .updateTable('delivery_tasks')
-        .set({ run_at: now, lease_owner: null })
-        .where('run_at', '>', now)
-        .where('lease_owner', 'in', trx.selectFrom('workers').select('id').where('beat_at', '<', cutoff))
-        .executeTakeFirst();
+      const released = await releaseSilentWorkers(trx, cutoff, now);
       await trx.deleteFrom('workers').where('beat_at', '<', cutoff).execute();
-      return Number(released.numUpdatedRows);
+      return released;
     });
   }
 

@@ -46,7 +46,7 @@ function fakeQueue(due: Map<string, number>, calls: Call[], loop: () => ClaimLoo
   const queue: Partial<WorkerQueue> = {
     claimLoaded: async (_owner, limit, scope = {}) => {
       calls.push({ kind: scope.only ? 'top-up' : 'general', mode: loop().mode, only: scope.only, limit });
-      if (fail()) throw new Error('database away');
+      if (fail()) throw Object.assign(new Error('database away'), { code: 'ECONNREFUSED' });
       const tasks: { task: ClaimedTask; input: null }[] = [];
       for (const [endpointId, count] of due) {
         if (scope.only !== undefined && scope.only !== endpointId) continue;

@@ -45,10 +45,11 @@ function logged() {
   };
 }
 
-test('what follows a refusal: again when away or busy, without the answer for a refused value, else the lease', () => {
+test('what follows a refusal: again when away, busy or full, without the answer for a refused value, else the lease', () => {
   assert.equal(afterRefusal(storeError('57P01'), true), 'again');
   assert.equal(afterRefusal(storeError('40P01'), true), 'again');
   assert.equal(afterRefusal(storeError('SQLITE_BUSY'), false), 'again');
+  assert.equal(afterRefusal(storeError('SQLITE_FULL'), true), 'again');
   assert.equal(afterRefusal(storeError('22021'), true), 'without-answer');
   assert.equal(afterRefusal(storeError('22021'), false), 'give-up');
   assert.equal(afterRefusal(storeError('23505'), true), 'give-up');

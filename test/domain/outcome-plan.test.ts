@@ -82,7 +82,7 @@ function state(items: OutcomeItem[], over: Partial<OutcomeState> = {}): OutcomeS
     written: new Set(attempts.map((a) => a.id)),
     owned: new Set(items.map(({ input }) => input.task.id)),
     deliveries: new Map(items.map(({ input }) => [input.task.delivery_id, fresh()])),
-    queued: new Map(),
+    queued: new Set(),
     endpoints: new Map(),
     ...over,
   };
@@ -106,13 +106,13 @@ test('recordingPlan: one attempt row per outcome, ours and the delivered deliver
   assert.equal(take.tasks.length, 2);
 });
 
-test('a 2xx: the delivery is a success, its next attempt a manual one still queued, its endpoint healthy', () => {
+test('a 2xx: the delivery is a success, also with a manual attempt still queued, its endpoint healthy', () => {
   const items = [item(1, 200), item(2, 204, { at: NOW - 5 })];
-  const plan = outcomePlan(items, OWNER, state(items, { queued: new Map([['dlv_2', NOW + 7]]) }), RULES);
+  const plan = outcomePlan(items, OWNER, state(items, { queued: new Set(['dlv_2']) }), RULES);
   assert.deepEqual(plan.owned, [true, true]);
   assert.deepEqual(plan.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, status: 'success', next_attempt_at: null, updated_at: NOW },
-    { id: 'dlv_2', attemptsAdded: 1, status: 'success', next_attempt_at: NOW + 7, updated_at: NOW },
+    { id: 'dlv_1', attemptsAdded: 1, status: 'success', updated_at: NOW },
+    { id: 'dlv_2', attemptsAdded: 1, status: 'success', updated_at: NOW },
   ]);
   assert.deepEqual(plan.queue, []);
   assert.deepEqual(plan.healthy, { ids: ['ep_1'], at: NOW - 5 });
@@ -171,7 +171,6 @@ test('a failure with the schedule left queues the next scheduled attempt, Retry-
     status: 'pending',
     schedule_step: 1,
     attempt_seq: 2,
-    next_attempt_at: NOW + HOUR,
   });
   assert.deepEqual(plan.health, [
     { id: 'ep_1', health: { status: 'failing', failingSince: NOW, exhaustedAt: null }, at: NOW },
@@ -194,7 +193,7 @@ test('the last scheduled attempt failing exhausts the delivery and, past HERALD_
   );
   assert.deepEqual(plan.queue, []);
   assert.deepEqual(plan.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', schedule_step: 3, next_attempt_at: null },
+    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', schedule_step: 3 },
   ]);
   assert.deepEqual(plan.health, [
     { id: 'ep_1', health: { status: 'disabled', failingSince: NOW - 25 * HOUR, exhaustedAt: NOW }, at: NOW },
@@ -257,15 +256,11 @@ test('an outcome recorded before counts nothing, and its delivery is not read', 
 
 test('a failed manual attempt leaves a running schedule alone; with none left the delivery is failed', () => {
   const items = [item(1, 500, { trigger: 'manual', at: NOW })];
-  const running = outcomePlan(items, OWNER, state(items, { queued: new Map([['dlv_1', NOW + HOUR]]) }), RULES);
-  assert.deepEqual(running.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, next_attempt_at: NOW + HOUR },
-  ]);
+  const running = outcomePlan(items, OWNER, state(items, { queued: new Set(['dlv_1']) }), RULES);
+  assert.deepEqual(running.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW }]);
   assert.deepEqual(running.queue, []);
   const done = outcomePlan(items, OWNER, state(items), RULES);
-  assert.deepEqual(done.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', next_attempt_at: null },
-  ]);
+  assert.deepEqual(done.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed' }]);
 });
 
 test('two failures of one delivery in a batch: the manual one sees the retry the scheduled one queued', () => {
@@ -280,7 +275,6 @@ test('two failures of one delivery in a batch: the manual one sees the retry the
       status: 'pending',
       schedule_step: 1,
       attempt_seq: 2,
-      next_attempt_at: NOW - 2 + HOUR,
     },
   ]);
 });
@@ -289,9 +283,7 @@ test('a failure of a delivery delivered in the same batch changes nothing but it
   const items = [item(1, 200, { trigger: 'manual', at: NOW - 2 }), item(1, 500, { at: NOW - 1 })];
   const plan = outcomePlan(items, OWNER, state(items), RULES);
   assert.deepEqual(plan.queue, []);
-  assert.deepEqual(plan.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 2, status: 'success', next_attempt_at: null, updated_at: NOW - 1 },
-  ]);
+  assert.deepEqual(plan.deliveries, [{ id: 'dlv_1', attemptsAdded: 2, status: 'success', updated_at: NOW - 1 }]);
   assert.deepEqual(plan.events, [], 'a first failure announced nothing, so its success recovers nothing');
 });
 

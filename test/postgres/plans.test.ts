@@ -114,8 +114,8 @@ async function seedQueued(
     )
     .execute(db);
   await sql
-    .raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
-    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, null, ${now}, ${now} from ${rows}`)
+    .raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, created_at, updated_at)
+    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, ${now}, ${now} from ${rows}`)
     .execute(db);
   await sql
     .raw(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)

@@ -83,7 +83,6 @@ test("migration 009 gives the attempts made before it their delivery's endpoint"
         attempt_count: 1,
         attempt_seq: 1,
         schedule_step: 1,
-        next_attempt_at: null,
         created_at: now,
         updated_at: now,
       })),

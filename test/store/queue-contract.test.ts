@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import { nextAttemptAt } from '../../src/store/queue/book.js';
 import { attemptRow, type OutcomeEvent } from '../../src/domain/outcome-plan.js';
 import type { AttemptInput, AttemptResult, Queue } from '../../src/store/queue.js';
 import { PostgresQueue } from '../../src/store/queue/postgres.js';
@@ -17,8 +18,14 @@ const A = 'wrk_contract_a';
 const B = 'wrk_contract_b';
 
 const tasksOf = (db: Kysely<Database>) => db.selectFrom('delivery_tasks').selectAll().orderBy('id').execute();
+/** A delivery as reads show it: with its next attempt time, read from its tasks. */
 const deliveryOf = (db: Kysely<Database>, id: string) =>
-  db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+  db
+    .selectFrom('deliveries')
+    .selectAll()
+    .select(nextAttemptAt(sql.ref('deliveries.id'), Date.now()).as('next_attempt_at'))
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow();
 const endpointOf = (db: Kysely<Database>, id: string) =>
   db.selectFrom('endpoints').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -250,7 +257,6 @@ test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the plann
         attempt_count: c.count,
         attempt_seq: c.count + 1,
         schedule_step: c.count,
-        next_attempt_at: null,
         created_at: NOW,
         updated_at: NOW,
       })

@@ -29,7 +29,8 @@ import { scheduledDelay } from '../../domain/retry.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
-import { idsByLease, markHealthy, nextRunAt, ownedTasks } from './statements.js';
+import { hasTask, markHealthy, ownedTasks } from './statements.js';
+import { byLeaseEnd, heldUnder, notHeld } from './lease.js';
 
 /** An outcome to record: the attempt's input as claimed and what sending it gave. */
 export type Recorded = { input: AttemptInput; result: AttemptResult };
@@ -142,8 +143,7 @@ export abstract class QueueDriver {
       .updateTable('delivery_tasks')
       .set({ run_at: leaseUntil })
       .where('id', '=', task.id)
-      .where('lease_owner', '=', owner)
-      .where('run_at', '=', task.leaseUntil)
+      .where((eb) => heldUnder(eb, owner, task.leaseUntil))
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return false;
     task.leaseUntil = leaseUntil;
@@ -157,14 +157,13 @@ export abstract class QueueDriver {
    */
   async release(tasks: ClaimedTask[], owner: string, dueAt?: number): Promise<void> {
     // Tasks of one claim share their lease end, so this is one statement per claim.
-    for (const [leaseUntil, ids] of idsByLease(tasks)) {
+    for (const [leaseUntil, ids] of byLeaseEnd(tasks)) {
       for (const part of chunks(ids)) {
         await this.ctx.db
           .updateTable('delivery_tasks')
           .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null })
           .where('id', 'in', part)
-          .where('lease_owner', '=', owner)
-          .where('run_at', '=', leaseUntil)
+          .where((eb) => heldUnder(eb, owner, leaseUntil))
           .execute();
       }
     }
@@ -250,16 +249,8 @@ export abstract class QueueDriver {
         .where('run_at', '>=', PARKED_AT)
         .where('trigger', '=', 'scheduled')
         .where('delivery_id', '=', head)
-        .returning('delivery_id')
-        .execute();
-      for (const { delivery_id } of moved) {
-        unparked++;
-        await this.ctx.db
-          .updateTable('deliveries')
-          .set({ next_attempt_at: now })
-          .where('id', '=', delivery_id)
-          .execute();
-      }
+        .executeTakeFirst();
+      unparked += Number(moved.numUpdatedRows);
     }
     return unparked;
   }
@@ -349,26 +340,16 @@ export abstract class QueueDriver {
 
   /**
    * Holds back an endpoint's queued attempts until the pause ends: those no worker holds (a claimed task's
-   * run_at is its lease end, and its worker pauses its own lane), with their deliveries' next_attempt_at.
+   * run_at is its lease end, and its worker pauses its own lane).
    */
   private async pauseEndpoint(trx: Executor, { endpointId, until }: EndpointPause, now: number): Promise<void> {
-    const moved = await trx
+    await trx
       .updateTable('delivery_tasks')
       .set({ run_at: until })
       .where('endpoint_id', '=', endpointId)
       .where('run_at', '<', until)
-      .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('run_at', '<=', now)]))
-      .returning('delivery_id')
+      .where(notHeld(now))
       .execute();
-    for (const part of chunks([...new Set(moved.map((row) => row.delivery_id))])) {
-      await trx
-        .updateTable('deliveries')
-        .set({ next_attempt_at: until })
-        .where('id', 'in', part)
-        .where('status', '=', 'pending')
-        .where('next_attempt_at', '<', until)
-        .execute();
-    }
   }
 
   /** Takes what recording a batch writes before anything else is read or written (the locks). */
@@ -386,8 +367,8 @@ export abstract class QueueDriver {
   ): DeleteQueryBuilder<Database, 'delivery_tasks', DeleteResult>;
 
   /**
-   * The deliveries' state the planner reads (DeliveryState) and the earliest run_at of each one's tasks
-   * (none queued: missing), keyed by delivery id: one statement (deliveryStates) per part of `ids`.
+   * The deliveries' state the planner reads (DeliveryState) and which of them still have a task queued,
+   * keyed by delivery id: one statement (deliveryStates) per part of `ids`.
    */
   protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead>;
 
@@ -396,7 +377,7 @@ export abstract class QueueDriver {
     return trx
       .selectFrom('deliveries')
       .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
-      .select(nextRunAt(sql.ref('deliveries.id')).as('due'));
+      .select(hasTask(sql.ref('deliveries.id')).as('queued'));
   }
 
   /** The endpoints' health, keyed by id. */
@@ -456,17 +437,17 @@ function afterCommit(name: string, tell: () => void): void {
 /** What readDeliveries finds. */
 export interface DeliveriesRead {
   deliveries: Map<string, DeliveryState>;
-  queued: Map<string, number>;
+  queued: Set<string>;
 }
 
 /** Adds rows of deliveryStates to what readDeliveries finds. */
 export function addDeliveryStates(
   read: DeliveriesRead,
-  rows: (DeliveryState & { id: string; due: number | string | null })[],
+  rows: (DeliveryState & { id: string; queued: number | boolean })[],
 ): DeliveriesRead {
-  for (const { id, due, ...delivery } of rows) {
+  for (const { id, queued, ...delivery } of rows) {
     read.deliveries.set(id, delivery);
-    if (due !== null) read.queued.set(id, Number(due));
+    if (Number(queued) === 1 || queued === true) read.queued.add(id);
   }
   return read;
 }

@@ -4,7 +4,7 @@ import type { Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
 import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, inputColumns } from './inputs.js';
-import { changedBySuccess, deliveredOf, markHealthy, nextRunAt, ownedTasks, takenTasks } from './statements.js';
+import { changedBySuccess, deliveredOf, markHealthy, ownedTasks, takenTasks } from './statements.js';
 
 /** division_by_zero: completeDelivered's statement found a delivery that recovers, and wrote nothing. */
 const RECOVERS_HERE = '22012';
@@ -159,7 +159,7 @@ export class PostgresQueue extends QueueDriver {
       sql`attempts_in as (${attempts})`,
       sql`taken as (${this.takeTasks(db, tasks, owner, new Set(tasks.map((task) => task.delivery_id))).returning(['id', 'lease_owner', 'run_at'])})`,
       sql`counted as (update ${sql.table('deliveries')} set attempt_count = deliveries.attempt_count + c.n, status = 'success',
-        next_attempt_at = ${nextRunAt(sql.ref('deliveries.id'), sql`select id from taken`)}, updated_at = ${now}
+        updated_at = ${now}
         from (select delivery_id as id, count(*)::int as n from attempts_in group by delivery_id) as c
         where deliveries.id = c.id and not (${announcedTrouble}) returning deliveries.id)`,
     ];
@@ -244,12 +244,12 @@ export class PostgresQueue extends QueueDriver {
 
   /**
    * Locks the deliveries in id order (the lock order above) as it reads them: a manual retry of one of
-   * them, which locks it too (src/store/deliveries.ts), then numbers its attempt before or after this
-   * batch's next, never the same. Found by primary key from an array, whatever the statistics; each one's
-   * next attempt through its tasks' delivery_id (minRunAt).
+   * them, which locks it too (the queue book's enqueueManual), then numbers its attempt before or after
+   * this batch's next, never the same. Found by primary key from an array, whatever the statistics;
+   * whether each has a task left through its tasks' delivery_id.
    */
   protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
-    const read: DeliveriesRead = { deliveries: new Map(), queued: new Map() };
+    const read: DeliveriesRead = { deliveries: new Map(), queued: new Set() };
     if (ids.length === 0) return read;
     const rows = await this.deliveryStates(trx)
       .where(sql<boolean>`${sql.ref('id')} = any(${ids}::text[])`)

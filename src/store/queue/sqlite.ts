@@ -44,7 +44,7 @@ export class SqliteQueue extends QueueDriver {
   }
 
   protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
-    const read: DeliveriesRead = { deliveries: new Map(), queued: new Map() };
+    const read: DeliveriesRead = { deliveries: new Map(), queued: new Set() };
     for (const part of chunks(ids))
       addDeliveryStates(read, await this.deliveryStates(trx).where('id', 'in', part).execute());
     return read;

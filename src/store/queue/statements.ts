@@ -2,28 +2,13 @@ import { type Expression, type ExpressionBuilder, type SelectQueryBuilder, sql }
 import type { OutcomeTask } from '../../domain/outcome-plan.js';
 import type { Executor } from '../common.js';
 import type { Database } from '../schema.js';
+import { byLeaseEnd, heldUnder, type Lease, wasHeldUnder } from './lease.js';
 
 // SQL pieces both drivers' statements are made of.
 
-/** A claimed task as far as ownership goes: its id and the lease end its claim wrote. */
-export type Leased = { id: string; leaseUntil: number };
-
-/**
- * min(run_at) of one delivery's tasks, written `run_at + 0` so that the planner looks the delivery's few
- * tasks up by delivery_id: with plain min(run_at) PostgreSQL (without fresh statistics) walks the
- * (run_at, id) index in order until it meets one of them, which reads the whole queue for a delivery that
- * has none left (the common case after a success).
- */
-export function minRunAt() {
-  return sql<number | null>`min(${sql.ref('delivery_tasks.run_at')} + 0)`;
-}
-
-/** When the delivery's next queued attempt runs (null: none left), leaving out the task ids of `except`. */
-export function nextRunAt(deliveryId: Expression<string>, except?: Expression<string>) {
-  const left = except ? sql` and ${sql.ref('delivery_tasks.id')} not in (${except})` : sql``;
-  return sql<
-    number | null
-  >`(select ${minRunAt()} from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId}${left})`;
+/** Whether a delivery has a task queued (1) or not (0): an attempt waiting or under way. */
+export function hasTask(deliveryId: Expression<string>) {
+  return sql<number>`(case when exists (select 1 from ${sql.table('delivery_tasks')} where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId}) then 1 else 0 end)`;
 }
 
 /**
@@ -48,20 +33,9 @@ export function changedBySuccess(eb: ExpressionBuilder<Database, 'endpoints'>) {
   return eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]);
 }
 
-/** Task ids grouped by the lease end their claim wrote. */
-export function idsByLease(tasks: readonly Leased[]): Map<number, string[]> {
-  const byLease = new Map<number, string[]>();
-  for (const task of tasks) {
-    const ids = byLease.get(task.leaseUntil);
-    if (ids) ids.push(task.id);
-    else byLease.set(task.leaseUntil, [task.id]);
-  }
-  return byLease;
-}
-
 /** Ids of the deleted `rows` that were still ours: same owner, same lease end as when we claimed them. */
 export function ownedTasks(
-  tasks: readonly Leased[],
+  tasks: readonly Lease[],
   rows: { id: string; lease_owner: string | null; run_at: number }[],
   owner: string,
 ): Set<string> {
@@ -69,7 +43,7 @@ export function ownedTasks(
   const owned = new Set<string>();
   for (const row of rows) {
     const task = byId.get(row.id);
-    if (task && row.lease_owner === owner && Number(row.run_at) === task.leaseUntil) owned.add(row.id);
+    if (task && wasHeldUnder(row, owner, task)) owned.add(row.id);
   }
   return owned;
 }
@@ -90,11 +64,9 @@ export function takenTasks(
   deliveredHere: readonly string[],
 ) {
   // Tasks of one claim share their lease end: one `run_at = ? and id in (...)` per claim.
-  const byLease = idsByLease(tasks);
-  const ours = eb.and([
-    eb('lease_owner', '=', owner),
-    eb.or([...byLease].map(([leaseUntil, ids]) => eb.and([eb('run_at', '=', leaseUntil), eb('id', 'in', ids)]))),
-  ]);
+  const ours = eb.or(
+    [...byLeaseEnd(tasks)].map(([leaseUntil, ids]) => eb.and([heldUnder(eb, owner, leaseUntil), eb('id', 'in', ids)])),
+  );
   return deliveredHere.length === 0
     ? ours
     : eb.or([ours, eb.and([eb('delivery_id', 'in', deliveredHere), eb('trigger', '=', 'scheduled')])]);
