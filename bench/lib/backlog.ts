@@ -28,8 +28,8 @@ export function insertBacklog(
     now,
   );
   const delivery = db.prepare(
-    `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, next_attempt_at, created_at, updated_at)
-     values (?, ?, 0, ?, ?, ?, 'pending', 0, 1, 0, ?, ?, ?)`,
+    `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, created_at, updated_at)
+     values (?, ?, 0, ?, ?, ?, 'pending', 0, 1, 0, ?, ?)`,
   );
   const task = db.prepare(
     `insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner) values (?, ?, ?, 'scheduled', 1, ?, null)`,
@@ -39,7 +39,7 @@ export function insertBacklog(
     for (let i = from; i < to; i++) {
       const suffix = String(i).padStart(12, '0');
       const runAt = when === 'due' ? now - count + i : future + (i % 100_000) * 1000;
-      delivery.run(`dlv_0backlog${suffix}`, ids.orgId, ids.appId, messageId, ids.endpointId, runAt, now, now);
+      delivery.run(`dlv_0backlog${suffix}`, ids.orgId, ids.appId, messageId, ids.endpointId, now, now);
       task.run(`tsk_0backlog${suffix}`, `dlv_0backlog${suffix}`, ids.endpointId, runAt);
     }
   });

@@ -28,7 +28,7 @@ export const FULL: Sizes = {
   ingestConcurrency: 64,
   deliveries: 20_000,
   pgDeliveries: 5_000,
-  peerDeliveries: 10_000,
+  peerDeliveries: 20_000,
   e2eRate: 1_000,
   e2eSeconds: 10,
   fanoutEndpoints: 1_000,

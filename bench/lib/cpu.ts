@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** Clock ticks per second of /proc's times (USER_HZ: 100 on Linux builds for x86 and ARM). */
 const TICKS_PER_SECOND = 100;
@@ -17,4 +17,27 @@ export function processCpuMs(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/**
+ * User plus system CPU time, in milliseconds, of every process on the machine whose command name is
+ * `command` (`postgres`: the server and all its backends; `redis-server`): the store's side of a drain,
+ * which the worker's own CPU leaves out. Processes that started or ended between two readings make the
+ * difference of two readings a little off; a drain's backends live through it.
+ */
+export function commandCpuMs(command: string): number {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      if (name !== command) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      total += ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
 }

@@ -41,8 +41,15 @@ const query = pgClient.query;
 // inserts, the completion statement) shows once per row count.
 pgClient.query = function (this: unknown, ...args: any[]) {
   const started = performance.now();
-  const result = query.apply(this, args);
   const text = typeof args[0] === 'string' ? args[0] : args[0]?.text;
+  // pg-pool's query (the queue's prepared statements) passes a callback and gets no promise.
+  const callback = args.at(-1);
+  if (typeof text === 'string' && typeof callback === 'function')
+    args[args.length - 1] = (error: unknown, answer: { rows?: unknown[] }) => {
+      if (!error) record(text, started, answer?.rows?.length ?? 0);
+      callback(error, answer);
+    };
+  const result = query.apply(this, args);
   if (typeof text !== 'string' || !result || typeof result.then !== 'function') return result;
   return result.then((answer: { rows?: unknown[] }) => {
     record(text, started, answer?.rows?.length ?? 0);

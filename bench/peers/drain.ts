@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { createDatabase } from '../lib/pg.js';
 import { onCleanup, REPO, spawnNode, type Child } from '../lib/procs.js';
-import { drainFigures, type DrainFigures } from '../lib/drain.js';
+import { drainFigures, type DrainFigures, LEFT_OUT } from '../lib/drain.js';
+import { commandCpuMs, processCpuMs } from '../lib/cpu.js';
 import type { Context } from '../lib/context.js';
 import { removeKeys } from './bullmq.js';
 
@@ -15,6 +16,10 @@ export type Peer = 'bullmq' | 'graphile-worker';
 export interface PeerRun extends DrainFigures {
   /** CPU time of the peer's process from the worker's start to the last arrival, ms. */
   cpuMs: number;
+  /** The same over the last 80% of arrivals (every thread, read from /proc as for Herald's workers). */
+  cpuMsLast80: number;
+  /** CPU time of the store's server processes (redis-server, or every postgres process) over the same window. */
+  serverCpuMsLast80: number;
   peak: number;
   /** Where its queue was: the Redis key prefix, or the PostgreSQL database's name (both gone now). */
   queue: string;
@@ -71,12 +76,18 @@ export async function peerDrain(
     await ctx.receiver.reset();
     child.proc.send({ cmd: 'start' });
     const { at: startedAt } = await reply(child, 'start', 30_000);
+    await ctx.receiver.waitFor(Math.floor(count * LEFT_OUT) + 1, limitMs).catch(() => null);
+    const server = peer === 'bullmq' ? 'redis-server' : 'postgres';
+    const cpuAtFifth = processCpuMs(child.proc.pid!);
+    const serverAtFifth = commandCpuMs(server);
     const last = await ctx.receiver.waitFor(count, limitMs).catch(() => null);
+    const cpuMsLast80 = processCpuMs(child.proc.pid!) - cpuAtFifth;
+    const serverCpuMsLast80 = commandCpuMs(server) - serverAtFifth;
     child.proc.send({ cmd: 'finish' });
     const { cpuMs } = await reply(child, 'finish', 10_000);
     const figures = await drainFigures(ctx, count, startedAt as number, last, limitMs);
     await Promise.race([child.exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
-    return { ...figures, cpuMs: cpuMs as number, peak: child.peakRss(), queue };
+    return { ...figures, cpuMs: cpuMs as number, cpuMsLast80, serverCpuMsLast80, peak: child.peakRss(), queue };
   } finally {
     await child.stop();
     await removeQueue();

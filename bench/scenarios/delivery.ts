@@ -3,8 +3,8 @@ import { Pool } from 'undici';
 import { emitBody, setupOrg, type Herald } from '../lib/herald.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
-import { processCpuMs } from '../lib/cpu.js';
-import { drainFigures } from '../lib/drain.js';
+import { commandCpuMs, processCpuMs } from '../lib/cpu.js';
+import { drainFigures, LEFT_OUT } from '../lib/drain.js';
 import { setBacklogRunAt } from '../lib/backlog.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
@@ -15,6 +15,8 @@ export const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONC
 export interface DeliveryRun {
   /** Deliveries per second from the first arrival to the last. */
   rate: number;
+  /** Deliveries per second over the last 80% of arrivals (drainFigures). */
+  rateLast80: number;
   /** Deliveries per second from the worker's spawn to the last arrival (start-up included). */
   rateFromSpawn: number;
   startupMs: number;
@@ -23,6 +25,10 @@ export interface DeliveryRun {
   delivered: number;
   /** CPU time each worker process used from the end of its start-up to the last arrival, ms. */
   workerCpuMs: number[];
+  /** The same over the last 80% of arrivals: from the arrival that ends the first fifth to the last. */
+  workerCpuMsLast80: number[];
+  /** CPU time of every PostgreSQL server process over the last 80% of arrivals, ms (0 on SQLite). */
+  serverCpuMsLast80: number;
 }
 
 export const DRAIN_LIMIT_MS = 120_000;
@@ -68,17 +74,26 @@ export async function drain(
     }
     for (const worker of started) cpuAtStart.push(processCpuMs(worker.child.pid));
     await setBacklogRunAt(Date.now(), dataDir, databaseUrl);
+    await ctx.receiver.waitFor(Math.floor(count * LEFT_OUT) + 1, DRAIN_LIMIT_MS).catch(() => null);
+    const cpuAtFifth = started.map((worker) => processCpuMs(worker.child.pid));
+    const serverAtFifth = databaseUrl ? commandCpuMs('postgres') : 0;
     const last = await ctx.receiver.waitFor(count, DRAIN_LIMIT_MS).catch(() => null);
-    const workerCpuMs = started.map((worker, i) => processCpuMs(worker.child.pid) - cpuAtStart[i]!);
+    const cpuAtLast = started.map((worker) => processCpuMs(worker.child.pid));
+    const serverCpuMsLast80 = databaseUrl ? commandCpuMs('postgres') - serverAtFifth : 0;
+    const workerCpuMs = cpuAtLast.map((cpu, i) => cpu - cpuAtStart[i]!);
+    const workerCpuMsLast80 = cpuAtLast.map((cpu, i) => cpu - cpuAtFifth[i]!);
     const figures = await drainFigures(ctx, count, spawnedAt, last, DRAIN_LIMIT_MS);
     peak = Math.max(peak, await stopAll(...started));
     return {
       rate: figures.rate,
+      rateLast80: figures.rateLast80,
       rateFromSpawn: figures.rateFromStart,
       startupMs: figures.startupMs,
       peak,
       delivered: figures.delivered,
       workerCpuMs,
+      workerCpuMsLast80,
+      serverCpuMsLast80,
     };
   } finally {
     await stopAll(...started);

@@ -6475,7 +6475,6 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            /** @enum {string} */
                             kind: "endpoint.recover";
                             status: "running" | "finished" | "failed";
                             /** Format: date-time */
@@ -6708,7 +6707,6 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            /** @enum {string} */
                             kind: "endpoint.recover";
                             status: "running" | "finished" | "failed";
                             /** Format: date-time */

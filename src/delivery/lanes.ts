@@ -1,4 +1,5 @@
 import type { ClaimedTask } from '../store/queue.js';
+import { intervalUs } from '../domain/rate.js';
 
 // One lane per endpoint this worker holds work for: its claimed attempts waiting for a slot, its attempts in
 // flight, its capacity, a pause, and whether it is left to top-ups. Every per-endpoint rule of the dispatch
@@ -44,16 +45,19 @@ export class Lane {
   holdsBack = false;
   /**
    * Most requests a second to the endpoint, counted across every worker (null: no limit; then nothing of
-   * the bookkeeping below runs). A start spends a token; tokens are granted by the store for one calendar
-   * second (`tokensWindow`, seconds since the epoch) and lapse with it.
+   * the bookkeeping below runs). The store grants start times spaced for the limit (src/domain/rate.ts);
+   * each start uses the earliest, once it has come. A granted time missed by more than an interval and a half is
+   * dropped, so a busy event loop cannot bunch late starts together.
    */
   rateLimit: number | null = null;
-  tokens = 0;
-  tokensWindow = -1;
-  /** A request for tokens is under way. */
+  /** Granted start times (Date.now() milliseconds), earliest first. */
+  starts: number[] = [];
+  /** A request for start times is under way. */
   asking = false;
-  /** No request for tokens before this (performance.now()); infinite until the second's tokens are renewed. */
+  /** No request for start times before this (performance.now()). */
   askAfter = 0;
+  /** A wake-up is set for the next granted start. */
+  waking = false;
   private state: TopUpState = 'idle';
 
   /** Claimed attempts the lane may hold: its waves of `capacity`, one in flight and the rest waiting. */
@@ -78,26 +82,35 @@ export class Lane {
   }
 
   /** Whether the next waiting attempt may start now: the gate every per-endpoint bound on starts goes through. */
-  canStart(): boolean {
+  canStart(now = Date.now()): boolean {
     if (this.inFlight >= this.capacity) return false;
-    return this.rateLimit === null || (this.tokens > 0 && this.tokensWindow === currentSecond());
+    if (this.rateLimit === null) return true;
+    const late = now - (intervalUs(this.rateLimit) / 1000) * 1.5;
+    while (this.starts.length > 0 && this.starts[0]! < late) this.starts.shift();
+    return this.starts.length > 0 && this.starts[0]! <= now;
   }
 
-  /** A waiting attempt starts: it takes a slot, and a token when the endpoint is rate limited. */
+  /** A waiting attempt starts: it takes a slot, and a granted start time when the endpoint is rate limited. */
   started(): void {
     this.inFlight++;
-    if (this.rateLimit !== null) this.tokens--;
+    if (this.rateLimit !== null) this.starts.shift();
   }
 
-  /** Waiting attempts blocked by the rate limit alone: tokens are worth asking for. */
-  get wantsTokens(): boolean {
+  /** Waiting attempts blocked by the rate limit alone, with no start time granted: worth asking for some. */
+  get wantsStarts(): boolean {
     return (
       this.rateLimit !== null &&
       this.waiting.length > 0 &&
       this.inFlight < this.capacity &&
+      this.starts.length === 0 &&
       !this.asking &&
       performance.now() >= this.askAfter
     );
+  }
+
+  /** When the next granted start comes (Date.now() milliseconds), or null when none is granted. */
+  get nextStart(): number | null {
+    return this.rateLimit === null ? null : (this.starts[0] ?? null);
   }
 
   /** Whether the endpoint is paused; a pause that ended is forgotten, and its lane goes back to general claims. */
@@ -271,9 +284,4 @@ export class Lanes {
     this.wantTopUp.clear();
     return tasks;
   }
-}
-
-/** The calendar second a rate limit counts in, in seconds since the epoch (the store's windows). */
-export function currentSecond(): number {
-  return Math.floor(Date.now() / 1000);
 }

@@ -6,7 +6,7 @@ import { randomToken } from '../domain/ids.js';
 import { Sender } from './sender.js';
 import { signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
-import { currentSecond, type Lane, Lanes } from './lanes.js';
+import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
 import { endpointPauseMs } from '../domain/retry.js';
 import type { AttemptMetrics } from '../metrics/registry.js';
@@ -36,6 +36,9 @@ const MIN_WAVES_HELD = 2;
 const ENDPOINT_FRESH_MS = 1_000;
 /** How long a worker leaves out of its claims an endpoint whose signing secrets it cannot open (cannotSign). */
 const UNSIGNABLE_PAUSE_MS = 60_000;
+/** How soon a rate-limited lane asks again when the store granted no start time (the next is over a second away). */
+const STARTS_RETRY_MS = 200;
+
 /** How often a worker moves FIFO endpoints on without being asked (an emit's first parked delivery waits this long at most). */
 const FIFO_SWEEP_MS = 250;
 /** An attempt that starts with less than its timeout and this much of its lease left extends the lease first. */
@@ -227,41 +230,50 @@ export class DeliveryWorker {
         void this.attempt(task, lane).finally(() => this.recorded());
       }
       if (lane.waiting.length === 0) this.lanes.ready.delete(lane);
-      else if (lane.wantsTokens) this.askTokens(lane);
+      else if (lane.wantsStarts) this.askStarts(lane);
+      else this.wakeForStart(lane);
       if (this.inFlight >= this.config.concurrency) break;
     }
   }
 
   /**
-   * Asks the store for this second's tokens of a rate-limited lane: as many as it has waiting, up to the
-   * limit. None left (another worker took them): the lane waits for the next second. The waiting attempts
+   * Asks the store for start times of a rate-limited lane: as many as it has waiting, up to the limit.
+   * None granted (other workers have the next second): the lane asks again shortly. The waiting attempts
    * neither fail nor use an attempt; they keep their lease (extended when they start, as for any wait).
    */
-  private askTokens(lane: Lane): void {
+  private askStarts(lane: Lane): void {
     const limit = lane.rateLimit!;
-    const window = currentSecond();
     lane.asking = true;
-    const nextSecond = () => Math.max(1, (window + 1) * 1000 - Date.now());
-    this.queue.takeRate(lane.endpointId, limit, window, Math.min(lane.waiting.length, limit)).then(
-      (granted) => {
+    this.queue.takeStarts(lane.endpointId, limit, Math.min(lane.waiting.length, limit)).then(
+      (startsUs) => {
         lane.asking = false;
-        if (granted > 0) {
-          lane.tokens = granted;
-          lane.tokensWindow = window;
-        } else {
-          this.askAgainIn(lane, nextSecond());
-        }
+        if (startsUs.length > 0) lane.starts = startsUs.map((us) => us / 1000);
+        else this.askAgainIn(lane, STARTS_RETRY_MS);
         this.pump();
       },
       (error) => {
         lane.asking = false;
         this.askAgainIn(lane, 1_000);
-        this.log.warn({ err: error, endpoint_id: lane.endpointId }, 'could not take rate-limit tokens; retrying');
+        this.log.warn({ err: error, endpoint_id: lane.endpointId }, 'could not take rate-limit start times; retrying');
       },
     );
   }
 
-  /** No request for the lane's tokens for `ms`; then it may ask again, and dispatch runs. */
+  /** A rate-limited lane whose next granted start is still to come: dispatch runs again then. */
+  private wakeForStart(lane: Lane): void {
+    const at = lane.nextStart;
+    if (at === null || lane.waking) return;
+    lane.waking = true;
+    setTimeout(
+      () => {
+        lane.waking = false;
+        this.pump();
+      },
+      Math.max(0, at - Date.now()),
+    ).unref();
+  }
+
+  /** No request for the lane's start times for `ms`; then it may ask again, and dispatch runs. */
   private askAgainIn(lane: Lane, ms: number): void {
     lane.askAfter = Number.POSITIVE_INFINITY;
     setTimeout(() => {

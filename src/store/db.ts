@@ -18,6 +18,7 @@ import * as attemptsByEndpoint from './migrations/009_attempts_by_endpoint.js';
 import * as operationalWebhooks from './migrations/010_operational_webhooks.js';
 import * as oneRecoveryPerEndpoint from './migrations/011_one_recovery_per_endpoint.js';
 import * as nextAttemptReadFromTasks from './migrations/012_next_attempt_read_from_tasks.js';
+import * as rateAsArrivalTime from './migrations/013_rate_as_arrival_time.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -28,6 +29,8 @@ export interface OpenedDatabase {
   dialect: Dialect;
   /** PostgreSQL only: the pool, for LISTEN/NOTIFY and health checks. */
   pool: pg.Pool | null;
+  /** PostgreSQL only: the queue's pool (queueDb's), for its prepared statements (queue/postgres-statements.ts). */
+  queuePool: pg.Pool | null;
   /** Closes the database and whatever runs beside it. */
   close(): Promise<void>;
 }
@@ -46,6 +49,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '010_operational_webhooks': operationalWebhooks,
   '011_one_recovery_per_endpoint': oneRecoveryPerEndpoint,
   '012_next_attempt_read_from_tasks': nextAttemptReadFromTasks,
+  '013_rate_as_arrival_time': rateAsArrivalTime,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
@@ -120,6 +124,7 @@ export function openSqlite(dataDir: string): OpenedDatabase {
     queueDb: db,
     dialect: 'sqlite',
     pool: null,
+    queuePool: null,
     async close() {
       // The thread's connection goes first, so that closing the last one folds the WAL into the database.
       await checkpoints.stop();
@@ -208,21 +213,21 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   // queue reads a few rows of hot tables, and at the default 4 (a spinning disk's random reads) a database
   // without table statistics (a new one, or autovacuum off) had a top-up read and sort every due task of
   // its endpoint instead of an index scan that stops at its limit (test/postgres/plans.test.ts).
-  const queueDb = new Kysely<Database>({
-    dialect: new PostgresDialect({
-      pool: newPool(url, poolSize, async (client) => {
-        await client.query(`set synchronous_commit = off;
+  const queuePool = newPool(url, poolSize, async (client) => {
+    await client.query(`set synchronous_commit = off; set plan_cache_mode = force_custom_plan;
           select set_config('random_page_cost', least(current_setting('random_page_cost')::float8, 1.1)::text, false)`);
-      }),
-    }),
   });
+  const queueDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queuePool }) });
   return {
     db,
     queueDb,
     dialect: 'postgres',
     pool,
+    queuePool,
     close: async () => {
       await Promise.all([db.destroy(), queueDb.destroy()]);
+      // kysely ends a pool only if it ran a query on it; the queue's prepared statements may be all it ran.
+      if (!queuePool.ended) await queuePool.end();
     },
   };
 }

@@ -97,7 +97,8 @@ export class EndpointLimitError extends Error {
 export class Endpoints {
   constructor(
     private readonly ctx: StoreContext,
-    private readonly secrets: SecretBox,
+    /** Seals and opens secrets and header values with HERALD_SECRET_KEY (and earlier keys). */
+    readonly secrets: SecretBox,
     /** How the operational events of endpoint changes are queued (src/store/operational.ts). */
     private readonly raise: RaisePolicy = { dialect: ctx.dialect, firstDelayMs: 0 },
     /** Called after a commit that queued attempts (operational events). */

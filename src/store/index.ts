@@ -81,7 +81,7 @@ export class Store {
     );
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
-    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued);
+    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued, opened.queuePool);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
     this.metrics = new MetricsReads(this.ctx);
@@ -131,6 +131,11 @@ export class Store {
 
   get pool() {
     return this.opened.pool;
+  }
+
+  /** The worker's queue sessions (PostgreSQL: a pool of their own, src/store/db.ts); on SQLite the store's db. */
+  get queueDb() {
+    return this.opened.queueDb;
   }
 
   /** True when the database answers. */

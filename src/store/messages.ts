@@ -212,7 +212,7 @@ export class Messages {
   }
 
   /** The earlier emits holding the keys of `keyed` (requests with a key), with their messages. */
-  private priorEmitsQuery(db: Executor, keyed: EmitRequest[], now: number) {
+  priorEmitsQuery(db: Executor, keyed: EmitRequest[], now: number) {
     return (
       db
         .selectFrom('idempotency_keys')

@@ -133,7 +133,7 @@ export class Organizations {
     const cached = this.keyCache.get(keyHash) ?? this.unknownKeyCache.get(keyHash);
     if (cached && cached.until > now) return cached.owner;
     const generation = this.keyCacheGeneration;
-    const owner = await this.lookupKeyOwner(keyHash, livemode);
+    const owner = await this.readKeyOwner(keyHash, livemode);
     if (owner) this.knowKey(keyHash, now);
     if (generation !== this.keyCacheGeneration) return owner;
     const cache = owner ? this.keyCache : this.unknownKeyCache;
@@ -161,7 +161,11 @@ export class Organizations {
     return knownUntil !== undefined && knownUntil > now ? this.findKeyOwner(key) : undefined;
   }
 
-  private async lookupKeyOwner(keyHash: string, livemode: boolean): Promise<KeyOwner | undefined> {
+  /**
+   * The database read behind findKeyOwner: the key's owner, or undefined for an unknown, revoked or
+   * other-environment key. A field, so that a test can count or hold the reads the caches spare.
+   */
+  readKeyOwner = async (keyHash: string, livemode: boolean): Promise<KeyOwner | undefined> => {
     const row = await this.ctx.db
       .selectFrom('api_keys')
       .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
@@ -170,7 +174,7 @@ export class Organizations {
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || Boolean(row.livemode) !== livemode) return undefined;
     return { keyId: row.id, scope: { orgId: row.org_id, livemode }, plan: row.plan };
-  }
+  };
 
   async listKeys(scope: Scope, page: PageRequest): Promise<Page<ApiKeyRow>> {
     let query = this.ctx.db

@@ -56,8 +56,8 @@ async function run(call: QueueCall): Promise<unknown> {
       return queue.completeMany(...call.args);
     case 'advanceFifo':
       return queue.advanceFifo(...call.args);
-    case 'takeRate':
-      return queue.takeRate(...call.args);
+    case 'takeStarts':
+      return queue.takeStarts(...call.args);
     case 'beat':
       return workers.beat(...call.args);
     case 'reapDead':

@@ -115,8 +115,8 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return this.call<number>({ method: 'advanceFifo', args });
   }
 
-  takeRate(...args: Parameters<Queue['takeRate']>) {
-    return this.call<number>({ method: 'takeRate', args });
+  takeStarts(...args: Parameters<Queue['takeStarts']>) {
+    return this.call<number[]>({ method: 'takeStarts', args });
   }
 
   /** A delivery worker's heartbeat (WorkerRegistry), on the thread's connection. */

@@ -1,6 +1,7 @@
+import type pg from 'pg';
 import type { TestNetwork } from '../config.js';
-import type { EndpointStatus } from '../domain/endpoint-state.js';
-import type { OutcomeResult } from '../domain/outcome-plan.js';
+import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
+import type { DeliveryState, OutcomeResult } from '../domain/outcome-plan.js';
 import type { StoreContext } from './common.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
 import type { QueueDriver } from './queue/driver.js';
@@ -43,6 +44,17 @@ export interface AttemptInput {
   payloadJson: string | null;
   /** Too large to come with a claim (CLAIMED_PAYLOAD_LIMIT): `load` the input when the attempt starts. */
   payloadLater: boolean;
+  /**
+   * The delivery's and the endpoint's state when the task was claimed (PostgreSQL's claims read it): the
+   * outcome's plan starts from it, and the queue writes that plan only if it still holds.
+   */
+  claimedState?: ClaimedState;
+}
+
+/** What a claim read of an attempt's delivery (its counters and tasks) and endpoint (its health). */
+export interface ClaimedState {
+  delivery: DeliveryState & { tasks: number };
+  endpoint: EndpointHealth | null;
 }
 
 /** What sending an attempt gave (the planner's OutcomeResult). */
@@ -62,7 +74,7 @@ export type WorkerQueue = Pick<
   | 'endpointsNow'
   | 'drop'
   | 'completeMany'
-  | 'takeRate'
+  | 'takeStarts'
   | 'advanceFifo'
 >;
 
@@ -93,8 +105,12 @@ export function openQueue(
   endpoints: Endpoints,
   policy: QueuePolicy,
   onQueued: () => void = () => {},
+  /** PostgreSQL: the pool of ctx.db's connections, for the queue's prepared statements. */
+  pool: pg.Pool | null = null,
 ): Queue {
-  return ctx.dialect === 'postgres'
-    ? new PostgresQueue(ctx, endpoints, policy, onQueued)
-    : new SqliteQueue(ctx, endpoints, policy, onQueued);
+  if (ctx.dialect === 'postgres') {
+    if (!pool) throw new Error('the PostgreSQL queue needs the pool of its connections');
+    return new PostgresQueue(ctx, endpoints, policy, onQueued, pool);
+  }
+  return new SqliteQueue(ctx, endpoints, policy, onQueued);
 }

@@ -174,14 +174,11 @@ export interface BackgroundTaskRow {
   updated_at: number;
 }
 
-/** What a rate-limited endpoint was granted in its current second (src/store/queue/driver.ts, takeRate). */
+/** A rate-limited endpoint's theoretical arrival time (src/domain/rate.ts; the queue's takeStarts). */
 export interface EndpointRateRow {
   endpoint_id: string;
-  /** The calendar second counted, in seconds since the epoch. */
-  window_start: number;
-  used: number;
-  /** What the last request for tokens got. */
-  granted: number;
+  /** When its next start may be, in microseconds since the epoch. */
+  tat_us: number;
 }
 
 /** A running delivery worker and its last heartbeat (src/store/workers.ts). */

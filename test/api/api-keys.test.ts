@@ -125,10 +125,10 @@ describe('api keys', () => {
     const key = raw.test_key.key as string;
     // The lookup reads the row at once but answers only when let go, as a PostgreSQL read that ran before
     // the revocation committed can.
-    const lookup = organizations['lookupKeyOwner'].bind(organizations);
+    const lookup = organizations.readKeyOwner;
     let letGo!: () => void;
     const held = new Promise<void>((resolve) => (letGo = resolve));
-    organizations['lookupKeyOwner'] = async (...args: Parameters<typeof lookup>) => {
+    organizations.readKeyOwner = async (...args: Parameters<typeof lookup>) => {
       const owner = await lookup(...args);
       await held;
       return owner;
@@ -141,7 +141,7 @@ describe('api keys', () => {
       letGo();
       assert.ok(await early, 'the early lookup answers with what it read');
     } finally {
-      organizations['lookupKeyOwner'] = lookup;
+      organizations.readKeyOwner = lookup;
     }
     assert.equal(await organizations.findKeyOwner(key), undefined, 'the next lookup finds the key revoked');
   });
@@ -149,9 +149,9 @@ describe('api keys', () => {
   test('a flood of unknown keys does not push the real keys out of the key cache', async () => {
     const { raw } = await bootstrap(service.url);
     const organizations = service.store.organizations;
-    const lookup = organizations['lookupKeyOwner'].bind(organizations);
+    const lookup = organizations.readKeyOwner;
     let lookups = 0;
-    organizations['lookupKeyOwner'] = async (...args: Parameters<typeof lookup>) => (lookups++, lookup(...args));
+    organizations.readKeyOwner = async (...args: Parameters<typeof lookup>) => (lookups++, lookup(...args));
     // Unknown keys presented as a flood would (in batches, a thousand at a time at most).
     const flood = async (from: number, to: number) => {
       for (let i = from; i < to; i += 50) {
@@ -172,7 +172,7 @@ describe('api keys', () => {
       assert.ok(await organizations.findKeyOwner(raw.test_key.key));
       assert.equal(lookups, 0, 'the real key is still answered from the cache');
     } finally {
-      organizations['lookupKeyOwner'] = lookup;
+      organizations.readKeyOwner = lookup;
     }
   });
 });

@@ -16,8 +16,8 @@ describe('failed authentications per client address', () => {
   before(async () => {
     service = await startTestService({ HERALD_ROLE: 'api', HERALD_AUTH_FAILURE_LIMIT: String(LIMIT) });
     const organizations = service.store.organizations;
-    const lookup = organizations['lookupKeyOwner'].bind(organizations);
-    organizations['lookupKeyOwner'] = async (...args: Parameters<typeof lookup>) => (lookups++, lookup(...args));
+    const lookup = organizations.readKeyOwner;
+    organizations.readKeyOwner = async (...args: Parameters<typeof lookup>) => (lookups++, lookup(...args));
   });
   after(async () => service?.stop());
 

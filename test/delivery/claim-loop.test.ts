@@ -264,7 +264,7 @@ function bind(queue: Store['queue']): WorkerQueue {
     endpointsNow: queue.endpointsNow.bind(queue),
     drop: queue.drop.bind(queue),
     completeMany: queue.completeMany.bind(queue),
-    takeRate: queue.takeRate.bind(queue),
+    takeStarts: queue.takeStarts.bind(queue),
     advanceFifo: queue.advanceFifo.bind(queue),
   };
 }

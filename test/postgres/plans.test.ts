@@ -5,6 +5,9 @@ import type { Database } from '../../src/store/schema.js';
 import { TEST_STORE } from '../support/service.js';
 import type { Store } from '../../src/store/index.js';
 import type { PostgresQueue } from '../../src/store/queue/postgres.js';
+import { claimStatement, completeStatement, type Statement } from '../../src/store/queue/postgres-statements.js';
+import { fastPlan } from '../../src/store/queue/fast-plan.js';
+import { CLAIMED_PAYLOAD_LIMIT, type ClaimScope } from '../../src/store/queue.js';
 import { openStore } from '../store/helpers.js';
 
 // Statements that run with every emit batch or claim must not read whole tables, whatever the planner
@@ -81,10 +84,28 @@ const wholeTableReads = (plan: PlanNode[], tables: string[]) =>
     .map((node) => node['Relation Name']);
 
 /** The worker's queue runs on sessions of its own (src/store/db.ts), whose settings shape its plans. */
-const queueSessions = (store: Store) => store.queue['ctx'].db;
+const queueSessions = (store: Store) => store.queueDb;
 
-/** The store's queue as its PostgreSQL driver, whose statements these tests plan. */
+/** The store's queue as its PostgreSQL driver. */
 const postgresQueue = (store: Store) => store.queue as PostgresQueue;
+
+/** A prepared statement of the queue (queue/postgres-statements.ts) as a query to plan. */
+const asQuery = ({ text, values }: Statement) => CompiledQuery.raw(text, values);
+
+/** A claim's statement as the queue makes it (claimLoaded). */
+const claim = (owner: string, limit: number, scope: ClaimScope, now: number, leaseUntil: number) =>
+  asQuery(
+    claimStatement({
+      owner,
+      leaseUntil,
+      now,
+      dueAfter: scope.dueAfter ?? 0,
+      limit,
+      skip: scope.skip ?? [],
+      only: scope.only,
+      payloadLimit: CLAIMED_PAYLOAD_LIMIT,
+    }),
+  );
 
 /**
  * `count` queued messages for the tests' own organization and application: message msg_<prefix>g with
@@ -152,14 +173,9 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   const queueDb = queueSessions(store);
   const leaseUntil = now + 60_000;
   const claims = {
-    general: queue['claimLoadedQuery']('wrk_plan', 100, {}, leaseUntil),
-    'with busy endpoints left out': queue['claimLoadedQuery'](
-      'wrk_plan',
-      100,
-      { skip: ['ep_busy1', 'ep_busy2'] },
-      leaseUntil,
-    ),
-    'top-up of one endpoint': queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil),
+    general: claim('wrk_plan', 100, {}, now, leaseUntil),
+    'with busy endpoints left out': claim('wrk_plan', 100, { skip: ['ep_busy1', 'ep_busy2'] }, now, leaseUntil),
+    'top-up of one endpoint': claim('wrk_plan', 48, { only: endpointId }, now, leaseUntil),
   };
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
@@ -205,7 +221,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
   // and sorted all of the endpoint's due tasks. A batch of outcomes named its deliveries in a long list
   // and read the whole task table to delete their tasks.
   for (const total of [3_000, 30_000]) {
-    const { store, scope, appId, endpointId } = await openStore(t);
+    const { store, scope, appId, endpointId, config } = await openStore(t);
     const db = store.ctx.db;
     const queue = postgresQueue(store);
     const queueDb = queueSessions(store);
@@ -254,6 +270,11 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
         },
         payloadJson: null,
         payloadLater: false,
+        // As the claim reads it (seedQueued's rows): the plan's write checks it still holds.
+        claimedState: {
+          delivery: { status: 'pending' as const, attempt_count: 0, schedule_step: 0, attempt_seq: 0, tasks: 1 },
+          endpoint: { status: 'active' as const, failingSince: null, exhaustedAt: null },
+        },
       };
       return {
         input,
@@ -271,10 +292,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     for (const statistics of ['without statistics', 'with statistics']) {
       if (statistics === 'with statistics') await sql`analyze`.execute(db);
       const where = `${total} tasks, ${statistics}`;
-      const topUp = await executedPlan(
-        queueDb,
-        queue['claimLoadedQuery']('wrk_plan', 48, { only: endpointId }, leaseUntil).compile(),
-      );
+      const topUp = await executedPlan(queueDb, claim('wrk_plan', 48, { only: endpointId }, now, leaseUntil));
       // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
       assert.ok(
         rowsRead(topUp, 'delivery_tasks') <= 4 * 48,
@@ -285,12 +303,15 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
         // the plan runs in, so rolled back with it).
         const outcomes = earliest(count).map(delivered);
         const lease = sql`update delivery_tasks set lease_owner = 'wrk_plan', run_at = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.id))})`;
-        const batch = await executedPlan(
-          queueDb,
-          queue['completeDeliveredQuery'](outcomes, 'wrk_plan').compile(queueDb),
-          lease.compile(queueDb),
+        const statement = completeStatement(fastPlan(outcomes, 'wrk_plan', config, now)!);
+        const batch = await executedPlan(queueDb, asQuery(statement), lease.compile(queueDb));
+        assert.equal(
+          (await queueDb.executeQuery(asQuery(statement))).rows.length,
+          1,
+          'the statement answers (outside the plan, its leases not taken: it writes nothing)',
         );
-        // Three reads per outcome (its task by id, its delivery's scheduled tasks, its delivery's next attempt).
+        // Four reads per outcome (its task by id, its delivery's tasks counted, its delivery's scheduled
+        // tasks, the delivery's row is not a task read).
         const read = rowsRead(batch, 'delivery_tasks');
         assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} task rows`);
       }
@@ -348,17 +369,15 @@ test('after a claim, the next claim and the next due attempt are read from the c
   const windowFrom = now - 1_000;
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
-    const claim = await executedPlan(
+    const claimed = await executedPlan(
       queueDb,
-      postgresQueue(store)
-        ['claimLoadedQuery']('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now + 60_000)
-        .compile(),
+      claim('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now, now + 60_000),
     );
     assert.ok(
-      rowsRead(claim, 'delivery_tasks') <= 10,
-      `${statistics}: a claim in a window read ${rowsRead(claim, 'delivery_tasks')} task rows`,
+      rowsRead(claimed, 'delivery_tasks') <= 10,
+      `${statistics}: a claim in a window read ${rowsRead(claimed, 'delivery_tasks')} task rows`,
     );
-    const plan = await executedPlan(queueDb, store.queue['nextDueQuery']([busy], now).compile());
+    const plan = await executedPlan(queueDb, store.queue.nextDueQuery([busy], now).compile());
     assert.ok(
       rowsRead(plan, 'delivery_tasks') <= 10,
       `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`,
@@ -399,7 +418,7 @@ test("an emit's idempotency-key lookup finds each key through the primary key", 
     payloadJson: '{}',
     idempotencyKey: key,
   });
-  const lookup = store.messages['priorEmitsQuery'](db, ['key1', 'key2', 'key3'].map(request), now);
+  const lookup = store.messages.priorEmitsQuery(db, ['key1', 'key2', 'key3'].map(request), now);
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     const plan = await planNodes(db, lookup);

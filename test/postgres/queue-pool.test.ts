@@ -54,12 +54,12 @@ test("the queue's sessions commit asynchronously, the rest synchronously, and bo
 }, async (t) => {
   const store = await storeWithOptions(t, '-c statement_timeout=30000');
   assert.deepEqual(await settings(store.ctx.db), { commit: 'on', timeout: '30s', pageCost: '4' });
-  assert.deepEqual(await settings(store.queue['ctx'].db), { commit: 'off', timeout: '30s', pageCost: '1.1' });
+  assert.deepEqual(await settings(store.queueDb), { commit: 'off', timeout: '30s', pageCost: '1.1' });
 });
 
 test("the queue's sessions keep a random_page_cost set lower than theirs", { skip, timeout: 60_000 }, async (t) => {
   const store = await storeWithOptions(t, '-c random_page_cost=1');
-  assert.equal((await settings(store.queue['ctx'].db))?.pageCost, '1');
+  assert.equal((await settings(store.queueDb))?.pageCost, '1');
 });
 
 test('a queue connection lost while it is being set up is dropped from the pool, not leaked', {
@@ -98,7 +98,7 @@ test('a queue connection lost while it is being set up is dropped from the pool,
     proxy.close();
     await database.drop();
   });
-  const queueDb = store.queue['ctx'].db;
+  const queueDb = store.queueDb;
   for (let i = 0; i < 2; i++) await assert.rejects(settings(queueDb), /terminated|ended|closed/i);
   const started = Date.now();
   assert.deepEqual(await settings(queueDb), { commit: 'off', timeout: '0', pageCost: '1.1' });

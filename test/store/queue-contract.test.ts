@@ -2,17 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Kysely, sql } from 'kysely';
 import { nextAttemptAt } from '../../src/store/queue/book.js';
-import { attemptRow, type OutcomeEvent } from '../../src/domain/outcome-plan.js';
-import type { AttemptInput, AttemptResult, Queue } from '../../src/store/queue.js';
-import { PostgresQueue } from '../../src/store/queue/postgres.js';
+import type { OutcomeEvent } from '../../src/domain/outcome-plan.js';
+import type { AttemptInput, Queue } from '../../src/store/queue.js';
 import type { Database } from '../../src/store/schema.js';
-import { TEST_STORE } from '../support/service.js';
 import { openStore, outcome } from './helpers.js';
 
 // What every queue driver does, run against the driver of the store under test: claims under a lease,
 // releasing and extending it, recording outcomes with their consequences (the next attempt, exhaustion,
-// a manual attempt, health) and the events the planner reports. Then, on PostgreSQL, that the
-// single-statement path for 2xx batches writes exactly what the planned transaction writes.
+// a manual attempt, health) and the events the planner reports. test/store/outcome-plans.test.ts checks
+// random batches against the planner.
 
 const A = 'wrk_contract_a';
 const B = 'wrk_contract_b';
@@ -209,156 +207,3 @@ async function openScope(store: Awaited<ReturnType<typeof openStore>>['store'], 
     .executeTakeFirst();
   return row && { orgId: row.org_id, livemode: row.livemode === 1 };
 }
-
-test('PostgreSQL: a batch of 2xx outcomes in one statement writes what the planned transaction writes', {
-  skip: TEST_STORE !== 'postgres' ? 'runs only against PostgreSQL (HERALD_TEST_STORE=postgres)' : false,
-  timeout: 60_000,
-}, async (t) => {
-  const { store, scope, appId, endpointId: healthy, config } = await openStore(t);
-  const db = store.ctx.db;
-  const NOW = Date.now();
-  const LEASE = NOW + 60_000;
-  const failing = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing' })).row.id;
-  const disabled = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/disabled' })).row.id;
-  await db
-    .updateTable('endpoints')
-    .set({ status: 'failing', failing_since: NOW - 3_600_000 })
-    .where('id', '=', failing)
-    .execute();
-  await db.updateTable('endpoints').set({ status: 'disabled' }).where('id', '=', disabled).execute();
-
-  // Deliveries 1…6: a first attempt; a recovery of a failing endpoint; one with a manual attempt still
-  // queued; one whose task another worker holds now; one of a disabled endpoint; one recorded already.
-  const cases = [
-    { n: 1, endpoint: healthy, owner: A, count: 0 },
-    { n: 2, endpoint: failing, owner: A, count: 2 },
-    { n: 3, endpoint: healthy, owner: A, count: 0, manualAt: NOW + 5_000 },
-    { n: 4, endpoint: healthy, owner: B, count: 0 },
-    { n: 5, endpoint: disabled, owner: A, count: 0 },
-    { n: 6, endpoint: healthy, owner: A, count: 1, recorded: true },
-  ];
-  const items: { input: AttemptInput; result: AttemptResult }[] = [];
-  for (const c of cases) {
-    const id = `dlv_eq${c.n}`;
-    await db
-      .insertInto('messages')
-      .values({ id: `msg_eq${c.n}`, org_id: scope.orgId, livemode: 0, app_id: appId, event_type: 'e', created_at: NOW })
-      .execute();
-    await db
-      .insertInto('deliveries')
-      .values({
-        id,
-        org_id: scope.orgId,
-        livemode: 0,
-        app_id: appId,
-        message_id: `msg_eq${c.n}`,
-        endpoint_id: c.endpoint,
-        status: c.recorded ? 'success' : 'pending',
-        attempt_count: c.count,
-        attempt_seq: c.count + 1,
-        schedule_step: c.count,
-        created_at: NOW,
-        updated_at: NOW,
-      })
-      .execute();
-    const task = {
-      id: `tsk_eq${c.n}`,
-      delivery_id: id,
-      endpoint_id: c.endpoint,
-      trigger: 'scheduled' as const,
-      attempt_number: c.count + 1,
-      run_at: LEASE,
-      lease_owner: c.owner,
-    };
-    // The task another worker holds has its lease; the outcome is ours, from the lease we had. Outcomes
-    // whose task is not ours come first: the single statement marks endpoints healthy as of the latest
-    // outcome of the batch, ours or not, the planner as of the latest of ours.
-    const result = outcome(200, c.owner === B || c.recorded ? NOW - 50 - c.n : NOW - 10 + c.n);
-    if (c.recorded) {
-      await db
-        .insertInto('attempts')
-        .values(attemptRow({ ...task, leaseUntil: LEASE }, result, A))
-        .execute();
-    } else {
-      await db.insertInto('delivery_tasks').values(task).execute();
-    }
-    if (c.manualAt)
-      await db
-        .insertInto('delivery_tasks')
-        .values({ ...task, id: `tsk_eq${c.n}m`, trigger: 'manual', run_at: c.manualAt, lease_owner: null })
-        .execute();
-    items.push({
-      input: {
-        task: { ...task, lease_owner: A, leaseUntil: c.owner === B ? LEASE - 1 : LEASE },
-        delivery: { id, messageId: `msg_eq${c.n}`, eventType: 'e', createdAt: NOW, livemode: false },
-        endpoint: {
-          id: c.endpoint,
-          url: 'http://127.0.0.1:9/',
-          publicOnly: false,
-          status: c.endpoint === disabled ? 'disabled' : c.endpoint === failing ? 'failing' : 'active',
-          secrets: null,
-          headers: {},
-        },
-        payloadJson: null,
-        payloadLater: false,
-      },
-      result,
-    });
-  }
-
-  // Both ways on the same data, each in a transaction rolled back after its rows are read, by a queue
-  // with a fixed clock (the `updated_at` both write).
-  const queueDb = store.queue['ctx'].db;
-  const queue = new PostgresQueue({ db: queueDb, dialect: 'postgres', now: () => NOW }, store.endpoints, config);
-  const rollBack = new Error('roll back');
-  const rowsAfter = async (write: (trx: Kysely<Database>) => Promise<boolean[]>) => {
-    let rows: unknown = null;
-    await queueDb
-      .transaction()
-      .execute(async (trx) => {
-        const owned = await write(trx);
-        rows = {
-          owned,
-          attempts: await trx.selectFrom('attempts').selectAll().orderBy('id').execute(),
-          deliveries: await trx.selectFrom('deliveries').selectAll().orderBy('id').execute(),
-          delivery_tasks: await trx.selectFrom('delivery_tasks').selectAll().orderBy('id').execute(),
-          endpoints: await trx.selectFrom('endpoints').selectAll().orderBy('id').execute(),
-        };
-        throw rollBack;
-      })
-      .catch((error: unknown) => {
-        if (error !== rollBack) throw error;
-      });
-    return rows as Record<string, Record<string, unknown>[]> & { owned: boolean[] };
-  };
-  const single = await rowsAfter(async (trx) => {
-    const { rows } = await queue['completeDeliveredQuery'](items, A).execute(trx);
-    const taken = new Set(rows.filter((row) => row.lease_owner === A).map((row) => row.id));
-    return items.map(({ input }) => taken.has(input.task.id));
-  });
-  const planned = await rowsAfter(async (trx) => (await queue['planAndApply'](trx, items, A)).plan.owned);
-  assert.deepEqual(single, planned);
-
-  // And what they both wrote is what a 2xx does.
-  assert.deepEqual(planned.owned, [true, true, true, false, true, false]);
-  const delivery = (n: number) => planned.deliveries!.find((row) => row.id === `dlv_eq${n}`)!;
-  assert.deepEqual(
-    [1, 2, 3, 4, 5, 6].map((n) => [delivery(n).status, delivery(n).attempt_count, delivery(n).next_attempt_at]),
-    [
-      ['success', 1, null],
-      ['success', 3, null],
-      ['success', 1, NOW + 5_000],
-      ['success', 1, null],
-      ['success', 1, null],
-      ['success', 1, null],
-    ],
-  );
-  assert.deepEqual(
-    planned.delivery_tasks!.map((row) => row.id),
-    ['tsk_eq3m'],
-  );
-  assert.equal(planned.attempts!.length, 6);
-  const endpoint = (id: string) => planned.endpoints!.find((row) => row.id === id)!;
-  assert.deepEqual([endpoint(failing).status, endpoint(failing).failing_since], ['active', null]);
-  assert.equal(endpoint(disabled).status, 'disabled');
-});

@@ -63,7 +63,7 @@ test('concurrent rotations each keep their outgoing secret signing; each rotated
 
 test('the previous secret keeps the columns the version before reads; its rows rotate on with the earlier ones kept', async (t) => {
   const { store, scope, endpointId, secret } = await openStore(t);
-  const box = store.endpoints['secrets'];
+  const box = store.endpoints.secrets;
   const row = async () => (await store.endpoints.get(scope, endpointId))!;
   const signing = async (at: number) => store.endpoints.signingSecrets(await row(), at);
   // A row as the version before left it after a rotation: only the previous secret.

@@ -26,11 +26,15 @@ import type { Endpoints } from '../endpoints.js';
 import { insertNewRows, insertRows } from '../insert-rows.js';
 import { type RaisePolicy, raiseOutcomeEvents } from '../operational.js';
 import { scheduledDelay } from '../../domain/retry.js';
+import { grantStarts } from '../../domain/rate.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
 import { hasTask, markHealthy, ownedTasks } from './statements.js';
 import { byLeaseEnd, heldUnder, notHeld } from './lease.js';
+
+/** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
+const TAKE_STARTS_TRIES = 5;
 
 /** An outcome to record: the attempt's input as claimed and what sending it gave. */
 export type Recorded = { input: AttemptInput; result: AttemptResult };
@@ -128,7 +132,8 @@ export abstract class QueueDriver {
     return row?.due == null ? null : Number(row.due);
   }
 
-  protected nextDueQuery(excludeEndpoints: readonly string[], since: number) {
+  /** nextDueAt's statement (test/postgres/plans.test.ts plans it). */
+  nextDueQuery(excludeEndpoints: readonly string[], since: number) {
     const query = this.ctx.db
       .selectFrom('delivery_tasks')
       .select((eb) => eb.fn.min('run_at').as('due'))
@@ -188,32 +193,40 @@ export abstract class QueueDriver {
   }
 
   /**
-   * Takes up to `want` of a rate-limited endpoint's requests in calendar second `window` (seconds since the
-   * epoch), of `limit` a second counted across every worker sharing the store; returns how many it got (0:
-   * the second is used up, or already past for another worker). One statement, an upsert on the endpoint's
-   * row, so two workers asking at once are counted one after the other on both databases.
+   * Up to `want` starts of a rate-limited endpoint, at most `limit` a second across every worker sharing
+   * the store (src/domain/rate.ts decides): when each may happen, in microseconds since the epoch, earliest
+   * first, none more than a second ahead; none when the next free time lies beyond that. The stored time
+   * moves only if it is still the one read, so two workers asking at once take turns; a request that
+   * keeps losing that race gets nothing this time and asks again.
    */
-  async takeRate(endpointId: string, limit: number, window: number, want: number): Promise<number> {
-    const n = sql<number>`cast(${want} as integer)`;
-    const max = sql<number>`cast(${limit} as integer)`;
-    const fresh = sql<number>`case when ${n} <= ${max} then ${n} else ${max} end`;
-    const used = sql.ref('endpoint_rates.used');
-    const more = sql<number>`case when ${used} + ${n} <= ${max} then ${n} when ${used} < ${max} then ${max} - ${used} else 0 end`;
-    const counted = sql.ref('endpoint_rates.window_start');
-    const w = sql<number>`cast(${window} as bigint)`;
-    const row = await this.ctx.db
-      .insertInto('endpoint_rates')
-      .values({ endpoint_id: endpointId, window_start: window, used: fresh, granted: fresh })
-      .onConflict((oc) =>
-        oc.column('endpoint_id').doUpdateSet({
-          granted: sql<number>`case when ${counted} = ${w} then ${more} when ${counted} > ${w} then 0 else ${fresh} end`,
-          used: sql<number>`case when ${counted} = ${w} then ${used} + ${more} when ${counted} > ${w} then ${used} else ${fresh} end`,
-          window_start: sql<number>`case when ${counted} > ${w} then ${counted} else ${w} end`,
-        }),
-      )
-      .returning('granted')
-      .executeTakeFirstOrThrow();
-    return Number(row.granted);
+  async takeStarts(endpointId: string, limit: number, want: number): Promise<number[]> {
+    for (let tries = 0; tries < TAKE_STARTS_TRIES; tries++) {
+      const row = await this.ctx.db
+        .selectFrom('endpoint_rates')
+        .select('tat_us')
+        .where('endpoint_id', '=', endpointId)
+        .executeTakeFirst();
+      const before = row === undefined ? 0 : Number(row.tat_us);
+      const grant = grantStarts(before, this.ctx.now() * 1000, limit, want);
+      if (grant.startsUs.length === 0) return [];
+      const moved =
+        row === undefined
+          ? await this.ctx.db
+              .insertInto('endpoint_rates')
+              .values({ endpoint_id: endpointId, tat_us: grant.tatUs })
+              .onConflict((oc) => oc.column('endpoint_id').doNothing())
+              .executeTakeFirst()
+              .then((result) => Number(result.numInsertedOrUpdatedRows ?? 0n))
+          : await this.ctx.db
+              .updateTable('endpoint_rates')
+              .set({ tat_us: grant.tatUs })
+              .where('endpoint_id', '=', endpointId)
+              .where('tat_us', '=', before)
+              .executeTakeFirst()
+              .then((result) => Number(result.numUpdatedRows));
+      if (moved > 0) return grant.startsUs;
+    }
+    return [];
   }
 
   /**
