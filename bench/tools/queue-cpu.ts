@@ -1,12 +1,17 @@
-// Measures the CPU the queue's own work costs per delivery, without HTTP: N deliveries to one endpoint are
-// claimed in top-ups and recorded as 2xx outcomes in batches, on the store given (sqlite or postgres).
+// Measures what the queue's own work costs per delivery, without HTTP: N deliveries to one endpoint are
+// claimed in top-ups of `claim` and recorded as 2xx outcomes in batches of `batch`, on the store given;
+// prints the process's CPU per delivery and, on PostgreSQL, the server's (every postgres process, claims
+// apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
+// baseline: npm run bench is that.
 // node --import tsx bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
+// QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
+import { commandCpuMs } from '../lib/cpu.js';
 
 const [storeKind = 'sqlite', nText = '20000', claimText = '48', batchText = '24'] = process.argv.slice(2);
 const N = Number(nText);
@@ -48,14 +53,21 @@ await Promise.all(emits);
 const queue = store.queue;
 const owner = 'wrk_qcpu';
 let done = 0;
+const server0 = commandCpuMs('postgres');
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
+let claimServer = 0;
+let completeMs = 0;
+let completes = 0;
 while (done < N) {
+  const before = commandCpuMs('postgres');
   const claimed = await queue.claimLoaded(owner, Number(claimText), { only: endpoint.id });
+  claimServer += commandCpuMs('postgres') - before;
   if (claimed.length === 0) break;
   for (let i = 0; i < claimed.length; i += Number(batchText)) {
     const part = claimed.slice(i, i + Number(batchText));
     const at = Date.now();
+    const t0 = performance.now();
     await queue.completeMany(
       part.map(({ input }) => ({
         input: input!,
@@ -71,15 +83,32 @@ while (done < N) {
       })),
       owner,
     );
+    completeMs += performance.now() - t0;
+    completes++;
+    if (completes % 50 === 0) {
+      console.log(
+        `  after ${completes}: ${(completeMs / completes).toFixed(2)} ms avg, last ${(performance.now() - t0).toFixed(2)} ms`,
+      );
+    }
   }
   done += claimed.length;
 }
 const cpu = process.cpuUsage(cpu0);
+const serverUs = ((commandCpuMs('postgres') - server0) * 1000) / done;
+console.log(`completes: ${completes}, ${(completeMs / completes).toFixed(2)} ms each`);
+if (storeKind === 'postgres')
+  console.log(`claims: PostgreSQL ${((claimServer * 1000) / done).toFixed(0)} µs per delivery`);
 const ms = performance.now() - t0;
 console.log(
   `${storeKind}: ${done} deliveries in ${ms.toFixed(0)} ms, ${(done / (ms / 1000)).toFixed(0)}/s, ` +
-    `CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per delivery (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})`,
+    `CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per delivery (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)}); PostgreSQL ${serverUs.toFixed(0)} µs`,
 );
+if (storeKind === 'postgres') {
+  const { rows } = await store.pool!.query(
+    "select relname, n_tup_upd, n_tup_hot_upd, n_tup_del, n_tup_ins from pg_stat_user_tables where relname in ('deliveries','delivery_tasks','attempts') order by relname",
+  );
+  if (process.env.QCPU_STATS) console.log(rows);
+}
 await store.close();
 rmSync(dataDir, { recursive: true, force: true });
 if (dbName) {

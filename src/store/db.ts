@@ -19,6 +19,7 @@ import * as operationalWebhooks from './migrations/010_operational_webhooks.js';
 import * as oneRecoveryPerEndpoint from './migrations/011_one_recovery_per_endpoint.js';
 import * as nextAttemptReadFromTasks from './migrations/012_next_attempt_read_from_tasks.js';
 import * as rateAsArrivalTime from './migrations/013_rate_as_arrival_time.js';
+import * as roomForUpdates from './migrations/014_room_for_updates.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -50,6 +51,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '011_one_recovery_per_endpoint': oneRecoveryPerEndpoint,
   '012_next_attempt_read_from_tasks': nextAttemptReadFromTasks,
   '013_rate_as_arrival_time': rateAsArrivalTime,
+  '014_room_for_updates': roomForUpdates,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
@@ -213,8 +215,13 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   // queue reads a few rows of hot tables, and at the default 4 (a spinning disk's random reads) a database
   // without table statistics (a new one, or autovacuum off) had a top-up read and sort every due task of
   // its endpoint instead of an index scan that stops at its limit (test/postgres/plans.test.ts).
+  // They also plan with seq scans disabled (enable_seqscan = off: a seq scan is still taken where no index
+  // can serve): the queue's statements are prepared (src/store/queue/postgres-statements.ts), and the
+  // generic plan PostgreSQL keeps after a statement's fifth run is made once, from the tables as they are
+  // then; made on small tables it read them whole, and went on reading them whole as they grew (an
+  // outcome batch took 4 ms, then 14 ms within a minute of a drain).
   const queuePool = newPool(url, poolSize, async (client) => {
-    await client.query(`set synchronous_commit = off; set plan_cache_mode = force_custom_plan;
+    await client.query(`set synchronous_commit = off; set enable_seqscan = off;
           select set_config('random_page_cost', least(current_setting('random_page_cost')::float8, 1.1)::text, false)`);
   });
   const queueDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: queuePool }) });

@@ -1,3 +1,4 @@
+import { idFloor } from '../domain/ids.js';
 import { queuedDeliveries } from './queue/book.js';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
@@ -38,7 +39,12 @@ const STEPS: [keyof PurgeCounts, Step][] = [
     (trx, cutoff, _now, limit) =>
       trx
         .deleteFrom('attempts')
-        .where('id', 'in', trx.selectFrom('attempts').select('id').where('created_at', '<', cutoff).limit(limit))
+        // An attempt's id carries the time it finished, its created_at: the range is read by primary key.
+        .where(
+          'id',
+          'in',
+          trx.selectFrom('attempts').select('id').where('id', '<', idFloor('attempt', cutoff)).limit(limit),
+        )
         .executeTakeFirst(),
   ],
   [

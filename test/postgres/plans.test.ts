@@ -42,6 +42,48 @@ async function planNodes(db: Kysely<Database>, query: Compilable | CompiledQuery
   return nodes((rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
 }
 
+/**
+ * The generic plan PostgreSQL keeps for a prepared statement after its fifth run (the queue's statements
+ * are named, so prepared once per connection): made without the values, so it must find its rows through
+ * the indexes whatever they are. Read in a transaction rolled back afterwards.
+ */
+async function genericPlanNodes(db: Kysely<Database>, { text, values }: Statement): Promise<PlanNode[]> {
+  let plan: PlanNode[] = [];
+  const rollBack = new Error('roll back');
+  await db
+    .transaction()
+    .execute(async (trx) => {
+      await trx.executeQuery(CompiledQuery.raw(`prepare plan_check as ${text}`));
+      await trx.executeQuery(CompiledQuery.raw('set local plan_cache_mode = force_generic_plan'));
+      // EXECUTE takes its values as SQL literals (an array in its text form, as node-postgres sends it).
+      const element = (value: unknown) =>
+        value === null
+          ? 'NULL'
+          : typeof value === 'string'
+            ? `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`
+            : String(value);
+      const literal = (value: unknown) =>
+        value === null
+          ? 'null'
+          : typeof value === 'number' || typeof value === 'boolean'
+            ? String(value)
+            : `'${(Array.isArray(value) ? `{${value.map(element).join(',')}}` : String(value)).replace(/'/g, "''")}'`;
+      const rows = (
+        await trx.executeQuery(
+          CompiledQuery.raw(`explain (format json) execute plan_check(${values.map(literal).join(', ')})`),
+        )
+      ).rows;
+      plan = nodes((rows[0] as { 'QUERY PLAN': [{ Plan: PlanNode }] })['QUERY PLAN'][0].Plan);
+      // A prepared statement outlives the transaction (PREPARE is not undone by a rollback).
+      await trx.executeQuery(CompiledQuery.raw('deallocate plan_check'));
+      throw rollBack;
+    })
+    .catch((error: unknown) => {
+      if (error !== rollBack) throw error;
+    });
+  return plan;
+}
+
 /** The plan of the statement as it ran (after `before`), in a transaction rolled back afterwards: nothing either wrote stays. */
 async function executedPlan(
   db: Kysely<Database>,
@@ -93,19 +135,19 @@ const postgresQueue = (store: Store) => store.queue as PostgresQueue;
 const asQuery = ({ text, values }: Statement) => CompiledQuery.raw(text, values);
 
 /** A claim's statement as the queue makes it (claimLoaded). */
+const claimOf = (owner: string, limit: number, scope: ClaimScope, now: number, leaseUntil: number) =>
+  claimStatement({
+    owner,
+    leaseUntil,
+    now,
+    dueAfter: scope.dueAfter ?? 0,
+    limit,
+    skip: scope.skip ?? [],
+    only: scope.only,
+    payloadLimit: CLAIMED_PAYLOAD_LIMIT,
+  });
 const claim = (owner: string, limit: number, scope: ClaimScope, now: number, leaseUntil: number) =>
-  asQuery(
-    claimStatement({
-      owner,
-      leaseUntil,
-      now,
-      dueAfter: scope.dueAfter ?? 0,
-      limit,
-      skip: scope.skip ?? [],
-      only: scope.only,
-      payloadLimit: CLAIMED_PAYLOAD_LIMIT,
-    }),
-  );
+  asQuery(claimOf(owner, limit, scope, now, leaseUntil));
 
 /**
  * `count` queued messages for the tests' own organization and application: message msg_<prefix>g with
@@ -188,6 +230,18 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
       ]);
       assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's plan`);
     }
+    for (const [name, statement] of Object.entries({
+      general: claimOf('wrk_plan', 100, {}, now, leaseUntil),
+      'top-up of one endpoint': claimOf('wrk_plan', 48, { only: endpointId }, now, leaseUntil),
+    })) {
+      const reads = wholeTableReads(await genericPlanNodes(queueDb, statement), [
+        'delivery_tasks',
+        'deliveries',
+        'messages',
+        'payloads',
+      ]);
+      assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's generic plan`);
+    }
   }
 
   // And the claim still takes the due tasks, at most its limit, leased to the worker, each with its input.
@@ -237,6 +291,11 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       runAtOf: `${now - 100_000} + g`,
       now,
     });
+    // As many attempts as tasks made before (a first attempt each): the batch checks its attempts are new.
+    await sql
+      .raw(`insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status, response_body, error, duration_ms, created_at)
+      select 'atm_seed' || g, 'dlv_b' || g, ${endpointOf}, 1, 'scheduled', 'failed', 500, null, 'HTTP 500', 1, ${now - 200_000} from generate_series(1, ${total}) g`)
+      .execute(db);
     // The endpoint's earliest tasks (every tenth is the other endpoint's), in the order a top-up takes them.
     const earliest = (count: number) => Array.from({ length: count }, (_, i) => i + 1 + Math.floor(i / 9));
     const leaseUntil = now + 60_000;
@@ -309,6 +368,11 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
           (await queueDb.executeQuery(asQuery(statement))).rows.length,
           1,
           'the statement answers (outside the plan, its leases not taken: it writes nothing)',
+        );
+        assert.deepEqual(
+          wholeTableReads(await genericPlanNodes(queueDb, statement), ['delivery_tasks', 'deliveries', 'attempts']),
+          [],
+          `${where}: whole-table reads in the generic plan of a batch of ${count} outcomes`,
         );
         // Four reads per outcome (its task by id, its delivery's tasks counted, its delivery's scheduled
         // tasks, the delivery's row is not a task read).

@@ -93,92 +93,84 @@ export function claimStatement(p: ClaimParams): Statement {
  * lease end); each delivery's counters, status and number of tasks are those the plan assumed; each
  * endpoint with a failure in the batch has the health the plan assumed. Their rows are locked in the lock order of
  * postgres.ts (endpoints, then tasks, then deliveries) before anything is written, and every write is
- * conditional on the check, so the statement is all or nothing without an error. The hold of a paused
- * endpoint moves the tasks no worker holds (lease.ts, notHeld), other than the ones this batch takes.
+ * conditional on the check, so the statement is all or nothing without an error.
  */
 const COMPLETE = `with
   e_lock as (
     select e.id, e.status, e.failing_since, e.exhausted_at from endpoints e
-    where e.id = any(array(select unnest($35::text[]) union all select unnest($43::text[])))
-      and (e.id = any($35::text[]) or (e.status <> 'disabled'
+    where e.id = any(array(select unnest($32::text[]) union all select unnest($40::text[])))
+      and (e.id = any($32::text[]) or (e.status <> 'disabled'
         and (e.status <> 'active' or e.failing_since is not null or e.exhausted_at is not null)))
     order by e.id for update
   ),
   e_ok as (
-    select count(*) = cardinality($35::text[]) as ok
-    from e_lock l join unnest($35::text[], $36::text[], $37::bigint[], $38::bigint[]) as x(id, st, fs, ea) on l.id = x.id
+    select count(*) = cardinality($32::text[]) as ok
+    from e_lock l join unnest($32::text[], $33::text[], $34::bigint[], $35::bigint[]) as x(id, st, fs, ea) on l.id = x.id
     where l.status = x.st and l.failing_since is not distinct from x.fs and l.exhausted_at is not distinct from x.ea
   ),
   t_lock as (
     select t.id from delivery_tasks t
-    where t.id = any(array(select unnest($14::text[]))) and t.lease_owner = $1
-      and (t.id, t.run_at) in (select * from unnest($14::text[], $15::bigint[]))
+    where t.id = any(array(select unnest($13::text[]))) and t.lease_owner = $1
+      and (t.id, t.run_at) in (select * from unnest($13::text[], $14::bigint[]))
       and (select count(*) from e_lock) >= 0
     for update
   ),
   d_lock as (
     select d.id from deliveries d
-    where d.id = any(array(select unnest($17::text[])))
+    where d.id = any(array(select unnest($16::text[])))
       and (d.id, d.status, d.attempt_count, d.schedule_step, d.attempt_seq) in
-        (select * from unnest($17::text[], $18::text[], $19::int[], $20::int[], $21::int[]))
+        (select * from unnest($16::text[], $17::text[], $18::int[], $19::int[], $20::int[]))
       and (select count(*) from t_lock) >= 0
     order by d.id for update
   ),
   d_tasks as (
-    select k.delivery_id, count(*) as n from delivery_tasks k where k.delivery_id = any(array(select unnest($17::text[])))
+    select k.delivery_id, count(*) as n from delivery_tasks k where k.delivery_id = any(array(select unnest($16::text[])))
     group by k.delivery_id
   ),
   checked as (
     select (select ok from e_ok)
-      and (select count(*) from t_lock) = cardinality($14::text[])
-      and (select count(*) from d_lock) = cardinality($17::text[])
+      and (select count(*) from t_lock) = cardinality($13::text[])
+      and (select count(*) from d_lock) = cardinality($16::text[])
       and not exists (
-        select 1 from unnest($17::text[], $22::int[]) as x(id, tasks) left join d_tasks on d_tasks.delivery_id = x.id
+        select 1 from unnest($16::text[], $21::int[]) as x(id, tasks) left join d_tasks on d_tasks.delivery_id = x.id
         where coalesce(d_tasks.n, 0) <> x.tasks)
-      and not exists (select 1 from attempts a where a.id = any(array(select unnest($3::text[])))) as ok
+      and not exists (select 1 from attempts a where a.id = any(array(select unnest($2::text[])))) as ok
   ),
   attempts_in as (
     insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status,
       response_body, error, duration_ms, created_at)
-    select * from unnest($3::text[], $4::text[], $5::text[], $6::int[], $7::text[], $8::text[], $9::int[],
-      $10::text[], $11::text[], $12::int[], $13::bigint[])
+    select * from unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[],
+      $9::text[], $10::text[], $11::int[], $12::bigint[])
     where (select ok from checked)
   ),
   taken as (
     delete from delivery_tasks t
-    where t.id = any(array(select unnest($14::text[]) union all
-        select s.id from unnest($16::text[]) as dd(id)
+    where t.id = any(array(select unnest($13::text[]) union all
+        select s.id from unnest($15::text[]) as dd(id)
         cross join lateral (select id from delivery_tasks where delivery_id = dd.id and trigger = 'scheduled' offset 0) as s))
       and (select ok from checked)
   ),
   counted as (
     update deliveries d set status = x.st, attempt_count = d.attempt_count + x.added, schedule_step = x.step,
       attempt_seq = x.seq, updated_at = x.at
-    from unnest($17::text[], $23::int[], $24::text[], $25::int[], $26::int[], $27::bigint[]) as x(id, added, st, step, seq, at)
-    where d.id = any(array(select unnest($17::text[]))) and d.id = x.id and (select ok from checked)
+    from unnest($16::text[], $22::int[], $23::text[], $24::int[], $25::int[], $26::bigint[]) as x(id, added, st, step, seq, at)
+    where d.id = any(array(select unnest($16::text[]))) and d.id = x.id and (select ok from checked)
   ),
   queued as (
     insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
     select q.id, q.delivery_id, q.endpoint_id, 'scheduled', q.n, q.run_at, null
-    from unnest($28::text[], $29::text[], $30::text[], $31::int[], $32::bigint[]) as q(id, delivery_id, endpoint_id, n, run_at)
+    from unnest($27::text[], $28::text[], $29::text[], $30::int[], $31::bigint[]) as q(id, delivery_id, endpoint_id, n, run_at)
     where (select ok from checked)
-  ),
-  held as (
-    update delivery_tasks t set run_at = h.until
-    from unnest($33::text[], $34::bigint[]) as h(endpoint_id, until)
-    where t.endpoint_id = h.endpoint_id and t.run_at < h.until and (t.lease_owner is null or t.run_at <= $2)
-      and t.id <> all($14::text[]) and not (t.delivery_id = any($16::text[]) and t.trigger = 'scheduled')
-      and (select ok from checked)
   ),
   health as (
     update endpoints e set status = x.st, failing_since = x.fs, exhausted_at = x.ea, updated_at = x.at
-    from unnest($35::text[], $39::text[], $40::bigint[], $41::bigint[], $42::bigint[], $45::boolean[])
+    from unnest($32::text[], $36::text[], $37::bigint[], $38::bigint[], $39::bigint[], $42::boolean[])
       as x(id, st, fs, ea, at, changed)
     where e.id = x.id and x.changed and (select ok from checked)
   ),
   healthy as (
-    update endpoints e set status = 'active', failing_since = null, exhausted_at = null, updated_at = $44
-    where e.id in (select id from e_lock where id = any($43::text[])) and (select ok from checked)
+    update endpoints e set status = 'active', failing_since = null, exhausted_at = null, updated_at = $41
+    where e.id in (select id from e_lock where id = any($40::text[])) and (select ok from checked)
   )
   select ok from checked`;
 
@@ -234,8 +226,6 @@ export interface CompleteParams {
   deliveries: readonly DeliveryWrite[];
   /** Next scheduled attempts. */
   queue: readonly { id: string; delivery_id: string; endpoint_id: string; attempt_number: number; run_at: number }[];
-  /** Endpoints whose unheld tasks wait until a time (a Retry-After). */
-  holds: readonly { endpointId: string; until: number }[];
   /** Every endpoint with a failure in the batch, its health written where it changes. */
   health: readonly HealthWrite[];
   /** Endpoints whose outcomes were all successes: active with no failure streak, unless disabled. */
@@ -251,7 +241,6 @@ export function completeStatement(p: CompleteParams): Statement {
     text: COMPLETE,
     values: [
       p.owner,
-      p.now,
       column(a, 'id'),
       column(a, 'delivery_id'),
       column(a, 'endpoint_id'),
@@ -282,8 +271,6 @@ export function completeStatement(p: CompleteParams): Statement {
       column(q, 'endpoint_id'),
       column(q, 'attempt_number'),
       column(q, 'run_at'),
-      column(p.holds, 'endpointId'),
-      column(p.holds, 'until'),
       column(h, 'id'),
       h.map((x) => x.expect.status),
       h.map((x) => x.expect.failingSince),
