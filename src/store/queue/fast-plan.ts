@@ -16,8 +16,8 @@ import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 // COMPLETE): the planner decides as if every attempt were new and every task still ours, from the state
 // each claim read; the statement writes the plan only if all of that still holds. Null when the batch
 // cannot be planned so: an item without a claimed state, two items that read one delivery or endpoint
-// differently, a hold, or a plan with events (their operational webhooks are written by reading the
-// recipients, which the transaction that records such a batch does).
+// differently, or a plan with events (their operational webhooks are written by reading the recipients,
+// which the transaction that records such a batch does).
 
 export function fastPlan(
   items: readonly Recorded[],
@@ -42,9 +42,6 @@ export function fastPlan(
       endpoints.set(input.endpoint.id, state.endpoint);
     }
   }
-  // A hold (a 429 or 503 with Retry-After) moves every unheld task of its endpoint: rare, and recorded by
-  // the transaction, which reads through the endpoint's index however many tasks the endpoint has.
-  if (endpointPauses(items).length > 0) return null;
   const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
   const owned = new Set(items.map(({ input }) => input.task.id));
   const queued = new Set([...deliveries].filter(([id, d]) => d.tasks > inBatch.get(id)!).map(([id]) => id));
@@ -89,6 +86,7 @@ export function fastPlan(
       new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
     ),
     deliveries: writes,
+    holds: endpointPauses(items),
     queue: plan.queue,
     health: [...planned.keys()].map((id) => {
       const expect = endpoints.get(id)!;

@@ -93,7 +93,8 @@ export function claimStatement(p: ClaimParams): Statement {
  * lease end); each delivery's counters, status and number of tasks are those the plan assumed; each
  * endpoint with a failure in the batch has the health the plan assumed. Their rows are locked in the lock order of
  * postgres.ts (endpoints, then tasks, then deliveries) before anything is written, and every write is
- * conditional on the check, so the statement is all or nothing without an error.
+ * conditional on the check, so the statement is all or nothing without an error. A hold moves the paused
+ * endpoint's tasks that no worker holds (lease.ts, notHeld), other than those this batch takes.
  */
 const COMPLETE = `with
   e_lock as (
@@ -162,6 +163,14 @@ const COMPLETE = `with
     from unnest($27::text[], $28::text[], $29::text[], $30::int[], $31::bigint[]) as q(id, delivery_id, endpoint_id, n, run_at)
     where (select ok from checked)
   ),
+  held as (
+    update delivery_tasks t set run_at = h.until
+    from unnest($44::text[], $45::bigint[]) as h(endpoint_id, until)
+    where t.endpoint_id = any(array(select unnest($44::text[]))) and t.endpoint_id = h.endpoint_id
+      and t.run_at < h.until and (t.lease_owner is null or t.run_at <= $43)
+      and t.id <> all($13::text[]) and not (t.delivery_id = any($15::text[]) and t.trigger = 'scheduled')
+      and (select ok from checked)
+  ),
   health as (
     update endpoints e set status = x.st, failing_since = x.fs, exhausted_at = x.ea, updated_at = x.at
     from unnest($32::text[], $36::text[], $37::bigint[], $38::bigint[], $39::bigint[], $42::boolean[])
@@ -224,6 +233,8 @@ export interface CompleteParams {
   /** Deliveries a 2xx delivered: their scheduled attempts go too. */
   delivered: readonly string[];
   deliveries: readonly DeliveryWrite[];
+  /** Endpoints paused by an answer (a 429 or 503 with Retry-After): their unheld tasks wait until then. */
+  holds: readonly { endpointId: string; until: number }[];
   /** Next scheduled attempts. */
   queue: readonly { id: string; delivery_id: string; endpoint_id: string; attempt_number: number; run_at: number }[];
   /** Every endpoint with a failure in the batch, its health written where it changes. */
@@ -282,6 +293,9 @@ export function completeStatement(p: CompleteParams): Statement {
       p.healthy?.ids ?? [],
       p.healthy?.at ?? p.now,
       column(h, 'changed'),
+      p.now,
+      column(p.holds, 'endpointId'),
+      column(p.holds, 'until'),
     ],
   };
 }
