@@ -178,11 +178,11 @@ describe('hostile event schemas', () => {
       schema: { type: 'object', properties: { list: { anyOf: alternatives } } },
     });
     assert.equal(walk.status, 201, JSON.stringify(walk.body));
-    await staysResponsive('alternatives that each walk 100,000 items', async () => {
+    await staysResponsive('alternatives that each walk 20,000 items', async () => {
       const reply = await api.post('/api/v1/messages', {
         app_id: appId,
         event_type: 'hostile.walk',
-        payload: { list: Array.from({ length: 100_000 }, () => 1) },
+        payload: { list: Array.from({ length: 20_000 }, () => 1) },
       });
       // Refused either way: by the budget, or by the schema if this machine checked it all in time.
       assertError(reply, 400, 'invalid_request', /within the limits|must match a schema in anyOf/);
