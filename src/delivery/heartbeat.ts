@@ -32,7 +32,7 @@ export class Heartbeat {
     private readonly registry: WorkerRegistry,
     private readonly owner: string,
     private readonly log: Logger,
-    /** Called with the number of attempts handed back, so the local worker can claim them at once. */
+    /** Called with the number of attempts handed back or queued, so the local worker can claim them at once. */
     private readonly onReaped: (released: number) => void,
     private readonly timing = { intervalMs: BEAT_INTERVAL_MS, deadAfterMs: DEAD_AFTER_MS },
   ) {}
@@ -74,6 +74,7 @@ export class Heartbeat {
     // A beat later than two intervals after the one before is a gap, as a failed beat is.
     if (this.beatingSince === null || now - this.lastBeat > 2 * this.timing.intervalMs) this.beatingSince = now;
     this.lastBeat = now;
+    await this.raiseStored();
     if (now - this.beatingSince < this.timing.deadAfterMs) return;
     try {
       const released = await this.registry.reapDead(this.timing.deadAfterMs);
@@ -83,6 +84,19 @@ export class Heartbeat {
       }
     } catch (error) {
       this.log.warn({ err: error }, 'could not hand back the attempts of dead workers; retrying');
+    }
+  }
+
+  /**
+   * Raises the operational events that outcomes stored and nobody raised (their worker stopped between
+   * its commit and the raise), so none waits longer than a beat.
+   */
+  private async raiseStored(): Promise<void> {
+    try {
+      const queued = await this.registry.raiseStoredEvents();
+      if (queued > 0) this.onReaped(queued);
+    } catch (error) {
+      this.log.warn({ err: error }, 'could not raise stored operational events; retrying');
     }
   }
 }

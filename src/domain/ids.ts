@@ -18,6 +18,7 @@ export const ID_PREFIX = {
   request: 'req_',
   task: 'tsk_',
   backgroundTask: 'task_',
+  outcomeEvent: 'oev_',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

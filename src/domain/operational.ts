@@ -104,28 +104,47 @@ export function endpointOccurrence(
 }
 
 /**
- * The occurrences of an outcome batch's events, under their public names. `attempts` are the batch's
- * attempt rows; each event's last_attempt is the attempt that caused it (its delivery or endpoint, its
- * time). An event whose subject is unknown (deleted meanwhile, or an operational endpoint's own) raises nothing.
+ * An outcome event with the attempt that caused it (its delivery or endpoint, its time), if that attempt
+ * is in the batch: what raising the event needs besides the store's rows. The PostgreSQL queue stores it
+ * as JSON with the outcomes that raise it, and raises it right after (src/store/operational.ts).
  */
-export function outcomeOccurrences(
+export interface CausedEvent {
+  event: OutcomeEvent;
+  lastAttempt: LastAttempt | null;
+}
+
+/** The events of an outcome batch with their causes among `attempts`, the batch's attempt rows. */
+export function eventCauses(
   events: readonly OutcomeEvent[],
   attempts: readonly (PlannedAttempt & { endpoint_id: string })[],
-  subjects: ReadonlyMap<string, Subject>,
-  messageOf: ReadonlyMap<string, string>,
-): Occurrence[] {
-  const occurrences: Occurrence[] = [];
-  for (const event of events) {
-    const subject = subjects.get(event.endpointId);
-    if (!subject) continue;
+): CausedEvent[] {
+  return events.map((event) => {
     const cause = attempts.find((a) =>
       event.type === 'endpoint.disabled'
         ? a.endpoint_id === event.endpointId && a.created_at === event.at && a.status === 'failed'
         : a.delivery_id === event.deliveryId && a.created_at === event.at,
     );
+    return { event, lastAttempt: cause ? lastAttemptOf(cause) : null };
+  });
+}
+
+/**
+ * The occurrences of an outcome batch's events, under their public names, each with its last_attempt when
+ * known. An event whose subject is unknown (deleted meanwhile, or an operational endpoint's own) raises
+ * nothing.
+ */
+export function outcomeOccurrences(
+  caused: readonly CausedEvent[],
+  subjects: ReadonlyMap<string, Subject>,
+  messageOf: ReadonlyMap<string, string>,
+): Occurrence[] {
+  const occurrences: Occurrence[] = [];
+  for (const { event, lastAttempt } of caused) {
+    const subject = subjects.get(event.endpointId);
+    if (!subject) continue;
     if (event.type === 'endpoint.disabled') {
       const occurrence = endpointOccurrence('endpoint.disabled', subject, event.at, event.trigger);
-      if (cause) occurrence.data.last_attempt = lastAttemptOf(cause);
+      if (lastAttempt) occurrence.data.last_attempt = lastAttempt;
       occurrences.push(occurrence);
       continue;
     }
@@ -142,7 +161,7 @@ export function outcomeOccurrences(
         endpoint_id: subject.endpointId,
         message_id: messageId,
         delivery_id: event.deliveryId,
-        ...(cause ? { last_attempt: lastAttemptOf(cause) } : {}),
+        ...(lastAttempt ? { last_attempt: lastAttempt } : {}),
       },
     });
   }

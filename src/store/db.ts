@@ -20,6 +20,7 @@ import * as oneRecoveryPerEndpoint from './migrations/011_one_recovery_per_endpo
 import * as nextAttemptReadFromTasks from './migrations/012_next_attempt_read_from_tasks.js';
 import * as rateAsArrivalTime from './migrations/013_rate_as_arrival_time.js';
 import * as roomForUpdates from './migrations/014_room_for_updates.js';
+import * as outcomeEvents from './migrations/015_outcome_events.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -52,6 +53,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '012_next_attempt_read_from_tasks': nextAttemptReadFromTasks,
   '013_rate_as_arrival_time': rateAsArrivalTime,
   '014_room_for_updates': roomForUpdates,
+  '015_outcome_events': outcomeEvents,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { ConfigError, type Config } from '../config.js';
 import { SecretBox } from '../domain/secrets.js';
 import { randomToken } from '../domain/ids.js';
-import { scheduledDelay } from '../domain/retry.js';
+import { raisePolicy } from './operational.js';
 import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
 import type { StoreContext } from './common.js';
 import { Organizations } from './organizations.js';
@@ -70,8 +70,7 @@ export class Store {
     };
     this.organizations = new Organizations(this.ctx);
     this.eventTypes = new EventTypes(this.ctx);
-    // Operational events queue their first attempt as an emit does.
-    const raise = { dialect: opened.dialect, firstDelayMs: scheduledDelay(config.retryScheduleMs, 0) ?? 0 };
+    const raise = raisePolicy(opened.dialect, config.retryScheduleMs);
     this.applications = new Applications(this.ctx, raise, onQueued);
     this.endpoints = new Endpoints(
       this.ctx,
@@ -82,7 +81,7 @@ export class Store {
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued, opened.queuePool);
-    this.workers = new Workers({ ...this.ctx, db: opened.queueDb });
+    this.workers = new Workers({ ...this.ctx, db: opened.queueDb }, raise);
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
     this.metrics = new MetricsReads(this.ctx);
     this.endpointStats = new EndpointStats(this.ctx);

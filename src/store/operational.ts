@@ -1,13 +1,14 @@
 import { newId, randomToken } from '../domain/ids.js';
 import { hashToken } from '../domain/secrets.js';
 import { subscribes } from '../domain/envelope.js';
-import { type Occurrence, outcomeOccurrences, type Subject } from '../domain/operational.js';
-import type { OutcomeEvent, PlannedAttempt } from '../domain/outcome-plan.js';
+import { type CausedEvent, type Occurrence, outcomeOccurrences, type Subject } from '../domain/operational.js';
 import type { Dialect } from './db.js';
 import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
 import { insertRows } from './insert-rows.js';
+import { scheduledDelay } from '../domain/retry.js';
 import { firstAttempt, queuedTasks } from './queue/book.js';
-import type { DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
+import type { Database, DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
+import type { Kysely } from 'kysely';
 
 // Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
 // application (`operational` = 1 on both rows), so their messages, deliveries and attempts are ordinary
@@ -23,6 +24,11 @@ export interface RaisePolicy {
   dialect: Dialect;
   /** Delay before the first attempt (HERALD_RETRY_SCHEDULE's first step). */
   firstDelayMs: number;
+}
+
+/** Operational events queue their first attempt as an emit does: after the schedule's first step. */
+export function raisePolicy(dialect: Dialect, retryScheduleMs: number[]): RaisePolicy {
+  return { dialect, firstDelayMs: scheduledDelay(retryScheduleMs, 0) ?? 0 };
 }
 
 /**
@@ -159,27 +165,47 @@ export async function subjectsOf(db: Executor, endpointIds: readonly string[]): 
 }
 
 /**
- * Raises the operational events of a batch of outcomes, in the transaction that records them. `attempts`
- * are the batch's attempt rows, each with its endpoint. Reads nothing when the batch had no event.
+ * Raises the operational events of a batch of outcomes (with their causes: eventCauses), in the
+ * transaction that records them or deletes them from outcome_events. Reads nothing when there is none.
  */
 export async function raiseOutcomeEvents(
   db: Executor,
   policy: RaisePolicy,
-  events: readonly OutcomeEvent[],
-  attempts: readonly (PlannedAttempt & { endpoint_id: string })[],
+  caused: readonly CausedEvent[],
   now: number,
 ): Promise<number> {
-  if (events.length === 0) return 0;
+  if (caused.length === 0) return 0;
   const subjects = await subjectsOf(
     db,
-    events.map((e) => e.endpointId),
+    caused.map(({ event }) => event.endpointId),
   );
   if (subjects.size === 0) return 0;
-  const deliveryIds = events.flatMap((e) => (e.type === 'endpoint.disabled' ? [] : [e.deliveryId]));
+  const deliveryIds = caused.flatMap(({ event }) => (event.type === 'endpoint.disabled' ? [] : [event.deliveryId]));
   const messageOf = new Map<string, string>();
   for (const part of chunks([...new Set(deliveryIds)])) {
     const rows = await db.selectFrom('deliveries').select(['id', 'message_id']).where('id', 'in', part).execute();
     for (const row of rows) messageOf.set(row.id, row.message_id);
   }
-  return raiseOccurrences(db, policy, outcomeOccurrences(events, attempts, subjects, messageOf), now);
+  return raiseOccurrences(db, policy, outcomeOccurrences(caused, subjects, messageOf), now);
+}
+
+/** Stored events raised per transaction: each is a few rows, so a transaction stays short. */
+const STORED_EVENTS_PER_RAISE = 100;
+
+/**
+ * Raises the events stored in outcome_events (outcomes recorded in one PostgreSQL statement), oldest
+ * first, up to STORED_EVENTS_PER_RAISE, and deletes them in the same transaction: each is raised once,
+ * however many processes raise at once (a second delete of a row waits for the first and then finds it
+ * gone). Reads first and writes nothing when none is stored, which is nearly always. Returns how many
+ * attempts of operational webhooks it queued.
+ */
+export async function raiseStoredEvents(db: Kysely<Database>, policy: RaisePolicy, now: number): Promise<number> {
+  const stored = await db.selectFrom('outcome_events').select('id').limit(1).executeTakeFirst();
+  if (!stored) return 0;
+  return db.transaction().execute(async (trx) => {
+    const oldest = trx.selectFrom('outcome_events').select('id').orderBy('id').limit(STORED_EVENTS_PER_RAISE);
+    const rows = await trx.deleteFrom('outcome_events').where('id', 'in', oldest).returning(['id', 'body']).execute();
+    const caused = rows.sort((x, y) => (x.id < y.id ? -1 : 1)).map((row) => JSON.parse(row.body) as CausedEvent);
+    return raiseOutcomeEvents(trx, policy, caused, now);
+  });
 }

@@ -5,6 +5,7 @@ import { Endpoints } from './endpoints.js';
 import { openQueue } from './queue.js';
 import { PURGE_BATCH, purgeExpired } from './retention.js';
 import { Workers } from './workers.js';
+import { raisePolicy } from './operational.js';
 import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
@@ -19,7 +20,7 @@ const port = parentPort!;
 const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), policy, () =>
   port.postMessage({ queued: true } satisfies QueueReply),
 );
-const workers = new Workers(ctx);
+const workers = new Workers(ctx, raisePolicy('sqlite', policy.retryScheduleMs));
 const underWay = new Set<Promise<void>>();
 let closing = false;
 
@@ -64,6 +65,8 @@ async function run(call: QueueCall): Promise<unknown> {
       return workers.reapDead(...call.args);
     case 'forget':
       return workers.forget(...call.args);
+    case 'raiseStoredEvents':
+      return workers.raiseStoredEvents();
     case 'purgeExpired':
       return purgeExpired(ctx, retentionMs, PURGE_BATCH, () => closing);
   }

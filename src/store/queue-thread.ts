@@ -132,6 +132,10 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     return this.call<void>({ method: 'forget', args: [owner] });
   }
 
+  raiseStoredEvents() {
+    return this.call<number>({ method: 'raiseStoredEvents', args: [] });
+  }
+
   /** The retention purge (Store.purgeExpired), on the thread's connection. */
   purgeExpired() {
     return this.call<PurgeCounts>({ method: 'purgeExpired', args: [] });
@@ -211,7 +215,7 @@ export interface QueueThreadData {
 /** A call to the queue thread: a method of the queue (or the purge) and its arguments. */
 export type QueueCall =
   | { [M in keyof WorkerQueue]: { method: M; args: Parameters<WorkerQueue[M]> } }[keyof WorkerQueue]
-  | { method: 'purgeExpired'; args: [] }
+  | { method: 'purgeExpired' | 'raiseStoredEvents'; args: [] }
   | { method: 'beat' | 'forget'; args: [owner: string] }
   | { method: 'reapDead'; args: [deadAfterMs: number] };
 

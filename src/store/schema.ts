@@ -188,6 +188,16 @@ export interface WorkerRow {
   beat_at: number;
 }
 
+/**
+ * An operational event of outcomes recorded in one PostgreSQL statement, until it is raised
+ * (src/store/operational.ts, raiseStoredEvents). `body` is a CausedEvent as JSON.
+ */
+export interface OutcomeEventRow {
+  id: string;
+  body: string;
+  created_at: number;
+}
+
 export interface AttemptRow {
   id: string;
   delivery_id: string;
@@ -216,6 +226,7 @@ export interface Database {
   delivery_tasks: TaskRow;
   attempts: AttemptRow;
   workers: WorkerRow;
+  outcome_events: OutcomeEventRow;
   endpoint_rates: EndpointRateRow;
   background_tasks: BackgroundTaskRow;
 }

@@ -1,4 +1,5 @@
 import { releaseSilentWorkers } from './queue/book.js';
+import { type RaisePolicy, raiseStoredEvents } from './operational.js';
 import type { StoreContext } from './common.js';
 
 /**
@@ -15,6 +16,12 @@ export interface WorkerRegistry {
   reapDead(deadAfterMs: number): Promise<number>;
   /** Removes `owner`'s row (a worker that stops cleanly has released what it held). */
   forget(owner: string): Promise<void>;
+  /**
+   * Raises operational events that outcomes stored and nobody raised yet (their worker stopped between
+   * the commit and the raise, or the raise failed), a bounded number per call. Returns how many attempts
+   * of operational webhooks that queued.
+   */
+  raiseStoredEvents(): Promise<number>;
 }
 
 /**
@@ -24,7 +31,10 @@ export interface WorkerRegistry {
  * attempts take, so its slow attempts are never taken from it.
  */
 export class Workers implements WorkerRegistry {
-  constructor(private readonly ctx: StoreContext) {}
+  constructor(
+    private readonly ctx: StoreContext,
+    private readonly raise: RaisePolicy,
+  ) {}
 
   async beat(owner: string): Promise<void> {
     const now = this.ctx.now();
@@ -51,5 +61,9 @@ export class Workers implements WorkerRegistry {
 
   async forget(owner: string): Promise<void> {
     await this.ctx.db.deleteFrom('workers').where('id', '=', owner).execute();
+  }
+
+  raiseStoredEvents(): Promise<number> {
+    return raiseStoredEvents(this.ctx.db, this.raise, this.ctx.now());
   }
 }

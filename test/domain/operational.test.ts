@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endpointOccurrence, outcomeOccurrences, type Subject } from '../../src/domain/operational.js';
+import { endpointOccurrence, eventCauses, outcomeOccurrences, type Subject } from '../../src/domain/operational.js';
 import type { OutcomeEvent, PlannedAttempt } from '../../src/domain/outcome-plan.js';
 
 // The operational events' bodies, built without I/O from the outcome planner's events.
@@ -33,8 +33,7 @@ test('outcome events take their public names, their delivery and the attempt tha
   ];
   const attempts = [attempt(3, 500, AT), attempt(4, 200, AT + 1, 'dlv_2'), attempt(1, 410, AT + 2, 'dlv_3')];
   const occurrences = outcomeOccurrences(
-    events,
-    attempts,
+    eventCauses(events, attempts),
     new Map([['ep_1', subject]]),
     new Map([
       ['dlv_1', 'evt_1'],
@@ -80,7 +79,10 @@ test('an event about an endpoint not among the subjects (operational, or deleted
     { type: 'delivery.failing', deliveryId: 'dlv_1', endpointId: 'ep_ops', at: AT },
     { type: 'endpoint.disabled', endpointId: 'ep_ops', trigger: 'failures', at: AT },
   ];
-  assert.deepEqual(outcomeOccurrences(events, [attempt(3, 500, AT)], new Map([['ep_1', subject]]), new Map()), []);
+  assert.deepEqual(
+    outcomeOccurrences(eventCauses(events, [attempt(3, 500, AT)]), new Map([['ep_1', subject]]), new Map()),
+    [],
+  );
 });
 
 test("an endpoint's own events carry no delivery; a manual disable says so", () => {

@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import type { AttemptInput, Queue } from '../../src/store/queue.js';
 import { openStore, outcome } from './helpers.js';
 import { TEST_STORE } from '../support/service.js';
+import { newId } from '../../src/domain/ids.js';
+import type { CausedEvent } from '../../src/domain/operational.js';
 
 // Operational events are written by the transaction that records what raises them (an outbox): a batch of
 // outcomes and its events commit together, so recording the same outcomes again raises nothing, and a
@@ -154,4 +156,57 @@ test('a 2xx recorded while another transaction brings its delivery to its third 
     .where('id', '=', delivery.id)
     .executeTakeFirstOrThrow();
   assert.deepEqual(after, { status: 'success', attempt_count: 4 });
+});
+
+// On PostgreSQL a batch recorded in one statement stores its events (outcome_events) and its worker raises
+// them right after the commit. A worker that stops in between leaves them stored: every heartbeat raises
+// what is stored (Workers.raiseStoredEvents), each event once however many raise at once, a bounded
+// number per call.
+test('stored events that nobody raised are raised by a heartbeat, once each, a bounded number at a time', {
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit, scope, endpointId } = await openStore(t);
+  const { row: op } = await store.endpoints.createOperational(scope, { url: 'http://127.0.0.1:9/ops' });
+  const db = store.ctx.db;
+  await emit(1);
+  const delivery = await db
+    .selectFrom('deliveries')
+    .select('id')
+    .where('endpoint_id', '=', endpointId)
+    .executeTakeFirstOrThrow();
+  const at = Date.now();
+  const stored = Array.from({ length: 150 }, (_, i) => ({
+    id: newId('outcomeEvent', at + i),
+    body: JSON.stringify({
+      event: { type: 'delivery.failing', deliveryId: delivery.id, endpointId, at: at + i },
+      lastAttempt: {
+        attempt_number: 3,
+        response_status: 500,
+        error: 'HTTP 500',
+        created_at: new Date(at).toISOString(),
+      },
+    } satisfies CausedEvent),
+    created_at: at,
+  }));
+  await db.insertInto('outcome_events').values(stored).execute();
+  const raised = () =>
+    db.selectFrom('messages').select(['id', 'created_at']).where('app_id', '=', op.app_id).orderBy('id').execute();
+
+  // Two heartbeats at once, then one per beat until none is left: at most 100 a call, each event once.
+  const calls = await Promise.all([store.workers.raiseStoredEvents(), store.workers.raiseStoredEvents()]);
+  for (let n = -1; n !== 0; ) calls.push((n = await store.workers.raiseStoredEvents()));
+  assert.ok(
+    calls.every((n) => n <= 100),
+    `queued per call: ${calls}`,
+  );
+  assert.equal(
+    calls.reduce((sum, n) => sum + n, 0),
+    150,
+  );
+  assert.deepEqual(
+    (await raised()).map((m) => Number(m.created_at)).sort((x, y) => x - y),
+    stored.map((_, i) => at + i),
+    'each raised once',
+  );
+  assert.deepEqual(await db.selectFrom('outcome_events').select('id').execute(), []);
 });

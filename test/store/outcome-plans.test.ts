@@ -6,6 +6,7 @@ import {
   attemptRow,
   deliveriesToRead,
   endpointsToRead,
+  type OutcomeEvent,
   type OutcomeItem,
   outcomePlan,
   recordingPlan,
@@ -68,6 +69,8 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
   const failingId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing' })).row.id;
   const disabledId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/disabled' })).row.id;
   const endpointIds = [endpointId, failingId, disabledId];
+  // Subscribed to every operational event: what each batch raises is compared with the planner's events.
+  const { row: ops } = await store.endpoints.createOperational(scope, { url: 'http://127.0.0.1:9/ops' });
   let clock = Date.now();
   // The queue under test, with a clock of the test's: the plan made here uses the same `now`.
   const queue = openQueue({ ...store.ctx, now: () => clock }, store.endpoints, config, () => {}, store.pool);
@@ -80,11 +83,32 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
         { ...row, created_at: Number(row.created_at) },
       ]),
     ),
-    deliveries: new Map((await db.selectFrom('deliveries').selectAll().execute()).map((row) => [row.id, row])),
-    tasks: await db.selectFrom('delivery_tasks').selectAll().execute(),
+    deliveries: new Map(
+      (await db.selectFrom('deliveries').selectAll().where('endpoint_id', '<>', ops.id).execute()).map((row) => [
+        row.id,
+        row,
+      ]),
+    ),
+    tasks: await db.selectFrom('delivery_tasks').selectAll().where('endpoint_id', '<>', ops.id).execute(),
     endpoints: new Map((await db.selectFrom('endpoints').selectAll().execute()).map((row) => [row.id, row])),
   });
+  /** The operational events raised, as `type subject` (the delivery's id, or the endpoint's). */
+  const raised = async () =>
+    (
+      await db
+        .selectFrom('messages')
+        .innerJoin('payloads', 'payloads.message_id', 'messages.id')
+        .select(['messages.event_type', 'payloads.body'])
+        .where('messages.app_id', '=', ops.app_id)
+        .execute()
+    )
+      .map(({ event_type, body }) => {
+        const data = JSON.parse(body) as { delivery_id?: string; endpoint_id: string };
+        return `${event_type} ${data.delivery_id ?? data.endpoint_id}`;
+      })
+      .sort();
 
+  let withEvents = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(caseArb, { minLength: 1, maxLength: 6 }), async (cases) => {
       clock += 10_000;
@@ -92,6 +116,8 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       await db.deleteFrom('attempts').execute();
       await db.deleteFrom('delivery_tasks').execute();
       await db.deleteFrom('deliveries').execute();
+      await db.deleteFrom('payloads').execute();
+      await db.deleteFrom('messages').execute();
       await db
         .updateTable('endpoints')
         .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: now })
@@ -209,6 +235,7 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       clock = now + 500;
       const before = await read();
       const expected = applyPlan(before, items, policy, clock);
+      const ways = queue instanceof PostgresQueue ? { ...queue.batches } : null;
       const owned = await queue.completeMany(items, A);
       const after = await read();
       assert.deepEqual(owned, expected.owned, 'owned');
@@ -216,14 +243,37 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       assert.deepEqual(after.deliveries, expected.rows.deliveries, 'deliveries');
       assert.deepEqual(taskShapes(after.tasks), taskShapes(expected.rows.tasks), 'tasks');
       assert.deepEqual(healthOf(after), healthOf(expected.rows), 'endpoints');
+      assert.deepEqual(
+        await raised(),
+        expected.events
+          .map((e) =>
+            e.type === 'endpoint.disabled'
+              ? `endpoint.disabled ${e.endpointId}`
+              : `message.attempt.${e.type.slice('delivery.'.length)} ${e.deliveryId}`,
+          )
+          .sort(),
+        'operational events',
+      );
+      // On PostgreSQL a batch that nothing changed since its claims is one statement, events and all,
+      // unless it disables an endpoint.
+      if (ways && queue instanceof PostgresQueue) {
+        const untouched =
+          cases.every((c) => c.twist === 'none') && !expected.events.some((e) => e.type === 'endpoint.disabled');
+        const way = [queue.batches.oneStatement - ways.oneStatement, queue.batches.transaction - ways.transaction];
+        if (untouched) {
+          assert.deepEqual(way, [1, 0], 'one statement');
+          if (expected.events.length > 0) withEvents++;
+        }
+      }
     }),
     { numRuns: 40 },
   );
   // On PostgreSQL both ways a batch is written were taken: the one checked statement (nothing changed
-  // since the claims, no event) and the transaction (a twist, or an event).
+  // since the claims, no endpoint disabled) and the transaction (a twist, or a disabling).
   if (queue instanceof PostgresQueue) {
     assert.ok(queue.batches.oneStatement > 0, JSON.stringify(queue.batches));
     assert.ok(queue.batches.transaction > 0, JSON.stringify(queue.batches));
+    assert.ok(withEvents > 0, 'some batches with events were one statement');
   }
 });
 
@@ -233,7 +283,7 @@ function applyPlan(
   items: { input: AttemptInput; result: AttemptResult }[],
   policy: { retryScheduleMs: number[]; disableAfterMs: number },
   now: number,
-): { owned: boolean[]; rows: Rows } {
+): { owned: boolean[]; rows: Rows; events: OutcomeEvent[] } {
   const rows: Rows = {
     attempts: new Map(before.attempts),
     deliveries: new Map([...before.deliveries].map(([id, d]) => [id, { ...d }])),
@@ -310,7 +360,7 @@ function applyPlan(
         if (d.endpoint_id === id && d.status === 'pending') Object.assign(d, { status: 'disabled', updated_at: at });
     }
   }
-  return { owned: items.map(({ input }) => owned.has(input.task.id)), rows };
+  return { owned: items.map(({ input }) => owned.has(input.task.id)), rows, events: plan.events };
 }
 
 const sortedAttempts = (rows: Rows) =>

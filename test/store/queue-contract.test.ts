@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Kysely, sql } from 'kysely';
 import { nextAttemptAt } from '../../src/store/queue/book.js';
-import type { OutcomeEvent } from '../../src/domain/outcome-plan.js';
 import type { AttemptInput, Queue } from '../../src/store/queue.js';
 import type { Database } from '../../src/store/schema.js';
 import { openStore, outcome } from './helpers.js';
@@ -108,8 +107,6 @@ test("a failure queues the delivery's next scheduled attempt; the last one exhau
   const { store, emit, endpointId } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,0s,0s' });
   await emit(1);
   const db = store.ctx.db;
-  const events: OutcomeEvent[] = [];
-  store.queue.onOutcomes = (happened) => events.push(...happened);
 
   const first = await claimOne(store.queue, A);
   const at = Date.now();
@@ -141,7 +138,6 @@ test("a failure queues the delivery's next scheduled attempt; the last one exhau
     { type: 'delivery.failing', deliveryId, endpointId, at: lastAt },
     { type: 'delivery.exhausted', deliveryId, endpointId, at: lastAt },
   ]);
-  assert.deepEqual(events, recorded.events, 'onOutcomes heard the same events after the commit');
   assert.deepEqual(await tasksOf(db), [], 'no attempt left');
   const failed = await deliveryOf(db, deliveryId);
   assert.deepEqual(
@@ -154,9 +150,7 @@ test("a failure queues the delivery's next scheduled attempt; the last one exhau
   assert.equal(await store.deliveries.retry((await openScope(store, deliveryId))!, deliveryId), 4);
   const manual = await claimOne(store.queue, B);
   assert.deepEqual([manual.task.trigger, manual.task.attempt_number], ['manual', 4]);
-  const recoveredAt = Date.now();
-  assert.deepEqual(await store.queue.completeMany([{ input: manual, result: outcome(200, recoveredAt) }], B), [true]);
-  assert.deepEqual(events.slice(2), [{ type: 'delivery.recovered', deliveryId, endpointId, at: recoveredAt }]);
+  assert.deepEqual(await store.queue.completeMany([{ input: manual, result: outcome(200) }], B), [true]);
   const delivered = await deliveryOf(db, deliveryId);
   assert.deepEqual([delivered.status, delivered.attempt_count, delivered.next_attempt_at], ['success', 4, null]);
   const endpoint = await endpointOf(db, endpointId);

@@ -79,6 +79,10 @@ function recordingRegistry() {
     async forget() {
       calls.push('forget');
     },
+    async raiseStoredEvents() {
+      calls.push('raise');
+      return 0;
+    },
   } satisfies WorkerRegistry & { failing: boolean; calls: string[] };
   return registry;
 }
@@ -92,7 +96,11 @@ test('a heartbeat reaps only after beating without a gap for the dead-worker bou
     deadAfterMs: 200,
   });
   await heartbeat.start();
-  assert.deepEqual(registry.calls, ['beat'], 'the first beat is done before start() returns');
+  assert.deepEqual(
+    registry.calls,
+    ['beat', 'raise'],
+    'the first beat, and its raise of stored events, are done before start() returns',
+  );
   await sleep(120);
   assert.ok(!registry.calls.includes('reap'), 'not before it has beaten for the bound');
   await sleep(250);
@@ -106,6 +114,7 @@ test('a heartbeat reaps only after beating without a gap for the dead-worker bou
   await sleep(120);
   assert.ok(registry.calls.includes('beat'));
   assert.ok(!registry.calls.includes('reap'), 'no reaping right after a gap');
+  assert.ok(registry.calls.includes('raise'), 'stored events are raised at every beat, after a gap too');
   await sleep(250);
   assert.ok(registry.calls.includes('reap'));
 

@@ -15,7 +15,6 @@ import {
   type EndpointPause,
   deliveriesToRead,
   endpointsToRead,
-  type OutcomeEvent,
   type OutcomePlan,
   type OutcomeTask,
   outcomePlan,
@@ -24,8 +23,8 @@ import {
 import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { Endpoints } from '../endpoints.js';
 import { insertNewRows, insertRows } from '../insert-rows.js';
-import { type RaisePolicy, raiseOutcomeEvents } from '../operational.js';
-import { scheduledDelay } from '../../domain/retry.js';
+import { type RaisePolicy, raiseOutcomeEvents, raisePolicy } from '../operational.js';
+import { eventCauses } from '../../domain/operational.js';
 import { grantStarts } from '../../domain/rate.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
 import type { Database } from '../schema.js';
@@ -46,15 +45,6 @@ export type Recorded = { input: AttemptInput; result: AttemptResult };
  * written its own way (the claim, the take of finished tasks, the locks), and decides nothing about outcomes.
  */
 export abstract class QueueDriver {
-  /**
-   * Told, after each commit of outcomes recorded through the planner, what happened (a delivery exhausted,
-   * recovered or failing, an endpoint disabled). Set it to have every batch planned (PostgreSQL then
-   * leaves its single-statement path for 2xx batches, which reads no delivery state). Operational
-   * webhooks do not use it: they are written in the recording transaction itself (planAndApply), since
-   * what runs after a commit is lost when the process dies.
-   */
-  onOutcomes: ((events: OutcomeEvent[]) => void) | null = null;
-
   constructor(
     protected readonly ctx: StoreContext,
     protected readonly endpoints: Endpoints,
@@ -63,7 +53,7 @@ export abstract class QueueDriver {
      * Called after a commit of outcomes that queued attempts of operational webhooks, so that a worker
      * claims them at once instead of at its next poll.
      */
-    private readonly onQueued: () => void = () => {},
+    protected readonly onQueued: () => void = () => {},
   ) {}
 
   /**
@@ -283,16 +273,14 @@ export abstract class QueueDriver {
 
   /**
    * Records the outcomes of several attempts in one transaction, with a few statements for the whole batch:
-   * what each does is the planner's (outcomePlan), and the events it found go to onOutcomes after the
-   * commit. Recording the same outcomes again (their first commit went unanswered: a queue thread that
+   * what each does is the planner's (outcomePlan), and the operational events it raises are written in the
+   * same transaction. Recording the same outcomes again (their first commit went unanswered: a queue thread that
    * ended, a connection lost after COMMIT) changes nothing: their attempts exist already and are not
    * counted again, and their tasks are gone, so they are not ours.
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
     const { plan, raised } = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
     if (raised > 0) afterCommit('onQueued', () => this.onQueued());
-    const onOutcomes = this.onOutcomes;
-    if (plan.events.length > 0 && onOutcomes) afterCommit('onOutcomes', () => onOutcomes(plan.events));
     return { owned: plan.owned, events: plan.events };
   }
 
@@ -337,18 +325,12 @@ export abstract class QueueDriver {
     );
     await this.apply(trx, plan);
     // Operational events are written with the outcomes that raise them (src/store/operational.ts).
-    const raised = await raiseOutcomeEvents(
-      trx,
-      this.raisePolicy(),
-      plan.events,
-      attempts.map((attempt, i) => ({ ...attempt, endpoint_id: items[i]!.input.task.endpoint_id })),
-      now,
-    );
+    const raised = await raiseOutcomeEvents(trx, this.raisePolicy(), eventCauses(plan.events, attempts), now);
     return { plan, raised };
   }
 
   protected raisePolicy(): RaisePolicy {
-    return { dialect: this.ctx.dialect, firstDelayMs: scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0 };
+    return raisePolicy(this.ctx.dialect, this.policy.retryScheduleMs);
   }
 
   /**

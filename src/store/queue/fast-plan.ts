@@ -7,6 +7,7 @@ import {
   outcomePlan,
 } from '../../domain/outcome-plan.js';
 import { deliveredOf } from './statements.js';
+import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import type { QueuePolicy } from '../queue.js';
 import type { Recorded } from './driver.js';
@@ -16,8 +17,9 @@ import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 // COMPLETE): the planner decides as if every attempt were new and every task still ours, from the state
 // each claim read; the statement writes the plan only if all of that still holds. Null when the batch
 // cannot be planned so: an item without a claimed state, two items that read one delivery or endpoint
-// differently, or a plan with events (their operational webhooks are written by reading the recipients,
-// which the transaction that records such a batch does).
+// differently, or a plan that disables an endpoint (which stops every queued attempt of the endpoint, a
+// write sized by its backlog rather than by the batch: the transaction that records such a batch does it).
+// The plan's other events go with it, as JSON, for the queue to raise once the statement committed.
 
 export function fastPlan(
   items: readonly Recorded[],
@@ -63,7 +65,7 @@ export function fastPlan(
       taskId: (at) => newId('task', at),
     },
   );
-  if (plan.events.length > 0) return null;
+  if (plan.events.some((event) => event.type === 'endpoint.disabled')) return null;
   const writes: DeliveryWrite[] = plan.deliveries.map((change) => {
     const before = deliveries.get(change.id)!;
     return {
@@ -103,6 +105,11 @@ export function fastPlan(
       };
     }),
     healthy: plan.healthy,
+    events: eventCauses(plan.events, attempts).map((caused) => ({
+      id: newId('outcomeEvent', now),
+      body: JSON.stringify(caused),
+      created_at: now,
+    })),
   };
 }
 

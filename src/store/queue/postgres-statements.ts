@@ -94,7 +94,8 @@ export function claimStatement(p: ClaimParams): Statement {
  * endpoint with a failure in the batch has the health the plan assumed. Their rows are locked in the lock order of
  * postgres.ts (endpoints, then tasks, then deliveries) before anything is written, and every write is
  * conditional on the check, so the statement is all or nothing without an error. A hold moves the paused
- * endpoint's tasks that no worker holds (lease.ts, notHeld), other than those this batch takes.
+ * endpoint's tasks that no worker holds (lease.ts, notHeld), other than those this batch takes. The
+ * batch's operational events are stored with it (outcome_events), to be raised right after.
  */
 const COMPLETE = `with
   e_lock as (
@@ -180,6 +181,11 @@ const COMPLETE = `with
   healthy as (
     update endpoints e set status = 'active', failing_since = null, exhausted_at = null, updated_at = $41
     where e.id in (select id from e_lock where id = any($40::text[])) and (select ok from checked)
+  ),
+  stored as (
+    insert into outcome_events (id, body, created_at)
+    select * from unnest($46::text[], $47::text[], $48::bigint[])
+    where (select ok from checked)
   )
   select ok from checked`;
 
@@ -241,6 +247,8 @@ export interface CompleteParams {
   health: readonly HealthWrite[];
   /** Endpoints whose outcomes were all successes: active with no failure streak, unless disabled. */
   healthy: { ids: readonly string[]; at: number } | null;
+  /** The batch's operational events, each a CausedEvent as JSON (src/store/operational.ts raises them). */
+  events: readonly { id: string; body: string; created_at: number }[];
 }
 
 const column = <T, K extends keyof T>(rows: readonly T[], key: K) => rows.map((row) => row[key]);
@@ -296,6 +304,9 @@ export function completeStatement(p: CompleteParams): Statement {
       p.now,
       column(p.holds, 'endpointId'),
       column(p.holds, 'until'),
+      column(p.events, 'id'),
+      column(p.events, 'body'),
+      column(p.events, 'created_at'),
     ],
   };
 }

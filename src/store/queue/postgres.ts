@@ -10,6 +10,7 @@ import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
 import { changedBySuccess, deliveredOf, takenTasks } from './statements.js';
+import { raiseStoredEvents } from '../operational.js';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -109,9 +110,10 @@ export class PostgresQueue extends QueueDriver {
   }
 
   /**
-   * A batch whose plan can be made from what its claims read (fast-plan.ts: no event, the same state per
-   * delivery and endpoint) is written in one statement, which checks that state first; a batch whose
-   * state changed meanwhile, or whose plan raises events, is recorded in a transaction that reads first.
+   * A batch whose plan can be made from what its claims read (fast-plan.ts: the same state per delivery
+   * and endpoint, no endpoint disabled) is written in one statement, which checks that state first and
+   * stores the plan's operational events, raised right after; a batch whose state changed meanwhile, or
+   * that disables an endpoint, is recorded in a transaction that reads first.
    */
   override async completeMany(items: Recorded[], owner: string): Promise<boolean[]> {
     const fast = fastPlan(items, owner, this.policy, this.ctx.now());
@@ -119,11 +121,24 @@ export class PostgresQueue extends QueueDriver {
       const [row] = await this.run<{ ok: boolean }>(completeStatement(fast));
       if (row?.ok) {
         this.batches.oneStatement++;
+        if (fast.events.length > 0) await this.raiseStored();
         return items.map(() => true);
       }
     }
     this.batches.transaction++;
     return super.completeMany(items, owner);
+  }
+
+  /**
+   * Raises the events a batch stored with its outcomes. They are committed: a failure here leaves them
+   * stored, and a heartbeat raises them within a beat (Workers.raiseStoredEvents), so it is only a warning.
+   */
+  private async raiseStored(): Promise<void> {
+    try {
+      if ((await raiseStoredEvents(this.ctx.db, this.raisePolicy(), this.ctx.now())) > 0) this.onQueued();
+    } catch (error) {
+      process.emitWarning(`raising stored operational events failed: ${(error as Error)?.message ?? String(error)}`);
+    }
   }
 
   /** Outcome batches written each way since start (the one checked statement, or the transaction). */
