@@ -194,7 +194,11 @@ test('stored events that nobody raised are raised by a heartbeat, once each, a b
 
   // Two heartbeats at once, then one per beat until none is left: at most 100 a call, each event once.
   const calls = await Promise.all([store.workers.raiseStoredEvents(), store.workers.raiseStoredEvents()]);
-  for (let n = -1; n !== 0; ) calls.push((n = await store.workers.raiseStoredEvents()));
+  for (;;) {
+    const n = await store.workers.raiseStoredEvents();
+    calls.push(n);
+    if (n === 0) break;
+  }
   assert.ok(
     calls.every((n) => n <= 100),
     `queued per call: ${calls}`,
