@@ -11,6 +11,18 @@ import { startTestService } from '../support/service.js';
 // Recovering an endpoint: POST /endpoints/{id}/recover gives every failed or disabled delivery of messages
 // created in [since, until) one new attempt, in the background, in bounded batches that any worker resumes.
 
+/** The background task once it has finished (read until it has, for up to 15 s). */
+function finishedTask(api: Client, id: string) {
+  return eventually(
+    async () => {
+      const read = await api.get(`/api/v1/background-tasks/${id}`);
+      return read.body.status === 'finished' ? read.body : null;
+    },
+    15_000,
+    'the task to finish',
+  );
+}
+
 test('recover gives the failed deliveries of the range a new attempt, followed through its background task', async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
   let down = true;
@@ -32,14 +44,7 @@ test('recover gives the failed deliveries of the range a new attempt, followed t
   assert.match(started.body.id, /^task_/);
   assert.equal(started.body.kind, 'endpoint.recover');
   assert.equal(started.body.status, 'running');
-  const finished = await eventually(
-    async () => {
-      const read = await s.api.get(`/api/v1/background-tasks/${started.body.id}`);
-      return read.body.status === 'finished' ? read.body : null;
-    },
-    15_000,
-    'the task to finish',
-  );
+  const finished = await finishedTask(s.api, started.body.id);
   assert.deepEqual(finished.data, { deliveries_enqueued: 5 });
   for (const e of inRange) {
     const d = await s.until(e.deliveryIds[0]!, (x) => x.status === 'success', 'recovered');
@@ -168,18 +173,7 @@ test('ten concurrent recovers of 50 failed deliveries send exactly 50 requests; 
   for (const e of emitted) await s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'recovered');
   // A call while a recovery runs answers with it; one after it finished starts another, which finds the
   // deliveries pending (their attempts queued) and adds nothing.
-  const tasks = await Promise.all(
-    [...new Set(answers.map((a) => a.body.id))].map(async (id) =>
-      eventually(
-        async () => {
-          const read = await s.api.get(`/api/v1/background-tasks/${id}`);
-          return read.body.status === 'finished' ? read.body : null;
-        },
-        15_000,
-        'the task to finish',
-      ),
-    ),
-  );
+  const tasks = await Promise.all([...new Set(answers.map((a) => a.body.id))].map((id) => finishedTask(s.api, id)));
   assert.equal(
     tasks.reduce((sum, task) => sum + task.data.deliveries_enqueued, 0),
     50,
@@ -233,14 +227,7 @@ test('recover since before 1970 recovers from the beginning; until before 1970 i
   );
   const started = await s.api.post(`/api/v1/endpoints/${endpoint.id}/recover`, { since: '1900-01-01T00:00:00Z' });
   assert.equal(started.status, 202, JSON.stringify(started.body));
-  const finished = await eventually(
-    async () => {
-      const read = await s.api.get(`/api/v1/background-tasks/${started.body.id}`);
-      return read.body.status === 'finished' ? read.body : null;
-    },
-    15_000,
-    'the task to finish',
-  );
+  const finished = await finishedTask(s.api, started.body.id);
   assert.deepEqual(finished.data, { deliveries_enqueued: 1 });
   await s.until(e.deliveryIds[0]!, (d) => d.status === 'success', 'recovered from 1900');
 });
