@@ -56,6 +56,17 @@ const caseArb: fc.Arbitrary<Case> = fc.record({
   ),
 });
 
+/** A case with nothing out of the ordinary: a first scheduled attempt and nothing changed meanwhile. */
+const QUIET: Case = {
+  endpoint: 0,
+  failures: 0,
+  manualQueued: false,
+  trigger: 'scheduled',
+  status: 200,
+  retryAfterMs: null,
+  twist: 'none',
+};
+
 interface Rows {
   attempts: Map<string, Record<string, unknown>>;
   deliveries: Map<string, DeliveryRow>;
@@ -109,6 +120,7 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       .sort();
 
   let withEvents = 0;
+  let withDisabling = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(caseArb, { minLength: 1, maxLength: 6 }), async (cases) => {
       clock += 10_000;
@@ -189,6 +201,40 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
             })
             .execute();
       }
+      // A delivery per endpoint waiting for a later attempt, outside the batch: what a hold moves and a
+      // disabling stops.
+      for (const endpoint of endpointIds) {
+        const id = newId('delivery', now);
+        await db
+          .insertInto('deliveries')
+          .values({
+            id,
+            org_id: scope.orgId,
+            livemode: 0,
+            app_id: appId,
+            message_id: messageId,
+            endpoint_id: endpoint,
+            status: 'pending',
+            attempt_count: 1,
+            attempt_seq: 2,
+            schedule_step: 1,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await db
+          .insertInto('delivery_tasks')
+          .values({
+            id: newId('task', now),
+            delivery_id: id,
+            endpoint_id: endpoint,
+            trigger: 'scheduled',
+            attempt_number: 2,
+            run_at: now + 1_000,
+            lease_owner: null,
+          })
+          .execute();
+      }
       const claimed = await queue.claimLoaded(A, 100);
       assert.equal(claimed.length, cases.length, 'every case claimed');
       const byDelivery = new Map(claimed.map((c) => [c.task.delivery_id, c.input!]));
@@ -254,26 +300,40 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
           .sort(),
         'operational events',
       );
-      // On PostgreSQL a batch that nothing changed since its claims is one statement, events and all,
-      // unless it disables an endpoint.
+      // On PostgreSQL a batch that nothing changed since its claims is one statement, events, holds and
+      // disabling included.
       if (ways && queue instanceof PostgresQueue) {
-        const untouched =
-          cases.every((c) => c.twist === 'none') && !expected.events.some((e) => e.type === 'endpoint.disabled');
         const way = [queue.batches.oneStatement - ways.oneStatement, queue.batches.transaction - ways.transaction];
-        if (untouched) {
+        if (cases.every((c) => c.twist === 'none')) {
           assert.deepEqual(way, [1, 0], 'one statement');
           if (expected.events.length > 0) withEvents++;
+          if (expected.events.some((e) => e.type === 'endpoint.disabled')) withDisabling++;
         }
       }
     }),
-    { numRuns: 40 },
+    {
+      numRuns: 40,
+      // A batch nothing changed under that disables an endpoint (a 410) beside a hold (a 429 with
+      // Retry-After) of another and a third failure of a third: every kind of write at once.
+      examples: [
+        [
+          [
+            { ...QUIET, endpoint: 0, status: 410 },
+            { ...QUIET, endpoint: 1, status: 429, retryAfterMs: 2_000 },
+            { ...QUIET, endpoint: 2, failures: 2, status: 500 },
+            { ...QUIET, endpoint: 1, status: 200 },
+          ],
+        ],
+      ],
+    },
   );
   // On PostgreSQL both ways a batch is written were taken: the one checked statement (nothing changed
-  // since the claims, no endpoint disabled) and the transaction (a twist, or a disabling).
+  // since the claims) and the transaction (a twist).
   if (queue instanceof PostgresQueue) {
     assert.ok(queue.batches.oneStatement > 0, JSON.stringify(queue.batches));
     assert.ok(queue.batches.transaction > 0, JSON.stringify(queue.batches));
     assert.ok(withEvents > 0, 'some batches with events were one statement');
+    assert.ok(withDisabling > 0, 'some batches that disabled an endpoint were one statement');
   }
 });
 

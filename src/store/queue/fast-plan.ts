@@ -17,9 +17,12 @@ import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 // COMPLETE): the planner decides as if every attempt were new and every task still ours, from the state
 // each claim read; the statement writes the plan only if all of that still holds. Null when the batch
 // cannot be planned so: an item without a claimed state, two items that read one delivery or endpoint
-// differently, or a plan that disables an endpoint (which stops every queued attempt of the endpoint, a
-// write sized by its backlog rather than by the batch: the transaction that records such a batch does it).
-// The plan's other events go with it, as JSON, for the queue to raise once the statement committed.
+// differently. A plan that disables an endpoint stops the endpoint's queued attempts in the same statement:
+// the statement sees the rows as they were before it, so the plan is shaped here into what the
+// transaction's order of writes leaves (its next attempts of that endpoint are not queued, its holds of
+// that endpoint are not written, and its pending deliveries of that endpoint end `disabled` with the
+// endpoint's change time). The plan's events go with it, as JSON, for the queue to raise once the
+// statement committed.
 
 export function fastPlan(
   items: readonly Recorded[],
@@ -65,17 +68,21 @@ export function fastPlan(
       taskId: (at) => newId('task', at),
     },
   );
-  if (plan.events.some((event) => event.type === 'endpoint.disabled')) return null;
+  const stops = new Map(plan.health.filter((h) => h.health.status === 'disabled').map((h) => [h.id, h.at]));
+  const endpointOf = new Map(items.map(({ input }) => [input.task.delivery_id, input.task.endpoint_id]));
   const writes: DeliveryWrite[] = plan.deliveries.map((change) => {
     const before = deliveries.get(change.id)!;
+    const status = change.status ?? before.status;
+    const stoppedAt = stops.get(endpointOf.get(change.id)!);
+    const stopped = stoppedAt !== undefined && status === 'pending';
     return {
       id: change.id,
       expect: before,
       added: change.attemptsAdded,
-      status: change.status ?? before.status,
+      status: stopped ? 'disabled' : status,
       schedule_step: change.schedule_step ?? before.schedule_step,
       attempt_seq: change.attempt_seq ?? before.attempt_seq,
-      updated_at: change.updated_at,
+      updated_at: stopped ? stoppedAt : change.updated_at,
     };
   });
   return {
@@ -88,8 +95,9 @@ export function fastPlan(
       new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
     ),
     deliveries: writes,
-    holds: endpointPauses(items),
-    queue: plan.queue,
+    holds: endpointPauses(items).filter((hold) => !stops.has(hold.endpointId)),
+    queue: plan.queue.filter((task) => !stops.has(task.endpoint_id)),
+    stops: [...stops].map(([id, at]) => ({ endpointId: id, at })),
     health: [...planned.keys()].map((id) => {
       const expect = endpoints.get(id)!;
       const change = plan.health.find((h) => h.id === id);

@@ -94,8 +94,11 @@ export function claimStatement(p: ClaimParams): Statement {
  * endpoint with a failure in the batch has the health the plan assumed. Their rows are locked in the lock order of
  * postgres.ts (endpoints, then tasks, then deliveries) before anything is written, and every write is
  * conditional on the check, so the statement is all or nothing without an error. A hold moves the paused
- * endpoint's tasks that no worker holds (lease.ts, notHeld), other than those this batch takes. The
- * batch's operational events are stored with it (outcome_events), to be raised right after.
+ * endpoint's tasks that no worker holds (lease.ts, notHeld), other than those this batch takes. A stop
+ * (an endpoint the batch disables) deletes the endpoint's other tasks, held or not, and marks its other
+ * pending deliveries `disabled`; the batch's own rows of that endpoint come planned so (fast-plan.ts), as
+ * no row is written twice in one statement. The batch's operational events are stored with it
+ * (outcome_events), to be raised right after.
  */
 const COMPLETE = `with
   e_lock as (
@@ -182,6 +185,18 @@ const COMPLETE = `with
     update endpoints e set status = 'active', failing_since = null, exhausted_at = null, updated_at = $41
     where e.id in (select id from e_lock where id = any($40::text[])) and (select ok from checked)
   ),
+  stopped_tasks as (
+    delete from delivery_tasks t
+    where t.endpoint_id = any(array(select unnest($49::text[])))
+      and t.id <> all($13::text[]) and not (t.delivery_id = any($15::text[]) and t.trigger = 'scheduled')
+      and (select ok from checked)
+  ),
+  stopped as (
+    update deliveries d set status = 'disabled', updated_at = s.at
+    from unnest($49::text[], $50::bigint[]) as s(endpoint_id, at)
+    where d.endpoint_id = any(array(select unnest($49::text[]))) and d.endpoint_id = s.endpoint_id
+      and d.status = 'pending' and d.id <> all($16::text[]) and (select ok from checked)
+  ),
   stored as (
     insert into outcome_events (id, body, created_at)
     select * from unnest($46::text[], $47::text[], $48::bigint[])
@@ -249,6 +264,8 @@ export interface CompleteParams {
   healthy: { ids: readonly string[]; at: number } | null;
   /** The batch's operational events, each a CausedEvent as JSON (src/store/operational.ts raises them). */
   events: readonly { id: string; body: string; created_at: number }[];
+  /** Endpoints the batch disables, with their change time: their other queued attempts stop. */
+  stops: readonly { endpointId: string; at: number }[];
 }
 
 const column = <T, K extends keyof T>(rows: readonly T[], key: K) => rows.map((row) => row[key]);
@@ -307,6 +324,8 @@ export function completeStatement(p: CompleteParams): Statement {
       column(p.events, 'id'),
       column(p.events, 'body'),
       column(p.events, 'created_at'),
+      column(p.stops, 'endpointId'),
+      column(p.stops, 'at'),
     ],
   };
 }

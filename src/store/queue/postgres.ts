@@ -25,9 +25,9 @@ import { raiseStoredEvents } from '../operational.js';
  * waits: a claim skips locked tasks; a manual attempt (the queue book's enqueueManual) locks its delivery,
  * then its waiting task with SKIP LOCKED. The one-statement outcome (postgres-statements.ts, COMPLETE)
  * locks in this order too, and writes nothing unless what it locked is as its plan assumed. One exception waits: an outcome
- * that disables an endpoint stops the endpoint's tasks and deliveries (recordHealth) after locking its own
- * deliveries; it holds the endpoint's row, which every other writer of that endpoint's rows that waits
- * takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
+ * that disables an endpoint stops the endpoint's tasks and deliveries (recordHealth, or the statement's
+ * stop) after locking its own deliveries; it holds the endpoint's row, which every other writer of that
+ * endpoint's rows that waits takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
  * tasks: a new row locks no existing one. Two writers lock other rows alone: an endpoint's create writes
  * its application's row (the count of its endpoints waits on it) and then only inserts; a heartbeat that
  * hands back a dead worker's tasks (src/store/workers.ts) updates tasks and nothing else. A rate counter
@@ -111,9 +111,9 @@ export class PostgresQueue extends QueueDriver {
 
   /**
    * A batch whose plan can be made from what its claims read (fast-plan.ts: the same state per delivery
-   * and endpoint, no endpoint disabled) is written in one statement, which checks that state first and
-   * stores the plan's operational events, raised right after; a batch whose state changed meanwhile, or
-   * that disables an endpoint, is recorded in a transaction that reads first.
+   * and endpoint) is written in one statement, which checks that state first, stops what an endpoint it
+   * disables had queued, and stores the plan's operational events, raised right after; a batch whose
+   * state changed meanwhile is recorded in a transaction that reads first.
    */
   override async completeMany(items: Recorded[], owner: string): Promise<boolean[]> {
     const fast = fastPlan(items, owner, this.policy, this.ctx.now());
