@@ -8,7 +8,14 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import { newId } from '../domain/ids.js';
-import { answerClientError, HttpError, installErrorHandling, internalError, invalid, sendError } from './errors.js';
+import {
+  answerClientError,
+  answerUnrouted,
+  HttpError,
+  installErrorHandling,
+  internalError,
+  invalid,
+} from './errors.js';
 import { installAuth } from './auth.js';
 import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
@@ -21,6 +28,7 @@ import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { endpointStatsRoutes } from './endpoint-stats.js';
 import { systemRoutes } from './system.js';
+import { svixDialect, svixRoutes } from './svix/index.js';
 import { errors } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 import { consoleRoutes } from '../console/routes.js';
@@ -245,14 +253,14 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
         },
         'request',
       );
-      return sendError(request, reply.header('x-request-id', request.id), http);
+      return answerUnrouted(request, reply.header('x-request-id', request.id), http, [svixDialect]);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? ajv.body : ajv.other).compile(schema));
   installBodyParsers(app, config.maxPayloadBytes);
-  installErrorHandling(app);
+  installErrorHandling(app, [svixDialect]);
   // A request without a body is treated as an empty object, so optional bodies may be left out and
   // required fields are named in the error ("body must have required property 'app_id'").
   app.addHook('preValidation', async (request) => {
@@ -319,6 +327,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
     apiKeyRoutes,
     backgroundTaskRoutes,
     endpointStatsRoutes,
+    svixRoutes,
     portalRoutes,
     consoleRoutes,
   ]) {

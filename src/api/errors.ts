@@ -54,7 +54,7 @@ function validationMessage(error: FastifyError): string {
   return error.message;
 }
 
-function classify(error: FastifyError | HttpError | Error): HttpError {
+export function classify(error: FastifyError | HttpError | Error): HttpError {
   if (error instanceof HttpError) return error;
   const fe = error as FastifyError;
   if (fe.validation) return invalid(validationMessage(fe));
@@ -119,7 +119,24 @@ export function answerClientError(error: Error & { code?: string }, socket: Dupl
   );
 }
 
-export function installErrorHandling(app: FastifyInstance): void {
+/** Another surface's error shape, for the URLs it owns (the Svix-compatible surface: src/api/svix/). */
+export interface ErrorDialect {
+  owns(url: string): boolean;
+  send(reply: FastifyReply, error: HttpError): FastifyReply;
+}
+
+/** Answers an error raised before any route ran, in the shape of the surface the path belongs to. */
+export function answerUnrouted(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: HttpError,
+  dialects: readonly ErrorDialect[],
+): FastifyReply {
+  const dialect = dialects.find((d) => d.owns(request.url.split('?')[0]!));
+  return dialect ? dialect.send(reply, error) : sendError(request, reply, error);
+}
+
+export function installErrorHandling(app: FastifyInstance, dialects: readonly ErrorDialect[] = []): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     const http = classify(error);
     if (http.statusCode >= 500) request.log.error({ err: error }, 'request failed');
@@ -127,10 +144,11 @@ export function installErrorHandling(app: FastifyInstance): void {
     return sendError(request, reply, http);
   });
   app.setNotFoundHandler((request, reply) =>
-    sendError(
+    answerUnrouted(
       request,
       reply,
       new HttpError(404, 'not_found', `No route ${request.method} ${request.url.split('?')[0]}`),
+      dialects,
     ),
   );
 }

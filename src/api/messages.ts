@@ -52,7 +52,8 @@ function accepted(result: EmitResult, appId: string, eventType: string): Extract
   throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
 }
 
-async function emit(
+/** Emits a message after checking its payload against its event type's schema (both surfaces' emit). */
+export async function emit(
   { store, metrics, schemas }: Pick<ApiDeps, 'store' | 'metrics' | 'schemas'>,
   scope: Scope,
   appId: string,

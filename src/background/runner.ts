@@ -66,7 +66,7 @@ export class BackgroundRunner {
         return;
       }
       try {
-        const end = await this.tasks.recoverBatch(task, this.owner, LEASE_MS, BATCH_SIZE);
+        const end = await this.tasks.runBatch(task, this.owner, LEASE_MS, BATCH_SIZE);
         if (end !== 'more') return;
       } catch (error) {
         this.log.warn({ err: error, task_id: task.id }, 'a background task batch failed; it is tried again');

@@ -10,20 +10,28 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
  * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
- * headers. The signed body is the body sent.
+ * headers. The signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
+ * gets the same three values under the svix-* names too, so receivers written against Svix verify as they
+ * did.
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,
-  endpoint: { url: string; publicOnly: boolean; secrets: SigningSecrets; headers: Record<string, string> },
+  endpoint: {
+    url: string;
+    publicOnly: boolean;
+    secrets: SigningSecrets;
+    headers: Record<string, string>;
+    svixHeaders?: boolean | undefined;
+  },
   payloadJson: string,
   nowMs: number,
 ): SendRequest {
   const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
   const timestamp = Math.floor(nowMs / 1000);
   const msgId = input.delivery.messageId;
-  const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous].map((secret) =>
-    signPayload(secret, msgId, timestamp, body),
-  );
+  const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous]
+    .map((secret) => signPayload(secret, msgId, timestamp, body))
+    .join(' ');
   return {
     url: endpoint.url,
     body,
@@ -35,7 +43,10 @@ export function signedRequest(
       'user-agent': USER_AGENT,
       'webhook-id': msgId,
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': signatures.join(' '),
+      'webhook-signature': signatures,
+      ...(endpoint.svixHeaders
+        ? { 'svix-id': msgId, 'svix-timestamp': String(timestamp), 'svix-signature': signatures }
+        : {}),
     },
   };
 }

@@ -17,6 +17,10 @@ const RESERVED = new Set([
   'transfer-encoding',
   'connection',
   'user-agent',
+  // The signature's names for receivers written against Svix (src/delivery/request.ts).
+  'svix-id',
+  'svix-timestamp',
+  'svix-signature',
 ]);
 /**
  * Names that describe one connection or hop, not the request: undici refuses to send `expect`,

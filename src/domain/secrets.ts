@@ -31,6 +31,19 @@ export function generateSigningSecret(): string {
   return `whsec_${randomBytes(24).toString('base64')}`;
 }
 
+/**
+ * Why a signing secret a caller supplies cannot be used, or null: `whsec_` and the base64 of 24 to 64
+ * bytes, as Svix accepts (a shorter key is guessable; a longer one is hashed down by HMAC anyway).
+ */
+export function suppliedSecretProblem(secret: string): string | null {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(secret);
+  const bytes = match ? Buffer.from(match[1]!, 'base64') : null;
+  if (!bytes || bytes.toString('base64').replace(/=+$/, '') !== match![1]!.replace(/=+$/, ''))
+    return 'secret must be whsec_ followed by base64';
+  if (bytes.length < 24 || bytes.length > 64) return 'secret must hold 24 to 64 bytes after whsec_';
+  return null;
+}
+
 /** The HMAC key of a signing secret: the base64 after `whsec_`. */
 function signingKey(secret: string): Buffer {
   return Buffer.from(secret.startsWith('whsec_') ? secret.slice(6) : secret, 'base64');

@@ -21,5 +21,6 @@ export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
 export const BACKGROUND_TASK_STATUSES = ['running', 'finished', 'failed'] as const;
 export type BackgroundTaskStatus = (typeof BACKGROUND_TASK_STATUSES)[number];
 
-export const BACKGROUND_TASK_KINDS = ['endpoint.recover'] as const;
+/** `endpoint.recover`: failed deliveries get one more attempt; `endpoint.replay`: messages an endpoint never got are sent to it. */
+export const BACKGROUND_TASK_KINDS = ['endpoint.recover', 'endpoint.replay'] as const;
 export type BackgroundTaskKind = (typeof BACKGROUND_TASK_KINDS)[number];

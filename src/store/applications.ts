@@ -27,7 +27,7 @@ export class Applications {
    */
   async create(
     scope: Scope,
-    input: { name: string; uid?: string | undefined },
+    input: { name: string; uid?: string | undefined; metadata?: Record<string, string> | undefined },
   ): Promise<ApplicationRow & { portalToken: string }> {
     const now = this.ctx.now();
     // 32 random bytes: the portal path is a bearer credential for this one application.
@@ -40,6 +40,7 @@ export class Applications {
       uid: input.uid ?? null,
       portal_token_hash: hashToken(portalToken),
       operational: 0,
+      metadata: JSON.stringify(input.metadata ?? {}),
       created_at: now,
       updated_at: now,
     };
@@ -59,10 +60,11 @@ export class Applications {
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .where('operational', '=', 0);
-    if (page.cursor) query = query.where('id', '<', page.cursor);
+    const ascending = page.order === 'asc';
+    if (page.cursor) query = query.where('id', ascending ? '>' : '<', page.cursor);
     return toPage(
       await query
-        .orderBy('id', 'desc')
+        .orderBy('id', ascending ? 'asc' : 'desc')
         .limit(page.limit + 1)
         .execute(),
       page.limit,
@@ -81,19 +83,44 @@ export class Applications {
       .executeTakeFirst();
   }
 
+  /** The application a portal token opens: its own token, or a portal link's that has not expired. */
   async getByPortalToken(token: string): Promise<ApplicationRow | undefined> {
-    return this.ctx.db
+    const hash = hashToken(token);
+    const own = await this.ctx.db
       .selectFrom('applications')
       .selectAll()
-      .where('portal_token_hash', '=', hashToken(token))
+      .where('portal_token_hash', '=', hash)
       .where('operational', '=', 0)
       .executeTakeFirst();
+    if (own) return own;
+    return this.ctx.db
+      .selectFrom('portal_links')
+      .innerJoin('applications', 'applications.id', 'portal_links.app_id')
+      .selectAll('applications')
+      .where('portal_links.token_hash', '=', hash)
+      .where('portal_links.expires_at', '>', this.ctx.now())
+      .where('applications.operational', '=', 0)
+      .executeTakeFirst();
+  }
+
+  /** A new portal link to the application, valid until `expiresAt`; its token is returned, once. */
+  async createPortalLink(appId: string, expiresAt: number): Promise<string> {
+    const token = randomToken(32);
+    await this.ctx.db
+      .insertInto('portal_links')
+      .values({ token_hash: hashToken(token), app_id: appId, expires_at: expiresAt, created_at: this.ctx.now() })
+      .execute();
+    return token;
   }
 
   async update(
     scope: Scope,
     id: string,
-    changes: { name?: string | undefined; uid?: string | null | undefined },
+    changes: {
+      name?: string | undefined;
+      uid?: string | null | undefined;
+      metadata?: Record<string, string> | undefined;
+    },
   ): Promise<ApplicationRow | undefined> {
     const current = await this.get(scope, id);
     if (!current) return undefined;
@@ -101,12 +128,13 @@ export class Applications {
       ...current,
       name: changes.name ?? current.name,
       uid: changes.uid === undefined ? current.uid : changes.uid,
+      metadata: changes.metadata === undefined ? current.metadata : JSON.stringify(changes.metadata),
       updated_at: this.ctx.now(),
     };
     try {
       await this.ctx.db
         .updateTable('applications')
-        .set({ name: next.name, uid: next.uid, updated_at: next.updated_at })
+        .set({ name: next.name, uid: next.uid, metadata: next.metadata, updated_at: next.updated_at })
         .where('id', '=', current.id)
         .execute();
     } catch (error) {
@@ -153,6 +181,7 @@ export class Applications {
       await stopEndpoints(trx, endpointIds, 'failed', now);
       await forgetEndpoints(trx, endpointIds);
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
+      await trx.deleteFrom('portal_links').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();
       // Each endpoint deleted with it is an endpoint.deleted, raised with the delete.
       queued = await raiseOccurrences(

@@ -1,9 +1,19 @@
 import { idFloor, newId } from '../domain/ids.js';
-import { enqueueManual } from './queue/book.js';
-import { liveFlag, type Scope, type StoreContext } from './common.js';
+import { enqueueManual, firstAttempt, queuedTasks } from './queue/book.js';
+import { insertTogether } from './insert-rows.js';
+import { subscribes } from '../domain/envelope.js';
+import {
+  liveFlag,
+  parseJsonList,
+  toPage,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
-import type { BackgroundTaskStatus } from '../domain/states.js';
+import type { BackgroundTaskKind, BackgroundTaskStatus } from '../domain/states.js';
 
 // Work that runs in the background in bounded batches, whoever started it and whichever worker runs it:
 // an endpoint's recovery (decisions: POST /api/v1/endpoints/{id}/recover). A task is leased to one worker
@@ -33,6 +43,22 @@ export class BackgroundTasks {
    * would each give the same failed deliveries an attempt. `created` tells which.
    */
   async startRecover(scope: Scope, params: RecoverParams): Promise<{ task: BackgroundTaskRow; created: boolean }> {
+    return this.start(scope, 'endpoint.recover', params);
+  }
+
+  /**
+   * Starts sending an endpoint the messages of its application, created in the range, that it has no
+   * delivery of and subscribes to now (Svix's replay-missing), or finds the one running (one per endpoint).
+   */
+  async startReplay(scope: Scope, params: RecoverParams): Promise<{ task: BackgroundTaskRow; created: boolean }> {
+    return this.start(scope, 'endpoint.replay', params);
+  }
+
+  private async start(
+    scope: Scope,
+    kind: BackgroundTaskKind,
+    params: RecoverParams,
+  ): Promise<{ task: BackgroundTaskRow; created: boolean }> {
     // The running task may finish between a refused insert and the read: then the insert is tried again.
     for (;;) {
       const now = this.ctx.now();
@@ -40,7 +66,7 @@ export class BackgroundTasks {
         id: newId('backgroundTask', now),
         org_id: scope.orgId,
         livemode: liveFlag(scope),
-        kind: 'endpoint.recover',
+        kind,
         status: 'running',
         params: JSON.stringify(params),
         subject_id: params.endpointId,
@@ -61,12 +87,36 @@ export class BackgroundTasks {
       const running = await this.ctx.db
         .selectFrom('background_tasks')
         .selectAll()
-        .where('kind', '=', 'endpoint.recover')
+        .where('kind', '=', kind)
         .where('subject_id', '=', params.endpointId)
         .where('status', '=', 'running')
         .executeTakeFirst();
       if (running) return { task: running, created: false };
     }
+  }
+
+  /** The environment's tasks, in `page.order` (newest first by default). */
+  async list(
+    scope: Scope,
+    page: PageRequest,
+    filter: { status?: BackgroundTaskStatus | undefined; kind?: BackgroundTaskKind | undefined } = {},
+  ): Promise<Page<BackgroundTaskRow>> {
+    let query = this.ctx.db
+      .selectFrom('background_tasks')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope));
+    if (filter.status) query = query.where('status', '=', filter.status);
+    if (filter.kind) query = query.where('kind', '=', filter.kind);
+    const ascending = page.order === 'asc';
+    if (page.cursor) query = query.where('id', ascending ? '>' : '<', page.cursor);
+    return toPage(
+      await query
+        .orderBy('id', ascending ? 'asc' : 'desc')
+        .limit(page.limit + 1)
+        .execute(),
+      page.limit,
+    );
   }
 
   async get(scope: Scope, id: string): Promise<BackgroundTaskRow | undefined> {
@@ -153,6 +203,91 @@ export class BackgroundTasks {
         if (Number(moved.numUpdatedRows) === 0) throw new LeaseLost();
         task.cursor = ids.at(-1) ?? task.cursor;
         return { end: (done ? 'done' : 'more') as BatchEnd, queued: queued.length };
+      })
+      .catch((error) => {
+        if (error instanceof LeaseLost) return { end: 'lost' as BatchEnd, queued: 0 };
+        throw error;
+      });
+    if (end.queued > 0) this.onQueued();
+    return end.end;
+  }
+
+  /** One batch of the task, by its kind. */
+  async runBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
+    return task.kind === 'endpoint.replay'
+      ? this.replayBatch(task, owner, leaseMs, size)
+      : this.recoverBatch(task, owner, leaseMs, size);
+  }
+
+  /**
+   * One batch of a replay: up to `size` messages of the endpoint's application created in the task's
+   * range, after its cursor, in id order; each the endpoint has no delivery of and subscribes to now gets
+   * one (its first attempt queued, as at emit). The cursor, count and lease move in the same transaction.
+   * A deleted endpoint ends the task.
+   */
+  async replayBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
+    const params = JSON.parse(task.params) as RecoverParams;
+    const end = await this.ctx.db
+      .transaction()
+      .execute(async (trx) => {
+        const now = this.ctx.now();
+        const endpoint = await trx
+          .selectFrom('endpoints')
+          .select(['id', 'app_id', 'status', 'event_types', 'ordering'])
+          .where('id', '=', params.endpointId)
+          .executeTakeFirst();
+        let batch = trx
+          .selectFrom('messages')
+          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type'])
+          .where('app_id', '=', endpoint?.app_id ?? '')
+          .where('id', '>=', idFloor('message', params.since))
+          .where('created_at', '>=', params.since)
+          .orderBy('id')
+          .limit(size);
+        if (params.until !== null) batch = batch.where('created_at', '<', params.until);
+        if (task.cursor !== null) batch = batch.where('id', '>', task.cursor);
+        const messages = endpoint ? await batch.execute() : [];
+        const had = new Set(
+          messages.length === 0
+            ? []
+            : (
+                await trx
+                  .selectFrom('deliveries')
+                  .select('message_id')
+                  .where('endpoint_id', '=', params.endpointId)
+                  .where(
+                    'message_id',
+                    'in',
+                    messages.map((m) => m.id),
+                  )
+                  .execute()
+              ).map((row) => row.message_id),
+        );
+        const types = endpoint ? parseJsonList(endpoint.event_types) : [];
+        const missing = messages.filter((m) => !had.has(m.id) && subscribes(types, m.event_type));
+        const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
+        await insertTogether(trx, this.ctx.dialect, [
+          { table: 'deliveries', rows: made.map((x) => x.delivery) },
+          queuedTasks(made.flatMap((x) => (x.task ? [x.task] : []))),
+        ]);
+        const done = messages.length < size;
+        const moved = await trx
+          .updateTable('background_tasks')
+          .set((eb) => ({
+            cursor: messages.at(-1)?.id ?? task.cursor,
+            enqueued: eb('enqueued', '+', made.length),
+            status: done ? 'finished' : 'running',
+            failures: 0,
+            lease_until: now + leaseMs,
+            updated_at: now,
+          }))
+          .where('id', '=', task.id)
+          .where('lease_owner', '=', owner)
+          .where('status', '=', 'running')
+          .executeTakeFirst();
+        if (Number(moved.numUpdatedRows) === 0) throw new LeaseLost();
+        task.cursor = messages.at(-1)?.id ?? task.cursor;
+        return { end: (done ? 'done' : 'more') as BatchEnd, queued: made.length };
       })
       .catch((error) => {
         if (error instanceof LeaseLost) return { end: 'lost' as BatchEnd, queued: 0 };

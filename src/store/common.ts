@@ -20,8 +20,10 @@ export const liveFlag = (scope: Scope): number => (scope.livemode ? 1 : 0);
 
 export interface PageRequest {
   limit: number;
-  /** Id of the last item of the previous page; the page holds older items. */
+  /** Id of the last item of the previous page; the page holds the items after it in `order`. */
   cursor?: string | undefined;
+  /** Newest first (`desc`, the default) or oldest first (`asc`); lists that take it say so. */
+  order?: 'asc' | 'desc' | undefined;
 }
 
 export interface Page<T> {

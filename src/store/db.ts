@@ -21,6 +21,7 @@ import * as nextAttemptReadFromTasks from './migrations/012_next_attempt_read_fr
 import * as rateAsArrivalTime from './migrations/013_rate_as_arrival_time.js';
 import * as roomForUpdates from './migrations/014_room_for_updates.js';
 import * as outcomeEvents from './migrations/015_outcome_events.js';
+import * as svixSurface from './migrations/016_svix_surface.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -54,6 +55,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '013_rate_as_arrival_time': rateAsArrivalTime,
   '014_room_for_updates': roomForUpdates,
   '015_outcome_events': outcomeEvents,
+  '016_svix_surface': svixSurface,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -70,6 +70,19 @@ export class Deliveries {
     );
   }
 
+  /** An endpoint's deliveries made in [since, until) counted by status (statuses with none are left out). */
+  async countsByStatus(endpointId: string, since: number, until: number): Promise<Map<DeliveryStatus, number>> {
+    const rows = await this.ctx.db
+      .selectFrom('deliveries')
+      .select((eb) => ['status', eb.fn.countAll<number | string>().as('n')])
+      .where('endpoint_id', '=', endpointId)
+      .where('created_at', '>=', since)
+      .where('created_at', '<', until)
+      .groupBy('status')
+      .execute();
+    return new Map(rows.map((row) => [row.status, Number(row.n)]));
+  }
+
   /**
    * Queues exactly one manual attempt of a delivery, whatever its status, without touching its retry
    * schedule (the queue's enqueueManual numbers it). Returns the number the attempt will carry, or

@@ -1,4 +1,5 @@
 import { stopEndpoints, unparkAll } from './queue/book.js';
+import { isUniqueViolation } from './errors.js';
 import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
@@ -33,6 +34,13 @@ export interface EndpointInput {
   ordering?: Ordering | undefined;
   /** An operational endpoint (of the environment's hidden application): it raises no events itself. */
   operational?: boolean | undefined;
+  /** The caller's stable id for it, unique within the application (EndpointUidTakenError). */
+  uid?: string | null | undefined;
+  metadata?: Record<string, string> | undefined;
+  /** The HMAC secret to sign with (checked by suppliedSecretProblem); a new one when absent. */
+  secret?: string | undefined;
+  /** Also send the svix-* signature headers (an endpoint made through the Svix-compatible surface). */
+  svixHeaders?: boolean | undefined;
 }
 
 export interface EndpointChanges {
@@ -45,6 +53,10 @@ export interface EndpointChanges {
   /** Most requests a second; null removes the limit. */
   rateLimit?: number | null | undefined;
   ordering?: Ordering | undefined;
+  /** null removes it. */
+  uid?: string | null | undefined;
+  metadata?: Record<string, string> | undefined;
+  svixHeaders?: boolean | undefined;
 }
 
 /** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
@@ -85,6 +97,22 @@ export async function forgetEndpoints(db: Executor, endpointIds: string[]): Prom
 
 /** The columns an endpoint keeps sealed with HERALD_SECRET_KEY. */
 const SEALED_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'earlier_secrets_sealed', 'headers_sealed'] as const;
+
+export class EndpointUidTakenError extends Error {
+  constructor(uid: string) {
+    super(`an endpoint with uid "${uid}" already exists in this application`);
+  }
+}
+
+/** Runs a write of an endpoint's row and turns a taken uid into EndpointUidTakenError. */
+async function uidChecked<T>(uid: string | null, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (uid !== null && isUniqueViolation(error)) throw new EndpointUidTakenError(uid);
+    throw error;
+  }
+}
 
 export class EndpointLimitError extends Error {
   constructor(limit: number) {
@@ -148,7 +176,7 @@ export class Endpoints {
   ): Promise<{ row: EndpointRow; secret: string }> {
     const now = this.ctx.now();
     const signatureType = input.signatureType ?? 'hmac';
-    const secret = generateSigningKey(signatureType);
+    const secret = input.secret ?? generateSigningKey(signatureType);
     const row: EndpointRow = {
       id: newId('endpoint', now),
       org_id: scope.orgId,
@@ -172,6 +200,9 @@ export class Endpoints {
       rate_limit: input.rateLimit ?? null,
       ordering: input.ordering ?? 'unordered',
       operational: input.operational ? 1 : 0,
+      uid: input.uid ?? null,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      svix_headers: input.svixHeaders ? 1 : 0,
       created_at: now,
       updated_at: now,
     };
@@ -188,7 +219,7 @@ export class Endpoints {
         .where('app_id', '=', input.appId)
         .executeTakeFirstOrThrow();
       if (Number(n) >= maxPerApp) throw new EndpointLimitError(maxPerApp);
-      await trx.insertInto('endpoints').values(row).execute();
+      await uidChecked(row.uid, () => trx.insertInto('endpoints').values(row).execute());
       return this.raiseAbout(trx, row, app?.uid ?? null, [{ type: 'endpoint.created' }], now);
     });
     if (queued > 0) this.onQueued();
@@ -201,7 +232,7 @@ export class Endpoints {
    */
   async createOperational(
     scope: Scope,
-    input: Pick<EndpointInput, 'url' | 'description' | 'eventTypes'>,
+    input: Omit<EndpointInput, 'appId' | 'operational'>,
     maxPerEnvironment = Number.POSITIVE_INFINITY,
   ): Promise<{ row: EndpointRow; secret: string }> {
     const appId = await operationalApplication(this.ctx.db, scope, this.ctx.now());
@@ -221,14 +252,44 @@ export class Endpoints {
       .where('livemode', '=', liveFlag(scope))
       .where('operational', '=', filter.operational ? 1 : 0);
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
-    if (page.cursor) query = query.where('id', '<', page.cursor);
+    const ascending = page.order === 'asc';
+    if (page.cursor) query = query.where('id', ascending ? '>' : '<', page.cursor);
     return toPage(
       await query
-        .orderBy('id', 'desc')
+        .orderBy('id', ascending ? 'asc' : 'desc')
         .limit(page.limit + 1)
         .execute(),
       page.limit,
     );
+  }
+
+  /** An endpoint of an application by its id or its uid; with `appId` null, an operational endpoint. */
+  async find(scope: Scope, appId: string | null, idOrUid: string): Promise<EndpointRow | undefined> {
+    let query = this.ctx.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('operational', '=', appId === null ? 1 : 0);
+    if (appId !== null) query = query.where('app_id', '=', appId);
+    return query.where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)])).executeTakeFirst();
+  }
+
+  /** The environment's endpoints among these ids. */
+  async getMany(scope: Scope, ids: readonly string[]): Promise<EndpointRow[]> {
+    if (ids.length === 0) return [];
+    return this.ctx.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('id', 'in', [...ids])
+      .execute();
+  }
+
+  /** The secret an endpoint signs with now (`whsec_…`, or `whsk_…` for Ed25519). */
+  currentSecret(row: Pick<EndpointRow, 'secret_sealed'>): string {
+    return this.secrets.open(row.secret_sealed);
   }
 
   /** An endpoint of the environment; an operational endpoint only when `operational` asks for one. */
@@ -280,6 +341,9 @@ export class Endpoints {
             : this.sealHeaders(mergedHeaders(changes.headers, this.headers(current))),
         rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
         ordering: changes.ordering ?? current.ordering,
+        uid: changes.uid === undefined ? current.uid : changes.uid,
+        metadata: changes.metadata === undefined ? current.metadata : JSON.stringify(changes.metadata),
+        svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -292,21 +356,26 @@ export class Endpoints {
         next.status === current.status
           ? {}
           : { status: next.status, failing_since: next.failing_since, exhausted_at: next.exhausted_at };
-      await trx
-        .updateTable('endpoints')
-        .set({
-          url: next.url,
-          public_only: next.public_only,
-          description: next.description,
-          event_types: next.event_types,
-          headers_sealed: next.headers_sealed,
-          rate_limit: next.rate_limit,
-          ordering: next.ordering,
-          ...health,
-          updated_at: now,
-        })
-        .where('id', '=', id)
-        .execute();
+      await uidChecked(next.uid, () =>
+        trx
+          .updateTable('endpoints')
+          .set({
+            url: next.url,
+            public_only: next.public_only,
+            description: next.description,
+            event_types: next.event_types,
+            headers_sealed: next.headers_sealed,
+            rate_limit: next.rate_limit,
+            ordering: next.ordering,
+            uid: next.uid,
+            metadata: next.metadata,
+            svix_headers: next.svix_headers,
+            ...health,
+            updated_at: now,
+          })
+          .where('id', '=', id)
+          .execute(),
+      );
       if (next.status === 'disabled' && current.status !== 'disabled') await stopEndpoints(trx, [id], 'disabled', now);
       // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
       // deliveries from now on wait their turn.)
@@ -362,12 +431,15 @@ export class Endpoints {
     scope: Scope,
     id: string,
     graceMs: number,
+    /** The new HMAC secret (checked by suppliedSecretProblem); a new one when absent. */
+    key?: string,
+    operational = false,
   ): Promise<{ secret: string; publicKey: string | null; previousValidUntil: number } | undefined> {
     for (;;) {
-      const row = await this.get(scope, id);
+      const row = await this.get(scope, id, operational);
       if (!row) return undefined;
       // A key of the endpoint's own type: its receivers verify one kind of signature.
-      const secret = generateSigningKey(row.signature_type);
+      const secret = key ?? generateSigningKey(row.signature_type);
       const publicKey = publicKeyOf(secret);
       const now = this.ctx.now();
       const previousValidUntil = now + graceMs;

@@ -7,6 +7,9 @@ export interface EventTypeInput {
   example?: object | undefined;
   /** A JSON Schema the caller has checked (SchemaCompiler). */
   schema?: object | undefined;
+  archived?: boolean | undefined;
+  deprecated?: boolean | undefined;
+  groupName?: string | null | undefined;
 }
 
 export interface EventTypeChanges {
@@ -14,6 +17,9 @@ export interface EventTypeChanges {
   example?: object | undefined;
   /** A checked JSON Schema, or null to remove the entry's schema. */
   schema?: object | null | undefined;
+  archived?: boolean | undefined;
+  deprecated?: boolean | undefined;
+  groupName?: string | null | undefined;
 }
 
 /** Creating past the most event types an environment may have (HERALD_MAX_EVENT_TYPES). */
@@ -75,13 +81,14 @@ export class EventTypes {
     return schemaJson;
   }
 
-  /** The catalog in name order; the cursor is the last name of the previous page. */
-  async list(scope: Scope, page: PageRequest): Promise<Page<EventTypeRow>> {
+  /** The catalog in name order; the cursor is the last name of the previous page. Archived entries on request. */
+  async list(scope: Scope, page: PageRequest, { archived = true } = {}): Promise<Page<EventTypeRow>> {
     let query = this.ctx.db
       .selectFrom('event_types')
       .selectAll()
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope));
+    if (!archived) query = query.where('archived', '=', 0);
     if (page.cursor) query = query.where('name', '>', page.cursor);
     return toPage(
       await query
@@ -137,6 +144,9 @@ export class EventTypes {
       version: 1,
       example_json: JSON.stringify(input.example ?? {}),
       schema_json: input.schema === undefined ? null : JSON.stringify(input.schema),
+      archived: input.archived ? 1 : 0,
+      deprecated: input.deprecated ? 1 : 0,
+      group_name: input.groupName ?? null,
       created_at: now,
       updated_at: now,
     };
@@ -216,6 +226,9 @@ export class EventTypes {
           example_json: exampleJson,
           schema_json: schemaJson,
           version: changed ? current.version + 1 : current.version,
+          archived: changes.archived === undefined ? current.archived : changes.archived ? 1 : 0,
+          deprecated: changes.deprecated === undefined ? current.deprecated : changes.deprecated ? 1 : 0,
+          group_name: changes.groupName === undefined ? current.group_name : changes.groupName,
           updated_at: this.ctx.now(),
         };
         check(next);
@@ -226,6 +239,9 @@ export class EventTypes {
             example_json: next.example_json,
             schema_json: next.schema_json,
             version: next.version,
+            archived: next.archived,
+            deprecated: next.deprecated,
+            group_name: next.group_name,
             updated_at: next.updated_at,
           })
           .where('org_id', '=', scope.orgId)
@@ -234,6 +250,22 @@ export class EventTypes {
           .execute();
         return next;
       });
+    } finally {
+      this.forgetSchema(scope, name);
+    }
+  }
+
+  /** Removes an entry for good (messages of it are refused from then on); false when there is none. */
+  async delete(scope: Scope, name: string): Promise<boolean> {
+    this.forgetSchema(scope, name);
+    try {
+      const result = await this.ctx.db
+        .deleteFrom('event_types')
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('name', '=', name)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
     } finally {
       this.forgetSchema(scope, name);
     }

@@ -12,6 +12,8 @@ import { Applications } from './applications.js';
 import { Endpoints } from './endpoints.js';
 import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
+import { Attempts } from './attempts.js';
+import { RequestReplays } from './request-replays.js';
 import { openQueue, type Queue } from './queue.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
@@ -33,6 +35,8 @@ export class Store {
   readonly endpoints: Endpoints;
   readonly messages: Messages;
   readonly deliveries: Deliveries;
+  readonly attempts: Attempts;
+  readonly requestReplays: RequestReplays;
   readonly queue: Queue;
   /** Background tasks (an endpoint's recovery), created by the API and run by workers. */
   readonly backgroundTasks: BackgroundTasks;
@@ -80,6 +84,8 @@ export class Store {
     );
     this.messages = new Messages(this.ctx, config, onQueued);
     this.deliveries = new Deliveries(this.ctx, onQueued);
+    this.attempts = new Attempts(this.ctx);
+    this.requestReplays = new RequestReplays(this.ctx, config.idempotencyTtlMs);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued, opened.queuePool);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb }, raise);
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);

@@ -35,6 +35,11 @@ export type EmitResult =
 export interface MessageFilter {
   appId?: string | undefined;
   eventType?: string | undefined;
+  /** Any of these event types. */
+  eventTypes?: string[] | undefined;
+  /** Created before or after these times (milliseconds), either end excluded. */
+  before?: number | undefined;
+  after?: number | undefined;
 }
 
 export interface MessagePolicy {
@@ -406,6 +411,37 @@ export class Messages {
     return { deliveries, tasks, idsByMessage };
   }
 
+  /**
+   * A message to one endpoint only, whatever it subscribes to (Svix's send-example: an event type's example
+   * sent to try an endpoint): the message, its payload and the one delivery, written together.
+   */
+  async sendTo(
+    scope: Scope,
+    endpoint: Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'ordering'>,
+    eventType: string,
+    payloadJson: string,
+  ): Promise<MessageRow> {
+    const now = this.ctx.now();
+    const message: MessageRow = {
+      id: newId('message', now),
+      org_id: scope.orgId,
+      livemode: liveFlag(scope),
+      app_id: endpoint.app_id,
+      event_type: eventType,
+      created_at: now,
+    };
+    const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+    const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
+    await insertTogether(this.ctx.db, this.ctx.dialect, [
+      { table: 'messages', rows: [message] },
+      { table: 'payloads', rows: [{ message_id: message.id, body: payloadJson, created_at: now }] },
+      { table: 'deliveries', rows: [delivery] },
+      queuedTasks(task ? [task] : []),
+    ]);
+    if (task) this.onQueued();
+    return message;
+  }
+
   /** New deliveries of an existing message for the endpoints subscribed now. */
   async replay(scope: Scope, id: string): Promise<string[] | undefined> {
     // One transaction, so that on SQLite no endpoint changes between the read and the write.
@@ -419,6 +455,18 @@ export class Messages {
     });
     if (ids && ids.length > 0) this.onQueued();
     return ids;
+  }
+
+  /** The environment's messages among these ids. */
+  async getMany(scope: Scope, ids: readonly string[]): Promise<MessageRow[]> {
+    if (ids.length === 0) return [];
+    return this.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('id', 'in', [...ids])
+      .execute();
   }
 
   async get(scope: Scope, id: string): Promise<MessageRow | undefined> {
@@ -445,6 +493,9 @@ export class Messages {
       ? query.where('app_id', '=', filter.appId)
       : query.where('app_id', 'not in', hiddenApplication(this.ctx.db, scope));
     if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
+    if (filter.eventTypes && filter.eventTypes.length > 0) query = query.where('event_type', 'in', filter.eventTypes);
+    if (filter.before !== undefined) query = query.where('created_at', '<', filter.before);
+    if (filter.after !== undefined) query = query.where('created_at', '>', filter.after);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
       await query
@@ -453,6 +504,28 @@ export class Messages {
         .execute(),
       page.limit,
     );
+  }
+
+  /** The stored payloads of these messages (JSON text), by message id; an expunged one is missing. */
+  async payloads(messageIds: readonly string[]): Promise<Map<string, string>> {
+    if (messageIds.length === 0) return new Map();
+    const rows = await this.ctx.db
+      .selectFrom('payloads')
+      .select(['message_id', 'body'])
+      .where('message_id', 'in', [...messageIds])
+      .execute();
+    return new Map(rows.map((row) => [row.message_id, row.body]));
+  }
+
+  /**
+   * Removes a message's payload now, as retention would: attempts not yet made fail as past retention,
+   * and reads show no content. False when there is no such message.
+   */
+  async expungePayload(scope: Scope, id: string): Promise<boolean> {
+    const message = await this.get(scope, id);
+    if (!message) return false;
+    await this.ctx.db.deleteFrom('payloads').where('message_id', '=', message.id).execute();
+    return true;
   }
 
   async payload(messageId: string): Promise<string | undefined> {

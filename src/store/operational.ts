@@ -71,6 +71,7 @@ export async function operationalApplication(db: Executor, scope: Scope, now: nu
       // No portal opens it: the token is never shown.
       portal_token_hash: hashToken(randomToken(32)),
       operational: 1,
+      metadata: '{}',
       created_at: now,
       updated_at: now,
     })

@@ -51,6 +51,8 @@ export class Organizations {
               description: entry.description,
               version: 1,
               example_json: JSON.stringify(entry.example),
+              archived: 0,
+              deprecated: 0,
               created_at: now,
               updated_at: now,
             })),

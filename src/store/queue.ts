@@ -39,6 +39,8 @@ export interface AttemptInput {
     rateLimit?: number | null;
     /** `fifo`: its deliveries go one at a time, in creation order (src/domain/fifo.ts). */
     fifo?: boolean;
+    /** Also sign with the svix-* header names (an endpoint of the Svix-compatible surface). */
+    svixHeaders?: boolean;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;

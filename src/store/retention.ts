@@ -11,6 +11,9 @@ export interface PurgeCounts {
   messages: number;
   idempotencyKeys: number;
   rateCounters: number;
+  /** Expired portal links and kept answers (Svix surface). */
+  expiredLinks: number;
+  requestReplays: number;
 }
 
 /** Advisory lock key of the retention purge (any constant unique to Herald). */
@@ -143,6 +146,37 @@ const STEPS: [keyof PurgeCounts, Step][] = [
         )
         .executeTakeFirst(),
   ],
+  [
+    'expiredLinks',
+    (trx, _cutoff, now, limit) =>
+      trx
+        .deleteFrom('portal_links')
+        .where(
+          'token_hash',
+          'in',
+          trx.selectFrom('portal_links').select('token_hash').where('expires_at', '<=', now).limit(limit),
+        )
+        .executeTakeFirst(),
+  ],
+  [
+    'requestReplays',
+    (trx, _cutoff, now, limit) =>
+      trx
+        .deleteFrom('request_replays')
+        .where((eb) =>
+          eb(
+            eb.refTuple('org_id', 'livemode', 'key'),
+            'in',
+            trx
+              .selectFrom('request_replays')
+              .select(['org_id', 'livemode', 'key'])
+              .where('expires_at', '<=', now)
+              .limit(limit)
+              .$asTuple('org_id', 'livemode', 'key'),
+          ),
+        )
+        .executeTakeFirst(),
+  ],
 ];
 
 /** Deliveries with an attempt queued. */
@@ -174,6 +208,8 @@ export async function purgeExpired(
     messages: 0,
     idempotencyKeys: 0,
     rateCounters: 0,
+    expiredLinks: 0,
+    requestReplays: 0,
   };
   for (const [name, step] of STEPS) {
     for (;;) {

@@ -39,6 +39,11 @@ export interface EventTypeRow {
   example_json: string;
   /** The entry's JSON Schema (draft 2020-12) as JSON text; null when payloads are free-form. */
   schema_json: string | null;
+  /** 1: left out of lists unless asked for; messages of it are still accepted. */
+  archived: number;
+  /** 1: marked as on its way out (shown, not enforced). */
+  deprecated: number;
+  group_name: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -53,6 +58,8 @@ export interface ApplicationRow {
   portal_token_hash: string;
   /** 1 for the environment's hidden application of operational endpoints (src/store/operational.ts). */
   operational: number;
+  /** A JSON object of strings, as the Svix-compatible surface takes and shows it. */
+  metadata: string;
   created_at: number;
   updated_at: number;
 }
@@ -91,6 +98,12 @@ export interface EndpointRow {
   ordering: Ordering;
   /** 1 for an operational endpoint: it receives Herald's own events and no route but its own shows it. */
   operational: number;
+  /** The caller's stable id for the endpoint, unique within its application; null: none. */
+  uid: string | null;
+  /** A JSON object of strings, as the Svix-compatible surface takes and shows it. */
+  metadata: string;
+  /** 1: requests carry the svix-* signature headers beside the webhook-* ones (set through the Svix surface). */
+  svix_headers: number;
   created_at: number;
   updated_at: number;
 }
@@ -181,6 +194,28 @@ export interface EndpointRateRow {
   tat_us: number;
 }
 
+/** A portal link made on request: it opens its application's portal until `expires_at`. */
+export interface PortalLinkRow {
+  /** SHA-256 (hex) of the link's token. */
+  token_hash: string;
+  app_id: string;
+  expires_at: number;
+  created_at: number;
+}
+
+/** The answer to a Svix-surface POST, kept by its idempotency key (src/store/request-replays.ts). */
+export interface RequestReplayRow {
+  org_id: string;
+  livemode: number;
+  key: string;
+  /** Method and path of the first request: a repeat of the key with another request is refused. */
+  request: string;
+  /** The answer's HTTP status; 0 while the first request is being answered. */
+  status: number;
+  body: string | null;
+  expires_at: number;
+}
+
 /** A running delivery worker and its last heartbeat (src/store/workers.ts). */
 export interface WorkerRow {
   id: string;
@@ -229,4 +264,6 @@ export interface Database {
   outcome_events: OutcomeEventRow;
   endpoint_rates: EndpointRateRow;
   background_tasks: BackgroundTaskRow;
+  portal_links: PortalLinkRow;
+  request_replays: RequestReplayRow;
 }

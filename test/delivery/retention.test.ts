@@ -108,6 +108,8 @@ test('on PostgreSQL one purge runs at a time: a purge that finds another running
       messages: 0,
       idempotencyKeys: 0,
       rateCounters: 0,
+      expiredLinks: 0,
+      requestReplays: 0,
     });
     assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 200, 'nothing was removed');
     await holder.query('commit');
@@ -146,6 +148,8 @@ test('the purge works in small transactions and still removes everything that is
     messages: 23,
     idempotencyKeys: 23,
     rateCounters: 0,
+    expiredLinks: 0,
+    requestReplays: 0,
   });
   const db = s.service.store.ctx.db;
   for (const table of ['attempts', 'deliveries', 'payloads', 'messages', 'idempotency_keys'] as const) {

@@ -61,6 +61,9 @@ const RESOURCE: Record<string, keyof Scope> = {
   deliveries: 'delivery',
   'event-types': 'eventType',
   'api-keys': 'apiKey',
+  // The Svix-compatible surface names the application first (its other ids are random here).
+  app: 'app',
+  'event-type': 'eventType',
 };
 
 /** Tables whose content a 4xx must leave as it was (workers' heartbeats change on their own). */
@@ -310,7 +313,11 @@ function operationArb(world: World, { method, path, op }: Operation, names: stri
   // The path's id: a fixture's of some scope, or an odd string.
   const ref = pathParam
     ? fc.oneof(
-        { weight: 3, arbitrary: scopeIndex.map((i) => ({ ref: 'scope' as const, scope: i, id: '' })) },
+        {
+          // A path whose id names no fixture takes random ids only.
+          weight: resource ? 3 : 0,
+          arbitrary: scopeIndex.map((i) => ({ ref: 'scope' as const, scope: i, id: '' })),
+        },
         {
           weight: 1,
           arbitrary: fc
@@ -410,7 +417,10 @@ function operationArb(world: World, { method, path, op }: Operation, names: stri
       if (ref.ref === 'scope' && resource) id = scopes[ref.scope!]![resource] as string;
       // Raw percent-escapes are sent as they are (malformed ones among them); anything else is encoded.
       const segment = RAW_ESCAPES.has(id) ? id : encodeSegment(id);
-      const concrete = pathParam ? path.replace(`{${pathParam}}`, segment) : path;
+      // A path's further ids (the Svix surface's endpoint, message or attempt after the application) name nothing.
+      const concrete = pathParam
+        ? path.replace(`{${pathParam}}`, segment).replace(/\{[a-z_]+\}/g, 'x_doesnotexist')
+        : path;
       const search = new URLSearchParams();
       for (const [k, v] of Object.entries(query.q)) search.append(k, typeof v === 'string' ? v : JSON.stringify(v));
       let requestBody: FuzzRequest['body'];

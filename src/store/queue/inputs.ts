@@ -36,6 +36,7 @@ const INPUT_COLUMNS = [
   'endpoints.headers_sealed',
   'endpoints.rate_limit',
   'endpoints.ordering',
+  'endpoints.svix_headers',
 ] as const;
 
 /**
@@ -74,6 +75,7 @@ export interface LoadedRow {
   headers_sealed: string | null;
   rate_limit: number | null;
   ordering: Ordering | null;
+  svix_headers: number | null;
 }
 
 /**
@@ -114,7 +116,14 @@ export class InputReader {
     status: EndpointStatus,
     row: Pick<
       LoadedRow,
-      keyof SecretColumns | 'url' | 'livemode' | 'public_only' | 'headers_sealed' | 'rate_limit' | 'ordering'
+      | keyof SecretColumns
+      | 'url'
+      | 'livemode'
+      | 'public_only'
+      | 'headers_sealed'
+      | 'rate_limit'
+      | 'ordering'
+      | 'svix_headers'
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
@@ -132,6 +141,7 @@ export class InputReader {
       headers: headers ?? {},
       rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
       fifo: row.ordering === 'fifo',
+      svixHeaders: Boolean(row.svix_headers),
     };
   }
 
@@ -220,6 +230,7 @@ export async function loadEndpoints(
       'headers_sealed',
       'rate_limit',
       'ordering',
+      'svix_headers',
     ])
     .where('id', 'in', ids)
     .execute();

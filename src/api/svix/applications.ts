@@ -1,0 +1,173 @@
+import { Type } from 'typebox';
+import { conflict, invalid, notFound } from '../errors.js';
+import { scopeOf } from '../auth.js';
+import type { RoutePlugin } from '../deps.js';
+import type { Scope, Store } from '../../store/index.js';
+import { UidTakenError } from '../../store/applications.js';
+import { ID_PREFIX } from '../../domain/ids.js';
+import { AppParams, appOf, listQuery, orderQuery, pageOf } from './common.js';
+import { svixErrors } from './errors.js';
+import { ApplicationOut, applicationOut, SvixListOf, svixList } from './models.js';
+
+const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 1024 }), { maxProperties: 50 });
+const Uid = Type.String({ minLength: 1, maxLength: 256, pattern: '^[a-zA-Z0-9\\-_.]+$' });
+export const ApplicationIn = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 256 }),
+  uid: Type.Optional(Type.Union([Uid, Type.Null()])),
+  metadata: Type.Optional(Metadata),
+  rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+});
+const ApplicationPatch = Type.Partial(ApplicationIn);
+type In = { name?: string; uid?: string | null; metadata?: Record<string, string>; rateLimit?: number | null };
+
+/** Refuses what Herald cannot keep as Svix would: a uid that reads as an id, an application rate limit. */
+function checked(body: In): In {
+  if (body.uid?.startsWith(ID_PREFIX.application))
+    throw invalid(`uid must not start with ${ID_PREFIX.application}: it would read as an application id`);
+  if (body.rateLimit != null)
+    throw invalid('rateLimit is not supported on applications; set rateLimit on each endpoint');
+  return body;
+}
+
+async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof UidTakenError) throw conflict(error.message);
+    throw error;
+  }
+}
+
+/** Creates an application from Svix's ApplicationIn (also used by message create's `application`). */
+export async function createApplication(store: Store, scope: Scope, body: In) {
+  const { name, uid, metadata } = checked(body);
+  return uidChecked(() =>
+    store.applications.create(scope, { name: name!, uid: uid ?? undefined, metadata: metadata ?? {} }),
+  );
+}
+
+export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
+  const tags = ['svix: application'];
+  app.get(
+    '/api/v1/app',
+    {
+      schema: {
+        summary: 'List applications',
+        tags,
+        querystring: Type.Object({ ...listQuery, ...orderQuery }),
+        response: { 200: SvixListOf(ApplicationOut), ...svixErrors() },
+      },
+    },
+    async (request) =>
+      svixList(await store.applications.list(scopeOf(request), pageOf(request.query, 'asc')), applicationOut),
+  );
+
+  app.post(
+    '/api/v1/app',
+    {
+      schema: {
+        summary: 'Create an application (with get_if_exists, answer the one with this uid if there is one)',
+        tags,
+        querystring: Type.Object({ get_if_exists: Type.Optional(Type.Boolean()) }),
+        body: ApplicationIn,
+        response: { 200: ApplicationOut, 201: ApplicationOut, ...svixErrors(409) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const { uid } = request.body;
+      if (request.query.get_if_exists && uid) {
+        const existing = await store.applications.get(scope, uid);
+        if (existing) return applicationOut(existing);
+      }
+      const row = await createApplication(store, scope, request.body);
+      reply.code(201);
+      return applicationOut(row);
+    },
+  );
+
+  app.get(
+    '/api/v1/app/:app_id',
+    {
+      schema: {
+        summary: 'Get an application by id or uid',
+        tags,
+        params: AppParams,
+        response: { 200: ApplicationOut, ...svixErrors(404) },
+      },
+    },
+    async (request) => applicationOut(await appOf(store, scopeOf(request), request.params.app_id)),
+  );
+
+  // PUT creates the application when none has this id or uid (the path's value becomes its uid). On an
+  // existing one it sets every field but uid, which stays unless given: the path may be naming it by it.
+  app.put(
+    '/api/v1/app/:app_id',
+    {
+      schema: {
+        summary: 'Update an application, or create it with this uid',
+        tags,
+        params: AppParams,
+        body: ApplicationIn,
+        response: { 200: ApplicationOut, 201: ApplicationOut, ...svixErrors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const { name, uid, metadata } = checked(request.body);
+      const current = await store.applications.get(scope, request.params.app_id);
+      if (!current) {
+        if (request.params.app_id.startsWith(ID_PREFIX.application))
+          throw notFound(`application ${request.params.app_id}`);
+        const row = await createApplication(store, scope, { ...request.body, uid: uid ?? request.params.app_id });
+        reply.code(201);
+        return applicationOut(row);
+      }
+      const row = await uidChecked(() =>
+        store.applications.update(scope, current.id, { name, uid, metadata: metadata ?? {} }),
+      );
+      if (!row) throw notFound(`application ${request.params.app_id}`);
+      return applicationOut(row);
+    },
+  );
+
+  app.patch(
+    '/api/v1/app/:app_id',
+    {
+      schema: {
+        summary: 'Change some fields of an application',
+        tags,
+        params: AppParams,
+        body: ApplicationPatch,
+        response: { 200: ApplicationOut, ...svixErrors(404, 409) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      const { name, uid, metadata } = checked(request.body);
+      const current = await appOf(store, scope, request.params.app_id);
+      const row = await uidChecked(() => store.applications.update(scope, current.id, { name, uid, metadata }));
+      if (!row) throw notFound(`application ${request.params.app_id}`);
+      return applicationOut(row);
+    },
+  );
+
+  app.delete(
+    '/api/v1/app/:app_id',
+    {
+      schema: {
+        summary: 'Delete an application and its endpoints',
+        tags,
+        params: AppParams,
+        response: { 204: Type.Null(), ...svixErrors(404) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const current = await appOf(store, scope, request.params.app_id);
+      if (!(await store.applications.delete(scope, current.id))) throw notFound(`application ${request.params.app_id}`);
+      reply.code(204);
+      return null;
+    },
+  );
+};

@@ -1,0 +1,82 @@
+import { Type } from 'typebox';
+import type {
+  FastifyBaseLogger,
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { notFound } from '../errors.js';
+import type { Scope, Store } from '../../store/index.js';
+import type { ApplicationRow, EndpointRow } from '../../store/schema.js';
+
+// What the Svix-surface routes share: their list parameters and how a path names an application and an
+// endpoint (by id or by uid, as Svix's do).
+
+/** The instance a route plugin is given, for helpers that register routes. */
+export type FastifyTypebox = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** Most items a Svix list page holds (Svix's own bound). */
+export const MAX_PAGE = 250;
+
+/** `limit`, `iterator` (the previous page's) and, for lists that take it, `order`. */
+export const listQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Items per page (default 50)' })),
+  iterator: Type.Optional(Type.String({ maxLength: 256, description: 'The `iterator` of the previous page' })),
+};
+export const orderQuery = {
+  order: Type.Optional(
+    Type.Union([Type.Literal('ascending'), Type.Literal('descending')], {
+      description: 'ascending: oldest first (the default); descending: newest first',
+    }),
+  ),
+};
+
+export const pageOf = (
+  query: { limit?: number | undefined; iterator?: string | undefined; order?: 'ascending' | 'descending' | undefined },
+  defaultOrder: 'asc' | 'desc' = 'desc',
+) => ({
+  limit: query.limit ?? 50,
+  cursor: query.iterator,
+  order: query.order === undefined ? defaultOrder : query.order === 'ascending' ? ('asc' as const) : ('desc' as const),
+});
+
+/** A time parameter (RFC 3339) as milliseconds; undefined when absent. */
+export function timeParam(value: string | undefined): number | undefined {
+  return value === undefined ? undefined : Date.parse(value);
+}
+
+export const AppParams = Type.Object({ app_id: Type.String({ minLength: 1, maxLength: 256 }) });
+export const EndpointParams = Type.Object({
+  app_id: Type.String({ minLength: 1, maxLength: 256 }),
+  endpoint_id: Type.String({ minLength: 1, maxLength: 256 }),
+});
+export const MessageParams = Type.Object({
+  app_id: Type.String({ minLength: 1, maxLength: 256 }),
+  msg_id: Type.String({ minLength: 1, maxLength: 256 }),
+});
+
+export async function appOf(store: Store, scope: Scope, appId: string): Promise<ApplicationRow> {
+  const app = await store.applications.get(scope, appId);
+  if (!app) throw notFound(`application ${appId}`);
+  return app;
+}
+
+export async function endpointOf(
+  store: Store,
+  scope: Scope,
+  appId: string,
+  endpointId: string,
+): Promise<{ app: ApplicationRow; endpoint: EndpointRow }> {
+  const app = await appOf(store, scope, appId);
+  const endpoint = await store.endpoints.find(scope, app.id, endpointId);
+  if (!endpoint) throw notFound(`endpoint ${endpointId}`);
+  return { app, endpoint };
+}

@@ -1,0 +1,54 @@
+import type { FastifyInstance } from 'fastify';
+import { conflict, invalid } from '../errors.js';
+import type { Store } from '../../store/index.js';
+import { svixErrors } from './errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The idempotency key this request claimed (Svix surface): its answer is kept under it. */
+    replayKey?: string;
+  }
+}
+
+/** Longest idempotency key taken (the SDK's are `auto_` and a UUID). */
+const MAX_KEY = 255;
+
+/**
+ * Every POST of the Svix surface honours `idempotency-key`, as Svix's does (its SDK sends one on each
+ * POST and retries a 5xx twice): a repeat within HERALD_IDEMPOTENCY_TTL answers as the first did, with
+ * `idempotent-replayed: true`, so nothing is created twice; a repeat while the first still runs is 409,
+ * and so is the key sent with another method or path. Only successes are kept: a refused or failed
+ * request created nothing, so its repeat runs.
+ */
+export function installIdempotency(app: FastifyInstance, store: Store): void {
+  app.addHook('onRoute', (route) => {
+    const response = route.schema?.response as Record<number, unknown> | undefined;
+    if (route.method === 'POST' && response) response[409] ??= svixErrors(409)[409];
+  });
+  app.addHook('preHandler', async (request, reply) => {
+    const key = request.headers['idempotency-key'];
+    if (request.method !== 'POST' || typeof key !== 'string' || key === '' || !request.caller) return;
+    if (key.length > MAX_KEY) throw invalid(`idempotency-key is longer than ${MAX_KEY} characters`);
+    const found = await store.requestReplays.claim(request.caller.scope, key, `POST ${request.url.split('?')[0]}`);
+    if (found.kind === 'first') {
+      request.replayKey = key;
+      return;
+    }
+    if (found.kind === 'running')
+      throw conflict('a request with this idempotency-key is still being answered; repeat it shortly');
+    if (found.kind === 'other-request') throw conflict(`this idempotency-key was used for ${found.request}`);
+    reply.code(found.status).header('idempotent-replayed', 'true');
+    if (found.body) reply.type('application/json');
+    return reply.send(found.body ?? undefined);
+  });
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.replayKey && request.caller)
+      await store.requestReplays.finish(
+        request.caller.scope,
+        request.replayKey,
+        reply.statusCode,
+        typeof payload === 'string' && payload !== '' ? payload : null,
+      );
+    return payload;
+  });
+}

@@ -1,0 +1,156 @@
+import { Type } from 'typebox';
+import { invalid, notFound } from '../errors.js';
+import { scopeOf } from '../auth.js';
+import type { RoutePlugin } from '../deps.js';
+import { emit } from '../messages.js';
+import type { Scope, Store } from '../../store/index.js';
+import type { MessageRow } from '../../store/schema.js';
+import { AppParams, appOf, listQuery, MessageParams, pageOf } from './common.js';
+import { createApplication, ApplicationIn } from './applications.js';
+import { svixErrors } from './errors.js';
+import { MessageOut, messageOut, SvixListOf, svixList } from './models.js';
+
+/** Most messages a page holds when it carries their payloads: a page reads every payload on it. */
+export const MAX_PAGE_WITH_CONTENT = 50;
+
+const WithContent = Type.Optional(Type.Boolean({ description: 'Include payloads (default true)' }));
+const MessageIn = Type.Object({
+  eventType: Type.String({ minLength: 1, maxLength: 255 }),
+  payload: Type.Object({}, { additionalProperties: true }),
+  eventId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
+  channels: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+  tags: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+  application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
+  deliverAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  payloadRetentionPeriod: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  payloadRetentionHours: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+});
+
+/** Fields of Svix's MessageIn that Herald does not carry yet: refused rather than dropped. */
+const NOT_YET = [
+  'eventId',
+  'channels',
+  'tags',
+  'deliverAt',
+  'payloadRetentionPeriod',
+  'payloadRetentionHours',
+] as const;
+
+/** A message of this application, by id. */
+export async function messageOf(store: Store, scope: Scope, appId: string, msgId: string): Promise<MessageRow> {
+  const application = await appOf(store, scope, appId);
+  const message = await store.messages.get(scope, msgId);
+  if (!message || message.app_id !== application.id) throw notFound(`message ${msgId}`);
+  return message;
+}
+
+export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
+  const { store } = deps;
+  const tags = ['svix: message'];
+  app.get(
+    '/api/v1/app/:app_id/msg',
+    {
+      schema: {
+        summary: "List an application's messages, newest first",
+        tags,
+        params: AppParams,
+        querystring: Type.Object({
+          ...listQuery,
+          event_types: Type.Optional(
+            Type.String({ maxLength: 4096, description: 'Event type names, comma-separated' }),
+          ),
+          before: Type.Optional(Type.String({ format: 'date-time' })),
+          after: Type.Optional(Type.String({ format: 'date-time' })),
+          with_content: WithContent,
+        }),
+        response: { 200: SvixListOf(MessageOut), ...svixErrors(404) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      const { query } = request;
+      const application = await appOf(store, scope, request.params.app_id);
+      const content = query.with_content !== false;
+      const page = pageOf(query);
+      if (content) page.limit = Math.min(page.limit, MAX_PAGE_WITH_CONTENT);
+      const messages = await store.messages.list(scope, page, {
+        appId: application.id,
+        eventTypes: query.event_types?.split(',').filter(Boolean),
+        before: query.before === undefined ? undefined : Date.parse(query.before),
+        after: query.after === undefined ? undefined : Date.parse(query.after),
+      });
+      const payloads = content ? await store.messages.payloads(messages.items.map((m) => m.id)) : new Map();
+      return svixList(messages, (m) => messageOut(m, payloads.get(m.id)));
+    },
+  );
+
+  app.post(
+    '/api/v1/app/:app_id/msg',
+    {
+      schema: {
+        summary: 'Send a message to every subscribed endpoint of the application',
+        tags,
+        params: AppParams,
+        querystring: Type.Object({ with_content: WithContent }),
+        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
+        body: MessageIn,
+        response: { 202: MessageOut, ...svixErrors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const body = request.body;
+      for (const field of NOT_YET)
+        if (body[field] != null) throw invalid(`${field} is not supported yet by Herald's Svix-compatible API`);
+      // `application` creates the application when the path names none (its uid is the path's when not given).
+      if (body.application && !(await store.applications.get(scope, request.params.app_id)))
+        await createApplication(store, scope, {
+          ...body.application,
+          uid: body.application.uid ?? request.params.app_id,
+        });
+      const key = request.headers['idempotency-key'] ?? null;
+      const result = await emit(deps, scope, request.params.app_id, body.eventType, body.payload, key);
+      reply.code(202);
+      const payload = request.query.with_content === false ? undefined : JSON.stringify(body.payload);
+      return messageOut(result.message, payload);
+    },
+  );
+
+  app.get(
+    '/api/v1/app/:app_id/msg/:msg_id',
+    {
+      schema: {
+        summary: 'Get a message, with its payload unless with_content=false',
+        tags,
+        params: MessageParams,
+        querystring: Type.Object({ with_content: WithContent }),
+        response: { 200: MessageOut, ...svixErrors(404) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      const message = await messageOf(store, scope, request.params.app_id, request.params.msg_id);
+      const payload = request.query.with_content === false ? undefined : await store.messages.payload(message.id);
+      return messageOut(message, payload);
+    },
+  );
+
+  app.delete(
+    '/api/v1/app/:app_id/msg/:msg_id/content',
+    {
+      schema: {
+        summary: "Delete a message's payload now; attempts not yet made fail as past retention",
+        tags,
+        params: MessageParams,
+        response: { 204: Type.Null(), ...svixErrors(404) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const message = await messageOf(store, scope, request.params.app_id, request.params.msg_id);
+      await store.messages.expungePayload(scope, message.id);
+      reply.code(204);
+      return null;
+    },
+  );
+};

@@ -1,0 +1,235 @@
+import { Type, type TSchema } from 'typebox';
+import { iso } from '../serialize.js';
+import type { AttemptRead } from '../../store/attempts.js';
+import type { DeliveryRead } from '../../store/deliveries.js';
+import type { ApplicationRow, BackgroundTaskRow, EndpointRow, EventTypeRow, MessageRow } from '../../store/schema.js';
+import type { DeliveryStatus } from '../../domain/states.js';
+
+// Herald's rows as Svix's objects (the `svix` SDK's models): camelCase fields, times as ISO 8601, and
+// Svix's numbered states. Each object's schema beside its mapping, so the two are read together.
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Time = Type.String({ format: 'date-time' });
+const Metadata = Type.Record(Type.String(), Type.String());
+
+const metadataOf = (text: string) => JSON.parse(text) as Record<string, string>;
+
+/** `{data, iterator, prevIterator, done}`: `iterator` continues after the page's last item. */
+export const SvixListOf = <T extends TSchema>(item: T) =>
+  Type.Object({
+    data: Type.Array(item),
+    iterator: Nullable(Type.String()),
+    prevIterator: Nullable(Type.String()),
+    done: Type.Boolean(),
+  });
+
+export function svixList<Row, Out>(
+  page: { items: Row[]; hasMore: boolean; nextCursor: string | null },
+  toSvix: (row: Row) => Out,
+) {
+  return { data: page.items.map(toSvix), iterator: page.nextCursor, prevIterator: null, done: !page.hasMore };
+}
+
+export const ApplicationOut = Type.Object({
+  id: Type.String(),
+  uid: Nullable(Type.String()),
+  name: Type.String(),
+  rateLimit: Nullable(Type.Integer()),
+  metadata: Metadata,
+  createdAt: Time,
+  updatedAt: Time,
+});
+
+export const applicationOut = (a: ApplicationRow) => ({
+  id: a.id,
+  uid: a.uid,
+  name: a.name,
+  rateLimit: null,
+  metadata: metadataOf(a.metadata),
+  createdAt: iso(a.created_at),
+  updatedAt: iso(a.updated_at),
+});
+
+const endpointFields = {
+  id: Type.String(),
+  uid: Nullable(Type.String()),
+  url: Type.String(),
+  version: Type.Integer(),
+  description: Type.String(),
+  disabled: Type.Boolean(),
+  filterTypes: Nullable(Type.Array(Type.String())),
+  channels: Nullable(Type.Array(Type.String())),
+  rateLimit: Nullable(Type.Integer()),
+  metadata: Metadata,
+  createdAt: Time,
+  updatedAt: Time,
+};
+export const EndpointOut = Type.Object(endpointFields);
+
+export function endpointOut(e: EndpointRow) {
+  const types = JSON.parse(e.event_types) as string[];
+  return {
+    id: e.id,
+    uid: e.uid,
+    url: e.url,
+    version: 1,
+    description: e.description,
+    disabled: e.status === 'disabled',
+    filterTypes: types.length === 0 ? null : types,
+    channels: null,
+    rateLimit: e.rate_limit,
+    metadata: metadataOf(e.metadata),
+    createdAt: iso(e.created_at),
+    updatedAt: iso(e.updated_at),
+  };
+}
+
+/** Svix's message states (MessageStatus): 0 success, 1 pending, 2 failed, 3 sending. */
+const MESSAGE_STATUS = { success: 0, pending: 1, fail: 2, sending: 3 } as const;
+type StatusText = keyof typeof MESSAGE_STATUS;
+
+/** A delivery's state in Svix's words: `disabled` (its endpoint is) and `failed` are both `fail`. */
+export function deliveryStatusText(status: DeliveryStatus): StatusText {
+  return status === 'success' ? 'success' : status === 'pending' ? 'pending' : 'fail';
+}
+const statusFields = (text: StatusText) => ({ status: MESSAGE_STATUS[text], statusText: text });
+
+const messageFields = {
+  id: Type.String(),
+  eventId: Nullable(Type.String()),
+  eventType: Type.String(),
+  payload: Type.Any(),
+  channels: Nullable(Type.Array(Type.String())),
+  tags: Nullable(Type.Array(Type.String())),
+  timestamp: Time,
+};
+export const MessageOut = Type.Object(messageFields);
+
+/**
+ * A message; `payload` is its stored payload (JSON text), {} once expunged or when content is not asked
+ * for (Svix's `with_content=false`).
+ */
+export function messageOut(m: MessageRow, payloadJson: string | undefined) {
+  return {
+    id: m.id,
+    eventId: null,
+    eventType: m.event_type,
+    payload: payloadJson === undefined ? {} : (JSON.parse(payloadJson) as unknown),
+    channels: null,
+    tags: null,
+    timestamp: iso(m.created_at),
+  };
+}
+
+const Status = Type.Integer({ minimum: 0, maximum: 3, description: '0 success, 1 pending, 2 failed, 3 sending' });
+const StatusText = Type.Union([
+  Type.Literal('success'),
+  Type.Literal('pending'),
+  Type.Literal('fail'),
+  Type.Literal('sending'),
+]);
+
+export const EndpointMessageOut = Type.Object({
+  ...messageFields,
+  status: Status,
+  statusText: StatusText,
+  nextAttempt: Nullable(Time),
+});
+
+/** A message as one endpoint's delivery of it stands. */
+export const endpointMessageOut = (m: MessageRow, d: DeliveryRead, payloadJson: string | undefined) => ({
+  ...messageOut(m, payloadJson),
+  ...statusFields(deliveryStatusText(d.status)),
+  nextAttempt: d.next_attempt_at === null ? null : iso(d.next_attempt_at),
+});
+
+export const MessageEndpointOut = Type.Object({
+  ...endpointFields,
+  status: Status,
+  statusText: StatusText,
+  nextAttempt: Nullable(Time),
+});
+
+/** An endpoint as one message's delivery to it stands. */
+export const messageEndpointOut = (e: EndpointRow, d: DeliveryRead) => ({
+  ...endpointOut(e),
+  ...statusFields(deliveryStatusText(d.status)),
+  nextAttempt: d.next_attempt_at === null ? null : iso(d.next_attempt_at),
+});
+
+export const MessageAttemptOut = Type.Object({
+  id: Type.String(),
+  msgId: Type.String(),
+  endpointId: Type.String(),
+  url: Type.String(),
+  response: Type.String(),
+  responseStatusCode: Type.Integer(),
+  responseDurationMs: Type.Integer(),
+  status: Status,
+  statusText: StatusText,
+  triggerType: Type.Integer({ minimum: 0, maximum: 1, description: '0 scheduled, 1 manual' }),
+  timestamp: Time,
+  msg: Type.Optional(Nullable(MessageOut)),
+});
+
+/**
+ * An attempt; `response` holds the receiver's stored answer only when `withResponse` (a single attempt's
+ * read): lists leave it empty, so a page of attempts never reads a page of response bodies. An attempt
+ * that got no answer has status code 0.
+ */
+export function messageAttemptOut(a: AttemptRead, withResponse: boolean) {
+  const text: StatusText = a.status === 'success' ? 'success' : 'fail';
+  return {
+    id: a.id,
+    msgId: a.message_id,
+    endpointId: a.endpoint_id,
+    url: a.url ?? '',
+    response: withResponse ? (a.response_body ?? a.error ?? '') : '',
+    responseStatusCode: a.response_status ?? 0,
+    responseDurationMs: a.duration_ms,
+    ...statusFields(text),
+    triggerType: a.trigger === 'manual' ? 1 : 0,
+    timestamp: iso(a.created_at),
+  };
+}
+
+export const EventTypeOut = Type.Object({
+  name: Type.String(),
+  description: Type.String(),
+  archived: Type.Boolean(),
+  deprecated: Type.Boolean(),
+  schemas: Nullable(Type.Record(Type.String(), Type.Any())),
+  groupName: Nullable(Type.String()),
+  featureFlags: Nullable(Type.Array(Type.String())),
+  createdAt: Time,
+  updatedAt: Time,
+});
+
+/** An event type; its one JSON Schema is Svix's version "1". */
+export const eventTypeOut = (e: EventTypeRow) => ({
+  name: e.name,
+  description: e.description,
+  archived: e.archived === 1,
+  deprecated: e.deprecated === 1,
+  schemas: e.schema_json === null ? null : { '1': JSON.parse(e.schema_json) as unknown },
+  groupName: e.group_name,
+  featureFlags: null,
+  createdAt: iso(e.created_at),
+  updatedAt: iso(e.updated_at),
+});
+
+export const BackgroundTaskOut = Type.Object({
+  id: Type.String(),
+  status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
+  task: Type.String(),
+  data: Type.Record(Type.String(), Type.Any()),
+  updatedAt: Time,
+});
+
+export const backgroundTaskOut = (b: BackgroundTaskRow) => ({
+  id: b.id,
+  status: b.status,
+  task: b.kind,
+  data: { messagesQueued: b.enqueued },
+  updatedAt: iso(b.updated_at),
+});

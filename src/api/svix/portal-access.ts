@@ -1,0 +1,52 @@
+import { Type } from 'typebox';
+import { invalid, notFound } from '../errors.js';
+import { scopeOf } from '../auth.js';
+import type { RoutePlugin } from '../deps.js';
+import { portalPath } from '../serialize.js';
+import { AppParams } from './common.js';
+import { ApplicationIn, createApplication } from './applications.js';
+import { svixErrors } from './errors.js';
+
+/** How long a link opens the portal when the request names no `expiry` (Svix's default), and at most. */
+const DEFAULT_EXPIRY_S = 7 * 86_400;
+const MAX_EXPIRY_S = 365 * 86_400;
+
+export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
+  // A new link per call: each opens the application's customer portal (src/portal/) until it expires,
+  // whatever other links or the application's own portal_path do. The URL is built from the request's
+  // own address (its Host), as the client reached Herald.
+  app.post(
+    '/api/v1/auth/app-portal-access/:app_id',
+    {
+      schema: {
+        summary: "A link to the application's customer portal, valid for `expiry` seconds (default 7 days)",
+        tags: ['svix: authentication'],
+        params: AppParams,
+        body: Type.Object({
+          expiry: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_EXPIRY_S }), Type.Null()])),
+          application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
+          readOnly: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+          featureFlags: Type.Optional(Type.Array(Type.String())),
+          sessionId: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+          capabilities: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+        }),
+        response: { 200: Type.Object({ url: Type.String(), token: Type.String() }), ...svixErrors(404) },
+      },
+    },
+    async (request) => {
+      const scope = scopeOf(request);
+      const body = request.body;
+      if (body.readOnly) throw invalid('readOnly portals are not supported: the portal lets its user manage endpoints');
+      let application = await store.applications.get(scope, request.params.app_id);
+      if (!application && body.application)
+        application = await createApplication(store, scope, {
+          ...body.application,
+          uid: body.application.uid ?? request.params.app_id,
+        });
+      if (!application) throw notFound(`application ${request.params.app_id}`);
+      const expiresAt = store.ctx.now() + (body.expiry ?? DEFAULT_EXPIRY_S) * 1000;
+      const token = await store.applications.createPortalLink(application.id, expiresAt);
+      return { url: `${request.protocol}://${request.host}${portalPath(token)}`, token };
+    },
+  );
+};
