@@ -4,7 +4,9 @@ import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import {
   Endpoint,
+  EndpointChannels,
   EndpointHeaders,
+  EndpointUid,
   EndpointWithSecret,
   errors,
   Filter,
@@ -21,7 +23,7 @@ import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
 import { headersProblem } from '../domain/headers.js';
 import type { Scope, Store } from '../store/index.js';
-import { EndpointLimitError } from '../store/endpoints.js';
+import { EndpointLimitError, EndpointUidTakenError } from '../store/endpoints.js';
 import type { EndpointRow } from '../store/schema.js';
 import type { Config } from '../config.js';
 
@@ -71,7 +73,10 @@ export function withSecret<T extends { public_key: string | null }>(endpoint: T,
   return endpoint.public_key === null ? { ...endpoint, signing_secret: secret } : endpoint;
 }
 
-/** Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit. */
+/**
+ * Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit,
+ * and so is a uid its application has already.
+ */
 export async function createEndpoint(
   store: Store,
   config: Config,
@@ -79,9 +84,19 @@ export async function createEndpoint(
   input: Parameters<Store['endpoints']['create']>[1],
 ): Promise<{ row: EndpointRow; secret: string }> {
   try {
-    return await store.endpoints.create(scope, input, config.maxEndpointsPerApp);
+    return await uidChecked(() => store.endpoints.create(scope, input, config.maxEndpointsPerApp));
   } catch (error) {
     if (error instanceof EndpointLimitError) throw conflict(error.message);
+    throw error;
+  }
+}
+
+/** Runs an endpoint write and turns a uid its application has already into 409 `conflict`. */
+export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof EndpointUidTakenError) throw conflict(error.message);
     throw error;
   }
 }
@@ -120,6 +135,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           signature_type: Type.Optional(SignatureType),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           ordering: Type.Optional(Ordering),
+          uid: Type.Optional(EndpointUid),
+          channels: Type.Optional(EndpointChannels),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -139,6 +156,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         signatureType: body.signature_type,
         rateLimit: body.rate_limit,
         ordering: body.ordering,
+        uid: body.uid,
+        channels: body.channels,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -178,26 +197,33 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           signature_type: Type.Optional(SignatureType),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           ordering: Type.Optional(Ordering),
+          uid: Type.Optional(Nullable(EndpointUid)),
+          channels: Type.Optional(EndpointChannels),
         }),
-        response: { 200: Endpoint, ...errors(400, 401, 404, 429) },
+        response: { 200: Endpoint, ...errors(400, 401, 404, 409, 429) },
       },
     },
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status, headers, signature_type, rate_limit, ordering } = request.body;
+      const { url, description, event_types, status, headers, signature_type, rate_limit, ordering, uid, channels } =
+        request.body;
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
-      const row = await store.endpoints.update(scope, request.params.id, {
-        url,
-        description,
-        eventTypes: event_types,
-        status,
-        headers,
-        rateLimit: rate_limit,
-        ordering,
-      });
+      const row = await uidChecked(() =>
+        store.endpoints.update(scope, request.params.id, {
+          url,
+          description,
+          eventTypes: event_types,
+          status,
+          headers,
+          rateLimit: rate_limit,
+          ordering,
+          uid,
+          channels,
+        }),
+      );
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
     },

@@ -1,10 +1,22 @@
 import { Type } from 'typebox';
-import { invalid, notFound, HttpError } from './errors.js';
+import { conflict, invalid, notFound, HttpError } from './errors.js';
 import { scopeOf } from './auth.js';
 import { type ApiDeps, appIdFilter, pageOf, type RoutePlugin } from './deps.js';
-import { Delivery, EmitResponse, errors, Filter, IdParams, ListOf, Message, cursorOf, pageQuery } from './schemas.js';
+import {
+  Delivery,
+  EmitResponse,
+  errors,
+  Filter,
+  IdParams,
+  ListOf,
+  Message,
+  MessageChannels,
+  MessageTags,
+  cursorOf,
+  pageQuery,
+} from './schemas.js';
 import { deliveryToApi, list, messageToApi } from './serialize.js';
-import type { EmitResult } from '../store/messages.js';
+import type { EmitRequest, EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
 import { schemaValidator } from './event-types.js';
@@ -21,6 +33,8 @@ const EmitBody = Type.Object({
   event_type: EventTypeName,
   payload: Payload,
   idempotency_key: Type.Optional(IdempotencyKey),
+  channels: Type.Optional(MessageChannels),
+  tags: Type.Optional(MessageTags),
 });
 
 const SendTestBody = Type.Object({
@@ -49,6 +63,7 @@ const ReplayResponse = Type.Object({
 function accepted(result: EmitResult, appId: string, eventType: string): Extract<EmitResult, { ok: true }> {
   if (result.ok) return result;
   if (result.reason === 'app_not_found') throw notFound(`application ${appId}`);
+  if (result.reason === 'event_id_taken') throw conflict('a message with this event id exists already');
   throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
 }
 
@@ -60,6 +75,7 @@ export async function emit(
   eventType: string,
   payload: object,
   idempotencyKey: string | null,
+  extra: Pick<EmitRequest, 'eventId' | 'channels' | 'tags' | 'payloadExpiresAt'> = {},
 ) {
   // The payload must satisfy the event type's schema, if its catalog entry has one. This is part of
   // checking the request, so it comes before the idempotency key is looked at, like the body's shape.
@@ -70,7 +86,7 @@ export async function emit(
     const failure = schemaFailure(validate, payload, 'payload', payloadJson.length);
     if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
   }
-  const result = await store.messages.emit({ scope, appId, eventType, payloadJson, idempotencyKey });
+  const result = await store.messages.emit({ scope, appId, eventType, payloadJson, idempotencyKey, ...extra });
   const created = accepted(result, appId, eventType);
   if (!created.idempotent) metrics.emitted(scope.livemode);
   return created;
@@ -89,6 +105,8 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
           cursor: cursorOf('message'),
           app_id: Filter,
           event_type: Filter,
+          channel: Filter,
+          tag: Filter,
         }),
         response: { 200: ListOf(Message), ...errors(400, 401, 429) },
       },
@@ -99,6 +117,8 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const page = await store.messages.list(scope, pageOf(request.query), {
         appId,
         eventType: request.query.event_type,
+        channel: request.query.channel,
+        tag: request.query.tag,
       });
       return list(page, messageToApi);
     },
@@ -119,7 +139,10 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const body = request.body;
       // The header wins over the body key when both are sent.
       const key = request.headers['idempotency-key'] ?? body.idempotency_key ?? null;
-      const result = await emit(deps, scopeOf(request), body.app_id, body.event_type, body.payload, key);
+      const result = await emit(deps, scopeOf(request), body.app_id, body.event_type, body.payload, key, {
+        channels: body.channels,
+        tags: body.tags,
+      });
       reply.code(result.idempotent ? 200 : 201);
       return { ...messageToApi(result.message), delivery_ids: result.deliveryIds, idempotent: result.idempotent };
     },

@@ -84,6 +84,8 @@ const messageExample = {
   object: 'message',
   event_type: 'invoice.paid',
   app_id: EXAMPLE_ID.app,
+  channels: [],
+  tags: ['region-eu'],
   created_at: EXAMPLE_TIME,
 };
 export const Message = Type.Object(
@@ -92,6 +94,8 @@ export const Message = Type.Object(
     object: Type.Literal('message'),
     event_type: Type.String(),
     app_id: Type.String(),
+    channels: Type.Array(Type.String(), { description: 'Routing channels (empty: none)' }),
+    tags: Type.Array(Type.String(), { description: 'Labels, for lists (tag=)' }),
     created_at: Timestamp,
   },
   { examples: [messageExample] },
@@ -103,6 +107,8 @@ export const EmitResponse = Type.Object(
     object: Type.Literal('message'),
     event_type: Type.String(),
     app_id: Type.String(),
+    channels: Type.Array(Type.String()),
+    tags: Type.Array(Type.String()),
     created_at: Timestamp,
     delivery_ids: Type.Array(Type.String()),
     idempotent: Type.Boolean(),
@@ -159,15 +165,34 @@ export const SignatureType = Type.Union([Type.Literal('hmac'), Type.Literal('ed2
     'hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation',
 });
 
+/** A channel or tag name (Svix's rule, so both surfaces take the same ones). */
+const ChannelName = Type.String({ minLength: 1, maxLength: 128, pattern: '^[a-zA-Z0-9\\-_.:]+$' });
+/** An endpoint's channels: it receives only messages sharing one (empty: every message). */
+export const EndpointChannels = Type.Array(ChannelName, { maxItems: 10, uniqueItems: true });
+/** A message's channels (routing) and tags (labels). */
+export const MessageChannels = Type.Array(ChannelName, { minItems: 1, maxItems: 5, uniqueItems: true });
+export const MessageTags = Type.Array(ChannelName, { maxItems: 5, uniqueItems: true });
+/** An endpoint's uid: its stable id in the application; may stand in for the id, so never looks like one. */
+export const EndpointUid = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^(?!ep_)[a-zA-Z0-9._:-]+$',
+  description: 'Your stable id for this endpoint in its application (not starting with ep_)',
+});
+
 export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);
 
 const endpointFields = {
   id: Type.String({ description: 'ep_…' }),
   object: Type.Literal('endpoint'),
   app_id: Type.String(),
+  uid: Nullable(Type.String({ description: 'Your stable id for the endpoint, unique in its application' })),
   url: Type.String({ format: 'uri' }),
   status: EndpointStatus,
   event_types: Type.Array(Type.String()),
+  channels: Type.Array(Type.String(), {
+    description: 'Receives only messages sharing one of these channels; empty: every message',
+  }),
   description: Type.String(),
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
@@ -185,9 +210,11 @@ const endpointExample = {
   id: EXAMPLE_ID.endpoint,
   object: 'endpoint',
   app_id: EXAMPLE_ID.app,
+  uid: 'billing',
   url: 'https://acme.example/webhooks',
   status: 'active',
   event_types: ['invoice.paid'],
+  channels: [],
   description: 'Billing receiver',
   headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
   rate_limit: 50,

@@ -27,6 +27,8 @@ export const messageToApi = (m: MessageRow) => ({
   object: 'message' as const,
   event_type: m.event_type,
   app_id: m.app_id,
+  channels: m.channels === null ? [] : (JSON.parse(m.channels) as string[]),
+  tags: m.tags === null ? [] : (JSON.parse(m.tags) as string[]),
   created_at: iso(m.created_at),
 });
 
@@ -50,9 +52,11 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   id: e.id,
   object: 'endpoint' as const,
   app_id: e.app_id,
+  uid: e.uid,
   url: e.url,
   status: e.status,
   event_types: JSON.parse(e.event_types) as string[],
+  channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
   description: e.description,
   headers,
   rate_limit: e.rate_limit,

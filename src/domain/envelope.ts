@@ -4,6 +4,19 @@ export function outboundBody(eventType: string, createdAtMs: number, payloadJson
   return `{"type":${JSON.stringify(eventType)},"timestamp":${JSON.stringify(new Date(createdAtMs).toISOString())},"data":${payloadJson}}`;
 }
 
+/**
+ * Whether an endpoint with these channels receives a message with these (decisions, "Svix-compatible
+ * surface"): an endpoint without channels receives every message; one with channels only messages that
+ * share at least one, so a message without channels goes only to endpoints without.
+ */
+export function sharesChannel(
+  endpointChannels: readonly string[] | null,
+  messageChannels: readonly string[] | null,
+): boolean {
+  if (!endpointChannels || endpointChannels.length === 0) return true;
+  return (messageChannels ?? []).some((channel) => endpointChannels.includes(channel));
+}
+
 /** Whether an endpoint with this subscription list receives an event type (empty list: every type). */
 export function subscribes(eventTypes: string[], eventType: string): boolean {
   return eventTypes.length === 0 || eventTypes.includes(eventType);

@@ -1,16 +1,7 @@
 import { idFloor, newId } from '../domain/ids.js';
 import { enqueueManual, firstAttempt, queuedTasks } from './queue/book.js';
 import { insertTogether } from './insert-rows.js';
-import { subscribes } from '../domain/envelope.js';
-import {
-  liveFlag,
-  parseJsonList,
-  toPage,
-  type Page,
-  type PageRequest,
-  type Scope,
-  type StoreContext,
-} from './common.js';
+import { liveFlag, receives, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
 import type { BackgroundTaskKind, BackgroundTaskStatus } from '../domain/states.js';
@@ -233,12 +224,12 @@ export class BackgroundTasks {
         const now = this.ctx.now();
         const endpoint = await trx
           .selectFrom('endpoints')
-          .select(['id', 'app_id', 'status', 'event_types', 'ordering'])
+          .select(['id', 'app_id', 'status', 'event_types', 'ordering', 'channels'])
           .where('id', '=', params.endpointId)
           .executeTakeFirst();
         let batch = trx
           .selectFrom('messages')
-          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type'])
+          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type', 'channels'])
           .where('app_id', '=', endpoint?.app_id ?? '')
           .where('id', '>=', idFloor('message', params.since))
           .where('created_at', '>=', params.since)
@@ -263,8 +254,7 @@ export class BackgroundTasks {
                   .execute()
               ).map((row) => row.message_id),
         );
-        const types = endpoint ? parseJsonList(endpoint.event_types) : [];
-        const missing = messages.filter((m) => !had.has(m.id) && subscribes(types, m.event_type));
+        const missing = messages.filter((m) => !had.has(m.id) && receives(endpoint!, m));
         const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
         await insertTogether(trx, this.ctx.dialect, [
           { table: 'deliveries', rows: made.map((x) => x.delivery) },

@@ -1,3 +1,4 @@
+import { sharesChannel, subscribes } from '../domain/envelope.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
@@ -52,4 +53,18 @@ export function chunks<T>(rows: T[], size = 500): T[][] {
 
 export function parseJsonList(text: string): string[] {
   return JSON.parse(text) as string[];
+}
+
+/** A nullable JSON list column as names, null as none. */
+export const namesOf = (text: string | null): string[] | null => (text === null ? null : parseJsonList(text));
+
+/** Whether an endpoint's row receives a message's (its event types, then its channels: src/domain/envelope.ts). */
+export function receives(
+  endpoint: { event_types: string; channels: string | null },
+  message: { event_type: string; channels: string | null },
+): boolean {
+  return (
+    subscribes(parseJsonList(endpoint.event_types), message.event_type) &&
+    sharesChannel(namesOf(endpoint.channels), namesOf(message.channels))
+  );
 }

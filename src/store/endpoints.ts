@@ -36,6 +36,8 @@ export interface EndpointInput {
   operational?: boolean | undefined;
   /** The caller's stable id for it, unique within the application (EndpointUidTakenError). */
   uid?: string | null | undefined;
+  /** It receives only messages sharing one of these (none: every message). */
+  channels?: string[] | null | undefined;
   metadata?: Record<string, string> | undefined;
   /** The HMAC secret to sign with (checked by suppliedSecretProblem); a new one when absent. */
   secret?: string | undefined;
@@ -55,6 +57,8 @@ export interface EndpointChanges {
   ordering?: Ordering | undefined;
   /** null removes it. */
   uid?: string | null | undefined;
+  /** null or empty: every message. */
+  channels?: string[] | null | undefined;
   metadata?: Record<string, string> | undefined;
   svixHeaders?: boolean | undefined;
 }
@@ -201,6 +205,7 @@ export class Endpoints {
       ordering: input.ordering ?? 'unordered',
       operational: input.operational ? 1 : 0,
       uid: input.uid ?? null,
+      channels: input.channels && input.channels.length > 0 ? JSON.stringify(input.channels) : null,
       metadata: JSON.stringify(input.metadata ?? {}),
       svix_headers: input.svixHeaders ? 1 : 0,
       created_at: now,
@@ -342,6 +347,12 @@ export class Endpoints {
         rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
         ordering: changes.ordering ?? current.ordering,
         uid: changes.uid === undefined ? current.uid : changes.uid,
+        channels:
+          changes.channels === undefined
+            ? current.channels
+            : changes.channels && changes.channels.length > 0
+              ? JSON.stringify(changes.channels)
+              : null,
         metadata: changes.metadata === undefined ? current.metadata : JSON.stringify(changes.metadata),
         svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
         updated_at: now,
@@ -368,6 +379,7 @@ export class Endpoints {
             rate_limit: next.rate_limit,
             ordering: next.ordering,
             uid: next.uid,
+            channels: next.channels,
             metadata: next.metadata,
             svix_headers: next.svix_headers,
             ...health,

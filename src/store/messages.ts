@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
-import { subscribes } from '../domain/envelope.js';
 import { GroupCommit } from './group-commit.js';
 import { insertTogether } from './insert-rows.js';
 import {
   chunks,
   liveFlag,
   parseJsonList,
+  receives,
   toPage,
   type Executor,
   type Page,
@@ -26,14 +26,24 @@ export interface EmitRequest {
   /** The payload object as JSON text. */
   payloadJson: string;
   idempotencyKey: string | null;
+  /** The sender's id for the message: a second message with it in the environment is refused. */
+  eventId?: string | null | undefined;
+  /** Routing channels (src/domain/envelope.ts, sharesChannel) and labels. */
+  channels?: string[] | null | undefined;
+  tags?: string[] | null | undefined;
+  /** When the payload goes, if sooner than the retention period. */
+  payloadExpiresAt?: number | null | undefined;
 }
 
 export type EmitResult =
   | { ok: true; message: MessageRow; deliveryIds: string[]; idempotent: boolean }
-  | { ok: false; reason: 'app_not_found' | 'unknown_event_type' };
+  | { ok: false; reason: 'app_not_found' | 'unknown_event_type' | 'event_id_taken' };
 
 export interface MessageFilter {
   appId?: string | undefined;
+  /** Messages with this channel, or this tag, among theirs. */
+  channel?: string | undefined;
+  tag?: string | undefined;
   eventType?: string | undefined;
   /** Any of these event types. */
   eventTypes?: string[] | undefined;
@@ -54,7 +64,15 @@ export interface MessagePolicy {
 const EMIT_BATCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 
 /** An endpoint as fan-out needs it. */
-type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering'>;
+type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering' | 'channels'>;
+
+/** Names as a JSON list column: none (null or empty) as null. */
+const namesText = (names: readonly string[] | null | undefined): string | null =>
+  names && names.length > 0 ? JSON.stringify(names) : null;
+
+/** A condition that a JSON list column holds `name` (names have no quotes; LIKE's wildcards are escaped). */
+const listHolds = (column: 'channels' | 'tags', name: string) =>
+  sql<boolean>`${sql.ref(column)} like ${`%${JSON.stringify(name).replace(/[\\%_]/g, (c) => `\\${c}`)}%`} escape '\\'`;
 
 /** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
@@ -113,12 +131,13 @@ export class Messages {
 
     const pendingRequests = pending.map((i) => requests[i]!);
     // Independent reads: on PostgreSQL outside a transaction they go on two connections at once.
-    const [{ apps, endpoints }, unknownTypes] = await Promise.all([
+    const [{ apps, endpoints }, unknownTypes, takenEventIds] = await Promise.all([
       this.appsWithEndpoints(
         db,
         pendingRequests.map((r) => ({ scope: r.scope, name: r.appId })),
       ),
       this.unknownEventTypes(db, pendingRequests),
+      this.takenEventIds(db, pendingRequests),
     ]);
     const accepted: { index: number; message: MessageRow }[] = [];
     const claimedKeys = new Map<string, number>();
@@ -132,6 +151,15 @@ export class Messages {
         results[i] = { ok: false, reason: 'unknown_event_type' };
         continue;
       }
+      // An event id taken before, or by an earlier request of this batch.
+      if (request.eventId) {
+        const key = scopeKey(request.scope, `event:${request.eventId}`);
+        if (takenEventIds.has(key)) {
+          results[i] = { ok: false, reason: 'event_id_taken' };
+          continue;
+        }
+        takenEventIds.add(key);
+      }
       // Two requests with one key in the same batch: the first creates, the second repeats it.
       if (request.idempotencyKey !== null) {
         const key = scopeKey(request.scope, request.idempotencyKey);
@@ -144,6 +172,9 @@ export class Messages {
         livemode: liveFlag(request.scope),
         app_id: apps.get(scopeKey(request.scope, request.appId))!,
         event_type: request.eventType,
+        event_id: request.eventId ?? null,
+        channels: namesText(request.channels),
+        tags: namesText(request.tags),
         created_at: now,
       };
       accepted.push({ index: i, message });
@@ -169,6 +200,7 @@ export class Messages {
           message_id: message.id,
           body: requests[index]!.payloadJson,
           created_at: now,
+          expires_at: requests[index]!.payloadExpiresAt ?? null,
         })),
       },
       { table: 'deliveries', rows: fanned.deliveries },
@@ -207,6 +239,9 @@ export class Messages {
           livemode: row.livemode,
           app_id: row.app_id,
           event_type: row.event_type,
+          event_id: row.event_id,
+          channels: row.channels,
+          tags: row.tags,
           created_at: row.created_at,
         },
         deliveryIds: parseJsonList(row.delivery_ids),
@@ -230,6 +265,9 @@ export class Messages {
           'messages.id',
           'messages.app_id',
           'messages.event_type',
+          'messages.event_id',
+          'messages.channels',
+          'messages.tags',
           'messages.created_at',
         ])
         // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
@@ -348,6 +386,7 @@ export class Messages {
         'endpoints.status',
         'endpoints.event_types',
         'endpoints.ordering',
+        'endpoints.channels',
       ])
       .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
       .where('applications.operational', operational ? '>=' : '=', 0)
@@ -364,9 +403,23 @@ export class Messages {
           status: row.status!,
           event_types: row.event_types!,
           ordering: row.ordering!,
+          channels: row.channels,
         });
     }
     return { apps, endpoints };
+  }
+
+  /** Scope + `event:` id of every requested event id a message of its environment has already. */
+  private async takenEventIds(db: Executor, requests: EmitRequest[]): Promise<Set<string>> {
+    const ids = [...new Set(requests.flatMap((r) => (r.eventId ? [r.eventId] : [])))];
+    if (ids.length === 0) return new Set();
+    const rows = await db
+      .selectFrom('messages')
+      .select(['org_id', 'livemode', 'event_id'])
+      .where('org_id', 'in', [...new Set(requests.map((r) => r.scope.orgId))])
+      .where('event_id', 'in', ids)
+      .execute();
+    return new Set(rows.map((r) => rowKey(r, `event:${r.event_id}`)));
   }
 
   /** Scope + name of every requested event type that is not in its environment's catalog. */
@@ -397,8 +450,7 @@ export class Messages {
     for (const message of messages) {
       const ids: string[] = [];
       for (const endpoint of endpoints) {
-        if (endpoint.app_id !== message.app_id || !subscribes(parseJsonList(endpoint.event_types), message.event_type))
-          continue;
+        if (endpoint.app_id !== message.app_id || !receives(endpoint, message)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
         const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
@@ -428,13 +480,16 @@ export class Messages {
       livemode: liveFlag(scope),
       app_id: endpoint.app_id,
       event_type: eventType,
+      event_id: null,
+      channels: null,
+      tags: null,
       created_at: now,
     };
     const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
     const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
     await insertTogether(this.ctx.db, this.ctx.dialect, [
       { table: 'messages', rows: [message] },
-      { table: 'payloads', rows: [{ message_id: message.id, body: payloadJson, created_at: now }] },
+      { table: 'payloads', rows: [{ message_id: message.id, body: payloadJson, created_at: now, expires_at: null }] },
       { table: 'deliveries', rows: [delivery] },
       queuedTasks(task ? [task] : []),
     ]);
@@ -473,6 +528,17 @@ export class Messages {
     return this.getWith(this.ctx.db, scope, id);
   }
 
+  /** A message by its id or the sender's event id. */
+  async find(scope: Scope, idOrEventId: string): Promise<MessageRow | undefined> {
+    return this.ctx.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where((eb) => eb.or([eb('id', '=', idOrEventId), eb('event_id', '=', idOrEventId)]))
+      .executeTakeFirst();
+  }
+
   private async getWith(db: Executor, scope: Scope, id: string): Promise<MessageRow | undefined> {
     return db
       .selectFrom('messages')
@@ -493,6 +559,8 @@ export class Messages {
       ? query.where('app_id', '=', filter.appId)
       : query.where('app_id', 'not in', hiddenApplication(this.ctx.db, scope));
     if (filter.eventType) query = query.where('event_type', '=', filter.eventType);
+    if (filter.channel) query = query.where(listHolds('channels', filter.channel));
+    if (filter.tag) query = query.where(listHolds('tags', filter.tag));
     if (filter.eventTypes && filter.eventTypes.length > 0) query = query.where('event_type', 'in', filter.eventTypes);
     if (filter.before !== undefined) query = query.where('created_at', '<', filter.before);
     if (filter.after !== undefined) query = query.where('created_at', '>', filter.after);

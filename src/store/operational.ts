@@ -119,10 +119,18 @@ export async function raiseOccurrences(
       livemode: occurrence.livemode,
       app_id: to[0]!.app_id,
       event_type: occurrence.type,
+      event_id: null,
+      channels: null,
+      tags: null,
       created_at: occurrence.at,
     };
     messages.push(message);
-    payloads.push({ message_id: message.id, body: JSON.stringify(occurrence.data), created_at: occurrence.at });
+    payloads.push({
+      message_id: message.id,
+      body: JSON.stringify(occurrence.data),
+      created_at: occurrence.at,
+      expires_at: null,
+    });
     for (const endpoint of to) {
       const { delivery, task } = firstAttempt(message, endpoint, runAt, now);
       deliveries.push(delivery);

@@ -70,7 +70,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
   ],
   [
     'payloads',
-    (trx, cutoff, _now, limit) =>
+    (trx, cutoff, now, limit) =>
       trx
         .deleteFrom('payloads')
         .where(
@@ -79,7 +79,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
           trx
             .selectFrom('payloads')
             .select('message_id')
-            .where('created_at', '<', cutoff)
+            .where((eb) => eb.or([eb('created_at', '<', cutoff), eb('expires_at', '<=', now)]))
             .where('message_id', 'not in', unsettled(trx))
             .limit(limit),
         )

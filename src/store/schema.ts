@@ -100,6 +100,8 @@ export interface EndpointRow {
   operational: number;
   /** The caller's stable id for the endpoint, unique within its application; null: none. */
   uid: string | null;
+  /** JSON array of channel names: it receives only messages sharing one; null: every message. */
+  channels: string | null;
   /** A JSON object of strings, as the Svix-compatible surface takes and shows it. */
   metadata: string;
   /** 1: requests carry the svix-* signature headers beside the webhook-* ones (set through the Svix surface). */
@@ -114,6 +116,12 @@ export interface MessageRow {
   livemode: number;
   app_id: string;
   event_type: string;
+  /** The sender's id for the message, unique in its environment; null: none given. */
+  event_id: string | null;
+  /** JSON array of channel names (routing: src/domain/envelope.ts); null: none. */
+  channels: string | null;
+  /** JSON array of tag names (labels for lists); null: none. */
+  tags: string | null;
   created_at: number;
 }
 
@@ -122,6 +130,8 @@ export interface PayloadRow {
   /** The payload object as JSON text, exactly as it goes into `data` of the outbound body. */
   body: string;
   created_at: number;
+  /** When the payload goes, if sooner than the retention period (and no attempt of it waits); null: with it. */
+  expires_at: number | null;
 }
 
 export interface IdempotencyRow {

@@ -75,7 +75,7 @@ test('rows written together are all written or none, without a transaction', { t
   await assert.rejects(
     insertTogether(db, store.dialect, [
       { table: 'messages', rows: [message] },
-      { table: 'payloads', rows: [{ message_id: message.id, body: '{"a":1}', created_at: now }] },
+      { table: 'payloads', rows: [{ message_id: message.id, body: '{"a":1}', created_at: now, expires_at: null }] },
       { table: 'deliveries', rows: [newDelivery] },
       { table: 'delivery_tasks', rows: [task(taken.id)] },
     ]),

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { ApiException, Svix, Webhook } from 'svix';
 import { setup, startReceiver } from '../delivery/helpers.js';
 import { eventually, type Received, type Receiver } from '../support/receiver.js';
+import { purgeExpired } from '../../src/store/retention.js';
 
 // The official `svix` SDK, pointed at a real Herald by `serverUrl` alone, drives the Svix-compatible
 // surface (src/api/svix/) through the flow a team moving from Svix runs, against a real receiver that
@@ -401,4 +402,112 @@ test('the OpenAPI document lists the Svix-compatible routes under their own tags
   assert.equal(count, 50, 'every operation of the surface');
   // Native routes keep their own tags.
   assert.deepEqual(doc.paths['/api/v1/applications'].get.tags, ['applications']);
+});
+
+test('channels route on both surfaces, tags label, event ids are unique, payload retention is kept', {
+  timeout: 120_000,
+}, async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t);
+  const svix = recordingClient(s.api.key!, s.service.url);
+  await svix.application.create({ name: 'Routes', uid: 'routes' });
+  const eu = await svix.endpoint.create('routes', { url: `${receiver.url}/eu`, channels: ['eu'] });
+  assert.deepEqual(eu.channels, ['eu']);
+  await svix.endpoint.create('routes', { url: `${receiver.url}/us`, channels: ['us', 'global'] });
+  await svix.endpoint.create('routes', { url: `${receiver.url}/all` });
+  // Natively too: a native endpoint with channels, and its uid.
+  const native = await s.api.post('/api/v1/endpoints', {
+    app_id: 'routes',
+    url: `${receiver.url}/native-eu`,
+    channels: ['eu'],
+    uid: 'native-eu',
+  });
+  assert.equal(native.status, 201, JSON.stringify(native.body));
+  assert.deepEqual([native.body.uid, native.body.channels], ['native-eu', ['eu']]);
+  assert.equal(
+    (await s.api.post('/api/v1/endpoints', { app_id: 'routes', url: `${receiver.url}/x`, uid: 'native-eu' })).status,
+    409,
+  );
+
+  const toEu = await svix.message.create('routes', {
+    eventType: 'invoice.paid',
+    payload: { n: 1 },
+    channels: ['eu'],
+    tags: ['vip'],
+  });
+  assert.deepEqual([toEu.channels, toEu.tags], [['eu'], ['vip']]);
+  const toNone = await svix.message.create('routes', { eventType: 'invoice.paid', payload: { n: 2 } });
+  const toGlobal = (
+    await s.api.post('/api/v1/messages', {
+      app_id: 'routes',
+      event_type: 'invoice.paid',
+      payload: { n: 3 },
+      channels: ['global'],
+      tags: ['batch'],
+    })
+  ).body;
+  assert.deepEqual([toGlobal.channels, toGlobal.tags], [['global'], ['batch']]);
+  const destinations = async (id: string) =>
+    (await svix.messageAttempt.listAttemptedDestinations('routes', id)).data
+      .map((e) => e.url.slice(receiver.url.length))
+      .sort();
+  assert.deepEqual(await destinations(toEu.id), ['/all', '/eu', '/native-eu']);
+  assert.deepEqual(await destinations(toNone.id), ['/all'], 'a message without channels goes to endpoints without');
+  assert.deepEqual(await destinations(toGlobal.id), ['/all', '/us']);
+  await eventually(async () => receiver.received.length >= 6, 10_000, 'six deliveries');
+
+  // Tags and channels filter lists, on both surfaces.
+  assert.deepEqual(
+    (await svix.message.list('routes', { tag: 'vip' })).data.map((m) => m.id),
+    [toEu.id],
+  );
+  assert.deepEqual(
+    (await svix.message.list('routes', { channel: 'global' })).data.map((m) => m.id),
+    [toGlobal.id],
+  );
+  const byTag = await s.api.get('/api/v1/messages?tag=batch');
+  assert.deepEqual(
+    byTag.body.data.map((m: { id: string }) => m.id),
+    [toGlobal.id],
+  );
+  assert.deepEqual((await s.api.get('/api/v1/messages?channel=e_')).body.data, [], 'names match whole, no wildcards');
+
+  // An event id is the sender's: a repeat in the environment is 409; it names the message in reads.
+  const first = await svix.message.create('routes', {
+    eventType: 'invoice.paid',
+    payload: { n: 4 },
+    eventId: 'order-77',
+  });
+  assert.equal(first.eventId, 'order-77');
+  assert.equal(
+    (
+      await refusal(
+        svix.message.create('routes', { eventType: 'invoice.paid', payload: { n: 5 }, eventId: 'order-77' }),
+      )
+    ).code,
+    409,
+  );
+  assert.equal((await svix.message.get('routes', 'order-77')).id, first.id);
+
+  // A payload retention shorter than the environment's: the payload goes at the purge once delivered.
+  const short = await svix.message.create('routes', {
+    eventType: 'invoice.paid',
+    payload: { n: 6 },
+    payloadRetentionHours: 1,
+  });
+  const kept = await svix.message.create('routes', { eventType: 'invoice.paid', payload: { n: 7 } });
+  await eventually(
+    async () =>
+      (await svix.messageAttempt.listByMsg('routes', kept.id)).data.length > 0 &&
+      (await svix.messageAttempt.listByMsg('routes', short.id)).data.length > 0,
+    10_000,
+    'both delivered',
+  );
+  const store = s.service.store;
+  await store.purgeExpired();
+  assert.deepEqual((await svix.message.get('routes', short.id)).payload, { n: 6 }, 'not yet due');
+  const later = { ...store.ctx, now: () => Date.now() + 2 * 3_600_000 };
+  await purgeExpired(later, s.service.config.retentionMs);
+  assert.deepEqual((await svix.message.get('routes', short.id)).payload, {}, 'gone when due');
+  assert.deepEqual((await svix.message.get('routes', kept.id)).payload, { n: 7 });
 });

@@ -3,10 +3,9 @@ import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import type { FastifyTypebox } from './common.js';
-import { checkEndpointInput, createEndpoint } from '../endpoints.js';
+import { checkEndpointInput, createEndpoint, uidChecked } from '../endpoints.js';
 import { startRecovery } from '../background-tasks.js';
 import type { Scope, Store } from '../../store/index.js';
-import { EndpointUidTakenError } from '../../store/endpoints.js';
 import type { EndpointRow } from '../../store/schema.js';
 import { ID_PREFIX } from '../../domain/ids.js';
 import { suppliedSecretProblem } from '../../domain/secrets.js';
@@ -14,6 +13,7 @@ import { isSensitiveHeader } from '../../domain/headers.js';
 import type { Config } from '../../config.js';
 import { AppParams, appOf, EndpointParams, endpointOf, listQuery, orderQuery, pageOf } from './common.js';
 import { svixErrors } from './errors.js';
+import { Channel } from './messages.js';
 import { EndpointOut, endpointOut, MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 
 const DAY_MS = 86_400_000;
@@ -32,7 +32,9 @@ export const optional = {
       Type.Null(),
     ]),
   ),
-  channels: Type.Optional(Type.Union([Type.Array(Type.String({ minLength: 1, maxLength: 128 })), Type.Null()])),
+  channels: Type.Optional(
+    Type.Union([Type.Array(Channel, { minItems: 1, maxItems: 10, uniqueItems: true }), Type.Null()]),
+  ),
   metadata: Type.Optional(Metadata),
   rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),
   uid: Type.Optional(Type.Union([Uid, Type.Null()])),
@@ -78,7 +80,6 @@ export async function checked(
 ): Promise<void> {
   if (body.uid?.startsWith(ID_PREFIX.endpoint))
     throw invalid(`uid must not start with ${ID_PREFIX.endpoint}: it would read as an endpoint id`);
-  if (body.channels && body.channels.length > 0) throw invalid('channels are not supported yet');
   if (body.secret != null) {
     const problem = suppliedSecretProblem(body.secret);
     if (problem) throw invalid(problem);
@@ -90,15 +91,6 @@ export async function checked(
     event_types: eventTypes ? undefined : (body.filterTypes ?? undefined),
     headers: body.headers ?? undefined,
   });
-}
-
-export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (error instanceof EndpointUidTakenError) throw conflict(error.message);
-    throw error;
-  }
 }
 
 /** Writes Svix's fields onto an endpoint; a field left out stays as it is. Signed with svix-* names from now. */
@@ -115,6 +107,7 @@ export async function update(store: Store, scope: Scope, endpoint: EndpointRow, 
         status: body.disabled === undefined ? undefined : body.disabled ? 'disabled' : 'active',
         rateLimit: body.rateLimit,
         uid: body.uid,
+        channels: body.channels,
         metadata: body.metadata,
         svixHeaders: true,
       },
@@ -172,6 +165,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
           headers: body.headers ?? undefined,
           rateLimit: body.rateLimit,
           uid: body.uid,
+          channels: body.channels,
           metadata: body.metadata,
           secret: body.secret ?? undefined,
           svixHeaders: true,
@@ -227,6 +221,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
           disabled: body.disabled ?? false,
           filterTypes: body.filterTypes ?? null,
           metadata: body.metadata ?? {},
+          channels: body.channels ?? null,
           rateLimit: body.rateLimit ?? null,
           uid: body.uid,
         },

@@ -10,6 +10,11 @@ import { createApplication, ApplicationIn } from './applications.js';
 import { svixErrors } from './errors.js';
 import { MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 
+/** What a channel, tag or event id may hold (Svix's rule). */
+export const NAME = '^[a-zA-Z0-9\\-_.:]+$';
+export const Channel = Type.String({ minLength: 1, maxLength: 128, pattern: NAME });
+const Tag = Type.String({ minLength: 1, maxLength: 128, pattern: NAME });
+
 /** Most messages a page holds when it carries their payloads: a page reads every payload on it. */
 export const MAX_PAGE_WITH_CONTENT = 50;
 
@@ -17,29 +22,23 @@ const WithContent = Type.Optional(Type.Boolean({ description: 'Include payloads 
 const MessageIn = Type.Object({
   eventType: Type.String({ minLength: 1, maxLength: 255 }),
   payload: Type.Object({}, { additionalProperties: true }),
-  eventId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
-  channels: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
-  tags: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+  eventId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256, pattern: NAME }), Type.Null()])),
+  channels: Type.Optional(
+    Type.Union([Type.Array(Channel, { minItems: 1, maxItems: 5, uniqueItems: true }), Type.Null()]),
+  ),
+  tags: Type.Optional(Type.Union([Type.Array(Tag, { maxItems: 5, uniqueItems: true }), Type.Null()])),
   application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
   deliverAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  payloadRetentionPeriod: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-  payloadRetentionHours: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  payloadRetentionPeriod: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 90 }), Type.Null()])),
+  payloadRetentionHours: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 2160 }), Type.Null()])),
 });
 
-/** Fields of Svix's MessageIn that Herald does not carry yet: refused rather than dropped. */
-const NOT_YET = [
-  'eventId',
-  'channels',
-  'tags',
-  'deliverAt',
-  'payloadRetentionPeriod',
-  'payloadRetentionHours',
-] as const;
+const HOUR_MS = 3_600_000;
 
-/** A message of this application, by id. */
+/** A message of this application, by id or event id. */
 export async function messageOf(store: Store, scope: Scope, appId: string, msgId: string): Promise<MessageRow> {
   const application = await appOf(store, scope, appId);
-  const message = await store.messages.get(scope, msgId);
+  const message = await store.messages.find(scope, msgId);
   if (!message || message.app_id !== application.id) throw notFound(`message ${msgId}`);
   return message;
 }
@@ -62,6 +61,8 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
           before: Type.Optional(Type.String({ format: 'date-time' })),
           after: Type.Optional(Type.String({ format: 'date-time' })),
           with_content: WithContent,
+          channel: Type.Optional(Type.String({ maxLength: 128 })),
+          tag: Type.Optional(Type.String({ maxLength: 128 })),
         }),
         response: { 200: SvixListOf(MessageOut), ...svixErrors(404) },
       },
@@ -76,6 +77,8 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
       const messages = await store.messages.list(scope, page, {
         appId: application.id,
         eventTypes: query.event_types?.split(',').filter(Boolean),
+        channel: query.channel,
+        tag: query.tag,
         before: query.before === undefined ? undefined : Date.parse(query.before),
         after: query.after === undefined ? undefined : Date.parse(query.after),
       });
@@ -100,8 +103,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
     async (request, reply) => {
       const scope = scopeOf(request);
       const body = request.body;
-      for (const field of NOT_YET)
-        if (body[field] != null) throw invalid(`${field} is not supported yet by Herald's Svix-compatible API`);
+      if (body.deliverAt != null) throw invalid('deliverAt is not supported: messages are sent when they are created');
       // `application` creates the application when the path names none (its uid is the path's when not given).
       if (body.application && !(await store.applications.get(scope, request.params.app_id)))
         await createApplication(store, scope, {
@@ -109,7 +111,15 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
           uid: body.application.uid ?? request.params.app_id,
         });
       const key = request.headers['idempotency-key'] ?? null;
-      const result = await emit(deps, scope, request.params.app_id, body.eventType, body.payload, key);
+      // A shorter payload retention (hours win over days, as in Svix): the payload goes then, once no
+      // attempt of it waits.
+      const retentionHours = body.payloadRetentionHours ?? (body.payloadRetentionPeriod ?? 0) * 24;
+      const result = await emit(deps, scope, request.params.app_id, body.eventType, body.payload, key, {
+        eventId: body.eventId,
+        channels: body.channels,
+        tags: body.tags,
+        payloadExpiresAt: retentionHours > 0 ? store.ctx.now() + retentionHours * HOUR_MS : null,
+      });
       reply.code(202);
       const payload = request.query.with_content === false ? undefined : JSON.stringify(body.payload);
       return messageOut(result.message, payload);

@@ -76,7 +76,7 @@ export function endpointOut(e: EndpointRow) {
     description: e.description,
     disabled: e.status === 'disabled',
     filterTypes: types.length === 0 ? null : types,
-    channels: null,
+    channels: e.channels === null ? null : (JSON.parse(e.channels) as string[]),
     rateLimit: e.rate_limit,
     metadata: metadataOf(e.metadata),
     createdAt: iso(e.created_at),
@@ -112,11 +112,11 @@ export const MessageOut = Type.Object(messageFields);
 export function messageOut(m: MessageRow, payloadJson: string | undefined) {
   return {
     id: m.id,
-    eventId: null,
+    eventId: m.event_id,
     eventType: m.event_type,
     payload: payloadJson === undefined ? {} : (JSON.parse(payloadJson) as unknown),
-    channels: null,
-    tags: null,
+    channels: m.channels === null ? null : (JSON.parse(m.channels) as string[]),
+    tags: m.tags === null ? null : (JSON.parse(m.tags) as string[]),
     timestamp: iso(m.created_at),
   };
 }

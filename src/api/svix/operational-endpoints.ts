@@ -7,7 +7,8 @@ import { EndpointLimitError } from '../../store/endpoints.js';
 import type { Scope } from '../../store/index.js';
 import { listQuery, orderQuery, pageOf } from './common.js';
 import { svixErrors } from './errors.js';
-import { checked, optional, secretAndHeaderRoutes, uidChecked, update, Url } from './endpoints.js';
+import { checked, optional, secretAndHeaderRoutes, update, Url } from './endpoints.js';
+import { uidChecked } from '../endpoints.js';
 import { EndpointOut, endpointOut, SvixListOf, svixList } from './models.js';
 
 // Operational webhooks (Herald's own events: an endpoint created, disabled, a delivery failing, …) as

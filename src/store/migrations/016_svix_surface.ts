@@ -30,6 +30,22 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('deprecated', 'integer', (c) => c.notNull().defaultTo(0))
     .execute();
   await db.schema.alterTable('event_types').addColumn('group_name', 'text').execute();
+  // Channels route messages (an endpoint with channels gets only messages sharing one; src/domain/
+  // envelope.ts), tags label messages for lists; both JSON arrays of names, null for none. A message's
+  // `event_id` is the sender's id for it, unique in its environment (a repeat is refused).
+  await db.schema.alterTable('endpoints').addColumn('channels', 'text').execute();
+  await db.schema.alterTable('messages').addColumn('channels', 'text').execute();
+  await db.schema.alterTable('messages').addColumn('tags', 'text').execute();
+  await db.schema.alterTable('messages').addColumn('event_id', 'text').execute();
+  await db.schema
+    .createIndex('messages_event_id')
+    .unique()
+    .on('messages')
+    .columns(['org_id', 'livemode', 'event_id'])
+    .execute();
+  // A payload asked to go sooner than the retention period (Svix's payloadRetentionPeriod): when.
+  await db.schema.alterTable('payloads').addColumn('expires_at', 'bigint').execute();
+  await db.schema.createIndex('payloads_by_expiry').on('payloads').column('expires_at').execute();
   await db.schema.createIndex('endpoints_uid').unique().on('endpoints').columns(['app_id', 'uid']).execute();
   // Portal links made on request (Svix's app-portal-access): each opens its application's portal until
   // it expires, beside the application's own portal token; only the token's hash is kept.
