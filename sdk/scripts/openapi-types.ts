@@ -9,8 +9,17 @@ const HEADER = `// Generated from GET /api/v1/openapi.json by \`npm run generate
 
 `;
 
-/** The text of src/openapi.ts for an OpenAPI document. */
+/**
+ * The text of src/openapi.ts for an OpenAPI document: Herald's own routes. The Svix-compatible routes
+ * (tagged `svix: …`) are left out: Svix's own SDKs are their clients.
+ */
 export async function typesFromOpenapi(doc: object): Promise<string> {
-  const ast = await openapiTS(doc as Parameters<typeof openapiTS>[0]);
+  const { paths = {}, ...rest } = doc as { paths?: Record<string, Record<string, { tags?: string[] }>> };
+  const native = Object.fromEntries(
+    Object.entries(paths).filter(([, operations]) =>
+      Object.values(operations).every((operation) => !operation.tags?.some((tag) => tag.startsWith('svix: '))),
+    ),
+  );
+  const ast = await openapiTS({ ...rest, paths: native } as unknown as Parameters<typeof openapiTS>[0]);
   return HEADER + astToString(ast);
 }

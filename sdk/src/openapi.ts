@@ -359,6 +359,8 @@ export interface paths {
                     cursor?: string;
                     app_id?: string;
                     event_type?: string;
+                    channel?: string;
+                    tag?: string;
                 };
                 header?: never;
                 path?: never;
@@ -381,6 +383,10 @@ export interface paths {
                          *           "object": "message",
                          *           "event_type": "invoice.paid",
                          *           "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "channels": [],
+                         *           "tags": [
+                         *             "region-eu"
+                         *           ],
                          *           "created_at": "2026-01-01T00:00:00.000Z"
                          *         }
                          *       ],
@@ -398,6 +404,10 @@ export interface paths {
                                 object: "message";
                                 event_type: string;
                                 app_id: string;
+                                /** @description Routing channels (empty: none) */
+                                channels: string[];
+                                /** @description Labels, for lists (tag=) */
+                                tags: string[];
                                 /** Format: date-time */
                                 created_at: string;
                             }[];
@@ -501,6 +511,8 @@ export interface paths {
                             [key: string]: unknown;
                         };
                         idempotency_key?: string;
+                        channels?: string[];
+                        tags?: string[];
                     };
                 };
             };
@@ -517,6 +529,10 @@ export interface paths {
                          *       "object": "message",
                          *       "event_type": "invoice.paid",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "channels": [],
+                         *       "tags": [
+                         *         "region-eu"
+                         *       ],
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -530,6 +546,8 @@ export interface paths {
                             object: "message";
                             event_type: string;
                             app_id: string;
+                            channels: string[];
+                            tags: string[];
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -549,6 +567,10 @@ export interface paths {
                          *       "object": "message",
                          *       "event_type": "invoice.paid",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "channels": [],
+                         *       "tags": [
+                         *         "region-eu"
+                         *       ],
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -562,6 +584,8 @@ export interface paths {
                             object: "message";
                             event_type: string;
                             app_id: string;
+                            channels: string[];
+                            tags: string[];
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -977,6 +1001,10 @@ export interface paths {
                          *       "object": "message",
                          *       "event_type": "invoice.paid",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "channels": [],
+                         *       "tags": [
+                         *         "region-eu"
+                         *       ],
                          *       "created_at": "2026-01-01T00:00:00.000Z"
                          *     }
                          */
@@ -987,6 +1015,10 @@ export interface paths {
                             object: "message";
                             event_type: string;
                             app_id: string;
+                            /** @description Routing channels (empty: none) */
+                            channels: string[];
+                            /** @description Labels, for lists (tag=) */
+                            tags: string[];
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -2589,11 +2621,13 @@ export interface paths {
                          *           "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *           "object": "endpoint",
                          *           "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "uid": "billing",
                          *           "url": "https://acme.example/webhooks",
                          *           "status": "active",
                          *           "event_types": [
                          *             "invoice.paid"
                          *           ],
+                         *           "channels": [],
                          *           "description": "Billing receiver",
                          *           "headers": {
                          *             "Authorization": "<redacted>",
@@ -2620,10 +2654,14 @@ export interface paths {
                                 /** @enum {string} */
                                 object: "endpoint";
                                 app_id: string;
+                                /** @description Your stable id for the endpoint, unique in its application */
+                                uid: string | null;
                                 /** Format: uri */
                                 url: string;
                                 status: "active" | "disabled" | "failing";
                                 event_types: string[];
+                                /** @description Receives only messages sharing one of these channels; empty: every message */
+                                channels: string[];
                                 description: string;
                                 /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                                 headers: {
@@ -2749,6 +2787,9 @@ export interface paths {
                         rate_limit?: number | null;
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
+                        /** @description Your stable id for this endpoint in its application (not starting with ep_) */
+                        uid?: string;
+                        channels?: string[];
                     };
                 };
             };
@@ -2764,11 +2805,13 @@ export interface paths {
                          *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "object": "endpoint",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "uid": "billing",
                          *       "url": "https://acme.example/webhooks",
                          *       "status": "active",
                          *       "event_types": [
                          *         "invoice.paid"
                          *       ],
+                         *       "channels": [],
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -2789,10 +2832,14 @@ export interface paths {
                             /** @enum {string} */
                             object: "endpoint";
                             app_id: string;
+                            /** @description Your stable id for the endpoint, unique in its application */
+                            uid: string | null;
                             /** Format: uri */
                             url: string;
                             status: "active" | "disabled" | "failing";
                             event_types: string[];
+                            /** @description Receives only messages sharing one of these channels; empty: every message */
+                            channels: string[];
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3021,11 +3068,13 @@ export interface paths {
                          *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "object": "endpoint",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "uid": "billing",
                          *       "url": "https://acme.example/webhooks",
                          *       "status": "active",
                          *       "event_types": [
                          *         "invoice.paid"
                          *       ],
+                         *       "channels": [],
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -3045,10 +3094,14 @@ export interface paths {
                             /** @enum {string} */
                             object: "endpoint";
                             app_id: string;
+                            /** @description Your stable id for the endpoint, unique in its application */
+                            uid: string | null;
                             /** Format: uri */
                             url: string;
                             status: "active" | "disabled" | "failing";
                             event_types: string[];
+                            /** @description Receives only messages sharing one of these channels; empty: every message */
+                            channels: string[];
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3365,6 +3418,9 @@ export interface paths {
                         rate_limit?: number | null;
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
+                        /** @description Your stable id for this endpoint in its application (not starting with ep_) */
+                        uid?: string | null;
+                        channels?: string[];
                     };
                 };
             };
@@ -3380,11 +3436,13 @@ export interface paths {
                          *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "object": "endpoint",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "uid": "billing",
                          *       "url": "https://acme.example/webhooks",
                          *       "status": "active",
                          *       "event_types": [
                          *         "invoice.paid"
                          *       ],
+                         *       "channels": [],
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -3404,10 +3462,14 @@ export interface paths {
                             /** @enum {string} */
                             object: "endpoint";
                             app_id: string;
+                            /** @description Your stable id for the endpoint, unique in its application */
+                            uid: string | null;
                             /** Format: uri */
                             url: string;
                             status: "active" | "disabled" | "failing";
                             event_types: string[];
+                            /** @description Receives only messages sharing one of these channels; empty: every message */
+                            channels: string[];
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3487,6 +3549,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "not_found",
                          *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Conflicts with what exists (a duplicate uid or name, a limit reached) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "conflict",
+                         *         "message": "an application with uid \"acme\" already exists",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -3802,12 +3888,14 @@ export interface paths {
                          *           "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *           "object": "endpoint",
                          *           "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "uid": "billing",
                          *           "url": "https://ops.acme.example/herald",
                          *           "status": "active",
                          *           "event_types": [
                          *             "endpoint.disabled",
                          *             "message.attempt.exhausted"
                          *           ],
+                         *           "channels": [],
                          *           "description": "Pager",
                          *           "headers": {},
                          *           "rate_limit": null,
@@ -3831,10 +3919,14 @@ export interface paths {
                                 /** @enum {string} */
                                 object: "endpoint";
                                 app_id: string;
+                                /** @description Your stable id for the endpoint, unique in its application */
+                                uid: string | null;
                                 /** Format: uri */
                                 url: string;
                                 status: "active" | "disabled" | "failing";
                                 event_types: string[];
+                                /** @description Receives only messages sharing one of these channels; empty: every message */
+                                channels: string[];
                                 description: string;
                                 /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                                 headers: {
@@ -3964,12 +4056,14 @@ export interface paths {
                          *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "object": "endpoint",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "uid": "billing",
                          *       "url": "https://ops.acme.example/herald",
                          *       "status": "active",
                          *       "event_types": [
                          *         "endpoint.disabled",
                          *         "message.attempt.exhausted"
                          *       ],
+                         *       "channels": [],
                          *       "description": "Pager",
                          *       "headers": {},
                          *       "rate_limit": null,
@@ -3987,10 +4081,14 @@ export interface paths {
                             /** @enum {string} */
                             object: "endpoint";
                             app_id: string;
+                            /** @description Your stable id for the endpoint, unique in its application */
+                            uid: string | null;
                             /** Format: uri */
                             url: string;
                             status: "active" | "disabled" | "failing";
                             event_types: string[];
+                            /** @description Receives only messages sharing one of these channels; empty: every message */
+                            channels: string[];
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -4376,12 +4474,14 @@ export interface paths {
                          *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "object": "endpoint",
                          *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "uid": "billing",
                          *       "url": "https://ops.acme.example/herald",
                          *       "status": "active",
                          *       "event_types": [
                          *         "endpoint.disabled",
                          *         "message.attempt.exhausted"
                          *       ],
+                         *       "channels": [],
                          *       "description": "Pager",
                          *       "headers": {},
                          *       "rate_limit": null,
@@ -4398,10 +4498,14 @@ export interface paths {
                             /** @enum {string} */
                             object: "endpoint";
                             app_id: string;
+                            /** @description Your stable id for the endpoint, unique in its application */
+                            uid: string | null;
                             /** Format: uri */
                             url: string;
                             status: "active" | "disabled" | "failing";
                             event_types: string[];
+                            /** @description Receives only messages sharing one of these channels; empty: every message */
+                            channels: string[];
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -6475,7 +6579,7 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            kind: "endpoint.recover";
+                            kind: "endpoint.recover" | "endpoint.replay";
                             status: "running" | "finished" | "failed";
                             /** Format: date-time */
                             created_at: string;
@@ -6707,7 +6811,7 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            kind: "endpoint.recover";
+                            kind: "endpoint.recover" | "endpoint.replay";
                             status: "running" | "finished" | "failed";
                             /** Format: date-time */
                             created_at: string;

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import swagger from '@fastify/swagger';
-import { Ajv } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Logger } from 'pino';
@@ -94,6 +94,25 @@ function validators() {
     return ajv;
   };
   return { body: make(false), other: make(true) };
+}
+
+/**
+ * A validator compiled on its first use: a start of the service then compiles only the schemas of the
+ * routes it serves, not every route's (a hundred routes' worth of ajv compiles is most of a start).
+ * fastify reads a failed validation's `errors` from the function it was given, so they are passed on.
+ */
+function lazyValidator(
+  compile: () => ValidateFunction,
+): ((data: unknown) => boolean) & { errors?: ValidateFunction['errors'] } {
+  let validate: ValidateFunction | undefined;
+  const lazy = (data: unknown) => {
+    validate ??= compile();
+    const valid = validate(data) as boolean;
+    lazy.errors = validate.errors;
+    return valid;
+  };
+  lazy.errors = undefined as ValidateFunction['errors'];
+  return lazy;
 }
 
 /**
@@ -258,7 +277,9 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   const ajv = validators();
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? ajv.body : ajv.other).compile(schema));
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    lazyValidator(() => (httpPart === 'body' ? ajv.body : ajv.other).compile(schema)),
+  );
   installBodyParsers(app, config.maxPayloadBytes);
   installErrorHandling(app, [svixDialect]);
   // A request without a body is treated as an empty object, so optional bodies may be left out and

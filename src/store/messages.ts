@@ -1,3 +1,4 @@
+import { isUniqueViolation } from './errors.js';
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
@@ -99,9 +100,19 @@ export class Messages {
     });
   }
 
-  /** Emits one message. Concurrent calls are written together (group commit: one transaction on SQLite, one write statement on PostgreSQL). */
-  emit(request: EmitRequest): Promise<EmitResult> {
-    return this.emits.submit(request);
+  /**
+   * Emits one message. Concurrent calls are written together (group commit: one transaction on SQLite,
+   * one write statement on PostgreSQL). An event id that a concurrent emit took between this one's check
+   * and its write fails the write (the unique index; the group commit then writes each request alone):
+   * that is the event id taken, as the check would have said.
+   */
+  async emit(request: EmitRequest): Promise<EmitResult> {
+    try {
+      return await this.emits.submit(request);
+    } catch (error) {
+      if (request.eventId && isUniqueViolation(error)) return { ok: false, reason: 'event_id_taken' };
+      throw error;
+    }
   }
 
   private async emitBatch(requests: EmitRequest[]): Promise<EmitResult[]> {

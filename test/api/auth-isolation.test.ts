@@ -2,7 +2,17 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestService, type TestService } from '../support/service.js';
 import { bootstrap, Client } from '../support/client.js';
-import { assertError, AUTHENTICATED_ROUTES, concrete, createApp, createEndpoint, emit, idsOf } from './helpers.js';
+import {
+  assertError,
+  assertSvixError,
+  AUTHENTICATED_ROUTES,
+  concrete,
+  createApp,
+  createEndpoint,
+  emit,
+  idsOf,
+  SVIX_ROUTES,
+} from './helpers.js';
 
 // Authentication on every route, and isolation between organizations and between Test and Live.
 describe('authentication and isolation', () => {
@@ -51,6 +61,10 @@ describe('authentication and isolation', () => {
       for (const [what, client, headers] of badKeys) {
         const body = method === 'GET' || method === 'DELETE' ? undefined : {};
         const reply = await client.request(method, concrete(path, method === 'GET' ? app.id : 'x_1'), body, headers);
+        if (SVIX_ROUTES.some(([m, p]) => m === method && p === path)) {
+          assertSvixError(reply, 401, 'authentication_failed');
+          continue;
+        }
         assertError(reply, 401, 'unauthorized');
         assert.ok(reply.body.error.message.length > 5, `${what} key on ${method} ${path}`);
       }

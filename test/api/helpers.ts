@@ -100,8 +100,8 @@ export function oddBodiesFor(fields: string[]): unknown[] {
   return fields.flatMap((field) => ODD_VALUES.map((value) => ({ [field]: value })));
 }
 
-/** Every route of /api/v1 behind an API key, as OpenAPI writes paths. The openapi test checks this list is complete. */
-export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
+/** Every native route of /api/v1 behind an API key, as OpenAPI writes paths. */
+export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/messages'],
   ['POST', '/api/v1/messages'],
   ['POST', '/api/v1/messages/send-test'],
@@ -137,7 +137,10 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/api-keys'],
   ['POST', '/api/v1/api-keys'],
   ['DELETE', '/api/v1/api-keys/{id}'],
-  // The Svix-compatible surface (src/api/svix/).
+];
+
+/** The Svix-compatible surface's routes behind an API key (src/api/svix/); their errors are Svix's. */
+export const SVIX_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/app'],
   ['POST', '/api/v1/app'],
   ['GET', '/api/v1/app/{app_id}'],
@@ -188,6 +191,22 @@ export const AUTHENTICATED_ROUTES: [method: string, path: string][] = [
   ['DELETE', '/api/v1/operational-webhook/endpoint/{endpoint_id}'],
   ['POST', '/api/v1/auth/app-portal-access/{app_id}'],
 ];
+
+/** Every route of /api/v1 behind an API key. The openapi test checks this list is complete. */
+export const AUTHENTICATED_ROUTES = [...NATIVE_ROUTES, ...SVIX_ROUTES];
+
+/** Asserts an error in Svix's shape: {code, detail}, or for 422 {detail: [{loc, msg, type}]}. */
+export function assertSvixError(reply: Reply, status: number, code: string): void {
+  assert.equal(reply.status, status, `expected ${status} ${code}, got ${reply.status} ${JSON.stringify(reply.body)}`);
+  if (status === 422) {
+    assert.deepEqual(Object.keys(reply.body), ['detail']);
+    assert.ok(reply.body.detail.length > 0 && reply.body.detail[0].msg.length > 0);
+    return;
+  }
+  assert.deepEqual(Object.keys(reply.body).sort(), ['code', 'detail']);
+  assert.equal(reply.body.code, code);
+  assert.ok(reply.body.detail.length > 5);
+}
 
 /** Routes that need no key. */
 export const PUBLIC_ROUTES: [method: string, path: string][] = [

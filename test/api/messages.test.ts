@@ -114,7 +114,15 @@ describe('messages', () => {
     const emitted = await emit(api, app.id, 'invoice.paid', { secret_marker: 'do-not-return-me' });
     const read = await api.get(`/api/v1/messages/${emitted.id}`);
     assert.equal(read.status, 200);
-    assert.deepEqual(Object.keys(read.body).sort(), ['app_id', 'created_at', 'event_type', 'id', 'object']);
+    assert.deepEqual(Object.keys(read.body).sort(), [
+      'app_id',
+      'channels',
+      'created_at',
+      'event_type',
+      'id',
+      'object',
+      'tags',
+    ]);
     assert.equal(read.body.event_type, 'invoice.paid');
     assert.equal(read.body.app_id, app.id);
     assert.ok(!Number.isNaN(Date.parse(read.body.created_at)));

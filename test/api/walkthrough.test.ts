@@ -39,7 +39,15 @@ test('bootstrap → application → endpoint → emit → delivered and readable
 
   const message = await api.get(`/api/v1/messages/${emitted.body.id}`);
   assert.equal(message.status, 200);
-  assert.deepEqual(Object.keys(message.body).sort(), ['app_id', 'created_at', 'event_type', 'id', 'object']);
+  assert.deepEqual(Object.keys(message.body).sort(), [
+    'app_id',
+    'channels',
+    'created_at',
+    'event_type',
+    'id',
+    'object',
+    'tags',
+  ]);
 
   const delivery = await api.get(`/api/v1/deliveries/${emitted.body.delivery_ids[0]}`);
   assert.equal(delivery.status, 200);

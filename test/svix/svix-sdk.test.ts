@@ -142,6 +142,9 @@ test('a team moving from Svix changes only serverUrl', { timeout: 120_000 }, asy
     metadata: { team: 'billing' },
   });
   assert.equal(endpoint.uid, 'ep-main');
+  const short = await refusal(svix.endpoint.create('shop-1', { url: `${receiver.url}/x`, secret: 'whsec_c2hvcnQ=' }));
+  assert.equal(short.code, 422, 'a secret of fewer than 24 bytes');
+  assert.match(short.body.detail[0].msg, /24 to 64 bytes/);
   assert.deepEqual(endpoint.filterTypes, ['invoice.paid']);
   assert.equal((await svix.endpoint.getSecret('shop-1', 'ep-main')).key, secret);
   assert.equal((await svix.endpoint.get('shop-1', endpoint.id)).url, `${receiver.url}/shop`);
@@ -374,6 +377,20 @@ test('the rest of the surface: event types, stats, headers, recover and replay, 
   const one = await svix.application.create({ name: 'Once' }, { idempotencyKey: key });
   const two = await svix.application.create({ name: 'Once' }, { idempotencyKey: key });
   assert.equal(two.id, one.id);
+  const raw = await fetch(`${s.service.url}/api/v1/app`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${s.api.key}`, 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify({ name: 'Once' }),
+  });
+  assert.equal(raw.headers.get('idempotent-replayed'), 'true');
+  const elsewhere = await refusal(svix.eventType.create({ name: 'x.y', description: '' }, { idempotencyKey: key }));
+  assert.equal(elsewhere.code, 409, 'the key of another request');
+  // A portal link is made on every call, whatever the key: its token is not kept.
+  const links = [
+    await svix.authentication.appPortalAccess('store', {}, { idempotencyKey: `${key}-portal` }),
+    await svix.authentication.appPortalAccess('store', {}, { idempotencyKey: `${key}-portal` }),
+  ];
+  assert.notEqual(links[0]!.token, links[1]!.token);
   const all = (await svix.application.list({ limit: 250 })).data.filter((a) => a.name === 'Once');
   assert.equal(all.length, 1);
   assert.equal(app.uid, 'store');
@@ -488,6 +505,17 @@ test('channels route on both surfaces, tags label, event ids are unique, payload
     409,
   );
   assert.equal((await svix.message.get('routes', 'order-77')).id, first.id);
+
+  // `application` in the body makes the application the path names when there is none.
+  const made = await svix.message.create('brand-new', {
+    eventType: 'invoice.paid',
+    payload: { n: 8 },
+    application: { name: 'Brand new' },
+  });
+  const brandNew = await svix.application.get('brand-new');
+  assert.equal(brandNew.name, 'Brand new');
+  assert.equal((await svix.message.get('brand-new', made.id)).id, made.id);
+  assert.equal((await refusal(svix.message.create('missing', { eventType: 'invoice.paid', payload: {} }))).code, 404);
 
   // A payload retention shorter than the environment's: the payload goes at the purge once delivered.
   const short = await svix.message.create('routes', {

@@ -8,6 +8,10 @@ declare module 'fastify' {
     /** The idempotency key this request claimed (Svix surface): its answer is kept under it. */
     replayKey?: string;
   }
+  interface FastifyContextConfig {
+    /** A route whose answer holds a credential (a portal link's token): never kept, so never replayed. */
+    credentialAnswer?: boolean;
+  }
 }
 
 /** Longest idempotency key taken (the SDK's are `auto_` and a UUID). */
@@ -18,7 +22,8 @@ const MAX_KEY = 255;
  * POST and retries a 5xx twice): a repeat within HERALD_IDEMPOTENCY_TTL answers as the first did, with
  * `idempotent-replayed: true`, so nothing is created twice; a repeat while the first still runs is 409,
  * and so is the key sent with another method or path. Only successes are kept: a refused or failed
- * request created nothing, so its repeat runs.
+ * request created nothing, so its repeat runs. An answer that holds a credential is never kept (the
+ * store keeps credentials hashed only): such a route makes a new one on each call.
  */
 export function installIdempotency(app: FastifyInstance, store: Store): void {
   app.addHook('onRoute', (route) => {
@@ -28,6 +33,7 @@ export function installIdempotency(app: FastifyInstance, store: Store): void {
   app.addHook('preHandler', async (request, reply) => {
     const key = request.headers['idempotency-key'];
     if (request.method !== 'POST' || typeof key !== 'string' || key === '' || !request.caller) return;
+    if (request.routeOptions.config.credentialAnswer) return;
     if (key.length > MAX_KEY) throw invalid(`idempotency-key is longer than ${MAX_KEY} characters`);
     const found = await store.requestReplays.claim(request.caller.scope, key, `POST ${request.url.split('?')[0]}`);
     if (found.kind === 'first') {

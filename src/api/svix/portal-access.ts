@@ -18,6 +18,7 @@ export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
   app.post(
     '/api/v1/auth/app-portal-access/:app_id',
     {
+      config: { credentialAnswer: true },
       schema: {
         summary: "A link to the application's customer portal, valid for `expiry` seconds (default 7 days)",
         tags: ['svix: authentication'],
