@@ -156,21 +156,19 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
       const body = request.body;
       await checked(store, config, scope, body);
       const application = await appOf(store, scope, request.params.app_id);
-      const { row } = await uidChecked(() =>
-        createEndpoint(store, config, scope, {
-          appId: application.id,
-          url: body.url,
-          description: body.description,
-          eventTypes: body.filterTypes ?? undefined,
-          headers: body.headers ?? undefined,
-          rateLimit: body.rateLimit,
-          uid: body.uid,
-          channels: body.channels,
-          metadata: body.metadata,
-          secret: body.secret ?? undefined,
-          svixHeaders: true,
-        }),
-      );
+      const { row } = await createEndpoint(store, config, scope, {
+        appId: application.id,
+        url: body.url,
+        description: body.description,
+        eventTypes: body.filterTypes ?? undefined,
+        headers: body.headers ?? undefined,
+        rateLimit: body.rateLimit,
+        uid: body.uid,
+        channels: body.channels,
+        metadata: body.metadata,
+        secret: body.secret ?? undefined,
+        svixHeaders: true,
+      });
       const created = body.disabled ? await update(store, scope, row, { disabled: true }, config.secretGraceMs) : row;
       reply.code(201);
       return endpointOut(created);

@@ -16,7 +16,8 @@ import { svixPortalAccessRoutes } from './portal-access.js';
 // One encapsulated plugin, so its error handler answers in Svix's shapes and no native route's changes.
 
 /** The paths Svix's API has under /api/v1 (none is a native route's). */
-const SVIX_PATHS = /^\/api\/v1\/(app|event-type|background-task|operational-webhook|auth|health|connector|environment|stream|stats)(\/|$)/;
+const SVIX_PATHS =
+  /^\/api\/v1\/(app|event-type|background-task|operational-webhook|auth|health|connector|environment|stream|stats)(\/|$)/;
 
 /** A request to a Svix path that matches no route is answered in Svix's shape too. */
 export const svixDialect: ErrorDialect = {
