@@ -2628,6 +2628,11 @@ export interface paths {
                          *             "invoice.paid"
                          *           ],
                          *           "channels": [],
+                         *           "filter": {
+                         *             "data.amount": {
+                         *               "$gte": 1000
+                         *             }
+                         *           },
                          *           "description": "Billing receiver",
                          *           "headers": {
                          *             "Authorization": "<redacted>",
@@ -2662,6 +2667,10 @@ export interface paths {
                                 event_types: string[];
                                 /** @description Receives only messages sharing one of these channels; empty: every message */
                                 channels: string[];
+                                /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                                filter: {
+                                    [key: string]: unknown;
+                                } | null;
                                 description: string;
                                 /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                                 headers: {
@@ -2790,6 +2799,10 @@ export interface paths {
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
                         uid?: string;
                         channels?: string[];
+                        /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                        filter?: {
+                            [key: string]: unknown;
+                        } | null;
                     };
                 };
             };
@@ -2812,6 +2825,11 @@ export interface paths {
                          *         "invoice.paid"
                          *       ],
                          *       "channels": [],
+                         *       "filter": {
+                         *         "data.amount": {
+                         *           "$gte": 1000
+                         *         }
+                         *       },
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -2840,6 +2858,10 @@ export interface paths {
                             event_types: string[];
                             /** @description Receives only messages sharing one of these channels; empty: every message */
                             channels: string[];
+                            /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3075,6 +3097,11 @@ export interface paths {
                          *         "invoice.paid"
                          *       ],
                          *       "channels": [],
+                         *       "filter": {
+                         *         "data.amount": {
+                         *           "$gte": 1000
+                         *         }
+                         *       },
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -3102,6 +3129,10 @@ export interface paths {
                             event_types: string[];
                             /** @description Receives only messages sharing one of these channels; empty: every message */
                             channels: string[];
+                            /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3421,6 +3452,10 @@ export interface paths {
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
                         uid?: string | null;
                         channels?: string[];
+                        /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                        filter?: {
+                            [key: string]: unknown;
+                        } | null;
                     };
                 };
             };
@@ -3443,6 +3478,11 @@ export interface paths {
                          *         "invoice.paid"
                          *       ],
                          *       "channels": [],
+                         *       "filter": {
+                         *         "data.amount": {
+                         *           "$gte": 1000
+                         *         }
+                         *       },
                          *       "description": "Billing receiver",
                          *       "headers": {
                          *         "Authorization": "<redacted>",
@@ -3470,6 +3510,10 @@ export interface paths {
                             event_types: string[];
                             /** @description Receives only messages sharing one of these channels; empty: every message */
                             channels: string[];
+                            /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -3660,6 +3704,207 @@ export interface paths {
                 };
             };
         };
+        trace?: never;
+    };
+    "/api/v1/endpoints/{id}/filter-test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Whether the endpoint's content filter lets a message with this payload through */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description The payload, as `data` */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        /** @description As `type` (default empty) */
+                        event_type?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Default Response */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "matches": true
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description true also when the endpoint has no filter */
+                            matches: boolean;
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than HERALD_MAX_PAYLOAD_BYTES */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_too_large",
+                         *         "message": "Request body is larger than the maximum allowed size",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "Content-Type must be application/json",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/endpoints/{id}/rotate-secret": {
@@ -3896,6 +4141,11 @@ export interface paths {
                          *             "message.attempt.exhausted"
                          *           ],
                          *           "channels": [],
+                         *           "filter": {
+                         *             "data.amount": {
+                         *               "$gte": 1000
+                         *             }
+                         *           },
                          *           "description": "Pager",
                          *           "headers": {},
                          *           "rate_limit": null,
@@ -3927,6 +4177,10 @@ export interface paths {
                                 event_types: string[];
                                 /** @description Receives only messages sharing one of these channels; empty: every message */
                                 channels: string[];
+                                /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                                filter: {
+                                    [key: string]: unknown;
+                                } | null;
                                 description: string;
                                 /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                                 headers: {
@@ -4064,6 +4318,11 @@ export interface paths {
                          *         "message.attempt.exhausted"
                          *       ],
                          *       "channels": [],
+                         *       "filter": {
+                         *         "data.amount": {
+                         *           "$gte": 1000
+                         *         }
+                         *       },
                          *       "description": "Pager",
                          *       "headers": {},
                          *       "rate_limit": null,
@@ -4089,6 +4348,10 @@ export interface paths {
                             event_types: string[];
                             /** @description Receives only messages sharing one of these channels; empty: every message */
                             channels: string[];
+                            /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {
@@ -4482,6 +4745,11 @@ export interface paths {
                          *         "message.attempt.exhausted"
                          *       ],
                          *       "channels": [],
+                         *       "filter": {
+                         *         "data.amount": {
+                         *           "$gte": 1000
+                         *         }
+                         *       },
                          *       "description": "Pager",
                          *       "headers": {},
                          *       "rate_limit": null,
@@ -4506,6 +4774,10 @@ export interface paths {
                             event_types: string[];
                             /** @description Receives only messages sharing one of these channels; empty: every message */
                             channels: string[];
+                            /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                            filter: {
+                                [key: string]: unknown;
+                            } | null;
                             description: string;
                             /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
                             headers: {

@@ -4,6 +4,7 @@ import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
 import {
   Endpoint,
+  ContentFilter,
   EndpointChannels,
   EndpointHeaders,
   EndpointUid,
@@ -22,6 +23,8 @@ import {
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
 import { headersProblem } from '../domain/headers.js';
+import { filterProblem, filterTester } from '../domain/content-filter.js';
+import { outboundEnvelope } from '../domain/envelope.js';
 import type { Scope, Store } from '../store/index.js';
 import { EndpointLimitError, EndpointUidTakenError } from '../store/endpoints.js';
 import type { EndpointRow } from '../store/schema.js';
@@ -43,11 +46,20 @@ export async function checkEndpointInput(
   store: Store,
   config: Config,
   scope: Scope,
-  input: { url?: string | undefined; event_types?: string[] | undefined; headers?: Record<string, string> | undefined },
+  input: {
+    url?: string | undefined;
+    event_types?: string[] | undefined;
+    headers?: Record<string, string> | undefined;
+    filter?: object | null | undefined;
+  },
   publicOnly = scope.livemode,
 ) {
   if (input.headers !== undefined) {
     const problem = headersProblem(input.headers);
+    if (problem) throw invalid(problem);
+  }
+  if (input.filter != null) {
+    const problem = filterProblem(input.filter);
     if (problem) throw invalid(problem);
   }
   if (input.url !== undefined) {
@@ -137,6 +149,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           ordering: Type.Optional(Ordering),
           uid: Type.Optional(EndpointUid),
           channels: Type.Optional(EndpointChannels),
+          filter: Type.Optional(Nullable(ContentFilter)),
         }),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
@@ -158,6 +171,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         ordering: body.ordering,
         uid: body.uid,
         channels: body.channels,
+        filter: body.filter,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -199,6 +213,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           ordering: Type.Optional(Ordering),
           uid: Type.Optional(Nullable(EndpointUid)),
           channels: Type.Optional(EndpointChannels),
+          filter: Type.Optional(Nullable(ContentFilter)),
         }),
         response: { 200: Endpoint, ...errors(400, 401, 404, 409, 429) },
       },
@@ -206,8 +221,19 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const scope = scopeOf(request);
       await checkEndpointInput(store, config, scope, request.body);
-      const { url, description, event_types, status, headers, signature_type, rate_limit, ordering, uid, channels } =
-        request.body;
+      const {
+        url,
+        description,
+        event_types,
+        status,
+        headers,
+        signature_type,
+        rate_limit,
+        ordering,
+        uid,
+        channels,
+        filter,
+      } = request.body;
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
@@ -222,6 +248,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           ordering,
           uid,
           channels,
+          filter,
         }),
       );
       if (!row) throw notFound(`endpoint ${request.params.id}`);
@@ -244,6 +271,38 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         throw notFound(`endpoint ${request.params.id}`);
       reply.code(204);
       return null;
+    },
+  );
+
+  app.post(
+    '/api/v1/endpoints/:id/filter-test',
+    {
+      schema: {
+        summary: "Whether the endpoint's content filter lets a message with this payload through",
+        tags: ['endpoints'],
+        params: IdParams,
+        body: Type.Object({
+          payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
+          event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
+        }),
+        response: {
+          200: Type.Object(
+            { matches: Type.Boolean({ description: 'true also when the endpoint has no filter' }) },
+            { examples: [{ matches: true }] },
+          ),
+          ...errors(400, 401, 404, 429),
+        },
+      },
+    },
+    async (request) => {
+      const row = await store.endpoints.get(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`endpoint ${request.params.id}`);
+      const envelope = outboundEnvelope(
+        request.body.event_type ?? '',
+        store.ctx.now(),
+        JSON.stringify(request.body.payload),
+      );
+      return { matches: row.filter === null || filterTester(row.filter)(envelope) };
     },
   );
 

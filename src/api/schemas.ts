@@ -172,6 +172,16 @@ export const EndpointChannels = Type.Array(ChannelName, { maxItems: 10, uniqueIt
 /** A message's channels (routing) and tags (labels). */
 export const MessageChannels = Type.Array(ChannelName, { minItems: 1, maxItems: 5, uniqueItems: true });
 export const MessageTags = Type.Array(ChannelName, { maxItems: 5, uniqueItems: true });
+/** An endpoint's content filter: a MongoDB-style query over the outbound body (docs/api.md, "Content filters"). */
+export const ContentFilter = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels',
+  },
+);
+
 /** An endpoint's uid: its stable id in the application; may stand in for the id, so never looks like one. */
 export const EndpointUid = Type.String({
   minLength: 1,
@@ -193,6 +203,7 @@ const endpointFields = {
   channels: Type.Array(Type.String(), {
     description: 'Receives only messages sharing one of these channels; empty: every message',
   }),
+  filter: Nullable(ContentFilter),
   description: Type.String(),
   headers: Type.Record(Type.String(), Type.String(), {
     description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
@@ -215,6 +226,7 @@ const endpointExample = {
   status: 'active',
   event_types: ['invoice.paid'],
   channels: [],
+  filter: { 'data.amount': { $gte: 1000 } },
   description: 'Billing receiver',
   headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
   rate_limit: 50,

@@ -57,6 +57,7 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   status: e.status,
   event_types: JSON.parse(e.event_types) as string[],
   channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
+  filter: e.filter === null ? null : (JSON.parse(e.filter) as Record<string, unknown>),
   description: e.description,
   headers,
   rate_limit: e.rate_limit,

@@ -4,6 +4,11 @@ export function outboundBody(eventType: string, createdAtMs: number, payloadJson
   return `{"type":${JSON.stringify(eventType)},"timestamp":${JSON.stringify(new Date(createdAtMs).toISOString())},"data":${payloadJson}}`;
 }
 
+/** The outbound body as a value, as a content filter reads it (content-filter.ts). */
+export function outboundEnvelope(eventType: string, createdAtMs: number, payloadJson: string): unknown {
+  return JSON.parse(outboundBody(eventType, createdAtMs, payloadJson));
+}
+
 /**
  * Whether an endpoint with these channels receives a message with these (decisions, "Svix-compatible
  * surface"): an endpoint without channels receives every message; one with channels only messages that

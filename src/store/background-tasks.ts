@@ -1,7 +1,16 @@
 import { idFloor, newId } from '../domain/ids.js';
 import { enqueueManual, firstAttempt, queuedTasks } from './queue/book.js';
 import { insertTogether } from './insert-rows.js';
-import { liveFlag, receives, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
+import {
+  envelopeOnce,
+  liveFlag,
+  receives,
+  toPage,
+  type Page,
+  type PageRequest,
+  type Scope,
+  type StoreContext,
+} from './common.js';
 import type { ExpressionBuilder } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
 import type { BackgroundTaskKind, BackgroundTaskStatus } from '../domain/states.js';
@@ -224,12 +233,12 @@ export class BackgroundTasks {
         const now = this.ctx.now();
         const endpoint = await trx
           .selectFrom('endpoints')
-          .select(['id', 'app_id', 'status', 'event_types', 'ordering', 'channels'])
+          .select(['id', 'app_id', 'status', 'event_types', 'ordering', 'channels', 'filter'])
           .where('id', '=', params.endpointId)
           .executeTakeFirst();
         let batch = trx
           .selectFrom('messages')
-          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type', 'channels'])
+          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type', 'channels', 'created_at'])
           .where('app_id', '=', endpoint?.app_id ?? '')
           .where('id', '>=', idFloor('message', params.since))
           .where('created_at', '>=', params.since)
@@ -254,7 +263,32 @@ export class BackgroundTasks {
                   .execute()
               ).map((row) => row.message_id),
         );
-        const missing = messages.filter((m) => !had.has(m.id) && receives(endpoint!, m));
+        // Payloads are read only when the endpoint's content filter needs them.
+        const payloads =
+          endpoint?.filter == null || messages.length === 0
+            ? new Map<string, string>()
+            : new Map(
+                (
+                  await trx
+                    .selectFrom('payloads')
+                    .select(['message_id', 'body'])
+                    .where(
+                      'message_id',
+                      'in',
+                      messages.map((m) => m.id),
+                    )
+                    .execute()
+                ).map((row) => [row.message_id, row.body]),
+              );
+        const missing = messages.filter(
+          (m) =>
+            !had.has(m.id) &&
+            receives(
+              endpoint!,
+              m,
+              envelopeOnce(m, () => payloads.get(m.id)),
+            ),
+        );
         const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
         await insertTogether(trx, this.ctx.dialect, [
           { table: 'deliveries', rows: made.map((x) => x.delivery) },

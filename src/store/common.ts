@@ -1,4 +1,5 @@
-import { sharesChannel, subscribes } from '../domain/envelope.js';
+import { outboundEnvelope, sharesChannel, subscribes } from '../domain/envelope.js';
+import { filterTester } from '../domain/content-filter.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
@@ -58,13 +59,36 @@ export function parseJsonList(text: string): string[] {
 /** A nullable JSON list column as names, null as none. */
 export const namesOf = (text: string | null): string[] | null => (text === null ? null : parseJsonList(text));
 
-/** Whether an endpoint's row receives a message's (its event types, then its channels: src/domain/envelope.ts). */
+/**
+ * Whether an endpoint's row receives a message's: its event types, then its channels (src/domain/
+ * envelope.ts), then its content filter (src/domain/content-filter.ts) over the outbound body, which
+ * `envelope` gives only when a filter asks for it (the payload is parsed once per message at most).
+ */
 export function receives(
-  endpoint: { event_types: string; channels: string | null },
+  endpoint: { event_types: string; channels: string | null; filter: string | null },
   message: { event_type: string; channels: string | null },
+  envelope: () => unknown,
 ): boolean {
   return (
     subscribes(parseJsonList(endpoint.event_types), message.event_type) &&
-    sharesChannel(namesOf(endpoint.channels), namesOf(message.channels))
+    sharesChannel(namesOf(endpoint.channels), namesOf(message.channels)) &&
+    (endpoint.filter === null || filterTester(endpoint.filter)(envelope()))
   );
+}
+
+/** The outbound body of a message, parsed on first use and then kept (receives' `envelope`). */
+export function envelopeOnce(
+  message: { event_type: string; created_at: number },
+  payloadJson: () => string | undefined,
+): () => unknown {
+  let envelope: unknown;
+  let read = false;
+  return () => {
+    if (!read) {
+      const payload = payloadJson();
+      envelope = payload === undefined ? undefined : outboundEnvelope(message.event_type, message.created_at, payload);
+      read = true;
+    }
+    return envelope;
+  };
 }

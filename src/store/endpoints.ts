@@ -38,6 +38,8 @@ export interface EndpointInput {
   uid?: string | null | undefined;
   /** It receives only messages sharing one of these (none: every message). */
   channels?: string[] | null | undefined;
+  /** A checked content filter (filterProblem); null or absent: none. */
+  filter?: object | null | undefined;
   metadata?: Record<string, string> | undefined;
   /** The HMAC secret to sign with (checked by suppliedSecretProblem); a new one when absent. */
   secret?: string | undefined;
@@ -59,6 +61,8 @@ export interface EndpointChanges {
   uid?: string | null | undefined;
   /** null or empty: every message. */
   channels?: string[] | null | undefined;
+  /** A checked content filter; null removes it. */
+  filter?: object | null | undefined;
   metadata?: Record<string, string> | undefined;
   svixHeaders?: boolean | undefined;
 }
@@ -206,6 +210,7 @@ export class Endpoints {
       operational: input.operational ? 1 : 0,
       uid: input.uid ?? null,
       channels: input.channels && input.channels.length > 0 ? JSON.stringify(input.channels) : null,
+      filter: input.filter ? JSON.stringify(input.filter) : null,
       metadata: JSON.stringify(input.metadata ?? {}),
       svix_headers: input.svixHeaders ? 1 : 0,
       created_at: now,
@@ -353,6 +358,7 @@ export class Endpoints {
             : changes.channels && changes.channels.length > 0
               ? JSON.stringify(changes.channels)
               : null,
+        filter: changes.filter === undefined ? current.filter : changes.filter ? JSON.stringify(changes.filter) : null,
         metadata: changes.metadata === undefined ? current.metadata : JSON.stringify(changes.metadata),
         svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
         updated_at: now,
@@ -380,6 +386,7 @@ export class Endpoints {
             ordering: next.ordering,
             uid: next.uid,
             channels: next.channels,
+            filter: next.filter,
             metadata: next.metadata,
             svix_headers: next.svix_headers,
             ...health,

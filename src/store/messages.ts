@@ -8,6 +8,7 @@ import {
   chunks,
   liveFlag,
   parseJsonList,
+  envelopeOnce,
   receives,
   toPage,
   type Executor,
@@ -65,7 +66,7 @@ export interface MessagePolicy {
 const EMIT_BATCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 
 /** An endpoint as fan-out needs it. */
-type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering' | 'channels'>;
+type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering' | 'channels' | 'filter'>;
 
 /** Names as a JSON list column: none (null or empty) as null. */
 const namesText = (names: readonly string[] | null | undefined): string | null =>
@@ -202,7 +203,8 @@ export class Messages {
     }
 
     const messages = created.map((c) => c.message);
-    const fanned = this.plannedDeliveries(messages, endpoints, now);
+    const payloads = new Map(created.map(({ index, message }) => [message.id, requests[index]!.payloadJson]));
+    const fanned = this.plannedDeliveries(messages, endpoints, now, (id) => payloads.get(id));
     await insertTogether(db, this.ctx.dialect, [
       { table: 'messages', rows: messages },
       {
@@ -398,6 +400,7 @@ export class Messages {
         'endpoints.event_types',
         'endpoints.ordering',
         'endpoints.channels',
+        'endpoints.filter',
       ])
       .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
       .where('applications.operational', operational ? '>=' : '=', 0)
@@ -415,6 +418,7 @@ export class Messages {
           event_types: row.event_types!,
           ordering: row.ordering!,
           channels: row.channels,
+          filter: row.filter,
         });
     }
     return { apps, endpoints };
@@ -454,14 +458,17 @@ export class Messages {
     messages: MessageRow[],
     endpoints: SubscriberRow[],
     now: number,
+    /** A message's payload JSON, for content filters. */
+    payloadOf: (messageId: string) => string | undefined,
   ): { deliveries: DeliveryRow[]; tasks: TaskRow[]; idsByMessage: Map<string, string[]> } {
     const idsByMessage = new Map<string, string[]>();
     const deliveries: DeliveryRow[] = [];
     const tasks: TaskRow[] = [];
     for (const message of messages) {
       const ids: string[] = [];
+      const envelope = envelopeOnce(message, () => payloadOf(message.id));
       for (const endpoint of endpoints) {
-        if (endpoint.app_id !== message.app_id || !receives(endpoint, message)) continue;
+        if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
         const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
@@ -515,7 +522,14 @@ export class Messages {
       const message = await this.getWith(trx, scope, id);
       if (!message) return undefined;
       const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);
-      const { deliveries, tasks, idsByMessage } = this.plannedDeliveries([message], endpoints, this.ctx.now());
+      // The payload is read only when a content filter needs it.
+      const payloadJson = endpoints.some((e) => e.filter !== null) ? await this.payload(message.id) : undefined;
+      const { deliveries, tasks, idsByMessage } = this.plannedDeliveries(
+        [message],
+        endpoints,
+        this.ctx.now(),
+        () => payloadJson,
+      );
       await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: deliveries }, queuedTasks(tasks)]);
       return idsByMessage.get(message.id) ?? [];
     });

@@ -102,6 +102,8 @@ export interface EndpointRow {
   uid: string | null;
   /** JSON array of channel names: it receives only messages sharing one; null: every message. */
   channels: string | null;
+  /** Its content filter, a MongoDB-style query as JSON (src/domain/content-filter.ts); null: none. */
+  filter: string | null;
   /** A JSON object of strings, as the Svix-compatible surface takes and shows it. */
   metadata: string;
   /** 1: requests carry the svix-* signature headers beside the webhook-* ones (set through the Svix surface). */

@@ -120,6 +120,7 @@ export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['PATCH', '/api/v1/endpoints/{id}'],
   ['DELETE', '/api/v1/endpoints/{id}'],
   ['POST', '/api/v1/endpoints/{id}/rotate-secret'],
+  ['POST', '/api/v1/endpoints/{id}/filter-test'],
   ['POST', '/api/v1/endpoints/{id}/recover'],
   ['GET', '/api/v1/endpoints/{id}/stats'],
   ['GET', '/api/v1/background-tasks/{id}'],

@@ -61,9 +61,9 @@ const RESOURCE: Record<string, keyof Scope> = {
   deliveries: 'delivery',
   'event-types': 'eventType',
   'api-keys': 'apiKey',
-  // The Svix-compatible surface names the application first (its other ids are random here).
+  // The Svix-compatible surface names the application first (its other ids are random here). Its event
+  // types are left out: a PUT of a name creates the event type in the caller's environment, as Svix's does.
   app: 'app',
-  'event-type': 'eventType',
 };
 
 /** Tables whose content a 4xx must leave as it was (workers' heartbeats change on their own). */

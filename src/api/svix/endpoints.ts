@@ -39,6 +39,8 @@ export const optional = {
   rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),
   uid: Type.Optional(Type.Union([Uid, Type.Null()])),
   version: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
+  /** A Herald extension: a content filter (docs/api.md, "Content filters"). */
+  filter: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
 };
 export const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const EndpointIn = Type.Object({
@@ -60,6 +62,7 @@ export interface Fields {
   disabled?: boolean | undefined;
   filterTypes?: string[] | null | undefined;
   channels?: string[] | null | undefined;
+  filter?: object | null | undefined;
   metadata?: Record<string, string> | undefined;
   rateLimit?: number | null | undefined;
   uid?: string | null | undefined;
@@ -90,6 +93,7 @@ export async function checked(
     url: body.url,
     event_types: eventTypes ? undefined : (body.filterTypes ?? undefined),
     headers: body.headers ?? undefined,
+    filter: body.filter,
   });
 }
 
@@ -108,6 +112,7 @@ export async function update(store: Store, scope: Scope, endpoint: EndpointRow, 
         rateLimit: body.rateLimit,
         uid: body.uid,
         channels: body.channels,
+        filter: body.filter,
         metadata: body.metadata,
         svixHeaders: true,
       },
@@ -165,6 +170,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         rateLimit: body.rateLimit,
         uid: body.uid,
         channels: body.channels,
+        filter: body.filter,
         metadata: body.metadata,
         secret: body.secret ?? undefined,
         svixHeaders: true,
@@ -220,6 +226,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
           filterTypes: body.filterTypes ?? null,
           metadata: body.metadata ?? {},
           channels: body.channels ?? null,
+          filter: body.filter ?? null,
           rateLimit: body.rateLimit ?? null,
           uid: body.uid,
         },

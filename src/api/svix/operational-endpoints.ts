@@ -15,7 +15,7 @@ import { EndpointOut, endpointOut, SvixListOf, svixList } from './models.js';
 // Svix's operational webhook endpoints: the native operational endpoints, in Svix's shapes. Their
 // filterTypes are the operational event types, which both name alike.
 
-const { channels: _channels, ...fields } = optional;
+const { channels: _channels, filter: _filter, ...fields } = optional;
 const OperationalIn = Type.Object({
   url: Url,
   ...fields,

@@ -34,6 +34,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   // envelope.ts), tags label messages for lists; both JSON arrays of names, null for none. A message's
   // `event_id` is the sender's id for it, unique in its environment (a repeat is refused).
   await db.schema.alterTable('endpoints').addColumn('channels', 'text').execute();
+  // An endpoint's content filter (a MongoDB-style query as JSON, src/domain/content-filter.ts); null: none.
+  await db.schema.alterTable('endpoints').addColumn('filter', 'text').execute();
   await db.schema.alterTable('messages').addColumn('channels', 'text').execute();
   await db.schema.alterTable('messages').addColumn('tags', 'text').execute();
   await db.schema.alterTable('messages').addColumn('event_id', 'text').execute();
