@@ -11,7 +11,7 @@ import {
   type Scope,
   type StoreContext,
 } from './common.js';
-import type { ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder, Transaction } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
 import type { BackgroundTaskKind, BackgroundTaskStatus } from '../domain/states.js';
 
@@ -165,51 +165,24 @@ export class BackgroundTasks {
    */
   async recoverBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
     const params = JSON.parse(task.params) as RecoverParams;
-    const end = await this.ctx.db
-      .transaction()
-      .execute(async (trx) => {
-        const now = this.ctx.now();
-        let batch = trx
-          .selectFrom('deliveries')
-          .innerJoin('messages', 'messages.id', 'deliveries.message_id')
-          .select('deliveries.id')
-          .where('deliveries.endpoint_id', '=', params.endpointId)
-          .where('deliveries.id', '>=', idFloor('delivery', params.since))
-          .where('deliveries.status', 'in', ['failed', 'disabled'])
-          .where('messages.created_at', '>=', params.since)
-          .orderBy('deliveries.id')
-          .limit(size);
-        if (params.until !== null) batch = batch.where('messages.created_at', '<', params.until);
-        if (task.cursor !== null) batch = batch.where('deliveries.id', '>', task.cursor);
-        const ids = (await batch.execute()).map((row) => row.id);
-        // Only deliveries still failed or disabled now: one given an attempt meanwhile is pending.
-        const queued = [...(await enqueueManual(trx, this.ctx.dialect, ids, now, ['failed', 'disabled'])).keys()];
-        const done = ids.length < size;
-        const moved = await trx
-          .updateTable('background_tasks')
-          .set((eb) => ({
-            cursor: ids.at(-1) ?? task.cursor,
-            enqueued: eb('enqueued', '+', queued.length),
-            status: done ? 'finished' : 'running',
-            failures: 0,
-            lease_until: now + leaseMs,
-            updated_at: now,
-          }))
-          .where('id', '=', task.id)
-          .where('lease_owner', '=', owner)
-          .where('status', '=', 'running')
-          .executeTakeFirst();
-        // Another worker holds the task now (this one's lease ran out): nothing of this batch is kept.
-        if (Number(moved.numUpdatedRows) === 0) throw new LeaseLost();
-        task.cursor = ids.at(-1) ?? task.cursor;
-        return { end: (done ? 'done' : 'more') as BatchEnd, queued: queued.length };
-      })
-      .catch((error) => {
-        if (error instanceof LeaseLost) return { end: 'lost' as BatchEnd, queued: 0 };
-        throw error;
-      });
-    if (end.queued > 0) this.onQueued();
-    return end.end;
+    return this.batch(task, owner, leaseMs, size, async (trx, now) => {
+      let batch = trx
+        .selectFrom('deliveries')
+        .innerJoin('messages', 'messages.id', 'deliveries.message_id')
+        .select('deliveries.id')
+        .where('deliveries.endpoint_id', '=', params.endpointId)
+        .where('deliveries.id', '>=', idFloor('delivery', params.since))
+        .where('deliveries.status', 'in', ['failed', 'disabled'])
+        .where('messages.created_at', '>=', params.since)
+        .orderBy('deliveries.id')
+        .limit(size);
+      if (params.until !== null) batch = batch.where('messages.created_at', '<', params.until);
+      if (task.cursor !== null) batch = batch.where('deliveries.id', '>', task.cursor);
+      const ids = (await batch.execute()).map((row) => row.id);
+      // Only deliveries still failed or disabled now: one given an attempt meanwhile is pending.
+      const queued = await enqueueManual(trx, this.ctx.dialect, ids, now, ['failed', 'disabled']);
+      return { read: ids.length, last: ids.at(-1), queued: queued.size };
+    });
   }
 
   /** One batch of the task, by its kind. */
@@ -227,79 +200,100 @@ export class BackgroundTasks {
    */
   async replayBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
     const params = JSON.parse(task.params) as RecoverParams;
-    const end = await this.ctx.db
-      .transaction()
-      .execute(async (trx) => {
-        const now = this.ctx.now();
-        const endpoint = await trx
-          .selectFrom('endpoints')
-          .select(['id', 'app_id', 'status', 'event_types', 'ordering', 'channels', 'filter'])
-          .where('id', '=', params.endpointId)
-          .executeTakeFirst();
-        let batch = trx
-          .selectFrom('messages')
-          .select(['id', 'org_id', 'livemode', 'app_id', 'event_type', 'channels', 'created_at'])
-          .where('app_id', '=', endpoint?.app_id ?? '')
-          .where('id', '>=', idFloor('message', params.since))
-          .where('created_at', '>=', params.since)
-          .orderBy('id')
-          .limit(size);
-        if (params.until !== null) batch = batch.where('created_at', '<', params.until);
-        if (task.cursor !== null) batch = batch.where('id', '>', task.cursor);
-        const messages = endpoint ? await batch.execute() : [];
-        const had = new Set(
-          messages.length === 0
-            ? []
-            : (
+    return this.batch(task, owner, leaseMs, size, async (trx, now) => {
+      const endpoint = await trx
+        .selectFrom('endpoints')
+        .select(['id', 'app_id', 'status', 'event_types', 'ordering', 'channels', 'filter'])
+        .where('id', '=', params.endpointId)
+        .executeTakeFirst();
+      let batch = trx
+        .selectFrom('messages')
+        .select(['id', 'org_id', 'livemode', 'app_id', 'event_type', 'channels', 'created_at'])
+        .where('app_id', '=', endpoint?.app_id ?? '')
+        .where('id', '>=', idFloor('message', params.since))
+        .where('created_at', '>=', params.since)
+        .orderBy('id')
+        .limit(size);
+      if (params.until !== null) batch = batch.where('created_at', '<', params.until);
+      if (task.cursor !== null) batch = batch.where('id', '>', task.cursor);
+      const messages = endpoint ? await batch.execute() : [];
+      const had = new Set(
+        messages.length === 0
+          ? []
+          : (
+              await trx
+                .selectFrom('deliveries')
+                .select('message_id')
+                .where('endpoint_id', '=', params.endpointId)
+                .where(
+                  'message_id',
+                  'in',
+                  messages.map((m) => m.id),
+                )
+                .execute()
+            ).map((row) => row.message_id),
+      );
+      // Payloads are read only when the endpoint's content filter needs them.
+      const payloads =
+        endpoint?.filter == null || messages.length === 0
+          ? new Map<string, string>()
+          : new Map(
+              (
                 await trx
-                  .selectFrom('deliveries')
-                  .select('message_id')
-                  .where('endpoint_id', '=', params.endpointId)
+                  .selectFrom('payloads')
+                  .select(['message_id', 'body'])
                   .where(
                     'message_id',
                     'in',
                     messages.map((m) => m.id),
                   )
                   .execute()
-              ).map((row) => row.message_id),
-        );
-        // Payloads are read only when the endpoint's content filter needs them.
-        const payloads =
-          endpoint?.filter == null || messages.length === 0
-            ? new Map<string, string>()
-            : new Map(
-                (
-                  await trx
-                    .selectFrom('payloads')
-                    .select(['message_id', 'body'])
-                    .where(
-                      'message_id',
-                      'in',
-                      messages.map((m) => m.id),
-                    )
-                    .execute()
-                ).map((row) => [row.message_id, row.body]),
-              );
-        const missing = messages.filter(
-          (m) =>
-            !had.has(m.id) &&
-            receives(
-              endpoint!,
-              m,
-              envelopeOnce(m, () => payloads.get(m.id)),
-            ),
-        );
-        const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
-        await insertTogether(trx, this.ctx.dialect, [
-          { table: 'deliveries', rows: made.map((x) => x.delivery) },
-          queuedTasks(made.flatMap((x) => (x.task ? [x.task] : []))),
-        ]);
-        const done = messages.length < size;
+              ).map((row) => [row.message_id, row.body]),
+            );
+      const missing = messages.filter(
+        (m) =>
+          !had.has(m.id) &&
+          receives(
+            endpoint!,
+            m,
+            envelopeOnce(m, () => payloads.get(m.id)),
+          ),
+      );
+      const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
+      await insertTogether(trx, this.ctx.dialect, [
+        { table: 'deliveries', rows: made.map((x) => x.delivery) },
+        queuedTasks(made.flatMap((x) => (x.task ? [x.task] : []))),
+      ]);
+      return { read: messages.length, last: messages.at(-1)?.id, queued: made.length };
+    });
+  }
+
+  /**
+   * Runs one batch of a task in a transaction that also moves the task's cursor past what the batch read,
+   * counts what it queued and renews the lease: the task is finished when a batch reads fewer than
+   * `size`. When another worker holds the task now (this one's lease ran out), nothing of the batch is kept.
+   */
+  private async batch(
+    task: BackgroundTaskRow,
+    owner: string,
+    leaseMs: number,
+    size: number,
+    work: (
+      trx: Transaction<Database>,
+      now: number,
+    ) => Promise<{ read: number; last: string | undefined; queued: number }>,
+  ): Promise<BatchEnd> {
+    const end = await this.ctx.db
+      .transaction()
+      .execute(async (trx) => {
+        const now = this.ctx.now();
+        const { read, last, queued } = await work(trx, now);
+        const done = read < size;
         const moved = await trx
           .updateTable('background_tasks')
           .set((eb) => ({
-            cursor: messages.at(-1)?.id ?? task.cursor,
-            enqueued: eb('enqueued', '+', made.length),
+            cursor: last ?? task.cursor,
+            enqueued: eb('enqueued', '+', queued),
             status: done ? 'finished' : 'running',
             failures: 0,
             lease_until: now + leaseMs,
@@ -310,8 +304,8 @@ export class BackgroundTasks {
           .where('status', '=', 'running')
           .executeTakeFirst();
         if (Number(moved.numUpdatedRows) === 0) throw new LeaseLost();
-        task.cursor = messages.at(-1)?.id ?? task.cursor;
-        return { end: (done ? 'done' : 'more') as BatchEnd, queued: made.length };
+        task.cursor = last ?? task.cursor;
+        return { end: (done ? 'done' : 'more') as BatchEnd, queued };
       })
       .catch((error) => {
         if (error instanceof LeaseLost) return { end: 'lost' as BatchEnd, queued: 0 };
