@@ -97,6 +97,24 @@ export async function checked(
   });
 }
 
+/**
+ * A PUT's fields: every one left out takes its default (no description, every event type, no channels or
+ * filter, no limit, enabled, no metadata), but uid, which stays unless given (the path may name it).
+ */
+export function replacing(body: Fields & { url: string }): Fields {
+  return {
+    url: body.url,
+    description: body.description ?? '',
+    disabled: body.disabled ?? false,
+    filterTypes: body.filterTypes ?? null,
+    metadata: body.metadata ?? {},
+    channels: body.channels ?? null,
+    filter: body.filter ?? null,
+    rateLimit: body.rateLimit ?? null,
+    uid: body.uid,
+  };
+}
+
 /** Writes Svix's fields onto an endpoint; a field left out stays as it is. Signed with svix-* names from now. */
 export async function update(store: Store, scope: Scope, endpoint: EndpointRow, body: Fields, graceMs: number) {
   const operational = endpoint.operational === 1;
@@ -197,8 +215,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     },
   );
 
-  // PUT sets every field: one left out takes its default (no description, every event type, enabled),
-  // but uid, which stays unless given (the path may be naming the endpoint by it).
+  // PUT sets every field (replacing).
   app.put(
     '/api/v1/app/:app_id/endpoint/:endpoint_id',
     {
@@ -215,23 +232,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
       const body = request.body;
       await checked(store, config, scope, body);
       const { endpoint } = await endpointOf(store, scope, request.params.app_id, request.params.endpoint_id);
-      const row = await update(
-        store,
-        scope,
-        endpoint,
-        {
-          url: body.url,
-          description: body.description ?? '',
-          disabled: body.disabled ?? false,
-          filterTypes: body.filterTypes ?? null,
-          metadata: body.metadata ?? {},
-          channels: body.channels ?? null,
-          filter: body.filter ?? null,
-          rateLimit: body.rateLimit ?? null,
-          uid: body.uid,
-        },
-        config.secretGraceMs,
-      );
+      const row = await update(store, scope, endpoint, replacing(body), config.secretGraceMs);
       return endpointOut(row);
     },
   );

@@ -7,7 +7,7 @@ import { EndpointLimitError } from '../../store/endpoints.js';
 import type { Scope } from '../../store/index.js';
 import { listQuery, orderQuery, pageOf } from './common.js';
 import { svixErrors } from './errors.js';
-import { checked, optional, secretAndHeaderRoutes, update, Url } from './endpoints.js';
+import { checked, optional, replacing, secretAndHeaderRoutes, update, Url } from './endpoints.js';
 import { uidChecked } from '../endpoints.js';
 import { EndpointOut, endpointOut, SvixListOf, svixList } from './models.js';
 
@@ -122,21 +122,7 @@ export const svixOperationalEndpointRoutes: RoutePlugin = async (app, { store, c
       const body = request.body;
       await checked(store, config, scope, body, OPERATIONAL_EVENT_TYPES);
       const endpoint = await find(scope, request.params.endpoint_id);
-      const row = await update(
-        store,
-        scope,
-        endpoint,
-        {
-          url: body.url,
-          description: body.description ?? '',
-          disabled: body.disabled ?? false,
-          filterTypes: body.filterTypes ?? null,
-          metadata: body.metadata ?? {},
-          rateLimit: body.rateLimit ?? null,
-          uid: body.uid,
-        },
-        config.secretGraceMs,
-      );
+      const row = await update(store, scope, endpoint, replacing(body), config.secretGraceMs);
       return endpointOut(row);
     },
   );
