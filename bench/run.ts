@@ -13,6 +13,7 @@ import { delivery, pgDelivery } from './scenarios/delivery.js';
 import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './scenarios/e2e.js';
 import { backlog } from './scenarios/backlog.js';
 import { peers } from './scenarios/peers.js';
+import { tracing } from './scenarios/tracing.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
 //
@@ -29,6 +30,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   backlog: { run: backlog },
   slow: { run: slowEndpoint },
   neighbour: { run: neighbourBacklog },
+  tracing: { run: tracing },
   'pg-ingest': { run: pgIngest, postgres: true },
   'pg-delivery': { run: pgDelivery, postgres: true },
   'pg-e2e': { run: pgEndToEnd, postgres: true },

@@ -45,6 +45,12 @@ export interface Config {
   /** Hosts or CIDR ranges Live endpoints may reach even though they are not public. */
   ssrfAllow: string[];
   logLevel: string;
+  /**
+   * Spans are exported over OTLP/HTTP (src/tracing/): the standard OTEL_EXPORTER_OTLP_ENDPOINT (or
+   * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set and neither OTEL_SDK_DISABLED nor OTEL_TRACES_EXPORTER=none
+   * turns it off. The exporter reads the other OTEL_* variables itself.
+   */
+  tracing: boolean;
   /** Largest response body kept per attempt, in bytes. */
   responseBodyLimit: number;
   /** How long a request (its headers and whole body) may take to arrive; a stalled upload is cut with 408. */
@@ -237,6 +243,28 @@ function metricsToken(env: Env): string | null {
   return token;
 }
 
+/** Whether the OTEL_* variables ask for spans to be exported (Config.tracing); a kind Herald cannot send is refused. */
+function tracing(env: Env): boolean {
+  if (read(env, 'OTEL_SDK_DISABLED', 'false').toLowerCase() === 'true') return false;
+  const exporters = read(env, 'OTEL_TRACES_EXPORTER', 'otlp')
+    .split(',')
+    .map((name) => name.trim());
+  if (exporters.includes('none')) return false;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return false;
+  if (exporters.some((name) => name !== 'otlp'))
+    throw new ConfigError(`OTEL_TRACES_EXPORTER=${exporters.join(',')}: Herald exports spans with otlp only`);
+  const protocol = read(
+    env,
+    'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+    read(env, 'OTEL_EXPORTER_OTLP_PROTOCOL', 'http/json'),
+  );
+  if (protocol !== 'http/json')
+    throw new ConfigError(
+      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: Herald exports spans as OTLP over HTTP with JSON (http/json)`,
+    );
+  return true;
+}
+
 /** HERALD_METRICS_PORT: unset serves no metrics in a `worker` process (API processes serve them on the API). */
 function metricsPort(env: Env): number | null {
   if (!env.HERALD_METRICS_PORT) return null;
@@ -294,6 +322,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPoolSize: integer(env, 'HERALD_DB_POOL_SIZE', 10, 1, 1000),
     ssrfAllow: ssrfAllowList(env),
     logLevel: oneOf(env, 'HERALD_LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+    tracing: tracing(env),
     responseBodyLimit: integer(env, 'HERALD_RESPONSE_BODY_LIMIT', 4096, 0, 1_048_576),
     requestTimeoutMs: requestTimeout(env),
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),

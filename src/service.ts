@@ -8,6 +8,7 @@ import { Heartbeat } from './delivery/heartbeat.js';
 import { BackgroundRunner } from './background/runner.js';
 import { Metrics } from './metrics/registry.js';
 import { type MetricsServer, serveMetrics } from './metrics/server.js';
+import { startTracing } from './tracing/tracer.js';
 
 export interface Service {
   config: Config;
@@ -85,6 +86,7 @@ export async function startService(config: Config, logger: Logger = createLogger
   let background: BackgroundRunner | null = null;
   let metricsServer: MetricsServer | null = null;
   const metrics = new Metrics(store.metrics);
+  const tracer = await startTracing(config);
 
   let closing: Promise<void> | null = null;
   const close = () => {
@@ -97,6 +99,8 @@ export async function startService(config: Config, logger: Logger = createLogger
       await heartbeat?.stop();
       await queueThread?.close();
       await store.close();
+      // What spans are still buffered leave before the process does.
+      await tracer.shutdown().catch((error) => logger.warn({ err: error }, 'could not export the last spans'));
     })();
     return closing;
   };
@@ -112,6 +116,7 @@ export async function startService(config: Config, logger: Logger = createLogger
         logger.child({ component: 'worker' }),
         queueThread ?? store.queue,
         metrics,
+        tracer,
       );
       // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
       const listenLog = logger.child({ component: 'listen' });
@@ -141,7 +146,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     }
     if (config.role === 'worker' && config.metricsPort !== null) metricsServer = await serveMetrics(metrics, config);
     if (config.role !== 'worker') {
-      api = await buildApi(store, config, logger, metrics);
+      api = await buildApi(store, config, logger, metrics, tracer);
       url = (await listen(api, config)).replace('[::1]', 'localhost');
     }
   } catch (error) {

@@ -164,6 +164,8 @@ export async function setupOrg(
   apps: number,
   endpointsPerApp: number,
   urlOf: (app: number, endpoint: number) => string,
+  /** More fields of each endpoint (a content filter, say). */
+  fieldsOf: (app: number, endpoint: number) => Record<string, unknown> = () => ({}),
 ): Promise<Setup> {
   const boot = await new Api(baseUrl).post('/api/v1/dev/bootstrap', { name: 'Bench' });
   const key = boot.test_key.key as string;
@@ -178,7 +180,7 @@ export async function setupOrg(
     for (let start = 0; start < endpointsPerApp; start += 16) {
       const batch = [];
       for (let e = start; e < Math.min(endpointsPerApp, start + 16); e++)
-        batch.push(api.post('/api/v1/endpoints', { app_id: app.id, url: urlOf(a, e) }));
+        batch.push(api.post('/api/v1/endpoints', { app_id: app.id, url: urlOf(a, e), ...fieldsOf(a, e) }));
       for (const endpoint of await Promise.all(batch)) {
         endpointIds.push(endpoint.id);
         secrets.push(endpoint.signing_secret);

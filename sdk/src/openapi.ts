@@ -387,6 +387,7 @@ export interface paths {
                          *           "tags": [
                          *             "region-eu"
                          *           ],
+                         *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                          *           "created_at": "2026-01-01T00:00:00.000Z"
                          *         }
                          *       ],
@@ -408,6 +409,8 @@ export interface paths {
                                 channels: string[];
                                 /** @description Labels, for lists (tag=) */
                                 tags: string[];
+                                /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
+                                trace_id: string;
                                 /** Format: date-time */
                                 created_at: string;
                             }[];
@@ -533,6 +536,7 @@ export interface paths {
                          *       "tags": [
                          *         "region-eu"
                          *       ],
+                         *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -548,6 +552,8 @@ export interface paths {
                             app_id: string;
                             channels: string[];
                             tags: string[];
+                            /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
+                            trace_id: string;
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -571,6 +577,7 @@ export interface paths {
                          *       "tags": [
                          *         "region-eu"
                          *       ],
+                         *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -586,6 +593,8 @@ export interface paths {
                             app_id: string;
                             channels: string[];
                             tags: string[];
+                            /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
+                            trace_id: string;
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -1005,6 +1014,7 @@ export interface paths {
                          *       "tags": [
                          *         "region-eu"
                          *       ],
+                         *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                          *       "created_at": "2026-01-01T00:00:00.000Z"
                          *     }
                          */
@@ -1019,6 +1029,8 @@ export interface paths {
                             channels: string[];
                             /** @description Labels, for lists (tag=) */
                             tags: string[];
+                            /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
+                            trace_id: string;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -3715,7 +3727,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Whether the endpoint's content filter lets a message with this payload through */
+        /** Whether the endpoint's content filter (or a draft of one) lets a message with this payload through */
         post: {
             parameters: {
                 query?: never;
@@ -3734,6 +3746,10 @@ export interface paths {
                         };
                         /** @description As `type` (default empty) */
                         event_type?: string;
+                        /** @description MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels */
+                        filter?: {
+                            [key: string]: unknown;
+                        } | null;
                     };
                 };
             };
@@ -3750,7 +3766,7 @@ export interface paths {
                          *     }
                          */
                         "application/json": {
-                            /** @description true also when the endpoint has no filter */
+                            /** @description true also when there is no filter */
                             matches: boolean;
                         };
                     };
@@ -5140,6 +5156,7 @@ export interface paths {
                          *       "next_attempt_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
+                         *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
                          *       "attempts": [
                          *         {
                          *           "attempt_number": 1,
@@ -5169,6 +5186,8 @@ export interface paths {
                             created_at: string;
                             /** Format: date-time */
                             updated_at: string;
+                            /** @description The message's W3C trace id, which every attempt's traceparent carries */
+                            trace_id: string;
                             attempts: {
                                 attempt_number: number;
                                 trigger: "scheduled" | "manual";

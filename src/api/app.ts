@@ -36,6 +36,8 @@ import { docsPage } from './docs-page.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
 import { SchemaCompiler } from '../event-schemas/compiler.js';
+import { installTracing } from './tracing.js';
+import { type Tracer, untraced } from '../tracing/tracer.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
 const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
@@ -230,7 +232,13 @@ function documentCommonErrors(app: FastifyInstance): void {
   });
 }
 
-export async function buildApi(store: Store, config: Config, logger: Logger, metrics = new Metrics(store.metrics)) {
+export async function buildApi(
+  store: Store,
+  config: Config,
+  logger: Logger,
+  metrics = new Metrics(store.metrics),
+  tracer: Tracer = untraced,
+) {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.maxPayloadBytes,
@@ -297,9 +305,16 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
       if (field) throw invalid(`${field} must not contain NUL characters or unpaired surrogates`);
     }
   });
+  installTracing(app, tracer);
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
-      { method: request.method, url: loggedUrl(request), status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      {
+        method: request.method,
+        url: loggedUrl(request),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+        trace_id: request.traceId ?? undefined,
+      },
       'request',
     );
   });
@@ -336,7 +351,7 @@ export async function buildApi(store: Store, config: Config, logger: Logger, met
   const schemas = new SchemaCompiler(config.schemaCacheBytes);
   app.addHook('onClose', () => schemas.close());
   metrics.watchSchemas(schemas);
-  const deps = { store, config, metrics, schemas };
+  const deps = { store, config, metrics, schemas, tracer };
   for (const routes of [
     systemRoutes,
     messageRoutes,

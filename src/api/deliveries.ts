@@ -1,3 +1,4 @@
+import { messageTrace } from '../domain/trace-context.js';
 import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
@@ -56,10 +57,15 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
       },
     },
     async (request) => {
-      const row = await store.deliveries.get(scopeOf(request), request.params.id);
+      const scope = scopeOf(request);
+      const row = await store.deliveries.get(scope, request.params.id);
       if (!row) throw notFound(`delivery ${request.params.id}`);
-      const attempts = await store.deliveries.recentAttempts(row.id);
-      return { ...deliveryToApi(row), attempts: attempts.map(attemptToApi) };
+      const [attempts, message] = await Promise.all([
+        store.deliveries.recentAttempts(row.id),
+        store.messages.get(scope, row.message_id),
+      ]);
+      const trace = messageTrace(row.message_id, message?.traceparent ?? null, message?.tracestate ?? null);
+      return { ...deliveryToApi(row), trace_id: trace.traceId, attempts: attempts.map(attemptToApi) };
     },
   );
 

@@ -3,6 +3,7 @@ import type { Config } from '../config.js';
 import type { Scope, Store } from '../store/index.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SchemaCompiler } from '../event-schemas/compiler.js';
+import type { Tracer } from '../tracing/tracer.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
@@ -12,6 +13,8 @@ export interface ApiDeps {
   metrics: Metrics;
   /** Compiles and keeps the validators of event schemas, off the event loop (src/event-schemas/). */
   schemas: SchemaCompiler;
+  /** Trace context and, when OTEL_* asks, spans (src/tracing/). */
+  tracer: Tracer;
 }
 
 export type RoutePlugin = FastifyPluginAsyncTypebox<ApiDeps>;

@@ -72,6 +72,36 @@ export async function checkEndpointInput(
   }
 }
 
+export const FilterTestBody = Type.Object({
+  payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
+  event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
+  // A draft filter to try instead of the endpoint's own (null: none); nothing is saved.
+  filter: Type.Optional(Nullable(ContentFilter)),
+});
+
+export const FilterTestAnswer = Type.Object(
+  { matches: Type.Boolean({ description: 'true also when there is no filter' }) },
+  { examples: [{ matches: true }] },
+);
+
+/**
+ * The filter-test routes' verdict (native and portal): whether `stored`, or the draft `body.filter` when
+ * one is given, lets a message with this payload and event type through, as fan-out would decide.
+ */
+export function filterTest(
+  stored: string | null,
+  body: { payload: object; event_type?: string | undefined; filter?: object | null | undefined },
+  now: number,
+): { matches: boolean } {
+  if (body.filter != null) {
+    const problem = filterProblem(body.filter);
+    if (problem) throw invalid(problem);
+  }
+  const filter = body.filter === undefined ? stored : body.filter === null ? null : JSON.stringify(body.filter);
+  const envelope = outboundEnvelope(body.event_type ?? '', now, JSON.stringify(body.payload));
+  return { matches: filter === null || filterTester(filter)(envelope) };
+}
+
 /** An endpoint as the API and the portal show it: its headers opened, sensitive values redacted. */
 export function endpointView(store: Store): (row: EndpointRow) => ReturnType<typeof endpointToApi> {
   return (row) => endpointToApi(row, store.endpoints.shownHeaders(row));
@@ -278,31 +308,17 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     '/api/v1/endpoints/:id/filter-test',
     {
       schema: {
-        summary: "Whether the endpoint's content filter lets a message with this payload through",
+        summary: "Whether the endpoint's content filter (or a draft of one) lets a message with this payload through",
         tags: ['endpoints'],
         params: IdParams,
-        body: Type.Object({
-          payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
-          event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
-        }),
-        response: {
-          200: Type.Object(
-            { matches: Type.Boolean({ description: 'true also when the endpoint has no filter' }) },
-            { examples: [{ matches: true }] },
-          ),
-          ...errors(400, 401, 404, 429),
-        },
+        body: FilterTestBody,
+        response: { 200: FilterTestAnswer, ...errors(400, 401, 404, 429) },
       },
     },
     async (request) => {
       const row = await store.endpoints.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`endpoint ${request.params.id}`);
-      const envelope = outboundEnvelope(
-        request.body.event_type ?? '',
-        store.ctx.now(),
-        JSON.stringify(request.body.payload),
-      );
-      return { matches: row.filter === null || filterTester(row.filter)(envelope) };
+      return filterTest(row.filter, request.body, store.ctx.now());
     },
   );
 

@@ -20,6 +20,8 @@ import type { EmitRequest, EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
 import { schemaValidator } from './event-types.js';
+import { formatTraceparent, messageTrace } from '../domain/trace-context.js';
+import type { FastifyRequest } from 'fastify';
 
 const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
 const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
@@ -69,7 +71,8 @@ function accepted(result: EmitResult, appId: string, eventType: string): Extract
 
 /** Emits a message after checking its payload against its event type's schema (both surfaces' emit). */
 export async function emit(
-  { store, metrics, schemas }: Pick<ApiDeps, 'store' | 'metrics' | 'schemas'>,
+  { store, metrics, schemas, tracer }: Pick<ApiDeps, 'store' | 'metrics' | 'schemas' | 'tracer'>,
+  request: FastifyRequest,
   scope: Scope,
   appId: string,
   eventType: string,
@@ -86,8 +89,23 @@ export async function emit(
     const failure = schemaFailure(validate, payload, 'payload', payloadJson.length);
     if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
   }
-  const result = await store.messages.emit({ scope, appId, eventType, payloadJson, idempotencyKey, ...extra });
+  // The message keeps the context its attempts descend from: the emit's span, or the caller's own.
+  const result = await tracer.emit(tracer.requestContext(request), { appId, eventType }, (kept) =>
+    store.messages.emit({
+      scope,
+      appId,
+      eventType,
+      payloadJson,
+      idempotencyKey,
+      ...extra,
+      traceparent: kept && formatTraceparent(kept),
+      tracestate: kept?.tracestate ?? null,
+    }),
+  );
   const created = accepted(result, appId, eventType);
+  const { message } = created;
+  // The request's log line names the message's trace.
+  request.traceId = messageTrace(message.id, message.traceparent, message.tracestate).traceId;
   if (!created.idempotent) metrics.emitted(scope.livemode);
   return created;
 }
@@ -139,7 +157,7 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const body = request.body;
       // The header wins over the body key when both are sent.
       const key = request.headers['idempotency-key'] ?? body.idempotency_key ?? null;
-      const result = await emit(deps, scopeOf(request), body.app_id, body.event_type, body.payload, key, {
+      const result = await emit(deps, request, scopeOf(request), body.app_id, body.event_type, body.payload, key, {
         channels: body.channels,
         tags: body.tags,
       });
@@ -170,7 +188,7 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
         if (!entry) throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
         payload = JSON.parse(entry.example_json) as object;
       }
-      const result = await emit(deps, scope, request.body.app_id, eventType, payload, null);
+      const result = await emit(deps, request, scope, request.body.app_id, eventType, payload, null);
       reply.code(202);
       return {
         id: result.message.id,

@@ -86,8 +86,16 @@ const messageExample = {
   app_id: EXAMPLE_ID.app,
   channels: [],
   tags: ['region-eu'],
+  trace_id: '4bf92f3577b34da6a3ce929d0e0e4736',
   created_at: EXAMPLE_TIME,
 };
+/** A message's W3C trace id (src/domain/trace-context.ts): every attempt's traceparent carries it. */
+const TraceId = Type.String({
+  pattern: '^[0-9a-f]{32}$',
+  description:
+    "The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id",
+});
+
 export const Message = Type.Object(
   {
     id: Type.String({ description: 'evt_…' }),
@@ -96,6 +104,7 @@ export const Message = Type.Object(
     app_id: Type.String(),
     channels: Type.Array(Type.String(), { description: 'Routing channels (empty: none)' }),
     tags: Type.Array(Type.String(), { description: 'Labels, for lists (tag=)' }),
+    trace_id: TraceId,
     created_at: Timestamp,
   },
   { examples: [messageExample] },
@@ -109,6 +118,7 @@ export const EmitResponse = Type.Object(
     app_id: Type.String(),
     channels: Type.Array(Type.String()),
     tags: Type.Array(Type.String()),
+    trace_id: TraceId,
     created_at: Timestamp,
     delivery_ids: Type.Array(Type.String()),
     idempotent: Type.Boolean(),
@@ -380,11 +390,19 @@ const deliveryExample = {
 };
 export const Delivery = Type.Object(deliveryFields, { examples: [deliveryExample] });
 export const DeliveryWithAttempts = Type.Object(
-  { ...deliveryFields, attempts: Type.Array(Attempt) },
+  {
+    ...deliveryFields,
+    trace_id: Type.String({
+      ...TraceId,
+      description: "The message's W3C trace id, which every attempt's traceparent carries",
+    }),
+    attempts: Type.Array(Attempt),
+  },
   {
     examples: [
       {
         ...deliveryExample,
+        trace_id: messageExample.trace_id,
         attempts: [
           {
             attempt_number: 1,

@@ -10,6 +10,7 @@ import type {
 import type { Page } from '../store/common.js';
 import type { DeliveryRead } from '../store/deliveries.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
+import { messageTrace } from '../domain/trace-context.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
@@ -29,6 +30,7 @@ export const messageToApi = (m: MessageRow) => ({
   app_id: m.app_id,
   channels: m.channels === null ? [] : (JSON.parse(m.channels) as string[]),
   tags: m.tags === null ? [] : (JSON.parse(m.tags) as string[]),
+  trace_id: messageTrace(m.id, m.traceparent, m.tracestate).traceId,
   created_at: iso(m.created_at),
 });
 

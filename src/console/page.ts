@@ -4,6 +4,7 @@
 // build step; everything read from the API is inserted as text, never as HTML.
 
 import { CHART_CSS } from './chart.js';
+import { FILTER_CSS } from './filter-editor.js';
 
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en">
@@ -58,6 +59,8 @@ export const CONSOLE_HTML = `<!doctype html>
       <h2>Endpoint <code id="endpoint-id"></code></h2>
       <dl id="endpoint-details"></dl>
       <div id="endpoint-actions"></div>
+      <h3>Content filter</h3>
+      <div id="endpoint-filter"></div>
       <h3>Attempts per hour, last 24 h</h3>
       <div id="endpoint-chart"></div>
       <form id="recover-endpoint">
@@ -120,4 +123,6 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } d
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+.trace { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+${FILTER_CSS}
 ${CHART_CSS}`;

@@ -3,6 +3,7 @@
 // Content-Security-Policy allows scripts from this origin only.
 
 import { DOM_HELPERS_JS } from './dom-helpers.js';
+import { FILTER_EDITOR_JS } from './filter-editor.js';
 
 export const CONSOLE_JS = `
 'use strict';
@@ -40,6 +41,7 @@ export const CONSOLE_JS = `
   }
 
 ${DOM_HELPERS_JS}
+${FILTER_EDITOR_JS}
   function cell(row, text, className) { var td = el('td', text, className); row.appendChild(td); return td; }
   function codeCell(row, text) { var td = el('td'); td.appendChild(el('code', text)); row.appendChild(td); return td; }
   function when(iso) { return iso ? new Date(iso).toLocaleString() : '—'; }
@@ -184,9 +186,24 @@ ${DOM_HELPERS_JS}
     item.appendChild(list);
     box.appendChild(item);
     return call('GET', 'deliveries/' + delivery.id).then(function (full) {
+      item.insertBefore(traceLine(full.trace_id), list);
       (full.attempts || []).slice().reverse().forEach(function (attempt) { list.appendChild(el('li', attemptLine(attempt))); });
       if (!full.attempts || full.attempts.length === 0) list.appendChild(el('li', 'No attempt yet.'));
     });
+  }
+
+  // The message's trace id, which every attempt's traceparent carries: what to search in a tracing backend.
+  function traceLine(traceId) {
+    var line = el('div', 'Trace ', 'trace');
+    line.appendChild(el('code', traceId));
+    line.appendChild(document.createTextNode(' '));
+    var copy = button('Copy', function () {
+      navigator.clipboard.writeText(traceId).then(function () { copy.textContent = 'Copied'; }, function () {
+        copy.textContent = 'Select the id to copy it';
+      });
+    });
+    line.appendChild(copy);
+    return line;
   }
 
   // Polls the delivery until the retried attempt is recorded (for at most ten seconds).
@@ -202,6 +219,8 @@ ${DOM_HELPERS_JS}
     return poll();
   }
 
+  function filterText(filter) { return filter ? JSON.stringify(filter) : 'none: every message'; }
+
   var current = null;
   function openEndpoint(id) {
     open('endpoint');
@@ -213,10 +232,16 @@ ${DOM_HELPERS_JS}
         ['Status', endpoint.status], ['Description', endpoint.description || '—'],
         ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
+        ['Filter', filterText(endpoint.filter)],
         ['Signatures', endpoint.signature_type], ['Created', when(endpoint.created_at)]].forEach(function (pair) {
         details.appendChild(el('dt', pair[0]));
-        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : null));
+        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : null));
       });
+      clear('#endpoint-filter').appendChild(filterEditor(endpoint, function (filter) {
+        return call('PATCH', 'endpoints/' + id, { filter: filter }).then(function (saved) {
+          document.querySelector('#endpoint-details .filter-value').textContent = filterText(saved.filter);
+        });
+      }, function (body) { return call('POST', 'endpoints/' + id + '/filter-test', body); }));
       var actions = clear('#endpoint-actions');
       actions.appendChild(button(endpoint.status === 'disabled' ? 'Enable' : 'Disable', function () {
         setStatus(endpoint, endpoint.status === 'disabled' ? 'active' : 'disabled').then(function () { return openEndpoint(id); }).catch(fail);

@@ -1,3 +1,4 @@
+import { traceOf } from '../tracing/tracer.js';
 import type { Logger } from 'pino';
 import type { AttemptInput, AttemptResult, WorkerQueue } from '../store/queue.js';
 import { GroupCommit } from '../store/group-commit.js';
@@ -100,7 +101,12 @@ export class Outcomes {
         if (next === 'give-up') return error instanceof Error ? error : new Error(String(error));
         if (next === 'without-answer') {
           this.log.warn(
-            { err: error, cause: storeErrorCause(error), delivery_id: input.task.delivery_id },
+            {
+              err: error,
+              cause: storeErrorCause(error),
+              delivery_id: input.task.delivery_id,
+              trace_id: traceOf(input.delivery).traceId,
+            },
             "the store refused an outcome's values; recording it without the receiver's answer",
           );
           outcome = withoutAnswer(result);

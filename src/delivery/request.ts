@@ -10,7 +10,7 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
  * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
- * headers. The signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
+ * headers, and the attempt's W3C trace context (src/tracing/). The signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
  * gets the same three values under the svix-* names too, so receivers written against Svix verify as they
  * did.
  */
@@ -25,6 +25,7 @@ export function signedRequest(
   },
   payloadJson: string,
   nowMs: number,
+  trace: { traceparent: string; tracestate: string | null },
 ): SendRequest {
   const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
   const timestamp = Math.floor(nowMs / 1000);
@@ -44,6 +45,8 @@ export function signedRequest(
       'webhook-id': msgId,
       'webhook-timestamp': String(timestamp),
       'webhook-signature': signatures,
+      traceparent: trace.traceparent,
+      ...(trace.tracestate === null ? {} : { tracestate: trace.tracestate }),
       ...(endpoint.svixHeaders
         ? { 'svix-id': msgId, 'svix-timestamp': String(timestamp), 'svix-signature': signatures }
         : {}),

@@ -10,6 +10,7 @@ import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
 import { endpointPauseMs } from '../domain/retry.js';
 import type { AttemptMetrics } from '../metrics/registry.js';
+import { traceOf, type Tracer, untraced } from '../tracing/tracer.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
 // through a lane per endpoint with bounds per endpoint and overall (lanes.ts, and pump here), send, and record
@@ -85,6 +86,8 @@ export class DeliveryWorker {
     private readonly queue: WorkerQueue = store.queue,
     /** Told of each attempt made, as it is made (src/metrics/). */
     private readonly metrics: AttemptMetrics | null = null,
+    /** Each attempt's trace context and, when OTEL_* asks, its span (src/tracing/). */
+    private readonly tracer: Tracer = untraced,
   ) {
     const waves = wavesHeld(config);
     this.maxClaimed = config.concurrency * waves;
@@ -304,10 +307,10 @@ export class DeliveryWorker {
   }
 
   private async attempt(task: ClaimedTask, lane: Lane): Promise<void> {
+    // Taken out first: however this attempt ends, nothing is left behind in `loaded`.
+    let input: AttemptInput | null | undefined = this.loaded.get(task.id);
+    this.loaded.delete(task.id);
     try {
-      // Taken out first: however this attempt ends, nothing is left behind in `loaded`.
-      let input: AttemptInput | null | undefined = this.loaded.get(task.id);
-      this.loaded.delete(task.id);
       let result: AttemptResult;
       try {
         // When it was claimed: its lease ran from then (read before the lease is extended below).
@@ -343,13 +346,13 @@ export class DeliveryWorker {
       if (owned instanceof Error) throw owned;
       if (!owned)
         this.log.warn(
-          { delivery_id: task.delivery_id, attempt: task.attempt_number },
+          { delivery_id: task.delivery_id, attempt: task.attempt_number, trace_id: traceOf(input.delivery).traceId },
           'task was no longer ours when its outcome was recorded (taken after its lease, cancelled, or written by an earlier try whose answer was lost); outcome kept',
         );
     } catch (error) {
       // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
       this.log.error(
-        { err: error, delivery_id: task.delivery_id },
+        { err: error, delivery_id: task.delivery_id, trace_id: input ? traceOf(input.delivery).traceId : undefined },
         'attempt could not be recorded; it will be retried after its lease',
       );
     }
@@ -406,14 +409,24 @@ export class DeliveryWorker {
     if (!input.endpoint) return failed('endpoint was deleted');
     if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
     if (input.payloadJson === null) return failed('payload is past its retention period');
+    // The attempt's span is a child of the message's context; the request carries it (W3C traceparent).
+    const trace = traceOf(input.delivery);
+    const span = this.tracer.attempt(trace, {
+      url: input.endpoint.url,
+      deliveryId: input.delivery.id,
+      endpointId: input.endpoint.id,
+      attemptNumber: input.task.attempt_number,
+    });
     // Secrets that do not open never reach here (attempt() leaves those to cannotSign).
     const request = signedRequest(
       input,
       { ...input.endpoint, secrets: input.endpoint.secrets! },
       input.payloadJson,
       Date.now(),
+      { traceparent: span.traceparent, tracestate: trace.tracestate },
     );
     const result = await this.sender.send(request);
+    span.end(result);
     return { ...result, at: Date.now() };
   }
 }

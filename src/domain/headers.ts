@@ -21,6 +21,9 @@ const RESERVED = new Set([
   'svix-id',
   'svix-timestamp',
   'svix-signature',
+  // Each attempt's W3C trace context (src/tracing/).
+  'traceparent',
+  'tracestate',
 ]);
 /**
  * Names that describe one connection or hop, not the request: undici refuses to send `expect`,

@@ -3,6 +3,7 @@
 
 import { CHART_CSS } from '../console/chart.js';
 import { DOM_HELPERS_JS } from '../console/dom-helpers.js';
+import { FILTER_CSS, FILTER_EDITOR_JS } from '../console/filter-editor.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -72,6 +73,7 @@ button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+${FILTER_CSS}
 ${CHART_CSS}`;
 
 export const PORTAL_JS = `
@@ -98,6 +100,7 @@ export const PORTAL_JS = `
   }
 
 ${DOM_HELPERS_JS}
+${FILTER_EDITOR_JS}
   function fail(error) { show(error.message, true); }
 
   function loadEndpoints() {
@@ -113,6 +116,7 @@ ${DOM_HELPERS_JS}
         if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
         if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
         if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
+        if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
         row.appendChild(url);
         row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
         row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
@@ -123,6 +127,15 @@ ${DOM_HELPERS_JS}
         }));
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
+        actions.appendChild(button('Filter', function () {
+          if (url.querySelector('.filter-form')) return;
+          url.appendChild(filterEditor(endpoint, function (filter) {
+            return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
+              var shown = url.querySelector('.filter') || url.insertBefore(el('div', null, 'filter'), url.querySelector('.filter-form'));
+              shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
+            });
+          }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+        }));
         actions.appendChild(button('Stats', function () { showStats(endpoint).catch(fail); }));
         if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {

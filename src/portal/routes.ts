@@ -12,8 +12,15 @@ import {
   messageToApi,
 } from '../api/serialize.js';
 import { startRecovery } from '../api/background-tasks.js';
-import { cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
-import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
+import { ContentFilter, cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
+import {
+  checkEndpointInput,
+  createEndpoint,
+  endpointView,
+  FilterTestBody,
+  filterTest,
+  withSecret,
+} from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
@@ -160,6 +167,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           ),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          filter: Type.Optional(Nullable(ContentFilter)),
         }),
       },
     },
@@ -176,6 +184,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         eventTypes: request.body.event_types,
         headers: request.body.headers,
         rateLimit: request.body.rate_limit,
+        filter: request.body.filter,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -193,6 +202,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          filter: Type.Optional(Nullable(ContentFilter)),
         }),
       },
     },
@@ -201,14 +211,27 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       const ctx = await context(request);
       await ownEndpoint(ctx, request.params.id);
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
-      const { status, headers, rate_limit } = request.body;
+      const { status, headers, rate_limit, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
         headers,
         rateLimit: rate_limit,
+        filter,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
+    },
+  );
+
+  // Whether the endpoint's filter, or a draft of one, lets a payload through (the page's "Test filter").
+  app.post(
+    '/portal/:token/api/endpoints/:id/filter-test',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams, body: FilterTestBody } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const endpoint = await ownEndpoint(ctx, request.params.id);
+      return filterTest(endpoint.filter, request.body, store.ctx.now());
     },
   );
 

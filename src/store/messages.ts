@@ -35,6 +35,9 @@ export interface EmitRequest {
   tags?: string[] | null | undefined;
   /** When the payload goes, if sooner than the retention period. */
   payloadExpiresAt?: number | null | undefined;
+  /** The W3C trace context the message's attempts descend from (src/domain/trace-context.ts). */
+  traceparent?: string | null | undefined;
+  tracestate?: string | null | undefined;
 }
 
 export type EmitResult =
@@ -187,6 +190,8 @@ export class Messages {
         event_id: request.eventId ?? null,
         channels: namesText(request.channels),
         tags: namesText(request.tags),
+        traceparent: request.traceparent ?? null,
+        tracestate: request.tracestate ?? null,
         created_at: now,
       };
       accepted.push({ index: i, message });
@@ -255,6 +260,8 @@ export class Messages {
           event_id: row.event_id,
           channels: row.channels,
           tags: row.tags,
+          traceparent: row.traceparent,
+          tracestate: row.tracestate,
           created_at: row.created_at,
         },
         deliveryIds: parseJsonList(row.delivery_ids),
@@ -281,6 +288,8 @@ export class Messages {
           'messages.event_id',
           'messages.channels',
           'messages.tags',
+          'messages.traceparent',
+          'messages.tracestate',
           'messages.created_at',
         ])
         // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
@@ -501,6 +510,8 @@ export class Messages {
       event_id: null,
       channels: null,
       tags: null,
+      traceparent: null,
+      tracestate: null,
       created_at: now,
     };
     const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);

@@ -122,6 +122,8 @@ export async function raiseOccurrences(
       event_id: null,
       channels: null,
       tags: null,
+      traceparent: null,
+      tracestate: null,
       created_at: occurrence.at,
     };
     messages.push(message);

@@ -24,7 +24,16 @@ export interface ClaimedTask extends TaskRow {
 
 export interface AttemptInput {
   task: ClaimedTask;
-  delivery: { id: string; messageId: string; eventType: string; createdAt: number; livemode: boolean };
+  /** `traceparent` / `tracestate`: the message's trace context (src/domain/trace-context.ts, messageTrace). */
+  delivery: {
+    id: string;
+    messageId: string;
+    eventType: string;
+    createdAt: number;
+    livemode: boolean;
+    traceparent: string | null;
+    tracestate: string | null;
+  };
   /** `secrets` is null when this process cannot open them (sealed under another HERALD_SECRET_KEY). */
   /** `publicOnly`: its URL may reach public addresses only (a Live endpoint, or one made in a portal). */
   endpoint: {

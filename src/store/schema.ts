@@ -124,6 +124,9 @@ export interface MessageRow {
   channels: string | null;
   /** JSON array of tag names (labels for lists); null: none. */
   tags: string | null;
+  /** The W3C `traceparent` its attempts descend from, and the caller's `tracestate`; null: none given. */
+  traceparent: string | null;
+  tracestate: string | null;
   created_at: number;
 }
 

@@ -52,6 +52,19 @@ test('a filter decides at fan-out which messages make a delivery, and an update 
   assert.equal(await verdict({ n: 1, name: 'zed' }), false);
   assert.equal((await s.api.post(`/api/v1/endpoints/${all.id}/filter-test`, { payload: {} })).body.matches, true);
   assert.equal((await s.api.post('/api/v1/endpoints/ep_missing/filter-test', { payload: {} })).status, 404);
+  // A draft filter is tried instead of the stored one, and saved nowhere; null tries none.
+  const draft = async (filter: object | null, payload: object) =>
+    (await s.api.post(`/api/v1/endpoints/${big.body.id}/filter-test`, { payload, filter })).body.matches;
+  assert.equal(await draft({ 'data.n': { $gt: 10 } }, { n: 11 }), true);
+  assert.equal(await draft({ 'data.n': { $gt: 10 } }, { n: -1 }), false, 'the draft, not the stored filter, decides');
+  assert.equal(await draft(null, { n: 1, name: 'zed' }), true);
+  assertError(
+    await s.api.post(`/api/v1/endpoints/${big.body.id}/filter-test`, { payload: {}, filter: { $where: '1' } }),
+    400,
+    'invalid_request',
+    /\$where is not supported/,
+  );
+  assert.equal(await verdict({ n: 1, name: 'zed' }), false, 'the stored filter is unchanged');
 });
 
 test('filters past the bounds are a 400 naming the problem, and nothing is stored', async (t) => {

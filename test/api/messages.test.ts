@@ -122,6 +122,7 @@ describe('messages', () => {
       'id',
       'object',
       'tags',
+      'trace_id',
     ]);
     assert.equal(read.body.event_type, 'invoice.paid');
     assert.equal(read.body.app_id, app.id);

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 // test/bench/peers.test.ts drives each peer's drain on a small backlog instead.
 
 const REPO = resolve(import.meta.dirname, '..', '..');
-const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow', 'neighbour'];
+const SCENARIOS = ['ingest', 'delivery', 'e2e', 'fanout', 'backlog', 'slow', 'neighbour', 'tracing'];
 const TIMEOUT_MS = 240_000;
 
 test('bench --quick writes valid results for every scenario', {

@@ -257,3 +257,72 @@ test('in a browser: a wrong key is refused on the page and nothing is kept', { s
   assert.equal(await page.evaluate(() => sessionStorage.getItem('herald.console.key')), null);
   assert.equal(await page.locator('#signed-in').isVisible(), false);
 });
+
+test("in a browser: an endpoint's content filter is tried and saved on its page, and a delivery shows its trace id", {
+  skip: browserSkip,
+}, async (t) => {
+  const app = (await api.post('/api/v1/applications', { name: 'console-filter' })).body;
+  const endpoint = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/filtered` })).body;
+  receiver.respond = () => ({ status: 200, body: 'ok' });
+  const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+  const emitted = await api.post(
+    '/api/v1/messages',
+    { app_id: app.id, event_type: 'invoice.paid', payload: { amount: 5 } },
+    { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+  );
+  assert.equal(emitted.status, 201);
+  const [deliveryId] = emitted.body.delivery_ids as string[];
+
+  const browser = await launchBrowser(t);
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(`${service.url}/console`);
+  await page.fill('#sign-in input[name=key]', testKey);
+  await page.click('#sign-in button[type=submit]');
+  await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Open")`);
+  await page.waitForSelector('#endpoint-filter form.filter-form');
+  assert.match((await page.locator('#endpoint-details .filter-value').textContent()) ?? '', /^none/);
+
+  // The delivery's trace: the emit's trace id, copied with one click.
+  const trace = page.locator(`#endpoint-deliveries .delivery[data-delivery-id="${deliveryId}"] .trace`);
+  await trace.waitFor();
+  assert.equal(await trace.locator('code').textContent(), traceId);
+  await trace.locator('button:text("Copy")').click();
+  await trace.locator('button:text("Copied")').waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), traceId);
+
+  // A draft is tried against sample payloads before it is saved; what the route says shows in the form.
+  const form = page.locator('#endpoint-filter form.filter-form');
+  const result = form.locator('.filter-result');
+  await form.locator('textarea[name=filter]').fill('{"data.amount": {"$gte": 100}');
+  await form.locator('button:text("Test filter")').click();
+  await eventually(async () => /not valid JSON/.test((await result.textContent()) ?? ''), 5_000, 'a JSON error');
+  await form.locator('textarea[name=filter]').fill('{"data.amount": {"$gte": 100}}');
+  await form.locator('textarea[name=payload]').fill('{"amount": 5}');
+  await form.locator('button:text("Test filter")').click();
+  await eventually(async () => /^Does not match/.test((await result.textContent()) ?? ''), 5_000, 'no match');
+  await form.locator('textarea[name=payload]').fill('{"amount": 500}');
+  await form.locator('button:text("Test filter")').click();
+  await eventually(async () => /^Matches/.test((await result.textContent()) ?? ''), 5_000, 'a match');
+  assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.filter, null, 'testing saves nothing');
+
+  // A filter the API refuses says why in the form, and nothing is saved.
+  await form.locator('textarea[name=filter]').fill('{"$where": "this.data.amount > 1"}');
+  await form.locator('button:text("Save filter")').click();
+  await eventually(async () => /\$where is not supported/.test((await result.textContent()) ?? ''), 5_000, 'refused');
+  assert.match((await result.getAttribute('class')) ?? '', /error/);
+  assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.filter, null);
+
+  await form.locator('textarea[name=filter]').fill('{"data.amount": {"$gte": 100}}');
+  await form.locator('button:text("Save filter")').click();
+  await eventually(async () => /^Filter saved/.test((await result.textContent()) ?? ''), 5_000, 'saved');
+  assert.deepEqual((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.filter, { 'data.amount': { $gte: 100 } });
+  assert.equal(await page.locator('#endpoint-details .filter-value').textContent(), '{"data.amount":{"$gte":100}}');
+  const shot = `${service.database.env.HERALD_DATA_DIR}/console-filter.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
+  assert.deepEqual(problems, []);
+});

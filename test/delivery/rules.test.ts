@@ -39,12 +39,17 @@ test('signedRequest: one signature per valid secret, each verifiable alone, body
         eventType: 'invoice.paid',
         createdAt: Date.UTC(2024, 0, 2),
         livemode: false,
+        traceparent: null,
+        tracestate: null,
       },
     },
     { url: 'http://127.0.0.1:1/', publicOnly: false, secrets: { current, previous: [previous] }, headers: {} },
     '{"amount":1}',
     now,
+    { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', tracestate: 'vendor=1' },
   );
+  assert.equal(request.headers.traceparent, '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+  assert.equal(request.headers.tracestate, 'vendor=1');
   assert.equal(request.body, '{"type":"invoice.paid","timestamp":"2024-01-02T00:00:00.000Z","data":{"amount":1}}');
   assert.equal(request.body, outboundBody('invoice.paid', Date.UTC(2024, 0, 2), '{"amount":1}'));
   const signatures = request.headers['webhook-signature']!.split(' ');

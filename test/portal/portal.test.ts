@@ -380,3 +380,80 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   if (process.env.HERALD_PORTAL_SCREENSHOT)
     await page.screenshot({ path: process.env.HERALD_PORTAL_SCREENSHOT, fullPage: true });
 });
+
+test("a customer sets an endpoint's content filter in the portal: tried first, saved, refused when out of bounds", async () => {
+  const { app, endpoint, portal } = await appWithEndpoint('filtered');
+  const other = await appWithEndpoint('filtered-other');
+  const draft = { 'data.amount': { $gte: 100 } };
+  const tried = async (payload: object, filter?: object | null) =>
+    (await portal.post(`/api/endpoints/${endpoint.id}/filter-test`, { payload, event_type: 'invoice.paid', filter }))
+      .body.matches;
+  assert.equal(await tried({ amount: 5 }, draft), false, 'a draft is tried');
+  assert.equal(await tried({ amount: 500 }, draft), true);
+  assert.equal(await tried({ amount: 5 }), true, 'no filter saved yet: every message');
+  const refused = await portal.post(`/api/endpoints/${endpoint.id}/filter-test`, {
+    payload: {},
+    filter: { $where: 'true' },
+  });
+  assert.equal(refused.status, 400);
+  assert.match(refused.body.error.message, /\$where is not supported/);
+  assert.equal((await portal.post(`/api/endpoints/${other.endpoint.id}/filter-test`, { payload: {} })).status, 404);
+
+  const saved = await portal.patch(`/api/endpoints/${endpoint.id}`, { filter: draft });
+  assert.equal(saved.status, 200, JSON.stringify(saved.body));
+  assert.deepEqual(saved.body.filter, draft);
+  assert.equal((await portal.patch(`/api/endpoints/${endpoint.id}`, { filter: { $where: 'x' } })).status, 400);
+  assert.deepEqual(
+    (await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.filter,
+    draft,
+    'the refused one is not saved',
+  );
+  assert.equal(await tried({ amount: 5 }), false, 'the saved filter decides');
+  // The fan-out obeys it: only the matching message makes a delivery.
+  const small = await api.post('/api/v1/messages', {
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { amount: 5 },
+  });
+  const large = await api.post('/api/v1/messages', {
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { amount: 500 },
+  });
+  assert.deepEqual([small.body.delivery_ids.length, large.body.delivery_ids.length], [0, 1]);
+  const added = await portal.post('/api/endpoints', { url: `${receiver.url}/filtered-added`, filter: { type: 'x' } });
+  assert.equal(added.status, 201);
+  assert.deepEqual(added.body.filter, { type: 'x' });
+});
+
+test('in a browser: the portal tries and saves a filter, and says so beside the form', {
+  skip: browserSkip,
+}, async (t) => {
+  const { app, endpoint } = await appWithEndpoint('browser-filter');
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  await page.goto(service.url + app.portal_path);
+  const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
+  await row.locator('button:text("Filter")').click();
+  const form = row.locator('form.filter-form');
+  const result = form.locator('.filter-result');
+  await form.locator('textarea[name=filter]').fill('{"data.region": {"$in": ["eu"]}}');
+  await form.locator('textarea[name=payload]').fill('{"region": "us"}');
+  await form.locator('button:text("Test filter")').click();
+  await eventually(async () => /^Does not match/.test((await result.textContent()) ?? ''), 5_000, 'no match');
+  await form.locator('button:text("Save filter")').click();
+  await eventually(async () => /^Filter saved/.test((await result.textContent()) ?? ''), 5_000, 'saved');
+  assert.deepEqual((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.filter, { 'data.region': { $in: ['eu'] } });
+  assert.match((await row.locator('.filter').textContent()) ?? '', /Filter: \{"data.region":\{"\$in":\["eu"\]\}\}/);
+  // The verdict is within sight of the button that asked for it.
+  const box = await result.boundingBox();
+  const viewport = page.viewportSize()!;
+  const button = await form.locator('button:text("Save filter")').boundingBox();
+  assert.ok(box && button && Math.abs(box.y - button.y) < viewport.height / 2, 'the result sits by the form');
+  const shot = `${service.database.env.HERALD_DATA_DIR}/portal-filter.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000);
+  assert.deepEqual(problems, []);
+});

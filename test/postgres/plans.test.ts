@@ -318,6 +318,8 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
           eventType: 'invoice.paid',
           createdAt: now,
           livemode: false,
+          traceparent: null,
+          tracestate: null,
         },
         endpoint: {
           id: endpointId,

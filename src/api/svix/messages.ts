@@ -114,7 +114,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
       // A shorter payload retention (hours win over days, as in Svix): the payload goes then, once no
       // attempt of it waits.
       const retentionHours = body.payloadRetentionHours ?? (body.payloadRetentionPeriod ?? 0) * 24;
-      const result = await emit(deps, scope, request.params.app_id, body.eventType, body.payload, key, {
+      const result = await emit(deps, request, scope, request.params.app_id, body.eventType, body.payload, key, {
         eventId: body.eventId,
         channels: body.channels,
         tags: body.tags,

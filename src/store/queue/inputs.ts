@@ -24,6 +24,8 @@ const INPUT_COLUMNS = [
   'messages.id as m_id',
   'messages.event_type',
   'messages.created_at',
+  'messages.traceparent',
+  'messages.tracestate',
   'endpoints.id as e_id',
   'endpoints.url',
   'endpoints.public_only',
@@ -61,6 +63,8 @@ export interface LoadedRow {
   m_id: string | null;
   event_type: string | null;
   created_at: number | null;
+  traceparent: string | null;
+  tracestate: string | null;
   body: string | null;
   payload_id: string | null;
   e_id: string | null;
@@ -103,6 +107,8 @@ export class InputReader {
         eventType: row.event_type!,
         createdAt: row.created_at!,
         livemode: Boolean(row.livemode),
+        traceparent: row.traceparent,
+        tracestate: row.tracestate,
       },
       endpoint: row.e_id === null ? null : this.endpointInput(row.e_id, row.endpoint_status!, row),
       payloadJson: row.body ?? null,

@@ -17,7 +17,7 @@ export interface Statement {
 const CLAIMED_COLUMNS = `c.id, c.delivery_id, c.endpoint_id, c.trigger, c.attempt_number,
   d.id as d_id, d.message_id, d.livemode, d.status as d_status, d.attempt_count, d.schedule_step, d.attempt_seq,
   (select count(*)::int from delivery_tasks x where x.delivery_id = c.delivery_id) as d_tasks,
-  m.id as m_id, m.event_type, m.created_at,
+  m.id as m_id, m.event_type, m.created_at, m.traceparent, m.tracestate,
   case when octet_length(p.body) <= $PAYLOAD_LIMIT then p.body end as body, p.message_id as payload_id,
   e.id as e_id, e.url, e.public_only, e.status as endpoint_status, e.failing_since, e.exhausted_at,
   e.secret_sealed, e.previous_secret_sealed, e.previous_valid_until, e.earlier_secrets_sealed,
