@@ -11,11 +11,12 @@ import {
   ListOf,
   Message,
   MessageChannels,
+  MessagePayload,
   MessageTags,
   cursorOf,
   pageQuery,
 } from './schemas.js';
-import { deliveryToApi, list, messageToApi } from './serialize.js';
+import { deliveryToApi, list, messagePayloadToApi, messageToApi } from './serialize.js';
 import type { EmitRequest, EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
@@ -201,6 +202,28 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const message = await store.messages.get(scopeOf(request), request.params.id);
       if (!message) throw notFound(`message ${request.params.id}`);
       return messageToApi(message);
+    },
+  );
+
+  app.get(
+    '/api/v1/messages/:id/payload',
+    {
+      schema: {
+        summary: "A message's stored payload, as receivers get it in `data`",
+        description:
+          'Message reads carry metadata only; this reads the payload on demand. 410 payload_gone when the message is still stored but its payload is not (expunged, past its own retention, or purged).',
+        tags: ['messages'],
+        params: IdParams,
+        response: { 200: MessagePayload, ...errors(401, 404, 410, 429) },
+      },
+    },
+    async (request) => {
+      const message = await store.messages.get(scopeOf(request), request.params.id);
+      if (!message) throw notFound(`message ${request.params.id}`);
+      const payloadJson = await store.messages.readablePayload(message.id);
+      if (payloadJson === undefined)
+        throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
+      return messagePayloadToApi(message, payloadJson);
     },
   );
 

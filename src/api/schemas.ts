@@ -101,6 +101,33 @@ export const Message = Type.Object(
   { examples: [messageExample] },
 );
 
+/** A message's stored payload, read on demand (message reads stay metadata-only). */
+export const MessagePayload = Type.Object(
+  {
+    id: Type.String({ description: 'evt_…' }),
+    object: Type.Literal('message_payload'),
+    app_id: Type.String(),
+    event_type: Type.String(),
+    payload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'The payload as emitted: what receivers get as `data`' },
+    ),
+    created_at: Timestamp,
+  },
+  {
+    examples: [
+      {
+        id: EXAMPLE_ID.message,
+        object: 'message_payload',
+        app_id: EXAMPLE_ID.app,
+        event_type: 'invoice.paid',
+        payload: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+        created_at: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
+
 export const EmitResponse = Type.Object(
   {
     id: Type.String(),
@@ -488,6 +515,12 @@ const ERROR_STATUSES: Record<number, { description: string; code: string; messag
     description: 'Conflicts with what exists (a duplicate uid or name, a limit reached)',
     code: 'conflict',
     message: 'an application with uid "acme" already exists',
+  },
+  410: {
+    description:
+      'The message exists but its payload is gone: expunged, past its own retention, or purged after HERALD_RETENTION',
+    code: 'payload_gone',
+    message: `the payload of message ${EXAMPLE_ID.message} is no longer stored`,
   },
   413: {
     description: 'The body is larger than HERALD_MAX_PAYLOAD_BYTES',
