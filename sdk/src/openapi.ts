@@ -19,7 +19,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -185,18 +185,53 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Inc."
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "object": "bootstrap",
+                         *       "organization": {
+                         *         "id": "org_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *         "name": "Acme Inc.",
+                         *         "plan": "starter"
+                         *       },
+                         *       "test_key": {
+                         *         "id": "key_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *         "object": "api_key",
+                         *         "name": "Test key",
+                         *         "prefix": "sk_test_",
+                         *         "livemode": false,
+                         *         "created_at": "2026-01-01T00:00:00.000Z",
+                         *         "revoked_at": null,
+                         *         "key": "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ"
+                         *       },
+                         *       "live_key": {
+                         *         "id": "key_01jd5x3k8m2n4p6q8r0s2t4v6x",
+                         *         "object": "api_key",
+                         *         "name": "Live key",
+                         *         "prefix": "sk_live_",
+                         *         "livemode": true,
+                         *         "created_at": "2026-01-01T00:00:00.000Z",
+                         *         "revoked_at": null,
+                         *         "key": "sk_live_9fD27KsPqWmXnB3vT6yH8cJ1rL5eZ0aU"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {string} */
                             object: "bootstrap";
@@ -368,7 +403,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -496,6 +531,10 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /**
+                     * @description Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field
+                     * @example order-1001
+                     */
                     "idempotency-key"?: string;
                 };
                 path?: never;
@@ -503,13 +542,32 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "event_type": "invoice.paid",
+                     *       "payload": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd"
+                     *       },
+                     *       "tags": [
+                     *         "region-eu"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
+                        /** @description The application: its app_… id or its uid */
                         app_id: string;
                         event_type: string;
                         /** @description Free-form JSON object delivered to receivers as `data` */
                         payload: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field
+                         * @example order-1001
+                         */
                         idempotency_key?: string;
                         channels?: string[];
                         tags?: string[];
@@ -517,7 +575,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Idempotent repeat: the earlier answer to this idempotency-key (idempotent: true); nothing new was created */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -537,7 +595,7 @@ export interface paths {
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       ],
-                         *       "idempotent": false
+                         *       "idempotent": true
                          *     }
                          */
                         "application/json": {
@@ -555,7 +613,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Created: the message is stored and its deliveries are queued */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -764,6 +822,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "event_type": "invoice.paid"
+                     *     }
+                     */
                     "application/json": {
                         app_id: string;
                         event_type?: string;
@@ -775,12 +839,25 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted: the work is queued and done in the background */
                 202: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "object": "message",
+                         *       "status": "accepted",
+                         *       "event_type": "invoice.paid",
+                         *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "delivery_ids": [
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       ],
+                         *       "note": "Sample event sent with the catalog example payload"
+                         *     }
+                         */
                         "application/json": {
                             id: string;
                             /** @enum {string} */
@@ -989,7 +1066,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1152,7 +1229,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1339,12 +1416,22 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "message_id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "delivery_ids": [
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v7a",
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v7b"
+                         *       ],
+                         *       "status": "enqueued"
+                         *     }
+                         */
                         "application/json": {
                             message_id: string;
                             delivery_ids: string[];
@@ -1529,7 +1616,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1707,7 +1794,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1835,6 +1922,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Inc.",
+                     *       "uid": "acme"
+                     *     }
+                     */
                     "application/json": {
                         name: string;
                         /** @description Your stable id for this application (not starting with app_) */
@@ -1843,7 +1936,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -2047,7 +2140,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2189,7 +2282,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -2356,6 +2449,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Corporation"
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                         /** @description Your stable id for this application (not starting with app_) */
@@ -2364,7 +2462,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2587,7 +2685,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2795,7 +2893,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2967,6 +3065,21 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "url": "https://acme.example/webhooks",
+                     *       "description": "Billing receiver",
+                     *       "event_types": [
+                     *         "invoice.paid"
+                     *       ],
+                     *       "headers": {
+                     *         "X-Tenant": "acme"
+                     *       },
+                     *       "rate_limit": 50,
+                     *       "uid": "billing"
+                     *     }
+                     */
                     "application/json": {
                         app_id: string;
                         /** @description Receiver URL; https in Live mode */
@@ -2995,7 +3108,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -3267,7 +3380,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3453,7 +3566,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -3620,6 +3733,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_types": [
+                     *         "invoice.paid",
+                     *         "invoice.refunded"
+                     *       ],
+                     *       "rate_limit": 100
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url?: string;
@@ -3648,7 +3770,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3915,6 +4037,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_type": "invoice.paid",
+                     *       "payload": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description The payload, as `data` */
                         payload: {
@@ -3926,7 +4057,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -4116,12 +4247,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "signing_secret": "whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e",
+                         *       "previous_valid_until": "2026-01-02T00:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             id: string;
                             /** @description hmac endpoints: the new whsec_ secret */
@@ -4307,7 +4445,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -4477,6 +4615,16 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://ops.acme.example/herald",
+                     *       "description": "Pager",
+                     *       "event_types": [
+                     *         "endpoint.disabled",
+                     *         "message.attempt.exhausted"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url: string;
@@ -4487,7 +4635,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -4736,7 +4884,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -4903,6 +5051,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_types": [
+                     *         "endpoint.disabled",
+                     *         "message.attempt.failing"
+                     *       ],
+                     *       "status": "active"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url?: string;
@@ -4914,7 +5071,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5160,7 +5317,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5311,7 +5468,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5498,12 +5655,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "delivery_id": "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "status": "enqueued",
+                         *       "attempt_number": 4
+                         *     }
+                         */
                         "application/json": {
                             delivery_id: string;
                             /** @enum {string} */
@@ -5685,7 +5849,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5842,6 +6006,35 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "invoice.paid",
+                     *       "description": "An invoice was paid in full.",
+                     *       "example_json": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd"
+                     *       },
+                     *       "schema": {
+                     *         "type": "object",
+                     *         "properties": {
+                     *           "invoice_id": {
+                     *             "type": "string"
+                     *           },
+                     *           "amount": {
+                     *             "type": "integer"
+                     *           },
+                     *           "currency": {
+                     *             "type": "string"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "invoice_id",
+                     *           "amount"
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description Dotted name such as invoice.paid */
                         name: string;
@@ -5858,7 +6051,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -6088,7 +6281,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6262,6 +6455,17 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "An invoice was paid in full, possibly in several payments.",
+                     *       "example_json": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd",
+                     *         "payments": 2
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         description?: string;
                         /** @description Sample payload, used by send-test; must satisfy `schema` */
@@ -6276,7 +6480,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6505,7 +6709,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6635,13 +6839,18 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "CI key"
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -6826,7 +7035,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -7006,6 +7215,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00.000Z",
+                     *       "until": "2026-01-01T06:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** Format: date-time */
                         since: string;
@@ -7015,7 +7230,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted: the work is queued and done in the background */
                 202: {
                     headers: {
                         [name: string]: unknown;
@@ -7247,7 +7462,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -7414,7 +7629,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;

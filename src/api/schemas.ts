@@ -22,6 +22,25 @@ type LiteralsOf<T extends readonly string[]> = { -readonly [K in keyof T]: TLite
 const literals = <const T extends readonly string[]>(names: T): TUnion<LiteralsOf<T>> =>
   Type.Union(names.map((name) => Type.Literal(name)) as LiteralsOf<T>) as TUnion<LiteralsOf<T>>;
 
+/**
+ * `schema` as the answer of one status, with what that status means there (the OpenAPI document's
+ * response description; the schema's own description is left as it is).
+ */
+export const meaning = <T extends TSchema>(schema: T, text: string): T =>
+  ({ ...schema, 'x-response-description': text }) as T;
+
+/** `schema` with one example (what the OpenAPI document and the /docs page show for it). */
+export const withExample = <T extends TSchema>(schema: T, example: unknown): T =>
+  ({ ...schema, examples: [example] }) as T;
+
+/** What a success status means where a route does not say (the OpenAPI document's response description). */
+export const SUCCESS_MEANINGS: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted: the work is queued and done in the background',
+  204: 'Done; no body',
+};
+
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
     code: Type.String(),
