@@ -4,6 +4,7 @@ import { createLogger, logsWritten, startService } from './service.js';
 import { Store } from './store/index.js';
 import { bootstrapOrganization } from './api/system.js';
 import { apiKeyToApi, iso } from './api/serialize.js';
+import { receive, receiveOptions } from './cli/receive.js';
 
 const USAGE = `Usage: herald <command>
 
@@ -17,6 +18,10 @@ const USAGE = `Usage: herald <command>
   keys revoke <org_id> <key_id> [--live]  revoke an API key
   secrets reseal                          seal every stored secret under HERALD_SECRET_KEY (after a master key
                                           change, with the old one in HERALD_SECRET_KEY_PREVIOUS); online, batched
+  receive [--port 9000] [--secret S] [--status 200]
+                                          a webhook receiver on 127.0.0.1 for trying Herald out: prints each
+                                          request and, with the endpoint's whsec_ secret (or whpk_ public key),
+                                          whether its signature verifies; answers --status (401 if it does not)
 
 Settings are read from the environment (see README). Output of org/keys commands is JSON.`;
 
@@ -76,6 +81,9 @@ async function main(argv: string[]): Promise<void> {
       name: { type: 'string' },
       plan: { type: 'string' },
       live: { type: 'boolean', default: false },
+      port: { type: 'string' },
+      secret: { type: 'string' },
+      status: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,6 +94,8 @@ async function main(argv: string[]): Promise<void> {
       return serve();
     case 'worker':
       return serve('worker');
+    case 'receive':
+      return receive(receiveOptions(values));
     case 'migrate':
       return withStore(async () => console.log('database schema is up to date'));
     case 'org create': {

@@ -19,7 +19,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -185,18 +185,53 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Inc."
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "object": "bootstrap",
+                         *       "organization": {
+                         *         "id": "org_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *         "name": "Acme Inc.",
+                         *         "plan": "starter"
+                         *       },
+                         *       "test_key": {
+                         *         "id": "key_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *         "object": "api_key",
+                         *         "name": "Test key",
+                         *         "prefix": "sk_test_",
+                         *         "livemode": false,
+                         *         "created_at": "2026-01-01T00:00:00.000Z",
+                         *         "revoked_at": null,
+                         *         "key": "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ"
+                         *       },
+                         *       "live_key": {
+                         *         "id": "key_01jd5x3k8m2n4p6q8r0s2t4v6x",
+                         *         "object": "api_key",
+                         *         "name": "Live key",
+                         *         "prefix": "sk_live_",
+                         *         "livemode": true,
+                         *         "created_at": "2026-01-01T00:00:00.000Z",
+                         *         "revoked_at": null,
+                         *         "key": "sk_live_9fD27KsPqWmXnB3vT6yH8cJ1rL5eZ0aU"
+                         *       }
+                         *     }
+                         */
                         "application/json": {
                             /** @enum {string} */
                             object: "bootstrap";
@@ -368,7 +403,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -499,6 +534,10 @@ export interface paths {
             parameters: {
                 query?: never;
                 header?: {
+                    /**
+                     * @description Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field
+                     * @example order-1001
+                     */
                     "idempotency-key"?: string;
                 };
                 path?: never;
@@ -506,13 +545,32 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "event_type": "invoice.paid",
+                     *       "payload": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd"
+                     *       },
+                     *       "tags": [
+                     *         "region-eu"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
+                        /** @description The application: its app_… id or its uid */
                         app_id: string;
                         event_type: string;
                         /** @description Free-form JSON object delivered to receivers as `data` */
                         payload: {
                             [key: string]: unknown;
                         };
+                        /**
+                         * @description Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field
+                         * @example order-1001
+                         */
                         idempotency_key?: string;
                         channels?: string[];
                         tags?: string[];
@@ -520,7 +578,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Idempotent repeat: the earlier answer to this idempotency-key (idempotent: true); nothing new was created */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -541,7 +599,7 @@ export interface paths {
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       ],
-                         *       "idempotent": false
+                         *       "idempotent": true
                          *     }
                          */
                         "application/json": {
@@ -561,7 +619,7 @@ export interface paths {
                         };
                     };
                 };
-                /** @description Default Response */
+                /** @description Created: the message is stored and its deliveries are queued */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -773,6 +831,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "event_type": "invoice.paid"
+                     *     }
+                     */
                     "application/json": {
                         app_id: string;
                         event_type?: string;
@@ -784,12 +848,25 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted: the work is queued and done in the background */
                 202: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "object": "message",
+                         *       "status": "accepted",
+                         *       "event_type": "invoice.paid",
+                         *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "delivery_ids": [
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       ],
+                         *       "note": "Sample event sent with the catalog example payload"
+                         *     }
+                         */
                         "application/json": {
                             id: string;
                             /** @enum {string} */
@@ -998,7 +1075,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1142,6 +1219,194 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/messages/{id}/payload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A message's stored payload, as receivers get it in `data`
+         * @description Message reads carry metadata only; this reads the payload on demand. 410 payload_gone when the message is still stored but its payload is not (expunged, past its own retention, or purged).
+         */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "object": "message_payload",
+                         *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "event_type": "invoice.paid",
+                         *       "payload": {
+                         *         "invoice_id": "inv_1001",
+                         *         "amount": 4200,
+                         *         "currency": "usd"
+                         *       },
+                         *       "created_at": "2026-01-01T00:00:00.000Z"
+                         *     }
+                         */
+                        "application/json": {
+                            /** @description evt_… */
+                            id: string;
+                            /** @enum {string} */
+                            object: "message_payload";
+                            app_id: string;
+                            event_type: string;
+                            /** @description The payload as emitted: what receivers get as `data` */
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: date-time */
+                            created_at: string;
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The message exists but its payload is gone: expunged, past its own retention, or purged after HERALD_RETENTION */
+                410: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_gone",
+                         *         "message": "the payload of message evt_01jd5x3k8m2n4p6q8r0s2t4v6w is no longer stored",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/messages/{id}/replay": {
         parameters: {
             query?: never;
@@ -1163,12 +1428,22 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "message_id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "delivery_ids": [
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v7a",
+                         *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v7b"
+                         *       ],
+                         *       "status": "enqueued"
+                         *     }
+                         */
                         "application/json": {
                             message_id: string;
                             delivery_ids: string[];
@@ -1353,7 +1628,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1531,7 +1806,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -1659,6 +1934,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Inc.",
+                     *       "uid": "acme"
+                     *     }
+                     */
                     "application/json": {
                         name: string;
                         /** @description Your stable id for this application (not starting with app_) */
@@ -1667,7 +1948,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -1871,7 +2152,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2013,7 +2294,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -2180,6 +2461,11 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "Acme Corporation"
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                         /** @description Your stable id for this application (not starting with app_) */
@@ -2188,7 +2474,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2411,7 +2697,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2619,7 +2905,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -2791,6 +3077,21 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "app_id": "acme",
+                     *       "url": "https://acme.example/webhooks",
+                     *       "description": "Billing receiver",
+                     *       "event_types": [
+                     *         "invoice.paid"
+                     *       ],
+                     *       "headers": {
+                     *         "X-Tenant": "acme"
+                     *       },
+                     *       "rate_limit": 50,
+                     *       "uid": "billing"
+                     *     }
+                     */
                     "application/json": {
                         app_id: string;
                         /** @description Receiver URL; https in Live mode */
@@ -2819,7 +3120,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -3091,7 +3392,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3277,7 +3578,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -3444,6 +3745,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_types": [
+                     *         "invoice.paid",
+                     *         "invoice.refunded"
+                     *       ],
+                     *       "rate_limit": 100
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url?: string;
@@ -3472,7 +3782,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3739,6 +4049,20 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_type": "invoice.paid",
+                     *       "payload": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200
+                     *       },
+                     *       "filter": {
+                     *         "data.amount": {
+                     *           "$gte": 1000
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description The payload, as `data` */
                         payload: {
@@ -3754,7 +4078,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -3944,12 +4268,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "signing_secret": "whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e",
+                         *       "previous_valid_until": "2026-01-02T00:00:00.000Z"
+                         *     }
+                         */
                         "application/json": {
                             id: string;
                             /** @description hmac endpoints: the new whsec_ secret */
@@ -4135,7 +4466,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -4305,6 +4636,16 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "url": "https://ops.acme.example/herald",
+                     *       "description": "Pager",
+                     *       "event_types": [
+                     *         "endpoint.disabled",
+                     *         "message.attempt.exhausted"
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url: string;
@@ -4315,7 +4656,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -4564,7 +4905,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description Done; no body */
                 204: {
                     headers: {
                         [name: string]: unknown;
@@ -4731,6 +5072,15 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "event_types": [
+                     *         "endpoint.disabled",
+                     *         "message.attempt.failing"
+                     *       ],
+                     *       "status": "active"
+                     *     }
+                     */
                     "application/json": {
                         /** @description Receiver URL; https in Live mode */
                         url?: string;
@@ -4742,7 +5092,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -4988,7 +5338,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5139,7 +5489,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5329,12 +5679,19 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
                     };
                     content: {
+                        /**
+                         * @example {
+                         *       "delivery_id": "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "status": "enqueued",
+                         *       "attempt_number": 4
+                         *     }
+                         */
                         "application/json": {
                             delivery_id: string;
                             /** @enum {string} */
@@ -5516,7 +5873,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -5673,6 +6030,35 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "invoice.paid",
+                     *       "description": "An invoice was paid in full.",
+                     *       "example_json": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd"
+                     *       },
+                     *       "schema": {
+                     *         "type": "object",
+                     *         "properties": {
+                     *           "invoice_id": {
+                     *             "type": "string"
+                     *           },
+                     *           "amount": {
+                     *             "type": "integer"
+                     *           },
+                     *           "currency": {
+                     *             "type": "string"
+                     *           }
+                     *         },
+                     *         "required": [
+                     *           "invoice_id",
+                     *           "amount"
+                     *         ]
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @description Dotted name such as invoice.paid */
                         name: string;
@@ -5689,7 +6075,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -5919,7 +6305,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6093,6 +6479,17 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "description": "An invoice was paid in full, possibly in several payments.",
+                     *       "example_json": {
+                     *         "invoice_id": "inv_1001",
+                     *         "amount": 4200,
+                     *         "currency": "usd",
+                     *         "payments": 2
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         description?: string;
                         /** @description Sample payload, used by send-test; must satisfy `schema` */
@@ -6107,7 +6504,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6336,7 +6733,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6466,13 +6863,18 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "CI key"
+                     *     }
+                     */
                     "application/json": {
                         name?: string;
                     };
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Created */
                 201: {
                     headers: {
                         [name: string]: unknown;
@@ -6657,7 +7059,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -6837,6 +7239,12 @@ export interface paths {
             };
             requestBody: {
                 content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00.000Z",
+                     *       "until": "2026-01-01T06:00:00.000Z"
+                     *     }
+                     */
                     "application/json": {
                         /** Format: date-time */
                         since: string;
@@ -6846,7 +7254,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description Default Response */
+                /** @description Accepted: the work is queued and done in the background */
                 202: {
                     headers: {
                         [name: string]: unknown;
@@ -7078,7 +7486,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;
@@ -7245,7 +7653,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description Default Response */
+                /** @description OK */
                 200: {
                     headers: {
                         [name: string]: unknown;

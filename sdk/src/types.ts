@@ -35,6 +35,7 @@ type ItemOf<P extends keyof paths> =
   ResponseBody<P, 'get' & keyof paths[P]> extends { data: (infer Item)[] } ? Item : never;
 
 export type Message = ResponseBody<'/api/v1/messages/{id}', 'get'>;
+export type MessagePayload = ResponseBody<'/api/v1/messages/{id}/payload', 'get'>;
 export type MessageCreateParams = RequestBody<'/api/v1/messages', 'post'>;
 export type MessageCreated = ResponseBody<'/api/v1/messages', 'post'>;
 export type MessageListParams = QueryParams<'/api/v1/messages', 'get'>;

@@ -145,6 +145,10 @@ test('every method of the SDK against the real service, with the webhooks it sen
   assert.equal(firstPage.has_more, true);
   assert.equal((await herald.messages.get(message.id)).event_type, 'order.created');
   await rejectsWith(herald.messages.get('evt_doesnotexist'), 404, 'not_found');
+  const stored = await herald.messages.payload(message.id);
+  assert.deepEqual(stored.payload, payload);
+  assert.equal(stored.event_type, 'order.created');
+  await rejectsWith(herald.messages.payload('evt_doesnotexist'), 404, 'not_found');
 
   // Deliveries: listed, read with attempts, retried.
   const ofMessage = await all(herald.messages.deliveries(message.id));

@@ -12,7 +12,7 @@ export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {
       schema: {
         summary: "Create another key for the calling key's organization and environment (shown once)",
         tags: ['api-keys'],
-        body: Type.Object({ name: Type.Optional(Type.String({ maxLength: 256 })) }),
+        body: Type.Object({ name: Type.Optional(Type.String({ maxLength: 256 })) }, { examples: [{ name: 'CI key' }] }),
         response: { 201: ApiKeyWithSecret, ...errors(400, 401, 429) },
       },
     },

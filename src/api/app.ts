@@ -29,10 +29,11 @@ import { backgroundTaskRoutes } from './background-tasks.js';
 import { endpointStatsRoutes } from './endpoint-stats.js';
 import { systemRoutes } from './system.js';
 import { svixDialect, svixRoutes } from './svix/index.js';
-import { errors } from './schemas.js';
+import { errors, meaning, SUCCESS_MEANINGS } from './schemas.js';
 import { portalRoutes } from '../portal/routes.js';
 import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
+import { favicon } from './favicon.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
 import { SchemaCompiler } from '../event-schemas/compiler.js';
@@ -219,16 +220,22 @@ function unstorableField(part: string, value: unknown): string | null {
  * Adds the statuses any route may answer before its handler runs to each route's documented responses, so
  * the OpenAPI document lists every status a request can get: 400 on every route (a malformed
  * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON) and,
- * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed).
+ * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed). A success
+ * status whose meaning the route does not give (schemas.ts, `meaning`) gets the usual one (SUCCESS_MEANINGS).
  */
 function documentCommonErrors(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
-    const response = route.schema?.response as Record<string, unknown> | undefined;
+    const response = route.schema?.response as Record<string, Record<string, unknown>> | undefined;
     if (!response) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const withBody = methods.some((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method));
     const added = errors(...(withBody ? [400, 413, 415] : [400]));
-    for (const [status, schema] of Object.entries(added)) response[status] ??= schema;
+    for (const [status, schema] of Object.entries(added)) response[status] ??= schema as never;
+    for (const [status, schema] of Object.entries(response)) {
+      const usual = SUCCESS_MEANINGS[Number(status)];
+      if (usual && schema['x-response-description'] === undefined && schema.description === undefined)
+        response[status] = meaning(schema as never, usual);
+    }
   });
 }
 
@@ -345,6 +352,8 @@ export async function buildApi(
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
   // The reference page at /docs, rendered from the document above (public, not rate limited).
   await docsPage(app);
+  // The icon every page links, and /favicon.ico (public).
+  favicon(app);
   // Requests counted by route and status, and GET /metrics (public, not rate limited).
   installMetrics(app, metrics, config.metricsToken);
 

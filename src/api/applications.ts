@@ -45,7 +45,7 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
       schema: {
         summary: 'Create an application',
         tags: ['applications'],
-        body: Type.Object({ name: Name, uid: Type.Optional(Uid) }),
+        body: Type.Object({ name: Name, uid: Type.Optional(Uid) }, { examples: [{ name: 'Acme Inc.', uid: 'acme' }] }),
         response: { 201: ApplicationWithPortalPath, ...errors(400, 401, 409, 429) },
       },
     },
@@ -80,7 +80,10 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Update an application',
         tags: ['applications'],
         params: IdParams,
-        body: Type.Object({ name: Type.Optional(Name), uid: Type.Optional(Type.Union([Uid, Type.Null()])) }),
+        body: Type.Object(
+          { name: Type.Optional(Name), uid: Type.Optional(Type.Union([Uid, Type.Null()])) },
+          { examples: [{ name: 'Acme Corporation' }] },
+        ),
         response: { 200: Application, ...errors(400, 401, 404, 409, 429) },
       },
     },

@@ -57,10 +57,13 @@ export const backgroundTaskRoutes: RoutePlugin = async (app, { store }) => {
           "Give every failed or disabled delivery of the endpoint's messages created in [since, until) a new attempt",
         tags: ['endpoints'],
         params: IdParams,
-        body: Type.Object({
-          since: Timestamp,
-          until: Type.Optional(Timestamp),
-        }),
+        body: Type.Object(
+          {
+            since: Timestamp,
+            until: Type.Optional(Timestamp),
+          },
+          { examples: [{ since: '2026-01-01T00:00:00.000Z', until: '2026-01-01T06:00:00.000Z' }] },
+        ),
         response: { 202: BackgroundTask, ...errors(400, 401, 404, 409, 429) },
       },
     },

@@ -77,11 +77,14 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
         tags: ['deliveries'],
         params: IdParams,
         response: {
-          200: Type.Object({
-            delivery_id: Type.String(),
-            status: Type.Literal('enqueued'),
-            attempt_number: Type.Integer(),
-          }),
+          200: Type.Object(
+            {
+              delivery_id: Type.String(),
+              status: Type.Literal('enqueued'),
+              attempt_number: Type.Integer(),
+            },
+            { examples: [{ delivery_id: 'dlv_01jd5x3k8m2n4p6q8r0s2t4v6w', status: 'enqueued', attempt_number: 4 }] },
+          ),
           ...errors(401, 404, 429),
         },
       },

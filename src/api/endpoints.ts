@@ -72,12 +72,23 @@ export async function checkEndpointInput(
   }
 }
 
-export const FilterTestBody = Type.Object({
-  payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
-  event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
-  // A draft filter to try instead of the endpoint's own (null: none); nothing is saved.
-  filter: Type.Optional(Nullable(ContentFilter)),
-});
+export const FilterTestBody = Type.Object(
+  {
+    payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
+    event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
+    // A draft filter to try instead of the endpoint's own (null: none); nothing is saved.
+    filter: Type.Optional(Nullable(ContentFilter)),
+  },
+  {
+    examples: [
+      {
+        event_type: 'invoice.paid',
+        payload: { invoice_id: 'inv_1001', amount: 4200 },
+        filter: { 'data.amount': { $gte: 1000 } },
+      },
+    ],
+  },
+);
 
 export const FilterTestAnswer = Type.Object(
   { matches: Type.Boolean({ description: 'true also when there is no filter' }) },
@@ -168,19 +179,34 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       schema: {
         summary: 'Create an endpoint (the signing secret is returned once)',
         tags: ['endpoints'],
-        body: Type.Object({
-          app_id: Type.String({ minLength: 1, maxLength: 256 }),
-          url: Url,
-          description: Type.Optional(Description),
-          event_types: Type.Optional(EventTypes),
-          headers: Type.Optional(EndpointHeaders),
-          signature_type: Type.Optional(SignatureType),
-          rate_limit: Type.Optional(Nullable(RateLimit)),
-          ordering: Type.Optional(Ordering),
-          uid: Type.Optional(EndpointUid),
-          channels: Type.Optional(EndpointChannels),
-          filter: Type.Optional(Nullable(ContentFilter)),
-        }),
+        body: Type.Object(
+          {
+            app_id: Type.String({ minLength: 1, maxLength: 256 }),
+            url: Url,
+            description: Type.Optional(Description),
+            event_types: Type.Optional(EventTypes),
+            headers: Type.Optional(EndpointHeaders),
+            signature_type: Type.Optional(SignatureType),
+            rate_limit: Type.Optional(Nullable(RateLimit)),
+            ordering: Type.Optional(Ordering),
+            uid: Type.Optional(EndpointUid),
+            channels: Type.Optional(EndpointChannels),
+            filter: Type.Optional(Nullable(ContentFilter)),
+          },
+          {
+            examples: [
+              {
+                app_id: 'acme',
+                url: 'https://acme.example/webhooks',
+                description: 'Billing receiver',
+                event_types: ['invoice.paid'],
+                headers: { 'X-Tenant': 'acme' },
+                rate_limit: 50,
+                uid: 'billing',
+              },
+            ],
+          },
+        ),
         response: { 201: EndpointWithSecret, ...errors(400, 401, 404, 409, 429) },
       },
     },
@@ -232,19 +258,22 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         summary: 'Update an endpoint; status `disabled` stops deliveries, `active` re-enables',
         tags: ['endpoints'],
         params: IdParams,
-        body: Type.Object({
-          url: Type.Optional(Url),
-          description: Type.Optional(Description),
-          event_types: Type.Optional(EventTypes),
-          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
-          headers: Type.Optional(EndpointHeaders),
-          signature_type: Type.Optional(SignatureType),
-          rate_limit: Type.Optional(Nullable(RateLimit)),
-          ordering: Type.Optional(Ordering),
-          uid: Type.Optional(Nullable(EndpointUid)),
-          channels: Type.Optional(EndpointChannels),
-          filter: Type.Optional(Nullable(ContentFilter)),
-        }),
+        body: Type.Object(
+          {
+            url: Type.Optional(Url),
+            description: Type.Optional(Description),
+            event_types: Type.Optional(EventTypes),
+            status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+            headers: Type.Optional(EndpointHeaders),
+            signature_type: Type.Optional(SignatureType),
+            rate_limit: Type.Optional(Nullable(RateLimit)),
+            ordering: Type.Optional(Ordering),
+            uid: Type.Optional(Nullable(EndpointUid)),
+            channels: Type.Optional(EndpointChannels),
+            filter: Type.Optional(Nullable(ContentFilter)),
+          },
+          { examples: [{ event_types: ['invoice.paid', 'invoice.refunded'], rate_limit: 100 }] },
+        ),
         response: { 200: Endpoint, ...errors(400, 401, 404, 409, 429) },
       },
     },
@@ -330,12 +359,23 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         tags: ['endpoints'],
         params: IdParams,
         response: {
-          200: Type.Object({
-            id: Type.String(),
-            signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
-            public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
-            previous_valid_until: Timestamp,
-          }),
+          200: Type.Object(
+            {
+              id: Type.String(),
+              signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
+              public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
+              previous_valid_until: Timestamp,
+            },
+            {
+              examples: [
+                {
+                  id: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
+                  signing_secret: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e',
+                  previous_valid_until: '2026-01-02T00:00:00.000Z',
+                },
+              ],
+            },
+          ),
           ...errors(401, 404, 429),
         },
       },

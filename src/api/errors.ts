@@ -13,6 +13,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'conflict'
+  | 'payload_gone'
   | 'payload_too_large'
   | 'rate_limited'
   | 'request_timeout'

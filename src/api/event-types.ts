@@ -93,12 +93,32 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store, config, schemas
       schema: {
         summary: 'Add an event type to the catalog',
         tags: ['event-types'],
-        body: Type.Object({
-          name: Name,
-          description: Type.Optional(Description),
-          example_json: Type.Optional(Example),
-          schema: Type.Optional(SchemaField),
-        }),
+        body: Type.Object(
+          {
+            name: Name,
+            description: Type.Optional(Description),
+            example_json: Type.Optional(Example),
+            schema: Type.Optional(SchemaField),
+          },
+          {
+            examples: [
+              {
+                name: 'invoice.paid',
+                description: 'An invoice was paid in full.',
+                example_json: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+                schema: {
+                  type: 'object',
+                  properties: {
+                    invoice_id: { type: 'string' },
+                    amount: { type: 'integer' },
+                    currency: { type: 'string' },
+                  },
+                  required: ['invoice_id', 'amount'],
+                },
+              },
+            ],
+          },
+        ),
         response: { 201: EventType, ...errors(400, 401, 409, 429) },
       },
     },
@@ -152,11 +172,21 @@ export const eventTypeRoutes: RoutePlugin = async (app, { store, config, schemas
         summary: 'Update a catalog entry; a new example or schema bumps its version',
         tags: ['event-types'],
         params: Type.Object({ name: Type.String({ maxLength: 255 }) }),
-        body: Type.Object({
-          description: Type.Optional(Description),
-          example_json: Type.Optional(Example),
-          schema: Type.Optional(Nullable(SchemaField)),
-        }),
+        body: Type.Object(
+          {
+            description: Type.Optional(Description),
+            example_json: Type.Optional(Example),
+            schema: Type.Optional(Nullable(SchemaField)),
+          },
+          {
+            examples: [
+              {
+                description: 'An invoice was paid in full, possibly in several payments.',
+                example_json: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd', payments: 2 },
+              },
+            ],
+          },
+        ),
         response: { 200: EventType, ...errors(400, 401, 404, 429) },
       },
     },

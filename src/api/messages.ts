@@ -11,11 +11,14 @@ import {
   ListOf,
   Message,
   MessageChannels,
+  MessagePayload,
   MessageTags,
   cursorOf,
+  meaning,
   pageQuery,
+  withExample,
 } from './schemas.js';
-import { deliveryToApi, list, messageToApi } from './serialize.js';
+import { deliveryToApi, list, messagePayloadToApi, messageToApi } from './serialize.js';
 import type { EmitRequest, EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
 import { schemaFailure } from '../domain/event-schema.js';
@@ -23,43 +26,90 @@ import { schemaValidator } from './event-types.js';
 import { formatTraceparent, messageTrace } from '../domain/trace-context.js';
 import type { FastifyRequest } from 'fastify';
 
-const IdempotencyKey = Type.String({ minLength: 1, maxLength: 255 });
+const IdempotencyKey = Type.String({
+  minLength: 1,
+  maxLength: 255,
+  description:
+    "Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field",
+  examples: ['order-1001'],
+});
 const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
 const Payload = Type.Object(
   {},
   { additionalProperties: true, description: 'Free-form JSON object delivered to receivers as `data`' },
 );
 
-const EmitBody = Type.Object({
-  app_id: Type.String({ minLength: 1, maxLength: 256 }),
-  event_type: EventTypeName,
-  payload: Payload,
-  idempotency_key: Type.Optional(IdempotencyKey),
-  channels: Type.Optional(MessageChannels),
-  tags: Type.Optional(MessageTags),
-});
+const EmitBody = Type.Object(
+  {
+    app_id: Type.String({ minLength: 1, maxLength: 256, description: 'The application: its app_… id or its uid' }),
+    event_type: EventTypeName,
+    payload: Payload,
+    idempotency_key: Type.Optional(IdempotencyKey),
+    channels: Type.Optional(MessageChannels),
+    tags: Type.Optional(MessageTags),
+  },
+  {
+    examples: [
+      {
+        app_id: 'acme',
+        event_type: 'invoice.paid',
+        payload: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+        tags: ['region-eu'],
+      },
+    ],
+  },
+);
 
-const SendTestBody = Type.Object({
-  app_id: Type.String({ minLength: 1, maxLength: 256 }),
-  event_type: Type.Optional(EventTypeName),
-  payload: Type.Optional(Payload),
-});
+const SendTestBody = Type.Object(
+  {
+    app_id: Type.String({ minLength: 1, maxLength: 256 }),
+    event_type: Type.Optional(EventTypeName),
+    payload: Type.Optional(Payload),
+  },
+  { examples: [{ app_id: 'acme', event_type: 'invoice.paid' }] },
+);
 
-const SendTestResponse = Type.Object({
-  id: Type.String(),
-  object: Type.Literal('message'),
-  status: Type.Literal('accepted'),
-  event_type: Type.String(),
-  app_id: Type.String(),
-  delivery_ids: Type.Array(Type.String()),
-  note: Type.String(),
-});
+const SendTestResponse = Type.Object(
+  {
+    id: Type.String(),
+    object: Type.Literal('message'),
+    status: Type.Literal('accepted'),
+    event_type: Type.String(),
+    app_id: Type.String(),
+    delivery_ids: Type.Array(Type.String()),
+    note: Type.String(),
+  },
+  {
+    examples: [
+      {
+        id: 'evt_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        object: 'message',
+        status: 'accepted',
+        event_type: 'invoice.paid',
+        app_id: 'app_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        delivery_ids: ['dlv_01jd5x3k8m2n4p6q8r0s2t4v6w'],
+        note: 'Sample event sent with the catalog example payload',
+      },
+    ],
+  },
+);
 
-const ReplayResponse = Type.Object({
-  message_id: Type.String(),
-  delivery_ids: Type.Array(Type.String()),
-  status: Type.Literal('enqueued'),
-});
+const ReplayResponse = Type.Object(
+  {
+    message_id: Type.String(),
+    delivery_ids: Type.Array(Type.String()),
+    status: Type.Literal('enqueued'),
+  },
+  {
+    examples: [
+      {
+        message_id: 'evt_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        delivery_ids: ['dlv_01jd5x3k8m2n4p6q8r0s2t4v7a', 'dlv_01jd5x3k8m2n4p6q8r0s2t4v7b'],
+        status: 'enqueued',
+      },
+    ],
+  },
+);
 
 /** Turns a store refusal into the contract's error. */
 function accepted(result: EmitResult, appId: string, eventType: string): Extract<EmitResult, { ok: true }> {
@@ -150,7 +200,17 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
         tags: ['messages'],
         headers: Type.Object({ 'idempotency-key': Type.Optional(IdempotencyKey) }),
         body: EmitBody,
-        response: { 200: EmitResponse, 201: EmitResponse, ...errors(400, 401, 404, 413, 429) },
+        response: {
+          200: meaning(
+            withExample(EmitResponse, {
+              ...(EmitResponse as unknown as { examples: object[] }).examples[0],
+              idempotent: true,
+            }),
+            'Idempotent repeat: the earlier answer to this idempotency-key (idempotent: true); nothing new was created',
+          ),
+          201: meaning(EmitResponse, 'Created: the message is stored and its deliveries are queued'),
+          ...errors(400, 401, 404, 413, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -219,6 +279,28 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const message = await store.messages.get(scopeOf(request), request.params.id);
       if (!message) throw notFound(`message ${request.params.id}`);
       return messageToApi(message);
+    },
+  );
+
+  app.get(
+    '/api/v1/messages/:id/payload',
+    {
+      schema: {
+        summary: "A message's stored payload, as receivers get it in `data`",
+        description:
+          'Message reads carry metadata only; this reads the payload on demand. 410 payload_gone when the message is still stored but its payload is not (expunged, past its own retention, or purged).',
+        tags: ['messages'],
+        params: IdParams,
+        response: { 200: MessagePayload, ...errors(401, 404, 410, 429) },
+      },
+    },
+    async (request) => {
+      const message = await store.messages.get(scopeOf(request), request.params.id);
+      if (!message) throw notFound(`message ${request.params.id}`);
+      const payloadJson = await store.messages.readablePayload(message.id);
+      if (payloadJson === undefined)
+        throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
+      return messagePayloadToApi(message, payloadJson);
     },
   );
 

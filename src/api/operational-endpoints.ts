@@ -42,11 +42,22 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
       schema: {
         summary: 'Create an operational endpoint (the signing secret is returned once)',
         tags: ['operational endpoints'],
-        body: Type.Object({
-          url: Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
-          description: Type.Optional(Type.String({ maxLength: 1024 })),
-          event_types: Type.Optional(OperationalEventTypes),
-        }),
+        body: Type.Object(
+          {
+            url: Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
+            description: Type.Optional(Type.String({ maxLength: 1024 })),
+            event_types: Type.Optional(OperationalEventTypes),
+          },
+          {
+            examples: [
+              {
+                url: 'https://ops.acme.example/herald',
+                description: 'Pager',
+                event_types: ['endpoint.disabled', 'message.attempt.exhausted'],
+              },
+            ],
+          },
+        ),
         response: { 201: OperationalEndpointWithSecret, ...errors(400, 401, 409, 429) },
       },
     },
@@ -80,14 +91,17 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
         summary: 'Update an operational endpoint; status `active` re-enables one that a 410 or failures disabled',
         tags: ['operational endpoints'],
         params: IdParams,
-        body: Type.Object({
-          url: Type.Optional(
-            Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
-          ),
-          description: Type.Optional(Type.String({ maxLength: 1024 })),
-          event_types: Type.Optional(OperationalEventTypes),
-          status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
-        }),
+        body: Type.Object(
+          {
+            url: Type.Optional(
+              Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
+            ),
+            description: Type.Optional(Type.String({ maxLength: 1024 })),
+            event_types: Type.Optional(OperationalEventTypes),
+            status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
+          },
+          { examples: [{ event_types: ['endpoint.disabled', 'message.attempt.failing'], status: 'active' }] },
+        ),
         response: { 200: OperationalEndpoint, ...errors(400, 401, 404, 429) },
       },
     },

@@ -22,6 +22,25 @@ type LiteralsOf<T extends readonly string[]> = { -readonly [K in keyof T]: TLite
 const literals = <const T extends readonly string[]>(names: T): TUnion<LiteralsOf<T>> =>
   Type.Union(names.map((name) => Type.Literal(name)) as LiteralsOf<T>) as TUnion<LiteralsOf<T>>;
 
+/**
+ * `schema` as the answer of one status, with what that status means there (the OpenAPI document's
+ * response description; the schema's own description is left as it is).
+ */
+export const meaning = <T extends TSchema>(schema: T, text: string): T =>
+  ({ ...schema, 'x-response-description': text }) as T;
+
+/** `schema` with one example (what the OpenAPI document and the /docs page show for it). */
+export const withExample = <T extends TSchema>(schema: T, example: unknown): T =>
+  ({ ...schema, examples: [example] }) as T;
+
+/** What a success status means where a route does not say (the OpenAPI document's response description). */
+export const SUCCESS_MEANINGS: Record<number, string> = {
+  200: 'OK',
+  201: 'Created',
+  202: 'Accepted: the work is queued and done in the background',
+  204: 'Done; no body',
+};
+
 export const ErrorEnvelope = Type.Object({
   error: Type.Object({
     code: Type.String(),
@@ -108,6 +127,33 @@ export const Message = Type.Object(
     created_at: Timestamp,
   },
   { examples: [messageExample] },
+);
+
+/** A message's stored payload, read on demand (message reads stay metadata-only). */
+export const MessagePayload = Type.Object(
+  {
+    id: Type.String({ description: 'evt_…' }),
+    object: Type.Literal('message_payload'),
+    app_id: Type.String(),
+    event_type: Type.String(),
+    payload: Type.Object(
+      {},
+      { additionalProperties: true, description: 'The payload as emitted: what receivers get as `data`' },
+    ),
+    created_at: Timestamp,
+  },
+  {
+    examples: [
+      {
+        id: EXAMPLE_ID.message,
+        object: 'message_payload',
+        app_id: EXAMPLE_ID.app,
+        event_type: 'invoice.paid',
+        payload: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+        created_at: EXAMPLE_TIME,
+      },
+    ],
+  },
 );
 
 export const EmitResponse = Type.Object(
@@ -506,6 +552,12 @@ const ERROR_STATUSES: Record<number, { description: string; code: string; messag
     description: 'Conflicts with what exists (a duplicate uid or name, a limit reached)',
     code: 'conflict',
     message: 'an application with uid "acme" already exists',
+  },
+  410: {
+    description:
+      'The message exists but its payload is gone: expunged, past its own retention, or purged after HERALD_RETENTION',
+    code: 'payload_gone',
+    message: `the payload of message ${EXAMPLE_ID.message} is no longer stored`,
   },
   413: {
     description: 'The body is larger than HERALD_MAX_PAYLOAD_BYTES',

@@ -34,6 +34,16 @@ export const messageToApi = (m: MessageRow) => ({
   created_at: iso(m.created_at),
 });
 
+/** A message with its stored payload (JSON text), as GET /api/v1/messages/{id}/payload answers. */
+export const messagePayloadToApi = (m: MessageRow, payloadJson: string) => ({
+  id: m.id,
+  object: 'message_payload' as const,
+  app_id: m.app_id,
+  event_type: m.event_type,
+  payload: JSON.parse(payloadJson) as Record<string, unknown>,
+  created_at: iso(m.created_at),
+});
+
 export const applicationToApi = (a: ApplicationRow) => ({
   id: a.id,
   object: 'application' as const,

@@ -19,12 +19,42 @@ export async function bootstrapOrganization(store: Store, name: string, plan: st
   };
 }
 
-const Bootstrap = Type.Object({
-  object: Type.Literal('bootstrap'),
-  organization: Type.Object({ id: Type.String(), name: Type.String(), plan: Type.String() }),
-  test_key: ApiKeyWithSecret,
-  live_key: ApiKeyWithSecret,
-});
+const Bootstrap = Type.Object(
+  {
+    object: Type.Literal('bootstrap'),
+    organization: Type.Object({ id: Type.String(), name: Type.String(), plan: Type.String() }),
+    test_key: ApiKeyWithSecret,
+    live_key: ApiKeyWithSecret,
+  },
+  {
+    examples: [
+      {
+        object: 'bootstrap',
+        organization: { id: 'org_01jd5x3k8m2n4p6q8r0s2t4v6w', name: 'Acme Inc.', plan: 'starter' },
+        test_key: {
+          id: 'key_01jd5x3k8m2n4p6q8r0s2t4v6w',
+          object: 'api_key',
+          name: 'Test key',
+          prefix: 'sk_test_',
+          livemode: false,
+          created_at: '2026-01-01T00:00:00.000Z',
+          revoked_at: null,
+          key: 'sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ',
+        },
+        live_key: {
+          id: 'key_01jd5x3k8m2n4p6q8r0s2t4v6x',
+          object: 'api_key',
+          name: 'Live key',
+          prefix: 'sk_live_',
+          livemode: true,
+          created_at: '2026-01-01T00:00:00.000Z',
+          revoked_at: null,
+          key: 'sk_live_9fD27KsPqWmXnB3vT6yH8cJ1rL5eZ0aU',
+        },
+      },
+    ],
+  },
+);
 
 export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
   app.get(
@@ -77,7 +107,10 @@ export const systemRoutes: RoutePlugin = async (app, { store, config }) => {
         schema: {
           summary: 'Development only: create an organization with a Test and a Live key',
           tags: ['system'],
-          body: Type.Object({ name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })) }),
+          body: Type.Object(
+            { name: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })) },
+            { examples: [{ name: 'Acme Inc.' }] },
+          ),
           response: { 201: Bootstrap, ...errors(400) },
         },
       },

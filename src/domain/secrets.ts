@@ -8,6 +8,8 @@ import {
   type KeyObject,
   randomBytes,
   sign,
+  timingSafeEqual,
+  verify,
 } from 'node:crypto';
 import { randomToken } from './ids.js';
 
@@ -95,6 +97,37 @@ export function publicKeyOf(secret: string): string | null {
   if (!secret.startsWith(ED25519_SECRET_PREFIX)) return null;
   const spki = createPublicKey(ed25519PrivateKey(secret)).export({ format: 'der', type: 'spki' });
   return `${ED25519_PUBLIC_PREFIX}${spki.subarray(SPKI_ED25519.length).toString('base64')}`;
+}
+
+/** How far a request's `webhook-timestamp` may be from the receiver's clock (Standard Webhooks' tolerance). */
+export const TIMESTAMP_TOLERANCE_S = 5 * 60;
+
+/**
+ * Whether one of the space-separated signatures of a `webhook-signature` header signs `{id}.{timestamp}.{body}`
+ * under `secret`: a `whsec_` secret checks `v1,` signatures (HMAC-SHA256, as signPayload makes them), a
+ * `whpk_` public key checks `v1a,` ones (Ed25519). The timestamp's freshness is the caller's to check.
+ */
+export function signatureVerifies(
+  secret: string,
+  msgId: string,
+  timestampSeconds: number,
+  body: string,
+  signatureHeader: string,
+): boolean {
+  const signatures = signatureHeader.split(' ').filter((part) => part.length > 0);
+  if (secret.startsWith(ED25519_PUBLIC_PREFIX)) {
+    const raw = Buffer.from(secret.slice(ED25519_PUBLIC_PREFIX.length), 'base64');
+    const key = createPublicKey({ key: Buffer.concat([SPKI_ED25519, raw]), format: 'der', type: 'spki' });
+    const signed = Buffer.from(`${msgId}.${timestampSeconds}.${body}`);
+    return signatures.some(
+      (part) => part.startsWith('v1a,') && verify(null, signed, key, Buffer.from(part.slice(4), 'base64')),
+    );
+  }
+  const expected = Buffer.from(signPayload(secret, msgId, timestampSeconds, body));
+  return signatures.some((part) => {
+    const given = Buffer.from(part);
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
 // --- Encryption at rest for signing secrets: AES-256-GCM under a key derived from HERALD_SECRET_KEY.

@@ -15,6 +15,7 @@ export function portalHtml(appName: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer">
 <title>Webhooks · ${escapeHtml(appName)}</title>
+<link rel="icon" type="image/svg+xml" href="/favicon.svg">
 <link rel="stylesheet" href="/portal-assets/portal.css">
 </head>
 <body>

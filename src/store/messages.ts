@@ -632,6 +632,20 @@ export class Messages {
     return true;
   }
 
+  /**
+   * The payload a read shows (GET /api/v1/messages/{id}/payload): undefined once it is expunged, purged by
+   * retention, or past its own expiry (a payload kept past its expiry only for a waiting attempt is not shown).
+   */
+  async readablePayload(messageId: string): Promise<string | undefined> {
+    const row = await this.ctx.db
+      .selectFrom('payloads')
+      .select(['body', 'expires_at'])
+      .where('message_id', '=', messageId)
+      .executeTakeFirst();
+    if (!row || (row.expires_at !== null && row.expires_at <= this.ctx.now())) return undefined;
+    return row.body;
+  }
+
   async payload(messageId: string): Promise<string | undefined> {
     const row = await this.ctx.db
       .selectFrom('payloads')

@@ -17,6 +17,7 @@ import { eventually, Receiver } from '../support/receiver.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { startService } from '../../src/service.js';
 import pino from 'pino';
+import { Webhook as StandardWebhook } from 'standardwebhooks';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SECRET = 'cli-test-secret-key-0123456789-abcdefghijkl';
@@ -327,4 +328,60 @@ test('the last lines logged before the process exits are all written, however lo
     ['big', 'last'],
   );
   assert.equal(lines[0]!.big!.length, 1 << 20);
+});
+
+// `herald receive`: the walkthrough's receiver. It prints each request and, given the endpoint's secret,
+// whether its signature verifies (signed here by the standardwebhooks library, not by Herald's code).
+test('receive prints each request, says whether its signature verifies, and answers --status or 401', {
+  timeout: 120_000,
+}, async (t) => {
+  const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+  const refused = await herald(['receive', '--secret', 'whsec_tooshort'], {});
+  assert.equal(refused.code, 1);
+  assert.match(refused.stderr, /^herald: --secret: .*\n$/);
+
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/main.ts', 'receive', '--port', '0', '--secret', secret, '--status', '202'],
+    { cwd: ROOT, env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const exited = new Promise((resolve) => child.on('close', resolve));
+  t.after(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  const url = (
+    await eventually(async () => /Receiving webhooks at (http:\/\/127\.0\.0\.1:\d+)\//.exec(output), 60_000)
+  )[1]!;
+
+  const send = (id: string, timestamp: Date, body: string, signWith = secret) => {
+    const signature = new StandardWebhook(signWith).sign(id, timestamp, body);
+    return fetch(`${url}/hooks`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(timestamp.getTime() / 1000)),
+        'webhook-signature': signature,
+      },
+      body,
+    });
+  };
+  const body = JSON.stringify({ type: 'invoice.paid', timestamp: new Date().toISOString(), data: { amount: 4200 } });
+  assert.equal((await send('evt_good', new Date(), body)).status, 202);
+  const other = 'whsec_c29tZXRoaW5nIGVsc2UgZW50aXJlbHkhIQ==';
+  assert.equal((await send('evt_badsig', new Date(), body, other)).status, 401);
+  assert.equal((await send('evt_stale', new Date(Date.now() - 3_600_000), body)).status, 401);
+
+  await eventually(async () => output.includes('webhook-id evt_stale'));
+  assert.match(
+    output,
+    /POST \/hooks webhook-id evt_good event invoice\.paid\nsignature verified; answered 202\n\{\n {2}"type": "invoice\.paid"/,
+  );
+  assert.match(output, /webhook-id evt_badsig event invoice\.paid\nsignature NOT verified: no signature matches/);
+  assert.match(output, /webhook-id evt_stale event invoice\.paid\nsignature NOT verified: webhook-timestamp/);
+  assert.match(output, / {4}"amount": 4200/);
 });

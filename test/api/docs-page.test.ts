@@ -1,8 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 
@@ -44,6 +45,26 @@ describe('the /docs reference page', () => {
     assert.equal(document.status, 200);
     const served = (await document.json()) as { paths: Record<string, unknown> };
     assert.ok(served.paths['/api/v1/messages']);
+  });
+
+  test("is Herald's page: its title, logo and icon, and nothing of fastify's", async () => {
+    const html = await (await fetch(`${service.url}/docs`)).text();
+    assert.match(html, /<title>Herald API<\/title>/);
+    assert.doesNotMatch(html, /favicon-(16|32)x\d+\.png|Swagger UI<\/title>/);
+    const icon = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)"/.exec(html)?.[1];
+    assert.ok(icon, 'the page names its icon');
+    const served = await fetch(new URL(icon, `${service.url}/docs`));
+    assert.equal(served.status, 200);
+    assert.match(await served.text(), /<svg[^>]*>.*#4338ca/);
+    // The top bar's logo is set by the page's initializer script: Herald's, and not fastify's.
+    const initializer = await (await fetch(`${service.url}/docs/static/swagger-initializer.js`)).text();
+    const logo = /img\.src = 'data:image\/svg\+xml;base64,([^']+)'/.exec(initializer)?.[1];
+    assert.ok(logo, 'the initializer replaces the logo');
+    assert.match(Buffer.from(logo, 'base64').toString('utf8'), />Herald<\/text>/);
+    const fastifyLogo = readFileSync(
+      fileURLToPath(new URL('../../node_modules/@fastify/swagger-ui/static/logo.svg', import.meta.url)),
+    ).toString('base64');
+    assert.ok(!initializer.includes(fastifyLogo.slice(0, 200)), "fastify's logo is not on the page");
   });
 
   test('sends a same-origin Content-Security-Policy on /docs only', async () => {

@@ -106,6 +106,7 @@ export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['POST', '/api/v1/messages'],
   ['POST', '/api/v1/messages/send-test'],
   ['GET', '/api/v1/messages/{id}'],
+  ['GET', '/api/v1/messages/{id}/payload'],
   ['POST', '/api/v1/messages/{id}/replay'],
   ['GET', '/api/v1/messages/{id}/deliveries'],
   ['GET', '/api/v1/applications'],

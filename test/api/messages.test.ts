@@ -132,6 +132,46 @@ describe('messages', () => {
     assertError(await api.get('/api/v1/messages/evt_doesnotexist'), 404, 'not_found');
   });
 
+  test('payload on demand: the stored payload; 404 elsewhere; 410 payload_gone once expunged or expired', async () => {
+    const app = await createApp(api, { name: 'Payload reads' });
+    const payload = { invoice_id: 'inv_7', amount: 4200, lines: [{ sku: 'a', qty: 2 }], note: 'é ✓', none: null };
+    const emitted = await emit(api, app.id, 'invoice.paid', payload);
+    const read = await api.get(`/api/v1/messages/${emitted.id}/payload`);
+    assert.equal(read.status, 200, JSON.stringify(read.body));
+    assert.deepEqual(read.body, {
+      id: emitted.id,
+      object: 'message_payload',
+      app_id: app.id,
+      event_type: 'invoice.paid',
+      payload,
+      created_at: emitted.created_at,
+    });
+
+    // Another environment and another organization do not see it; an unknown id is 404 too.
+    assertError(await live.get(`/api/v1/messages/${emitted.id}/payload`), 404, 'not_found');
+    const { test: stranger } = await bootstrap(service.url, 'Stranger');
+    assertError(await stranger.get(`/api/v1/messages/${emitted.id}/payload`), 404, 'not_found');
+    assertError(await api.get('/api/v1/messages/evt_doesnotexist/payload'), 404, 'not_found');
+
+    // Expunged (the Svix surface's DELETE …/content): the message stays, its payload is gone.
+    const expunged = await emit(api, app.id, 'invoice.paid', { secret: 1 });
+    const expunge = await api.delete(`/api/v1/app/${app.id}/msg/${expunged.id}/content`);
+    assert.equal(expunge.status, 204, JSON.stringify(expunge.body));
+    assert.equal((await api.get(`/api/v1/messages/${expunged.id}`)).status, 200);
+    assertError(await api.get(`/api/v1/messages/${expunged.id}/payload`), 410, 'payload_gone', /no longer stored/);
+
+    // Past its own expiry (a Svix emit's payloadRetentionHours), before the hourly purge removes it.
+    const expiring = await emit(api, app.id, 'invoice.paid', { short: true });
+    await service.store.ctx.db
+      .updateTable('payloads')
+      .set({ expires_at: Date.now() - 1000 })
+      .where('message_id', '=', expiring.id)
+      .execute();
+    assertError(await api.get(`/api/v1/messages/${expiring.id}/payload`), 410, 'payload_gone');
+    // The untouched one still reads.
+    assert.equal((await api.get(`/api/v1/messages/${emitted.id}/payload`)).status, 200);
+  });
+
   test('list: newest first, at most 50, limit and cursor walk every message once, filters', async () => {
     const app = await createApp(api, { name: 'Many' });
     const otherApp = await createApp(api, { name: 'Other' });

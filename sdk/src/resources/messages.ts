@@ -6,6 +6,7 @@ import type {
   MessageCreated,
   MessageCreateParams,
   MessageListParams,
+  MessagePayload,
   PageParams,
   ReplayResult,
   SendTestParams,
@@ -43,6 +44,15 @@ export class Messages {
 
   get(id: string): Promise<Message> {
     return this.http.request({ method: 'GET', path: `/api/v1/messages/${encodeURIComponent(id)}`, retry: 'safe' });
+  }
+
+  /** The message's stored payload (reads of the message carry metadata only); 410 `payload_gone` once it is gone. */
+  payload(id: string): Promise<MessagePayload> {
+    return this.http.request({
+      method: 'GET',
+      path: `/api/v1/messages/${encodeURIComponent(id)}/payload`,
+      retry: 'safe',
+    });
   }
 
   /** New deliveries of the message for the endpoints subscribed now. */

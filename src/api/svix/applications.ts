@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { meaning, withExample } from '../schemas.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -69,8 +70,12 @@ export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Create an application (with get_if_exists, answer the one with this uid if there is one)',
         tags,
         querystring: Type.Object({ get_if_exists: Type.Optional(Type.Boolean()) }),
-        body: ApplicationIn,
-        response: { 200: ApplicationOut, 201: ApplicationOut, ...svixErrors(409) },
+        body: withExample(ApplicationIn, { name: 'Acme Inc.', uid: 'acme', metadata: { plan: 'enterprise' } }),
+        response: {
+          200: meaning(ApplicationOut, 'Exists already (get_if_exists=true): the application with this uid'),
+          201: meaning(ApplicationOut, 'Created'),
+          ...svixErrors(409),
+        },
       },
     },
     async (request, reply) => {
@@ -108,8 +113,12 @@ export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Update an application, or create it with this uid',
         tags,
         params: AppParams,
-        body: ApplicationIn,
-        response: { 200: ApplicationOut, 201: ApplicationOut, ...svixErrors(404, 409) },
+        body: withExample(ApplicationIn, { name: 'Acme Inc.', uid: 'acme', metadata: { plan: 'enterprise' } }),
+        response: {
+          200: meaning(ApplicationOut, 'Updated'),
+          201: meaning(ApplicationOut, 'Created: no application had this id or uid'),
+          ...svixErrors(404, 409),
+        },
       },
     },
     async (request, reply) => {
@@ -138,7 +147,7 @@ export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
         summary: 'Change some fields of an application',
         tags,
         params: AppParams,
-        body: ApplicationPatch,
+        body: withExample(ApplicationPatch, { name: 'Acme Corporation' }),
         response: { 200: ApplicationOut, ...svixErrors(404, 409) },
       },
     },

@@ -1,4 +1,5 @@
 import { type TObject, Type } from 'typebox';
+import { withExample } from '../schemas.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -170,7 +171,14 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: 'Create an endpoint (signed with both the svix-* and the webhook-* header names)',
         tags,
         params: AppParams,
-        body: EndpointIn,
+        body: withExample(EndpointIn, {
+          url: 'https://acme.example/webhooks',
+          description: 'Billing receiver',
+          filterTypes: ['invoice.paid'],
+          rateLimit: 50,
+          uid: 'billing',
+          metadata: { team: 'billing' },
+        }),
         response: { 201: EndpointOut, ...svixErrors(404, 409) },
       },
     },
@@ -223,7 +231,14 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: 'Update an endpoint: fields left out take their defaults',
         tags,
         params: EndpointParams,
-        body: EndpointUpdate,
+        body: withExample(EndpointUpdate, {
+          url: 'https://acme.example/webhooks',
+          description: 'Billing receiver',
+          filterTypes: ['invoice.paid'],
+          rateLimit: 50,
+          uid: 'billing',
+          metadata: { team: 'billing' },
+        }),
         response: { 200: EndpointOut, ...svixErrors(404, 409) },
       },
     },
@@ -244,7 +259,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: 'Change some fields of an endpoint (a `secret` rotates to it)',
         tags,
         params: EndpointParams,
-        body: EndpointPatch,
+        body: withExample(EndpointPatch, { rateLimit: 100, disabled: false }),
         response: { 200: EndpointOut, ...svixErrors(404, 409) },
       },
     },
@@ -295,13 +310,16 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
           until: Type.Optional(Type.String({ format: 'date-time' })),
         }),
         response: {
-          200: Type.Object({
-            success: Type.Integer(),
-            pending: Type.Integer(),
-            sending: Type.Integer(),
-            fail: Type.Integer(),
-            canceled: Type.Integer(),
-          }),
+          200: withExample(
+            Type.Object({
+              success: Type.Integer(),
+              pending: Type.Integer(),
+              sending: Type.Integer(),
+              fail: Type.Integer(),
+              canceled: Type.Integer(),
+            }),
+            { success: 1180, pending: 3, sending: 0, fail: 12, canceled: 0 },
+          ),
           ...svixErrors(404),
         },
       },
@@ -322,12 +340,20 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     },
   );
 
-  const TaskOut = Type.Object({
-    id: Type.String(),
-    status: Type.String(),
-    task: Type.String(),
-    updatedAt: Type.String({ format: 'date-time' }),
-  });
+  const TaskOut = withExample(
+    Type.Object({
+      id: Type.String(),
+      status: Type.String(),
+      task: Type.String(),
+      updatedAt: Type.String({ format: 'date-time' }),
+    }),
+    {
+      id: 'task_01jd5x3k8m2n4p6q8r0s2t4v6w',
+      status: 'running',
+      task: 'endpoint.replay',
+      updatedAt: '2026-01-01T00:00:00.000Z',
+    },
+  );
   const taskOut = (task: { id: string; status: string; kind: string; updated_at: number }) => ({
     id: task.id,
     status: task.status,
@@ -346,7 +372,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: "Send the endpoint, in the background, the application's messages since `since` that it never got",
         tags,
         params: EndpointParams,
-        body: Range,
+        body: withExample(Range, { since: '2026-01-01T00:00:00.000Z' }),
         response: { 202: TaskOut, ...svixErrors(404, 409) },
       },
     },
@@ -376,10 +402,13 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: "Send the event type's example to this endpoint only",
         tags,
         params: EndpointParams,
-        body: Type.Object({
-          eventType: Type.String({ minLength: 1, maxLength: 255 }),
-          exampleIndex: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-        }),
+        body: withExample(
+          Type.Object({
+            eventType: Type.String({ minLength: 1, maxLength: 255 }),
+            exampleIndex: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+          }),
+          { eventType: 'invoice.paid', exampleIndex: 0 },
+        ),
         response: { 202: MessageOut, ...svixErrors(404, 409) },
       },
     },
@@ -414,17 +443,15 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         summary: 'Give every failed delivery of messages since `since` (until `until`) one more attempt',
         tags,
         params: EndpointParams,
-        body: Type.Object({
-          since: Type.String({ format: 'date-time' }),
-          until: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
-        }),
-        response: {
-          202: Type.Object({
-            id: Type.String(),
-            status: Type.String(),
-            task: Type.String(),
-            updatedAt: Type.String({ format: 'date-time' }),
+        body: withExample(
+          Type.Object({
+            since: Type.String({ format: 'date-time' }),
+            until: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
           }),
+          { since: '2026-01-01T00:00:00.000Z', until: '2026-01-01T06:00:00.000Z' },
+        ),
+        response: {
+          202: TaskOut,
           ...svixErrors(404, 409),
         },
       },
@@ -462,7 +489,10 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
         summary: "The endpoint's current signing secret",
         tags,
         params: where.params,
-        response: { 200: Type.Object({ key: Type.String() }), ...svixErrors(404, 409) },
+        response: {
+          200: withExample(Type.Object({ key: Type.String() }), { key: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
+          ...svixErrors(404, 409),
+        },
       },
     },
     async (request) => {
@@ -480,7 +510,10 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
         summary: 'Rotate the signing secret (to `key` when given); the previous one signs during the grace period',
         tags,
         params: where.params,
-        body: Type.Object({ key: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])) }),
+        body: withExample(
+          Type.Object({ key: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])) }),
+          { key: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e' },
+        ),
         response: { 204: Type.Null(), ...svixErrors(404, 409) },
       },
     },
@@ -506,7 +539,10 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
     },
   );
 
-  const HeadersOut = Type.Object({ headers: Headers, sensitive: Type.Array(Type.String()) });
+  const HeadersOut = withExample(Type.Object({ headers: Headers, sensitive: Type.Array(Type.String()) }), {
+    headers: { 'X-Tenant': 'acme' },
+    sensitive: ['Authorization'],
+  });
   app.get(
     `${where.prefix}/headers`,
     {
@@ -539,7 +575,7 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
         summary: "Replace the endpoint's own headers",
         tags,
         params: where.params,
-        body: Type.Object({ headers: Headers }),
+        body: withExample(Type.Object({ headers: Headers }), { headers: { 'X-Tenant': 'acme' } }),
         response: { 204: Type.Null(), ...svixErrors(404) },
       },
     },
@@ -560,10 +596,13 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
           summary: "Set some of the endpoint's headers and delete others (`deleteHeaders`)",
           tags,
           params: where.params,
-          body: Type.Object({
-            headers: Headers,
-            deleteHeaders: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })),
-          }),
+          body: withExample(
+            Type.Object({
+              headers: Headers,
+              deleteHeaders: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })),
+            }),
+            { headers: { 'X-Region': 'eu' }, deleteHeaders: ['X-Legacy'] },
+          ),
           response: { 204: Type.Null(), ...svixErrors(404) },
         },
       },

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { withExample } from '../schemas.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { ApiDeps, RoutePlugin } from '../deps.js';
@@ -135,7 +136,19 @@ export const svixEventTypeRoutes: RoutePlugin = async (app, deps) => {
       schema: {
         summary: 'Create an event type',
         tags,
-        body: EventTypeIn,
+        body: withExample(EventTypeIn, {
+          name: 'invoice.paid',
+          description: 'An invoice was paid in full.',
+          groupName: 'billing',
+          schemas: {
+            '1': {
+              type: 'object',
+              properties: { invoice_id: { type: 'string' }, amount: { type: 'integer' } },
+              required: ['invoice_id'],
+              examples: [{ invoice_id: 'inv_1001', amount: 4200 }],
+            },
+          },
+        }),
         response: { 201: EventTypeOut, ...svixErrors(409) },
       },
     },
@@ -172,7 +185,7 @@ export const svixEventTypeRoutes: RoutePlugin = async (app, deps) => {
         summary: 'Update an event type, or create it',
         tags,
         params: NameParams,
-        body: EventTypeUpdate,
+        body: withExample(EventTypeUpdate, { description: 'An invoice was paid in full.', deprecated: false }),
         response: { 200: EventTypeOut, 201: EventTypeOut, ...svixErrors(409) },
       },
     },
@@ -197,7 +210,7 @@ export const svixEventTypeRoutes: RoutePlugin = async (app, deps) => {
         summary: 'Change some fields of an event type',
         tags,
         params: NameParams,
-        body: EventTypePatch,
+        body: withExample(EventTypePatch, { archived: true }),
         response: { 200: EventTypeOut, ...svixErrors(404) },
       },
     },

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { withExample } from '../schemas.js';
 import { invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -95,8 +96,23 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         tags,
         params: AppParams,
         querystring: Type.Object({ with_content: WithContent }),
-        headers: Type.Object({ 'idempotency-key': Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
-        body: MessageIn,
+        headers: Type.Object({
+          'idempotency-key': Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 255,
+              description:
+                'Your key for this request: a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) answers the first answer again and creates nothing',
+              examples: ['order-1001'],
+            }),
+          ),
+        }),
+        body: withExample(MessageIn, {
+          eventType: 'invoice.paid',
+          eventId: 'evt-invoice-1001',
+          payload: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+          tags: ['region-eu'],
+        }),
         response: { 202: MessageOut, ...svixErrors(404, 409) },
       },
     },

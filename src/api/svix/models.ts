@@ -15,13 +15,26 @@ const Metadata = Type.Record(Type.String(), Type.String());
 const metadataOf = (text: string) => JSON.parse(text) as Record<string, string>;
 
 /** `{data, iterator, prevIterator, done}`: `iterator` continues after the page's last item. */
-export const SvixListOf = <T extends TSchema>(item: T) =>
-  Type.Object({
-    data: Type.Array(item),
-    iterator: Nullable(Type.String()),
-    prevIterator: Nullable(Type.String()),
-    done: Type.Boolean(),
-  });
+export const SvixListOf = <T extends TSchema>(item: T) => {
+  const examples = (item as { examples?: unknown[] }).examples;
+  return Type.Object(
+    {
+      data: Type.Array(item),
+      iterator: Nullable(Type.String()),
+      prevIterator: Nullable(Type.String()),
+      done: Type.Boolean(),
+    },
+    Array.isArray(examples)
+      ? { examples: [{ data: [examples[0]], iterator: null, prevIterator: null, done: true }] }
+      : {},
+  );
+};
+
+// Values the examples of the OpenAPI document show.
+const EXAMPLE_TIME = '2026-01-01T00:00:00.000Z';
+const EXAMPLE_APP = 'app_01jd5x3k8m2n4p6q8r0s2t4v6w';
+const EXAMPLE_ENDPOINT = 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w';
+const EXAMPLE_MESSAGE = 'evt_01jd5x3k8m2n4p6q8r0s2t4v6w';
 
 export function svixList<Row, Out>(
   page: { items: Row[]; hasMore: boolean; nextCursor: string | null },
@@ -30,15 +43,30 @@ export function svixList<Row, Out>(
   return { data: page.items.map(toSvix), iterator: page.nextCursor, prevIterator: null, done: !page.hasMore };
 }
 
-export const ApplicationOut = Type.Object({
-  id: Type.String(),
-  uid: Nullable(Type.String()),
-  name: Type.String(),
-  rateLimit: Nullable(Type.Integer()),
-  metadata: Metadata,
-  createdAt: Time,
-  updatedAt: Time,
-});
+export const ApplicationOut = Type.Object(
+  {
+    id: Type.String(),
+    uid: Nullable(Type.String()),
+    name: Type.String(),
+    rateLimit: Nullable(Type.Integer()),
+    metadata: Metadata,
+    createdAt: Time,
+    updatedAt: Time,
+  },
+  {
+    examples: [
+      {
+        id: EXAMPLE_APP,
+        uid: 'acme',
+        name: 'Acme Inc.',
+        rateLimit: null,
+        metadata: { plan: 'enterprise' },
+        createdAt: EXAMPLE_TIME,
+        updatedAt: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
 
 export const applicationOut = (a: ApplicationRow) => ({
   id: a.id,
@@ -65,7 +93,22 @@ const endpointFields = {
   createdAt: Time,
   updatedAt: Time,
 };
-export const EndpointOut = Type.Object(endpointFields);
+const endpointExample = {
+  id: EXAMPLE_ENDPOINT,
+  uid: 'billing',
+  url: 'https://acme.example/webhooks',
+  version: 1,
+  description: 'Billing receiver',
+  disabled: false,
+  filterTypes: ['invoice.paid'],
+  channels: null,
+  filter: null,
+  rateLimit: 50,
+  metadata: { team: 'billing' },
+  createdAt: EXAMPLE_TIME,
+  updatedAt: EXAMPLE_TIME,
+};
+export const EndpointOut = Type.Object(endpointFields, { examples: [endpointExample] });
 
 export function endpointOut(e: EndpointRow) {
   const types = JSON.parse(e.event_types) as string[];
@@ -105,7 +148,16 @@ const messageFields = {
   tags: Nullable(Type.Array(Type.String())),
   timestamp: Time,
 };
-export const MessageOut = Type.Object(messageFields);
+const messageExample = {
+  id: EXAMPLE_MESSAGE,
+  eventId: 'evt-invoice-1001',
+  eventType: 'invoice.paid',
+  payload: { invoice_id: 'inv_1001', amount: 4200, currency: 'usd' },
+  channels: null,
+  tags: ['region-eu'],
+  timestamp: EXAMPLE_TIME,
+};
+export const MessageOut = Type.Object(messageFields, { examples: [messageExample] });
 
 /**
  * A message; `payload` is its stored payload (JSON text), {} once expunged or when content is not asked
@@ -131,12 +183,15 @@ const StatusText = Type.Union([
   Type.Literal('sending'),
 ]);
 
-export const EndpointMessageOut = Type.Object({
-  ...messageFields,
-  status: Status,
-  statusText: StatusText,
-  nextAttempt: Nullable(Time),
-});
+export const EndpointMessageOut = Type.Object(
+  {
+    ...messageFields,
+    status: Status,
+    statusText: StatusText,
+    nextAttempt: Nullable(Time),
+  },
+  { examples: [{ ...messageExample, status: 0, statusText: 'success', nextAttempt: null }] },
+);
 
 /** A message as one endpoint's delivery of it stands. */
 export const endpointMessageOut = (m: MessageRow, d: DeliveryRead, payloadJson: string | undefined) => ({
@@ -145,12 +200,15 @@ export const endpointMessageOut = (m: MessageRow, d: DeliveryRead, payloadJson: 
   nextAttempt: d.next_attempt_at === null ? null : iso(d.next_attempt_at),
 });
 
-export const MessageEndpointOut = Type.Object({
-  ...endpointFields,
-  status: Status,
-  statusText: StatusText,
-  nextAttempt: Nullable(Time),
-});
+export const MessageEndpointOut = Type.Object(
+  {
+    ...endpointFields,
+    status: Status,
+    statusText: StatusText,
+    nextAttempt: Nullable(Time),
+  },
+  { examples: [{ ...endpointExample, status: 2, statusText: 'fail', nextAttempt: '2026-01-01T00:05:00.000Z' }] },
+);
 
 /** An endpoint as one message's delivery to it stands. */
 export const messageEndpointOut = (e: EndpointRow, d: DeliveryRead) => ({
@@ -159,20 +217,39 @@ export const messageEndpointOut = (e: EndpointRow, d: DeliveryRead) => ({
   nextAttempt: d.next_attempt_at === null ? null : iso(d.next_attempt_at),
 });
 
-export const MessageAttemptOut = Type.Object({
-  id: Type.String(),
-  msgId: Type.String(),
-  endpointId: Type.String(),
-  url: Type.String(),
-  response: Type.String(),
-  responseStatusCode: Type.Integer(),
-  responseDurationMs: Type.Integer(),
-  status: Status,
-  statusText: StatusText,
-  triggerType: Type.Integer({ minimum: 0, maximum: 1, description: '0 scheduled, 1 manual' }),
-  timestamp: Time,
-  msg: Type.Optional(Nullable(MessageOut)),
-});
+export const MessageAttemptOut = Type.Object(
+  {
+    id: Type.String(),
+    msgId: Type.String(),
+    endpointId: Type.String(),
+    url: Type.String(),
+    response: Type.String(),
+    responseStatusCode: Type.Integer(),
+    responseDurationMs: Type.Integer(),
+    status: Status,
+    statusText: StatusText,
+    triggerType: Type.Integer({ minimum: 0, maximum: 1, description: '0 scheduled, 1 manual' }),
+    timestamp: Time,
+    msg: Type.Optional(Nullable(MessageOut)),
+  },
+  {
+    examples: [
+      {
+        id: 'atmpt_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        msgId: EXAMPLE_MESSAGE,
+        endpointId: EXAMPLE_ENDPOINT,
+        url: 'https://acme.example/webhooks',
+        response: '{"received":true}',
+        responseStatusCode: 200,
+        responseDurationMs: 42,
+        status: 0,
+        statusText: 'success',
+        triggerType: 0,
+        timestamp: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
 
 /**
  * An attempt; `response` holds the receiver's stored answer only when `withResponse` (a single attempt's
@@ -195,17 +272,40 @@ export function messageAttemptOut(a: AttemptRead, withResponse: boolean) {
   };
 }
 
-export const EventTypeOut = Type.Object({
-  name: Type.String(),
-  description: Type.String(),
-  archived: Type.Boolean(),
-  deprecated: Type.Boolean(),
-  schemas: Nullable(Type.Record(Type.String(), Type.Any())),
-  groupName: Nullable(Type.String()),
-  featureFlags: Nullable(Type.Array(Type.String())),
-  createdAt: Time,
-  updatedAt: Time,
-});
+export const EventTypeOut = Type.Object(
+  {
+    name: Type.String(),
+    description: Type.String(),
+    archived: Type.Boolean(),
+    deprecated: Type.Boolean(),
+    schemas: Nullable(Type.Record(Type.String(), Type.Any())),
+    groupName: Nullable(Type.String()),
+    featureFlags: Nullable(Type.Array(Type.String())),
+    createdAt: Time,
+    updatedAt: Time,
+  },
+  {
+    examples: [
+      {
+        name: 'invoice.paid',
+        description: 'An invoice was paid in full.',
+        archived: false,
+        deprecated: false,
+        schemas: {
+          '1': {
+            type: 'object',
+            properties: { invoice_id: { type: 'string' }, amount: { type: 'integer' } },
+            required: ['invoice_id'],
+          },
+        },
+        groupName: 'billing',
+        featureFlags: null,
+        createdAt: EXAMPLE_TIME,
+        updatedAt: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
 
 /** An event type; its one JSON Schema is Svix's version "1". */
 export const eventTypeOut = (e: EventTypeRow) => ({
@@ -220,13 +320,26 @@ export const eventTypeOut = (e: EventTypeRow) => ({
   updatedAt: iso(e.updated_at),
 });
 
-export const BackgroundTaskOut = Type.Object({
-  id: Type.String(),
-  status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
-  task: Type.String(),
-  data: Type.Record(Type.String(), Type.Any()),
-  updatedAt: Time,
-});
+export const BackgroundTaskOut = Type.Object(
+  {
+    id: Type.String(),
+    status: Type.Union([Type.Literal('running'), Type.Literal('finished'), Type.Literal('failed')]),
+    task: Type.String(),
+    data: Type.Record(Type.String(), Type.Any()),
+    updatedAt: Time,
+  },
+  {
+    examples: [
+      {
+        id: 'task_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        status: 'finished',
+        task: 'endpoint.recover',
+        data: { messagesQueued: 12 },
+        updatedAt: EXAMPLE_TIME,
+      },
+    ],
+  },
+);
 
 export const backgroundTaskOut = (b: BackgroundTaskRow) => ({
   id: b.id,

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { withExample } from '../schemas.js';
 import { conflict, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -55,7 +56,11 @@ export const svixOperationalEndpointRoutes: RoutePlugin = async (app, { store, c
       schema: {
         summary: "Create an operational webhook endpoint (Herald's own events)",
         tags,
-        body: OperationalIn,
+        body: withExample(OperationalIn, {
+          url: 'https://ops.acme.example/herald',
+          description: 'Pager',
+          filterTypes: ['endpoint.disabled', 'message.attempt.exhausted'],
+        }),
         response: { 201: EndpointOut, ...svixErrors(409) },
       },
     },
@@ -113,7 +118,10 @@ export const svixOperationalEndpointRoutes: RoutePlugin = async (app, { store, c
         summary: 'Update an operational webhook endpoint: fields left out take their defaults',
         tags,
         params: Params,
-        body: OperationalUpdate,
+        body: withExample(OperationalUpdate, {
+          url: 'https://ops.acme.example/herald',
+          filterTypes: ['endpoint.disabled'],
+        }),
         response: { 200: EndpointOut, ...svixErrors(404, 409) },
       },
     },

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { withExample } from '../schemas.js';
 import { invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -23,15 +24,24 @@ export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
         summary: "A link to the application's customer portal, valid for `expiry` seconds (default 7 days)",
         tags: ['svix: authentication'],
         params: AppParams,
-        body: Type.Object({
-          expiry: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_EXPIRY_S }), Type.Null()])),
-          application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
-          readOnly: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-          featureFlags: Type.Optional(Type.Array(Type.String())),
-          sessionId: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
-          capabilities: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
-        }),
-        response: { 200: Type.Object({ url: Type.String(), token: Type.String() }), ...svixErrors(404) },
+        body: withExample(
+          Type.Object({
+            expiry: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: MAX_EXPIRY_S }), Type.Null()])),
+            application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
+            readOnly: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+            featureFlags: Type.Optional(Type.Array(Type.String())),
+            sessionId: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+            capabilities: Type.Optional(Type.Union([Type.Array(Type.String()), Type.Null()])),
+          }),
+          { expiry: 3600 },
+        ),
+        response: {
+          200: withExample(Type.Object({ url: Type.String(), token: Type.String() }), {
+            url: 'http://127.0.0.1:8080/portal/pt_3q8Zr0sT2v4W6x8Y0a2C4e6G8i0K2m4O',
+            token: 'pt_3q8Zr0sT2v4W6x8Y0a2C4e6G8i0K2m4O',
+          }),
+          ...svixErrors(404),
+        },
       },
     },
     async (request) => {
