@@ -1,20 +1,10 @@
 import { createHash } from 'node:crypto';
+import type { OAuth2Client } from '../domain/endpoint-auth.js';
 
 // OAuth2 client credentials (RFC 6749 §4.4) for endpoints whose receiver wants a bearer token from its
 // own token server. A token is fetched when an attempt needs one and kept per endpoint in this process
 // until shortly before it expires; the attempts that need one meanwhile share a single fetch. A receiver's
 // 401 drops the token it was sent, so the next fetch gets a new one.
-
-/** An endpoint's client, with its secret opened. */
-export interface OAuth2Client {
-  tokenUrl: string;
-  clientId: string;
-  clientSecret: string;
-  scope: string | null;
-  audience: string | null;
-  /** `basic`: the client's id and secret in an Authorization header; `post`: in the form body. */
-  clientAuth: 'basic' | 'post';
-}
 
 /** What the token server answered. */
 export interface TokenAnswer {

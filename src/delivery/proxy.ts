@@ -2,7 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { type buildConnector, Pool, ProxyAgent } from 'undici';
 import { allowListed, refusedAddress, refusedKind } from '../domain/addresses.js';
-import type { ReceiverTls } from './sender.js';
+import type { ReceiverTls } from '../domain/pem.js';
 
 // The egress proxy (HERALD_OUTBOUND_PROXY): deliveries leave through it, https receivers through a CONNECT
 // tunnel and http ones as absolute-form requests, unless HERALD_NO_PROXY lists their host. The proxy

@@ -4,7 +4,9 @@ import { StringDecoder } from 'node:string_decoder';
 import { createHash } from 'node:crypto';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
 import { bypassesProxy, ProxyPrecheck, proxyDispatcher } from './proxy.js';
-import { type OAuth2Client, OAuthTokens, type TokenAnswer } from './oauth-tokens.js';
+import type { ReceiverTls } from '../domain/pem.js';
+import { OAuthTokens, type TokenAnswer } from './oauth-tokens.js';
+import type { OAuth2Client } from '../domain/endpoint-auth.js';
 import { parseAddress, refusedAddress, refusedKind } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
@@ -24,13 +26,6 @@ export interface SendRequest {
   tls?: ReceiverTls | null | undefined;
   /** The endpoint's OAuth2 client: the request carries a bearer token from its token server. */
   auth?: { endpointId: string; client: OAuth2Client } | null | undefined;
-}
-
-/** TLS settings of one endpoint (PEM); `ca` replaces the default trusted roots. */
-export interface ReceiverTls {
-  cert?: string | undefined;
-  key?: string | undefined;
-  ca?: string | undefined;
 }
 
 export interface SendResult {

@@ -22,6 +22,7 @@ import * as rateAsArrivalTime from './migrations/013_rate_as_arrival_time.js';
 import * as roomForUpdates from './migrations/014_room_for_updates.js';
 import * as outcomeEvents from './migrations/015_outcome_events.js';
 import * as svixSurface from './migrations/016_svix_surface.js';
+import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -56,6 +57,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '014_room_for_updates': roomForUpdates,
   '015_outcome_events': outcomeEvents,
   '016_svix_surface': svixSurface,
+  '018_enterprise_receivers': enterpriseReceivers,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.
