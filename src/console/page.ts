@@ -58,6 +58,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <h2>Endpoint <code id="endpoint-id"></code></h2>
       <dl id="endpoint-details"></dl>
       <div id="endpoint-actions"></div>
+      <div id="endpoint-receiver-settings"></div>
       <h3>Attempts per hour, last 24 h</h3>
       <div id="endpoint-chart"></div>
       <form id="recover-endpoint">
@@ -93,6 +94,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </div>
 </main>
 <script src="/console-assets/chart.js"></script>
+<script src="/console-assets/receiver-settings.js"></script>
 <script src="/console-assets/console.js"></script>
 </body>
 </html>`;

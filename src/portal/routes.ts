@@ -12,12 +12,21 @@ import {
   messageToApi,
 } from '../api/serialize.js';
 import { startRecovery } from '../api/background-tasks.js';
-import { cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
-import { checkEndpointInput, createEndpoint, endpointView, withSecret } from '../api/endpoints.js';
+import {
+  cursorOf,
+  EndpointAuthInput,
+  EndpointHeaders,
+  EndpointTlsInput,
+  IdParams,
+  Nullable,
+  RateLimit,
+} from '../api/schemas.js';
+import { checkEndpointInput, createEndpoint, endpointView, enterpriseSettings, withSecret } from '../api/endpoints.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 import { CHART_JS } from '../console/chart.js';
+import { RECEIVER_SETTINGS_JS } from '../console/receiver-settings.js';
 import { endpointStats, windowOf } from '../api/endpoint-stats.js';
 import { StatsQuery } from '../api/schemas.js';
 
@@ -99,6 +108,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
   app.get('/portal-assets/chart.js', publicRoute, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').send(CHART_JS),
   );
+  app.get('/portal-assets/receiver-settings.js', publicRoute, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').send(RECEIVER_SETTINGS_JS),
+  );
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
   );
@@ -160,14 +172,18 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           ),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          tls: Type.Optional(Nullable(EndpointTlsInput)),
+          auth: Type.Optional(Nullable(EndpointAuthInput)),
         }),
       },
     },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      // The customer's receiver is not on the operator's network: public addresses only, in Test too.
+      // The customer's receiver is not on the operator's network: public addresses only, in Test too (its
+      // token server too).
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, undefined, true);
       const { row, secret } = await createEndpoint(store, config, ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
@@ -176,6 +192,8 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         eventTypes: request.body.event_types,
         headers: request.body.headers,
         rateLimit: request.body.rate_limit,
+        tls,
+        auth,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -193,19 +211,24 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          tls: Type.Optional(Nullable(EndpointTlsInput)),
+          auth: Type.Optional(Nullable(EndpointAuthInput)),
         }),
       },
     },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      await ownEndpoint(ctx, request.params.id);
+      const current = await ownEndpoint(ctx, request.params.id);
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, current, true);
       const { status, headers, rate_limit } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
         headers,
         rateLimit: rate_limit,
+        tls,
+        auth,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
