@@ -45,13 +45,18 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const html = await page.text();
   // Every script comes from a file of this origin; no inline script, handler attribute or style attribute.
   const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1] ?? '');
-  assert.deepEqual(scripts, [' src="/console-assets/chart.js"', ' src="/console-assets/console.js"']);
+  assert.deepEqual(scripts, [
+    ' src="/console-assets/chart.js"',
+    ' src="/console-assets/receiver-settings.js"',
+    ' src="/console-assets/console.js"',
+  ]);
   assert.doesNotMatch(html, /\son[a-z]+=/i);
   assert.doesNotMatch(html, /\sstyle=/i);
 
   for (const [path, type] of [
     ['/console-assets/console.js', /^text\/javascript/],
     ['/console-assets/chart.js', /^text\/javascript/],
+    ['/console-assets/receiver-settings.js', /^text\/javascript/],
     ['/console-assets/console.css', /^text\/css/],
   ] as const) {
     const asset = await fetch(service.url + path);
@@ -63,10 +68,12 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const script = await (await fetch(`${service.url}/console-assets/console.js`)).text();
   // The key is kept in sessionStorage only and values are inserted as text.
   assert.match(script, /sessionStorage/);
-  assert.doesNotMatch(
-    script,
-    /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
-  );
+  const settingsScript = await (await fetch(`${service.url}/console-assets/receiver-settings.js`)).text();
+  for (const text of [script, settingsScript])
+    assert.doesNotMatch(
+      text,
+      /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
+    );
   // The console is not an API route: no key needed, and not in the OpenAPI document.
   const doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
   assert.ok(!Object.keys(doc.paths).some((path) => path.startsWith('/console')));

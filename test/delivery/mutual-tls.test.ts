@@ -5,6 +5,11 @@ import { assertError } from '../api/helpers.js';
 import { makeCa } from '../support/certificates.js';
 import { TlsReceiver } from '../support/tls-receiver.js';
 import { ForwardProxy } from '../support/forward-proxy.js';
+import { Endpoints } from '../../src/store/endpoints.js';
+import { SecretBox } from '../../src/domain/secrets.js';
+
+/** The master key test services run with (test/support/service.ts). */
+const TEST_SECRET_KEY = 'test-secret-key-that-is-long-enough-0123456789';
 
 // An endpoint's `tls` (decisions: "Enterprise receivers"): a client certificate and key for receivers that
 // demand mutual TLS, and a CA bundle for receivers whose certificate a private CA issued. The key is
@@ -186,4 +191,28 @@ test('bad TLS settings are 400 naming the field, and nothing is stored', async (
     ca: serverCa.cert,
     client_cert_not_after: null,
   });
+});
+
+test('reseal seals the client key and the OAuth2 client secret under a new master key', async (t) => {
+  const s = await setup(t);
+  const made = await s.endpoint('https://127.0.0.1:9/h', {
+    tls: { client_cert: client.cert, client_key: client.key },
+    auth: {
+      type: 'oauth2_client_credentials',
+      token_url: 'https://127.0.0.1:9/token',
+      client_id: 'id',
+      client_secret: 'reseal-s3cret',
+    },
+  });
+  const NEW_KEY = 'a-new-master-key-that-is-long-enough-0123456789';
+  const resealer = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY, [TEST_SECRET_KEY]));
+  assert.equal((await resealer.resealBatch(null, 10)).resealed, 1);
+  const row = await s.service.store.ctx.db
+    .selectFrom('endpoints')
+    .selectAll()
+    .where('id', '=', made.id)
+    .executeTakeFirstOrThrow();
+  const opener = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY));
+  assert.equal(opener.tlsKey(row), client.key);
+  assert.equal(opener.authSecret(row), 'reseal-s3cret');
 });
