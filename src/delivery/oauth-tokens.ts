@@ -42,8 +42,6 @@ interface Entry {
 
 export class OAuthTokens {
   private readonly entries = new Map<string, Entry>();
-  /** Token requests made (for tests and metrics). */
-  fetches = 0;
 
   constructor(private readonly post: TokenPost) {}
 
@@ -83,7 +81,6 @@ export class OAuthTokens {
     publicOnly: boolean,
     deadline: number,
   ): Promise<{ token: string; lifetimeMs: number }> {
-    this.fetches++;
     const form = new URLSearchParams({ grant_type: 'client_credentials' });
     if (client.scope) form.set('scope', client.scope);
     if (client.audience) form.set('audience', client.audience);
