@@ -1,6 +1,7 @@
 import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { isIP } from 'node:net';
 import { isAllowListEntry, isLoopbackHost } from './domain/addresses.js';
 import { parseDuration } from './domain/duration.js';
 
@@ -74,6 +75,15 @@ export interface Config {
   metricsToken: string | null;
   /** HERALD_METRICS_PORT: where a `worker` process serves /metrics (0: any free port); null: not served. */
   metricsPort: number | null;
+  /** HERALD_OUTBOUND_PROXY: the forward proxy every delivery leaves through (http://[user:pass@]host:port); null: direct. */
+  outboundProxy: string | null;
+  /** HERALD_NO_PROXY: receivers reached directly although a proxy is set (hosts, domain suffixes, addresses, CIDRs). */
+  noProxy: string[];
+  /**
+   * HERALD_TRUST_PROXY: whose X-Forwarded-For is believed for the client's address: false (the socket's
+   * peer is the client), a number of proxy hops, or the addresses and CIDR ranges of trusted proxies.
+   */
+  trustProxy: false | number | string[];
 }
 
 export class ConfigError extends Error {}
@@ -271,6 +281,61 @@ function metricsPort(env: Env): number | null {
   return integer(env, 'HERALD_METRICS_PORT', 0, 0, 65535);
 }
 
+/**
+ * HERALD_OUTBOUND_PROXY: an http:// URL of host and port, with optional credentials (sent to the proxy as
+ * Proxy-Authorization). The value is never echoed in an error: it may hold a password.
+ */
+function outboundProxy(env: Env): string | null {
+  const text = env.HERALD_OUTBOUND_PROXY;
+  if (!text) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    url = new URL('invalid:');
+  }
+  const bare = (url.pathname === '/' || url.pathname === '') && url.search === '' && url.hash === '';
+  if (url.protocol !== 'http:' || url.hostname === '' || !bare)
+    throw new ConfigError('HERALD_OUTBOUND_PROXY must look like http://host:port or http://user:password@host:port');
+  return url.href;
+}
+
+/**
+ * HERALD_NO_PROXY: comma-separated host names (each also matches its subdomains; a leading dot is
+ * allowed), addresses and CIDR ranges (matching receivers addressed by IP).
+ */
+function noProxy(env: Env): string[] {
+  const entries = read(env, 'HERALD_NO_PROXY', '')
+    .split(',')
+    .map((s) => s.trim().toLowerCase().replace(/\.$/, '').replace(/^\./, ''))
+    .filter(Boolean);
+  const bad = entries.find((entry) => !isAllowListEntry(entry.replace(/^\[|\]$/g, '')));
+  if (bad !== undefined)
+    throw new ConfigError(`HERALD_NO_PROXY entry ${bad} is not a host name, a domain, an address or a CIDR range`);
+  return entries.map((entry) => entry.replace(/^\[|\]$/g, ''));
+}
+
+/**
+ * HERALD_TRUST_PROXY: unset (the socket's peer is the client), a hop count (the client is that many
+ * addresses from the right of X-Forwarded-For), or comma-separated addresses and CIDR ranges of the
+ * proxies whose X-Forwarded-For is believed.
+ */
+function trustProxy(env: Env): false | number | string[] {
+  const text = read(env, 'HERALD_TRUST_PROXY', '').trim();
+  if (text === '') return false;
+  if (/^\d+$/.test(text)) return integer(env, 'HERALD_TRUST_PROXY', 0, 1, 100);
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = entries.find((entry) => !(entry.includes('/') || isIP(entry)) || !isAllowListEntry(entry.toLowerCase()));
+  if (bad !== undefined || entries.length === 0)
+    throw new ConfigError(
+      `HERALD_TRUST_PROXY=${text} must be a hop count (1 to 100) or comma-separated addresses and CIDR ranges of trusted proxies`,
+    );
+  return entries;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
   const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
@@ -337,5 +402,8 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: integer(env, 'HERALD_AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
     metricsToken: metricsToken(env),
     metricsPort: metricsPort(env),
+    outboundProxy: outboundProxy(env),
+    noProxy: noProxy(env),
+    trustProxy: trustProxy(env),
   };
 }

@@ -2940,6 +2940,16 @@ export interface paths {
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
+                         *           "tls": null,
+                         *           "auth": {
+                         *             "type": "oauth2_client_credentials",
+                         *             "token_url": "https://auth.acme.example/oauth/token",
+                         *             "client_id": "herald",
+                         *             "client_secret": "<redacted>",
+                         *             "scope": "webhooks:write",
+                         *             "audience": null,
+                         *             "client_auth": "basic"
+                         *           },
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -2982,6 +2992,30 @@ export interface paths {
                                 signature_type: "hmac" | "ed25519";
                                 /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                                 public_key: string | null;
+                                /** @description TLS settings (mutual TLS, private CA); null: none */
+                                tls: {
+                                    client_cert: string | null;
+                                    /** @description "<redacted>" when set */
+                                    client_key: string | null;
+                                    ca: string | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description The client certificate's expiry
+                                     */
+                                    client_cert_not_after: string | null;
+                                } | null;
+                                /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                                auth: {
+                                    /** @enum {string} */
+                                    type: "oauth2_client_credentials";
+                                    token_url: string;
+                                    client_id: string;
+                                    /** @description Always "<redacted>" */
+                                    client_secret: string;
+                                    scope: string | null;
+                                    audience: string | null;
+                                    client_auth: "basic" | "post";
+                                } | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -3116,6 +3150,29 @@ export interface paths {
                         filter?: {
                             [key: string]: unknown;
                         } | null;
+                        /** @description TLS settings for https receivers: client_cert and client_key together (mutual TLS), ca for a private CA. An update replaces the whole object; null removes it */
+                        tls?: {
+                            /** @description Client certificate (PEM; its chain may follow), sent to receivers that demand mutual TLS */
+                            client_cert?: string | null;
+                            /** @description Its private key (PEM, unencrypted; sealed at rest). "<redacted>" keeps the stored one */
+                            client_key?: string | null;
+                            /** @description CA certificates (PEM) that replace the default roots for the receiver's certificate */
+                            ca?: string | null;
+                        } | null;
+                        /** @description OAuth2 client credentials: every request carries a bearer token from token_url (cached until shortly before it expires; a 401 fetches a new one once). null removes it */
+                        auth?: {
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                            /** @description The token server's URL; the endpoint URL's rules apply (https in Live mode, public addresses) */
+                            token_url: string;
+                            client_id: string;
+                            /** @description Sealed at rest, read back as "<redacted>"; "<redacted>" in an update keeps the stored one */
+                            client_secret: string;
+                            scope?: string | null;
+                            audience?: string | null;
+                            /** @description basic (default): client_secret_basic; post: the id and secret in the form body */
+                            client_auth?: "basic" | "post";
+                        } | null;
                     };
                 };
             };
@@ -3152,6 +3209,16 @@ export interface paths {
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
+                         *       "tls": null,
+                         *       "auth": {
+                         *         "type": "oauth2_client_credentials",
+                         *         "token_url": "https://auth.acme.example/oauth/token",
+                         *         "client_id": "herald",
+                         *         "client_secret": "<redacted>",
+                         *         "scope": "webhooks:write",
+                         *         "audience": null,
+                         *         "client_auth": "basic"
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -3188,6 +3255,30 @@ export interface paths {
                             signature_type: "hmac" | "ed25519";
                             /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                             public_key: string | null;
+                            /** @description TLS settings (mutual TLS, private CA); null: none */
+                            tls: {
+                                client_cert: string | null;
+                                /** @description "<redacted>" when set */
+                                client_key: string | null;
+                                ca: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The client certificate's expiry
+                                 */
+                                client_cert_not_after: string | null;
+                            } | null;
+                            /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                            auth: {
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                                token_url: string;
+                                client_id: string;
+                                /** @description Always "<redacted>" */
+                                client_secret: string;
+                                scope: string | null;
+                                audience: string | null;
+                                client_auth: "basic" | "post";
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3424,6 +3515,16 @@ export interface paths {
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
+                         *       "tls": null,
+                         *       "auth": {
+                         *         "type": "oauth2_client_credentials",
+                         *         "token_url": "https://auth.acme.example/oauth/token",
+                         *         "client_id": "herald",
+                         *         "client_secret": "<redacted>",
+                         *         "scope": "webhooks:write",
+                         *         "audience": null,
+                         *         "client_auth": "basic"
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -3459,6 +3560,30 @@ export interface paths {
                             signature_type: "hmac" | "ed25519";
                             /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                             public_key: string | null;
+                            /** @description TLS settings (mutual TLS, private CA); null: none */
+                            tls: {
+                                client_cert: string | null;
+                                /** @description "<redacted>" when set */
+                                client_key: string | null;
+                                ca: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The client certificate's expiry
+                                 */
+                                client_cert_not_after: string | null;
+                            } | null;
+                            /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                            auth: {
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                                token_url: string;
+                                client_id: string;
+                                /** @description Always "<redacted>" */
+                                client_secret: string;
+                                scope: string | null;
+                                audience: string | null;
+                                client_auth: "basic" | "post";
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -3778,6 +3903,29 @@ export interface paths {
                         filter?: {
                             [key: string]: unknown;
                         } | null;
+                        /** @description TLS settings for https receivers: client_cert and client_key together (mutual TLS), ca for a private CA. An update replaces the whole object; null removes it */
+                        tls?: {
+                            /** @description Client certificate (PEM; its chain may follow), sent to receivers that demand mutual TLS */
+                            client_cert?: string | null;
+                            /** @description Its private key (PEM, unencrypted; sealed at rest). "<redacted>" keeps the stored one */
+                            client_key?: string | null;
+                            /** @description CA certificates (PEM) that replace the default roots for the receiver's certificate */
+                            ca?: string | null;
+                        } | null;
+                        /** @description OAuth2 client credentials: every request carries a bearer token from token_url (cached until shortly before it expires; a 401 fetches a new one once). null removes it */
+                        auth?: {
+                            /** @enum {string} */
+                            type: "oauth2_client_credentials";
+                            /** @description The token server's URL; the endpoint URL's rules apply (https in Live mode, public addresses) */
+                            token_url: string;
+                            client_id: string;
+                            /** @description Sealed at rest, read back as "<redacted>"; "<redacted>" in an update keeps the stored one */
+                            client_secret: string;
+                            scope?: string | null;
+                            audience?: string | null;
+                            /** @description basic (default): client_secret_basic; post: the id and secret in the form body */
+                            client_auth?: "basic" | "post";
+                        } | null;
                     };
                 };
             };
@@ -3814,6 +3962,16 @@ export interface paths {
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
+                         *       "tls": null,
+                         *       "auth": {
+                         *         "type": "oauth2_client_credentials",
+                         *         "token_url": "https://auth.acme.example/oauth/token",
+                         *         "client_id": "herald",
+                         *         "client_secret": "<redacted>",
+                         *         "scope": "webhooks:write",
+                         *         "audience": null,
+                         *         "client_auth": "basic"
+                         *       },
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -3849,6 +4007,30 @@ export interface paths {
                             signature_type: "hmac" | "ed25519";
                             /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                             public_key: string | null;
+                            /** @description TLS settings (mutual TLS, private CA); null: none */
+                            tls: {
+                                client_cert: string | null;
+                                /** @description "<redacted>" when set */
+                                client_key: string | null;
+                                ca: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The client certificate's expiry
+                                 */
+                                client_cert_not_after: string | null;
+                            } | null;
+                            /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                            auth: {
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                                token_url: string;
+                                client_id: string;
+                                /** @description Always "<redacted>" */
+                                client_secret: string;
+                                scope: string | null;
+                                audience: string | null;
+                                client_auth: "basic" | "post";
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -4499,6 +4681,8 @@ export interface paths {
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
+                         *           "tls": null,
+                         *           "auth": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -4541,6 +4725,30 @@ export interface paths {
                                 signature_type: "hmac" | "ed25519";
                                 /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                                 public_key: string | null;
+                                /** @description TLS settings (mutual TLS, private CA); null: none */
+                                tls: {
+                                    client_cert: string | null;
+                                    /** @description "<redacted>" when set */
+                                    client_key: string | null;
+                                    ca: string | null;
+                                    /**
+                                     * Format: date-time
+                                     * @description The client certificate's expiry
+                                     */
+                                    client_cert_not_after: string | null;
+                                } | null;
+                                /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                                auth: {
+                                    /** @enum {string} */
+                                    type: "oauth2_client_credentials";
+                                    token_url: string;
+                                    client_id: string;
+                                    /** @description Always "<redacted>" */
+                                    client_secret: string;
+                                    scope: string | null;
+                                    audience: string | null;
+                                    client_auth: "basic" | "post";
+                                } | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -4686,6 +4894,8 @@ export interface paths {
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
+                         *       "tls": null,
+                         *       "auth": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -4722,6 +4932,30 @@ export interface paths {
                             signature_type: "hmac" | "ed25519";
                             /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                             public_key: string | null;
+                            /** @description TLS settings (mutual TLS, private CA); null: none */
+                            tls: {
+                                client_cert: string | null;
+                                /** @description "<redacted>" when set */
+                                client_key: string | null;
+                                ca: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The client certificate's expiry
+                                 */
+                                client_cert_not_after: string | null;
+                            } | null;
+                            /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                            auth: {
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                                token_url: string;
+                                client_id: string;
+                                /** @description Always "<redacted>" */
+                                client_secret: string;
+                                scope: string | null;
+                                audience: string | null;
+                                client_auth: "basic" | "post";
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -5122,6 +5356,8 @@ export interface paths {
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
+                         *       "tls": null,
+                         *       "auth": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5157,6 +5393,30 @@ export interface paths {
                             signature_type: "hmac" | "ed25519";
                             /** @description ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac */
                             public_key: string | null;
+                            /** @description TLS settings (mutual TLS, private CA); null: none */
+                            tls: {
+                                client_cert: string | null;
+                                /** @description "<redacted>" when set */
+                                client_key: string | null;
+                                ca: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description The client certificate's expiry
+                                 */
+                                client_cert_not_after: string | null;
+                            } | null;
+                            /** @description OAuth2 client credentials the requests carry a bearer token from; null: none */
+                            auth: {
+                                /** @enum {string} */
+                                type: "oauth2_client_credentials";
+                                token_url: string;
+                                client_id: string;
+                                /** @description Always "<redacted>" */
+                                client_secret: string;
+                                scope: string | null;
+                                audience: string | null;
+                                client_auth: "basic" | "post";
+                            } | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */

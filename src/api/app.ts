@@ -254,6 +254,14 @@ export async function buildApi(
     // info lines per request (incoming, completed) cost a tenth of an emit; one line per request
     // is written below instead, with the same request_id.
     logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }) as never,
+    // Behind a load balancer (HERALD_TRUST_PROXY), request.ip is the client's address from X-Forwarded-For:
+    // the failed-authentication limit, the rate limits and the request log count that address.
+    // A hop count trusts that many addresses from the socket's end of the chain, whoever the peer is: it
+    // holds only where every connection comes through the balancer (docs/security.md).
+    trustProxy:
+      typeof config.trustProxy === 'number'
+        ? (_address: string, hop: number) => hop < (config.trustProxy as number)
+        : config.trustProxy,
     // Keep-alive connections from load balancers outlive Node's 5 s default.
     keepAliveTimeout: 65_000,
     // A request's headers and body must arrive within HERALD_REQUEST_TIMEOUT, or the connection is answered
@@ -321,6 +329,7 @@ export async function buildApi(
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime),
         trace_id: request.traceId ?? undefined,
+        client: request.ip,
       },
       'request',
     );

@@ -6,7 +6,9 @@ import {
   Endpoint,
   ContentFilter,
   EndpointChannels,
+  EndpointAuthInput,
   EndpointHeaders,
+  EndpointTlsInput,
   EndpointUid,
   EndpointWithSecret,
   errors,
@@ -22,11 +24,13 @@ import {
 } from './schemas.js';
 import { endpointToApi, iso, list } from './serialize.js';
 import { endpointUrlProblem } from '../domain/urls.js';
-import { headersProblem } from '../domain/headers.js';
+import { headersProblem, REDACTED } from '../domain/headers.js';
+import { checkedTls, type TlsInput, type TlsSettings } from '../domain/pem.js';
+import { type AuthInput, checkedAuth } from '../domain/endpoint-auth.js';
 import { filterProblem, filterTester } from '../domain/content-filter.js';
 import { outboundEnvelope } from '../domain/envelope.js';
 import type { Scope, Store } from '../store/index.js';
-import { EndpointLimitError, EndpointUidTakenError } from '../store/endpoints.js';
+import { type EndpointAuth, EndpointLimitError, EndpointUidTakenError } from '../store/endpoints.js';
 import type { EndpointRow } from '../store/schema.js';
 import type { Config } from '../config.js';
 
@@ -113,6 +117,43 @@ export function filterTest(
   return { matches: filter === null || filterTester(filter)(envelope) };
 }
 
+/**
+ * An endpoint's `tls` and `auth` as given on create or update, checked (400 naming the field) and ready to
+ * store: undefined when not given, null to remove. A client key or secret sent back as "<redacted>"
+ * stands for the one `current` keeps. The token URL is judged as the endpoint URL is (endpointUrlProblem).
+ */
+export function enterpriseSettings(
+  store: Store,
+  config: Config,
+  scope: Scope,
+  input: { tls?: TlsInput | null | undefined; auth?: AuthInput | null | undefined },
+  current: EndpointRow | undefined,
+  publicOnly = scope.livemode,
+): { tls?: TlsSettings | null; auth?: EndpointAuth | null } {
+  const settings: { tls?: TlsSettings | null; auth?: EndpointAuth | null } = {};
+  if (input.tls !== undefined) {
+    if (input.tls === null) settings.tls = null;
+    else {
+      const checked = checkedTls(input.tls, current ? store.endpoints.tlsKey(current) : null);
+      if (typeof checked === 'string') throw invalid(checked);
+      settings.tls = checked;
+    }
+  }
+  if (input.auth !== undefined) {
+    if (input.auth === null) settings.auth = null;
+    else {
+      const checked = checkedAuth(
+        input.auth,
+        (url) => endpointUrlProblem(url, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork),
+        current ? store.endpoints.authSecret(current) : null,
+      );
+      if (typeof checked === 'string') throw invalid(checked);
+      settings.auth = checked;
+    }
+  }
+  return settings;
+}
+
 /** An endpoint as the API and the portal show it: its headers opened, sensitive values redacted. */
 export function endpointView(store: Store): (row: EndpointRow) => ReturnType<typeof endpointToApi> {
   return (row) => endpointToApi(row, store.endpoints.shownHeaders(row));
@@ -192,6 +233,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             uid: Type.Optional(EndpointUid),
             channels: Type.Optional(EndpointChannels),
             filter: Type.Optional(Nullable(ContentFilter)),
+            tls: Type.Optional(Nullable(EndpointTlsInput)),
+            auth: Type.Optional(Nullable(EndpointAuthInput)),
           },
           {
             examples: [
@@ -214,6 +257,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       const scope = scopeOf(request);
       const body = request.body;
       await checkEndpointInput(store, config, scope, body);
+      const { tls, auth } = enterpriseSettings(store, config, scope, body, undefined);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
       const { row, secret } = await createEndpoint(store, config, scope, {
@@ -228,6 +272,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         uid: body.uid,
         channels: body.channels,
         filter: body.filter,
+        tls,
+        auth,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -271,6 +317,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             uid: Type.Optional(Nullable(EndpointUid)),
             channels: Type.Optional(EndpointChannels),
             filter: Type.Optional(Nullable(ContentFilter)),
+            tls: Type.Optional(Nullable(EndpointTlsInput)),
+            auth: Type.Optional(Nullable(EndpointAuthInput)),
           },
           { examples: [{ event_types: ['invoice.paid', 'invoice.refunded'], rate_limit: 100 }] },
         ),
@@ -296,6 +344,11 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
+      // The stored key or secret is read only when a "<redacted>" stands for it.
+      const keeps = request.body.tls?.client_key === REDACTED || request.body.auth?.client_secret === REDACTED;
+      const current = keeps ? await store.endpoints.get(scope, request.params.id) : undefined;
+      if (keeps && !current) throw notFound(`endpoint ${request.params.id}`);
+      const { tls, auth } = enterpriseSettings(store, config, scope, request.body, current);
       const row = await uidChecked(() =>
         store.endpoints.update(scope, request.params.id, {
           url,
@@ -308,6 +361,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           uid,
           channels,
           filter,
+          tls,
+          auth,
         }),
       );
       if (!row) throw notFound(`endpoint ${request.params.id}`);

@@ -246,6 +246,59 @@ export const EndpointUid = Type.String({
   description: 'Your stable id for this endpoint in its application (not starting with ep_)',
 });
 
+/** A PEM text of an endpoint's TLS settings. */
+const Pem = (description: string) => Type.String({ minLength: 1, maxLength: 65_536, description });
+
+/** `tls` as create and update take it (src/domain/pem.ts checks the PEM). */
+export const EndpointTlsInput = Type.Object(
+  {
+    client_cert: Type.Optional(
+      Nullable(Pem('Client certificate (PEM; its chain may follow), sent to receivers that demand mutual TLS')),
+    ),
+    client_key: Type.Optional(
+      Nullable(Pem('Its private key (PEM, unencrypted; sealed at rest). "<redacted>" keeps the stored one')),
+    ),
+    ca: Type.Optional(
+      Nullable(Pem("CA certificates (PEM) that replace the default roots for the receiver's certificate")),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'TLS settings for https receivers: client_cert and client_key together (mutual TLS), ca for a private CA. An update replaces the whole object; null removes it',
+  },
+);
+
+/** `auth` as create and update take it (src/domain/endpoint-auth.ts checks the token URL). */
+export const EndpointAuthInput = Type.Object(
+  {
+    type: Type.Literal('oauth2_client_credentials'),
+    token_url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: "The token server's URL; the endpoint URL's rules apply (https in Live mode, public addresses)",
+    }),
+    client_id: Type.String({ minLength: 1, maxLength: 1024 }),
+    client_secret: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'Sealed at rest, read back as "<redacted>"; "<redacted>" in an update keeps the stored one',
+    }),
+    scope: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 1024 }))),
+    audience: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 1024 }))),
+    client_auth: Type.Optional(
+      Type.Union([Type.Literal('basic'), Type.Literal('post')], {
+        description: 'basic (default): client_secret_basic; post: the id and secret in the form body',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'OAuth2 client credentials: every request carries a bearer token from token_url (cached until shortly before it expires; a 401 fetches a new one once). null removes it',
+  },
+);
+
 export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);
 
 const endpointFields = {
@@ -270,6 +323,33 @@ const endpointFields = {
   public_key: Nullable(
     Type.String({ description: 'ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac' }),
   ),
+  tls: Nullable(
+    Type.Object(
+      {
+        client_cert: Nullable(Type.String()),
+        client_key: Nullable(Type.String({ description: '"<redacted>" when set' })),
+        ca: Nullable(Type.String()),
+        client_cert_not_after: Nullable(
+          Type.String({ format: 'date-time', description: "The client certificate's expiry" }),
+        ),
+      },
+      { description: 'TLS settings (mutual TLS, private CA); null: none' },
+    ),
+  ),
+  auth: Nullable(
+    Type.Object(
+      {
+        type: Type.Literal('oauth2_client_credentials'),
+        token_url: Type.String(),
+        client_id: Type.String(),
+        client_secret: Type.String({ description: 'Always "<redacted>"' }),
+        scope: Nullable(Type.String()),
+        audience: Nullable(Type.String()),
+        client_auth: Type.Union([Type.Literal('basic'), Type.Literal('post')]),
+      },
+      { description: 'OAuth2 client credentials the requests carry a bearer token from; null: none' },
+    ),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -289,6 +369,16 @@ const endpointExample = {
   ordering: 'unordered',
   signature_type: 'hmac',
   public_key: null,
+  tls: null,
+  auth: {
+    type: 'oauth2_client_credentials',
+    token_url: 'https://auth.acme.example/oauth/token',
+    client_id: 'herald',
+    client_secret: '<redacted>',
+    scope: 'webhooks:write',
+    audience: null,
+    client_auth: 'basic',
+  },
   created_at: EXAMPLE_TIME,
   updated_at: EXAMPLE_TIME,
 };
@@ -320,6 +410,7 @@ const operationalEndpointExample = {
   description: 'Pager',
   headers: {},
   rate_limit: null,
+  auth: null,
 };
 export const OperationalEndpoint = Type.Object(endpointFields, { examples: [operationalEndpointExample] });
 export const OperationalEndpointWithSecret = Type.Object(

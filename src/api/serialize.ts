@@ -11,11 +11,13 @@ import type { Page } from '../store/common.js';
 import type { DeliveryRead } from '../store/deliveries.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
 import { messageTrace } from '../domain/trace-context.js';
+import { REDACTED } from '../domain/headers.js';
+import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
 export const iso = (ms: number) => new Date(ms).toISOString();
-const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(Number(ms)));
 
 export const portalPath = (token: string) => `/portal/${token}`;
 
@@ -76,9 +78,22 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   ordering: e.ordering,
   signature_type: e.signature_type,
   public_key: e.public_key,
+  tls: tlsToApi(e),
+  auth: e.auth === null ? null : shownAuth(JSON.parse(e.auth) as AuthSettings),
   created_at: iso(e.created_at),
   updated_at: iso(e.updated_at),
 });
+
+/** An endpoint's TLS settings as reads show them: the client key redacted, the certificate's expiry added. */
+function tlsToApi(e: EndpointRow) {
+  if (e.tls_client_cert === null && e.tls_ca === null) return null;
+  return {
+    client_cert: e.tls_client_cert,
+    client_key: e.tls_client_key_sealed === null ? null : REDACTED,
+    ca: e.tls_ca,
+    client_cert_not_after: isoOrNull(e.tls_client_cert_not_after),
+  };
+}
 
 /** An attempt as lists show it: without the receiver's answer, which is read with its delivery alone. */
 export const attemptSummaryToApi = (a: AttemptRow) => ({

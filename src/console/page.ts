@@ -62,6 +62,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <div id="endpoint-actions"></div>
       <h3>Content filter</h3>
       <div id="endpoint-filter"></div>
+      <div id="endpoint-receiver-settings"></div>
       <h3>Attempts per hour, last 24 h</h3>
       <div id="endpoint-chart"></div>
       <form id="recover-endpoint">
@@ -97,6 +98,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </div>
 </main>
 <script src="/console-assets/chart.js"></script>
+<script src="/console-assets/receiver-settings.js"></script>
 <script src="/console-assets/console.js"></script>
 </body>
 </html>`;

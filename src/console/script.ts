@@ -233,7 +233,10 @@ ${FILTER_EDITOR_JS}
         ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
         ['Filter', filterText(endpoint.filter)],
-        ['Signatures', endpoint.signature_type], ['Created', when(endpoint.created_at)]].forEach(function (pair) {
+        ['Signatures', endpoint.signature_type],
+        ['Client certificate', endpoint.tls && endpoint.tls.client_cert ? 'until ' + when(endpoint.tls.client_cert_not_after) : 'none'],
+        ['OAuth2', endpoint.auth ? endpoint.auth.client_id + ' at ' + endpoint.auth.token_url : 'none'],
+        ['Created', when(endpoint.created_at)]].forEach(function (pair) {
         details.appendChild(el('dt', pair[0]));
         details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : null));
       });
@@ -247,6 +250,16 @@ ${FILTER_EDITOR_JS}
         setStatus(endpoint, endpoint.status === 'disabled' ? 'active' : 'disabled').then(function () { return openEndpoint(id); }).catch(fail);
       }));
       actions.appendChild(button('Back to endpoints', function () { open('endpoints'); loadEndpoints().catch(fail); }));
+      var settings = clear('#endpoint-receiver-settings');
+      actions.appendChild(button('Receiver security', function () {
+        if (settings.firstChild) return;
+        settings.appendChild(window.HeraldReceiverSettings.form(endpoint, function (body) {
+          call('PATCH', 'endpoints/' + id, body).then(function () {
+            show('Receiver settings saved.');
+            return openEndpoint(id);
+          }).catch(fail);
+        }));
+      }));
       var since = document.querySelector('#recover-endpoint input[name=since]');
       since.value = new Date(Date.now() - 86400000 - new Date().getTimezoneOffset() * 60000).toISOString().slice(0, 16);
       return Promise.all([

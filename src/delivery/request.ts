@@ -3,6 +3,8 @@ import { outboundBody } from '../domain/envelope.js';
 import type { AttemptInput } from '../store/queue.js';
 import type { SigningSecrets } from '../store/endpoints.js';
 import type { SendRequest } from './sender.js';
+import type { ReceiverTls } from '../domain/pem.js';
+import type { OAuth2Client } from '../domain/endpoint-auth.js';
 
 export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
 
@@ -10,7 +12,8 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
  * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
- * headers, and the attempt's W3C trace context (src/tracing/). The signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
+ * headers, client certificate and OAuth2 client, and the attempt's W3C trace context (src/tracing/). The
+ * signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
  * gets the same three values under the svix-* names too, so receivers written against Svix verify as they
  * did.
  */
@@ -22,6 +25,9 @@ export function signedRequest(
     secrets: SigningSecrets;
     headers: Record<string, string>;
     svixHeaders?: boolean | undefined;
+    id?: string | undefined;
+    tls?: ReceiverTls | null | undefined;
+    auth?: OAuth2Client | null | undefined;
   },
   payloadJson: string,
   nowMs: number,
@@ -37,6 +43,9 @@ export function signedRequest(
     url: endpoint.url,
     body,
     publicOnly: endpoint.publicOnly,
+    tls: endpoint.tls ?? null,
+    // Tokens are kept per endpoint: one without an id (a sample request) shares none.
+    auth: endpoint.auth ? { endpointId: endpoint.id ?? endpoint.url, client: endpoint.auth } : null,
     // The endpoint's own first: its names never collide with these (reserved names are refused).
     headers: {
       ...endpoint.headers,

@@ -1,7 +1,12 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import type { LookupFunction, Socket } from 'node:net';
 import { StringDecoder } from 'node:string_decoder';
+import { createHash } from 'node:crypto';
 import { Agent, buildConnector, type Dispatcher } from 'undici';
+import { bypassesProxy, ProxyPrecheck, proxyDispatcher } from './proxy.js';
+import type { ReceiverTls } from '../domain/pem.js';
+import { OAuthTokens, type TokenAnswer } from './oauth-tokens.js';
+import type { OAuth2Client } from '../domain/endpoint-auth.js';
 import { parseAddress, refusedAddress, refusedKind } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
 
@@ -17,6 +22,10 @@ export interface SendRequest {
   headers: Record<string, string>;
   /** Public addresses only (Live endpoints, and those made in a portal); otherwise anything but link-local. */
   publicOnly: boolean;
+  /** The endpoint's client certificate and key, and the CA bundle its receiver's certificate is checked against. */
+  tls?: ReceiverTls | null | undefined;
+  /** The endpoint's OAuth2 client: the request carries a bearer token from its token server. */
+  auth?: { endpointId: string; client: OAuth2Client } | null | undefined;
 }
 
 export interface SendResult {
@@ -34,6 +43,10 @@ export interface SenderOptions {
   connectionsPerOrigin: number;
   responseBodyLimit: number;
   ssrfAllow: string[];
+  /** HERALD_OUTBOUND_PROXY; null or absent: requests go direct. */
+  outboundProxy?: string | null | undefined;
+  /** HERALD_NO_PROXY: hosts and ranges that go direct although a proxy is set. */
+  noProxy?: string[] | undefined;
 }
 
 export class BlockedAddressError extends Error {
@@ -125,6 +138,11 @@ export function guardedConnector(base: Connector, publicOnly: boolean, allow: st
 
 function describe(error: unknown, timeoutMs: number): string {
   const e = error as { code?: string; name?: string; message?: string; cause?: unknown };
+  // Herald's own failures (a refused address, the proxy, the token server) say what happened themselves.
+  if (e.code?.startsWith('HERALD_')) return (e.message ?? e.code).slice(0, 500);
+  if (/^Proxy response \((\d+)\)/.test(e.message ?? ''))
+    return `egress proxy did not open the tunnel (HTTP ${/\((\d+)\)/.exec(e.message!)![1]})`;
+  if (e.message === 'Proxy Authentication Required (407)') return 'egress proxy refused the request (HTTP 407)';
   if (
     e.name === 'TimeoutError' ||
     e.name === 'AbortError' ||
@@ -133,7 +151,6 @@ function describe(error: unknown, timeoutMs: number): string {
   ) {
     return `timed out after ${timeoutMs}ms`;
   }
-  if (e.code === 'HERALD_BLOCKED_ADDRESS') return e.message ?? 'blocked address';
   const cause = e.cause as { code?: string; message?: string } | undefined;
   const code = e.code ?? cause?.code;
   const text = (e.message && e.message !== 'fetch failed' ? e.message : cause?.message) ?? 'request failed';
@@ -370,53 +387,216 @@ export class Sender {
   private readonly publicOnly: Agent;
   private readonly local: Agent;
   private readonly deadlines: AttemptDeadlines;
+  /**
+   * Dispatchers made for what the two above do not cover: an endpoint's client certificate or CA bundle,
+   * and the egress proxy; by route, address rule and TLS settings (a hash), oldest dropped first.
+   */
+  private readonly dispatchers = new Map<string, Dispatcher>();
+  private readonly precheck: ProxyPrecheck;
+  /** OAuth2 tokens of this process's endpoints (src/delivery/oauth-tokens.ts). */
+  readonly tokens: OAuthTokens;
 
   constructor(private readonly options: SenderOptions) {
-    const common = { connections: options.connectionsPerOrigin, keepAliveTimeout: 4_000 };
-    const agent = (publicOnly: boolean) => {
-      const connector = buildConnector({
-        timeout: options.attemptTimeoutMs,
-        lookup: guardedLookup(publicOnly, options.ssrfAllow),
-      });
-      return new Agent({
-        ...common,
-        connect: guardedConnector(connector, publicOnly, options.ssrfAllow, options.attemptTimeoutMs),
-      });
-    };
-    this.publicOnly = agent(true);
-    this.local = agent(false);
+    this.publicOnly = this.directAgent(true, null);
+    this.local = this.directAgent(false, null);
     this.deadlines = new AttemptDeadlines(options.attemptTimeoutMs);
+    this.precheck = new ProxyPrecheck(options.ssrfAllow);
+    this.tokens = new OAuthTokens((url, headers, body, publicOnly, deadline) =>
+      this.post(url, headers, body, publicOnly, deadline),
+    );
+  }
+
+  private directAgent(publicOnly: boolean, tls: ReceiverTls | null): Agent {
+    const { options } = this;
+    const connector = buildConnector({
+      timeout: options.attemptTimeoutMs,
+      lookup: guardedLookup(publicOnly, options.ssrfAllow),
+      ...(tls ?? {}),
+    });
+    return new Agent({
+      connections: options.connectionsPerOrigin,
+      keepAliveTimeout: KEEP_ALIVE_MS,
+      connect: guardedConnector(connector, publicOnly, options.ssrfAllow, options.attemptTimeoutMs),
+    });
+  }
+
+  /** Whether a request to `url` leaves through the egress proxy. */
+  private proxied(url: URL): boolean {
+    return this.options.outboundProxy != null && !bypassesProxy(url.hostname, this.options.noProxy ?? []);
+  }
+
+  /** The dispatcher for a request: direct or through the proxy, under its address rule, with its TLS settings. */
+  private dispatcherFor(proxied: boolean, publicOnly: boolean, tls: ReceiverTls | null | undefined): Dispatcher {
+    if (!proxied && !tls) return publicOnly ? this.publicOnly : this.local;
+    const tlsKey = tls
+      ? createHash('sha256')
+          .update(JSON.stringify([tls.cert, tls.key, tls.ca]))
+          .digest('base64')
+      : '';
+    // Through the proxy the address rule was applied before (ProxyPrecheck): one dispatcher serves both.
+    const key = proxied ? `proxy ${tlsKey}` : `${publicOnly ? 'public' : 'local'} ${tlsKey}`;
+    let dispatcher = this.dispatchers.get(key);
+    if (!dispatcher) {
+      dispatcher = proxied
+        ? proxyDispatcher(this.options.outboundProxy!, {
+            connections: this.options.connectionsPerOrigin,
+            keepAliveTimeout: KEEP_ALIVE_MS,
+            tls: tls ?? null,
+          })
+        : this.directAgent(publicOnly, tls!);
+      if (this.dispatchers.size >= DISPATCHERS_KEPT) {
+        const [oldest, dropped] = this.dispatchers.entries().next().value!;
+        this.dispatchers.delete(oldest);
+        // Closing lets its requests in flight finish.
+        dropped.close().catch(() => {});
+      }
+      this.dispatchers.set(key, dispatcher);
+    }
+    return dispatcher;
   }
 
   /** Makes the attempt; never rejects (a failure is a result). One bound for the whole attempt: connect, headers and body. */
   send(input: SendRequest): Promise<SendResult> {
-    const { attemptTimeoutMs, responseBodyLimit } = this.options;
-    return new Promise((resolve) => {
-      const attempt = new Attempt(performance.now(), attemptTimeoutMs, responseBodyLimit, resolve);
-      this.deadlines.add(attempt);
-      try {
-        const url = new URL(input.url);
-        const dispatcher = input.publicOnly ? this.publicOnly : this.local;
-        // An error in dispatch() itself comes back through the handler's onError.
-        dispatcher.dispatch(
-          {
-            origin: url.origin,
-            path: `${url.pathname}${url.search}`,
-            method: 'POST',
-            headers: input.headers,
-            body: input.body,
-          },
-          attempt,
-        );
-      } catch (error) {
-        attempt.onError(error instanceof Error ? error : new Error(String(error)));
+    const started = performance.now();
+    let url: URL;
+    try {
+      url = new URL(input.url);
+    } catch (error) {
+      return Promise.resolve(failure(error, started, this.options.attemptTimeoutMs));
+    }
+    const proxied = this.proxied(url);
+    if (!proxied && !input.auth) {
+      // Most attempts: one request on a shared deadline queue.
+      const { attemptTimeoutMs, responseBodyLimit } = this.options;
+      return new Promise((resolve) => {
+        const attempt = new Attempt(started, attemptTimeoutMs, responseBodyLimit, resolve);
+        this.deadlines.add(attempt);
+        this.dispatch(this.dispatcherFor(false, input.publicOnly, input.tls), url, input, attempt);
+      });
+    }
+    return this.sendPrepared(input, url, started);
+  }
+
+  /**
+   * An attempt that needs steps before its request: the address check before the proxy, a bearer token
+   * (and, on a 401, one new token and the request once more). All of it within the attempt's timeout.
+   */
+  private async sendPrepared(input: SendRequest, url: URL, started: number): Promise<SendResult> {
+    const deadline = started + this.options.attemptTimeoutMs;
+    try {
+      if (!input.auth) return await this.exchange(input, url, started, this.options.responseBodyLimit);
+      const { endpointId, client } = input.auth;
+      let token = await this.tokens.token(endpointId, client, input.publicOnly, deadline);
+      let result = await this.exchange(withBearer(input, token), url, started, this.options.responseBodyLimit);
+      if (result.responseStatus === 401) {
+        token = await this.tokens.token(endpointId, client, input.publicOnly, deadline, token);
+        result = await this.exchange(withBearer(input, token), url, started, this.options.responseBodyLimit);
       }
+      return result;
+    } catch (error) {
+      return failure(error, started, this.options.attemptTimeoutMs);
+    }
+  }
+
+  /** One request of an attempt that began at `started`, on a timer of its own, ending at the attempt's deadline. */
+  private async exchange(input: SendRequest, url: URL, started: number, limit: number): Promise<SendResult> {
+    const timeoutMs = this.options.attemptTimeoutMs;
+    const proxied = this.proxied(url);
+    if (proxied) {
+      const problem = await beforeDeadline(this.precheck.problem(url.hostname, input.publicOnly), started, timeoutMs);
+      if (problem) throw new BlockedAddressError(problem);
+    }
+    return new Promise((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const attempt = new Attempt(started, timeoutMs, limit, (result) => {
+        clearTimeout(timer);
+        resolve(result);
+      });
+      timer = setTimeout(() => attempt.timeOut(), Math.max(0, started + timeoutMs - performance.now()));
+      this.dispatch(this.dispatcherFor(proxied, input.publicOnly, input.tls), url, input, attempt);
     });
+  }
+
+  private dispatch(dispatcher: Dispatcher, url: URL, input: SendRequest, attempt: Attempt): void {
+    try {
+      // An error in dispatch() itself comes back through the handler's onError.
+      dispatcher.dispatch(
+        {
+          origin: url.origin,
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: input.headers,
+          body: input.body,
+        },
+        attempt,
+      );
+    } catch (error) {
+      attempt.onError(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  /** A form posted to a token server, under the same address rules and route as the endpoint's requests. */
+  private async post(
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    publicOnly: boolean,
+    deadline: number,
+  ): Promise<TokenAnswer> {
+    const started = deadline - this.options.attemptTimeoutMs;
+    const result = await this.exchange({ url, headers, body, publicOnly }, new URL(url), started, TOKEN_ANSWER_LIMIT);
+    if (result.responseStatus === null) throw new Error(result.error ?? 'no answer');
+    return { status: result.responseStatus, body: result.responseBody ?? '' };
   }
 
   async close(): Promise<void> {
     // The agents wait for the requests in flight, which keep their deadlines until then.
-    await Promise.all([this.publicOnly.close(), this.local.close()]);
+    await Promise.all([
+      this.publicOnly.close(),
+      this.local.close(),
+      ...[...this.dispatchers.values()].map((d) => d.close()),
+    ]);
+    this.dispatchers.clear();
     this.deadlines.close();
   }
+}
+
+/** Idle connections to a receiver are closed after this long. */
+const KEEP_ALIVE_MS = 4_000;
+/** Dispatchers kept for client certificates and the proxy (each holds its own connections). */
+const DISPATCHERS_KEPT = 256;
+/** The most of a token server's answer read. */
+const TOKEN_ANSWER_LIMIT = 16 * 1024;
+
+/** The request with the token as its Authorization (replacing an endpoint header of that name). */
+function withBearer(input: SendRequest, token: string): SendRequest {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(input.headers))
+    if (name.toLowerCase() !== 'authorization') headers[name] = value;
+  headers.authorization = `Bearer ${token}`;
+  return { ...input, headers };
+}
+
+/** A step that fails as a timeout when the attempt's time runs out first. */
+function beforeDeadline<T>(step: Promise<T>, started: number, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new AttemptTimeout(`attempt took longer than ${timeoutMs}ms`)),
+      Math.max(0, started + timeoutMs - performance.now()),
+    );
+  });
+  return Promise.race([step, late]).finally(() => clearTimeout(timer));
+}
+
+/** An attempt that failed before a request was made. */
+function failure(error: unknown, started: number, timeoutMs: number): SendResult {
+  return {
+    ok: false,
+    responseStatus: null,
+    responseBody: null,
+    error: describe(error, timeoutMs),
+    retryAfterMs: null,
+    durationMs: Math.round(performance.now() - started),
+  };
 }

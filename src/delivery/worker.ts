@@ -107,6 +107,8 @@ export class DeliveryWorker {
       connectionsPerOrigin: config.concurrency,
       responseBodyLimit: config.responseBodyLimit,
       ssrfAllow: config.ssrfAllow,
+      outboundProxy: config.outboundProxy,
+      noProxy: config.noProxy,
     });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
   }

@@ -51,6 +51,7 @@ export function portalHtml(appName: string): string {
   </section>
 </main>
 <script src="/portal-assets/chart.js"></script>
+<script src="/portal-assets/receiver-settings.js"></script>
 <script src="/portal-assets/portal.js"></script>
 </body>
 </html>`;
@@ -118,6 +119,8 @@ ${FILTER_EDITOR_JS}
         if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
         if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
         if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
+        if (endpoint.tls && endpoint.tls.client_cert_not_after) url.appendChild(el('div', 'Client certificate until ' + new Date(endpoint.tls.client_cert_not_after).toLocaleDateString(), 'tls'));
+        if (endpoint.auth) url.appendChild(el('div', 'OAuth2 token from ' + endpoint.auth.token_url, 'auth'));
         row.appendChild(url);
         row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
         row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
@@ -137,6 +140,7 @@ ${FILTER_EDITOR_JS}
             });
           }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
         }));
+        actions.appendChild(button('Receiver security', function () { editReceiverSettings(url, endpoint); }));
         actions.appendChild(button('Stats', function () { showStats(endpoint).catch(fail); }));
         if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
         actions.appendChild(button('Rotate secret', function () {
@@ -183,6 +187,17 @@ ${FILTER_EDITOR_JS}
       }).catch(fail);
     });
     cell.appendChild(form);
+  }
+
+  // Mutual TLS and OAuth2 client credentials (receiver-settings.js builds the form).
+  function editReceiverSettings(cell, endpoint) {
+    if (cell.querySelector('.receiver-settings-form')) return;
+    cell.appendChild(window.HeraldReceiverSettings.form(endpoint, function (body) {
+      call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
+        show('Receiver settings saved.');
+        return loadEndpoints();
+      }).catch(fail);
+    }));
   }
 
   // The most requests a second the endpoint is sent; empty: no limit.

@@ -12,11 +12,21 @@ import {
   messageToApi,
 } from '../api/serialize.js';
 import { startRecovery } from '../api/background-tasks.js';
-import { ContentFilter, cursorOf, EndpointHeaders, IdParams, Nullable, RateLimit } from '../api/schemas.js';
+import {
+  ContentFilter,
+  cursorOf,
+  EndpointAuthInput,
+  EndpointHeaders,
+  EndpointTlsInput,
+  IdParams,
+  Nullable,
+  RateLimit,
+} from '../api/schemas.js';
 import {
   checkEndpointInput,
   createEndpoint,
   endpointView,
+  enterpriseSettings,
   FilterTestBody,
   filterTest,
   withSecret,
@@ -25,6 +35,7 @@ import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 import { CHART_JS } from '../console/chart.js';
+import { RECEIVER_SETTINGS_JS } from '../console/receiver-settings.js';
 import { endpointStats, windowOf } from '../api/endpoint-stats.js';
 import { StatsQuery } from '../api/schemas.js';
 
@@ -106,6 +117,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
   app.get('/portal-assets/chart.js', publicRoute, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').send(CHART_JS),
   );
+  app.get('/portal-assets/receiver-settings.js', publicRoute, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').send(RECEIVER_SETTINGS_JS),
+  );
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
   );
@@ -168,14 +182,18 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           filter: Type.Optional(Nullable(ContentFilter)),
+          tls: Type.Optional(Nullable(EndpointTlsInput)),
+          auth: Type.Optional(Nullable(EndpointAuthInput)),
         }),
       },
     },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      // The customer's receiver is not on the operator's network: public addresses only, in Test too.
+      // The customer's receiver is not on the operator's network: public addresses only, in Test too (its
+      // token server too).
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, undefined, true);
       const { row, secret } = await createEndpoint(store, config, ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
@@ -185,6 +203,8 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         headers: request.body.headers,
         rateLimit: request.body.rate_limit,
         filter: request.body.filter,
+        tls,
+        auth,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -203,20 +223,25 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           filter: Type.Optional(Nullable(ContentFilter)),
+          tls: Type.Optional(Nullable(EndpointTlsInput)),
+          auth: Type.Optional(Nullable(EndpointAuthInput)),
         }),
       },
     },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      await ownEndpoint(ctx, request.params.id);
+      const current = await ownEndpoint(ctx, request.params.id);
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, current, true);
       const { status, headers, rate_limit, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
         headers,
         rateLimit: rate_limit,
         filter,
+        tls,
+        auth,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);

@@ -23,6 +23,7 @@ import * as roomForUpdates from './migrations/014_room_for_updates.js';
 import * as outcomeEvents from './migrations/015_outcome_events.js';
 import * as svixSurface from './migrations/016_svix_surface.js';
 import * as traceContext from './migrations/017_trace_context.js';
+import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -58,6 +59,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '015_outcome_events': outcomeEvents,
   '016_svix_surface': svixSurface,
   '017_trace_context': traceContext,
+  '018_enterprise_receivers': enterpriseReceivers,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

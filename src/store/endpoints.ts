@@ -3,6 +3,8 @@ import { isUniqueViolation } from './errors.js';
 import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
 import { mergedHeaders, shownHeaders } from '../domain/headers.js';
+import type { TlsSettings } from '../domain/pem.js';
+import type { AuthSettings } from '../domain/endpoint-auth.js';
 import type { Ordering } from '../domain/fifo.js';
 import type { EndpointHealth } from '../domain/endpoint-state.js';
 import {
@@ -45,6 +47,16 @@ export interface EndpointInput {
   secret?: string | undefined;
   /** Also send the svix-* signature headers (an endpoint made through the Svix-compatible surface). */
   svixHeaders?: boolean | undefined;
+  /** Checked TLS settings (checkedTls); null or absent: none. */
+  tls?: TlsSettings | null | undefined;
+  /** A checked OAuth2 client and its secret (checkedAuth); null or absent: none. */
+  auth?: EndpointAuth | null | undefined;
+}
+
+/** An endpoint's OAuth2 client with its secret in plaintext, as create and update take it. */
+export interface EndpointAuth {
+  settings: AuthSettings;
+  secret: string;
 }
 
 export interface EndpointChanges {
@@ -65,6 +77,10 @@ export interface EndpointChanges {
   filter?: object | null | undefined;
   metadata?: Record<string, string> | undefined;
   svixHeaders?: boolean | undefined;
+  /** The whole new TLS settings (checkedTls, a kept key already in them); null removes them. */
+  tls?: TlsSettings | null | undefined;
+  /** The whole new OAuth2 client (checkedAuth, a kept secret already in it); null removes it. */
+  auth?: EndpointAuth | null | undefined;
 }
 
 /** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
@@ -104,7 +120,14 @@ export async function forgetEndpoints(db: Executor, endpointIds: string[]): Prom
 }
 
 /** The columns an endpoint keeps sealed with HERALD_SECRET_KEY. */
-const SEALED_COLUMNS = ['secret_sealed', 'previous_secret_sealed', 'earlier_secrets_sealed', 'headers_sealed'] as const;
+const SEALED_COLUMNS = [
+  'secret_sealed',
+  'previous_secret_sealed',
+  'earlier_secrets_sealed',
+  'headers_sealed',
+  'tls_client_key_sealed',
+  'auth_secret_sealed',
+] as const;
 
 export class EndpointUidTakenError extends Error {
   constructor(uid: string) {
@@ -213,6 +236,8 @@ export class Endpoints {
       filter: input.filter ? JSON.stringify(input.filter) : null,
       metadata: JSON.stringify(input.metadata ?? {}),
       svix_headers: input.svixHeaders ? 1 : 0,
+      ...this.tlsColumns(input.tls ?? null),
+      ...this.authColumns(input.auth ?? null),
       created_at: now,
       updated_at: now,
     };
@@ -361,6 +386,8 @@ export class Endpoints {
         filter: changes.filter === undefined ? current.filter : changes.filter ? JSON.stringify(changes.filter) : null,
         metadata: changes.metadata === undefined ? current.metadata : JSON.stringify(changes.metadata),
         svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
+        ...(changes.tls === undefined ? {} : this.tlsColumns(changes.tls)),
+        ...(changes.auth === undefined ? {} : this.authColumns(changes.auth)),
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -389,6 +416,12 @@ export class Endpoints {
             filter: next.filter,
             metadata: next.metadata,
             svix_headers: next.svix_headers,
+            tls_client_cert: next.tls_client_cert,
+            tls_client_key_sealed: next.tls_client_key_sealed,
+            tls_ca: next.tls_ca,
+            tls_client_cert_not_after: next.tls_client_cert_not_after,
+            auth: next.auth,
+            auth_secret_sealed: next.auth_secret_sealed,
             ...health,
             updated_at: now,
           })
@@ -548,6 +581,34 @@ export class Endpoints {
     } catch {
       return {};
     }
+  }
+
+  /** The columns of TLS settings: the client key sealed. */
+  private tlsColumns(tls: TlsSettings | null) {
+    return {
+      tls_client_cert: tls?.clientCert ?? null,
+      tls_client_key_sealed: tls?.clientKey ? this.secrets.seal(tls.clientKey) : null,
+      tls_ca: tls?.ca ?? null,
+      tls_client_cert_not_after: tls?.clientCertNotAfter ?? null,
+    };
+  }
+
+  /** The columns of an OAuth2 client: its settings as JSON, its secret sealed. */
+  private authColumns(auth: EndpointAuth | null) {
+    return {
+      auth: auth ? JSON.stringify(auth.settings) : null,
+      auth_secret_sealed: auth ? this.secrets.seal(auth.secret) : null,
+    };
+  }
+
+  /** The endpoint's client key, opened; null without one (throws when sealed under another HERALD_SECRET_KEY). */
+  tlsKey(row: Pick<EndpointRow, 'tls_client_key_sealed'>): string | null {
+    return row.tls_client_key_sealed === null ? null : this.secrets.open(row.tls_client_key_sealed);
+  }
+
+  /** The endpoint's OAuth2 client secret, opened; null without a client. */
+  authSecret(row: Pick<EndpointRow, 'auth_secret_sealed'>): string | null {
+    return row.auth_secret_sealed === null ? null : this.secrets.open(row.auth_secret_sealed);
   }
 
   private sealHeaders(headers: Record<string, string>): string | null {

@@ -2,6 +2,8 @@ import type pg from 'pg';
 import type { TestNetwork } from '../config.js';
 import type { EndpointHealth, EndpointStatus } from '../domain/endpoint-state.js';
 import type { DeliveryState, OutcomeResult } from '../domain/outcome-plan.js';
+import type { OAuth2Client } from '../domain/endpoint-auth.js';
+import type { ReceiverTls } from '../domain/pem.js';
 import type { StoreContext } from './common.js';
 import type { Endpoints, SigningSecrets } from './endpoints.js';
 import type { QueueDriver } from './queue/driver.js';
@@ -50,6 +52,10 @@ export interface AttemptInput {
     fifo?: boolean;
     /** Also sign with the svix-* header names (an endpoint of the Svix-compatible surface). */
     svixHeaders?: boolean;
+    /** Its client certificate and key, and the CA bundle for its receiver (absent or null: none). */
+    tls?: ReceiverTls | null;
+    /** Its OAuth2 client, with the secret opened (absent or null: no token). */
+    auth?: OAuth2Client | null;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;

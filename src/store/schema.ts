@@ -108,6 +108,18 @@ export interface EndpointRow {
   metadata: string;
   /** 1: requests carry the svix-* signature headers beside the webhook-* ones (set through the Svix surface). */
   svix_headers: number;
+  /** The client certificate (PEM, with its chain) for receivers that demand mutual TLS; null: none. */
+  tls_client_cert: string | null;
+  /** Its private key (PEM), sealed with HERALD_SECRET_KEY; null: none. */
+  tls_client_key_sealed: string | null;
+  /** CA certificates (PEM) that replace the default roots for the receiver's certificate; null: the defaults. */
+  tls_ca: string | null;
+  /** The client certificate's notAfter; null without one. */
+  tls_client_cert_not_after: number | null;
+  /** The OAuth2 client's settings as JSON (AuthSettings, src/domain/endpoint-auth.ts), secret apart; null: none. */
+  auth: string | null;
+  /** The OAuth2 client secret, sealed with HERALD_SECRET_KEY. */
+  auth_secret_sealed: string | null;
   created_at: number;
   updated_at: number;
 }

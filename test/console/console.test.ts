@@ -5,6 +5,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, type Client } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
+import { makeCa } from '../support/certificates.js';
 
 // The operator console at /console: a static page whose script signs in with an API key (kept in the tab's
 // sessionStorage) and drives the public /api/v1 routes. Its headers are checked on both stores; a person's
@@ -44,13 +45,18 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const html = await page.text();
   // Every script comes from a file of this origin; no inline script, handler attribute or style attribute.
   const scripts = [...html.matchAll(/<script([^>]*)>/g)].map((m) => m[1] ?? '');
-  assert.deepEqual(scripts, [' src="/console-assets/chart.js"', ' src="/console-assets/console.js"']);
+  assert.deepEqual(scripts, [
+    ' src="/console-assets/chart.js"',
+    ' src="/console-assets/receiver-settings.js"',
+    ' src="/console-assets/console.js"',
+  ]);
   assert.doesNotMatch(html, /\son[a-z]+=/i);
   assert.doesNotMatch(html, /\sstyle=/i);
 
   for (const [path, type] of [
     ['/console-assets/console.js', /^text\/javascript/],
     ['/console-assets/chart.js', /^text\/javascript/],
+    ['/console-assets/receiver-settings.js', /^text\/javascript/],
     ['/console-assets/console.css', /^text\/css/],
   ] as const) {
     const asset = await fetch(service.url + path);
@@ -62,10 +68,12 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const script = await (await fetch(`${service.url}/console-assets/console.js`)).text();
   // The key is kept in sessionStorage only and values are inserted as text.
   assert.match(script, /sessionStorage/);
-  assert.doesNotMatch(
-    script,
-    /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
-  );
+  const settingsScript = await (await fetch(`${service.url}/console-assets/receiver-settings.js`)).text();
+  for (const text of [script, settingsScript])
+    assert.doesNotMatch(
+      text,
+      /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
+    );
   // The console is not an API route: no key needed, and not in the OpenAPI document.
   const doc = (await (await fetch(`${service.url}/api/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
   assert.ok(!Object.keys(doc.paths).some((path) => path.startsWith('/console')));
@@ -325,4 +333,76 @@ test("in a browser: an endpoint's content filter is tried and saved on its page,
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
   assert.deepEqual(problems, []);
+});
+
+test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 settings, and saves them sealed', {
+  skip: browserSkip,
+}, async (t) => {
+  const app = (await api.post('/api/v1/applications', { name: 'console-security' })).body;
+  const endpoint = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/security` })).body;
+  const ca = makeCa('Console receiver CA');
+  const identity = ca.issue('console-client', 'client', 10);
+  const browser = await launchBrowser(t);
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`${service.url}/console`);
+  await page.fill('#sign-in input[name=key]', testKey);
+  await page.click('#sign-in button[type=submit]');
+  const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
+  await row.locator('button:text("Open")').click();
+  await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, endpoint.id);
+  await page.click('#endpoint-actions button:text("Receiver security")');
+  const form = page.locator('#endpoint-receiver-settings .receiver-settings-form');
+  for (const name of [
+    'client_cert',
+    'client_key',
+    'ca',
+    'token_url',
+    'client_id',
+    'client_secret',
+    'scope',
+    'audience',
+  ])
+    assert.equal(await form.locator(`[name=${name}]`).count(), 1, `the form has ${name}`);
+  await form.locator('[name=client_cert]').fill(identity.cert);
+  await form.locator('[name=client_key]').fill(identity.key);
+  await form.locator('[name=token_url]').fill(`${receiver.url}/token`);
+  await form.locator('[name=client_id]').fill('console-client');
+  await form.locator('[name=client_secret]').fill('console-cl1ent-s3cret');
+  await form.locator('[name=audience]').fill('https://receiver.example');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+  await page.waitForFunction(() =>
+    /console-client at /.test(document.querySelector('#endpoint-details')?.textContent ?? ''),
+  );
+  assert.match((await page.locator('#endpoint-details').textContent()) ?? '', /Client certificateuntil /);
+
+  const saved = (await api.get(`/api/v1/endpoints/${endpoint.id}`)).body;
+  assert.deepEqual(saved.tls, {
+    client_cert: identity.cert.trim(),
+    client_key: '<redacted>',
+    ca: null,
+    client_cert_not_after: saved.tls.client_cert_not_after,
+  });
+  assert.equal(saved.auth.client_secret, '<redacted>');
+  assert.equal(saved.auth.audience, 'https://receiver.example');
+  assert.equal(saved.auth.client_auth, 'basic');
+  const stored = await service.store.ctx.db
+    .selectFrom('endpoints')
+    .selectAll()
+    .where('id', '=', endpoint.id)
+    .executeTakeFirstOrThrow();
+  assert.equal(service.store.endpoints.tlsKey(stored), identity.key.trim());
+  assert.equal(service.store.endpoints.authSecret(stored), 'console-cl1ent-s3cret');
+  assert.ok(!(await page.content()).includes('console-cl1ent-s3cret'));
+
+  // Emptied, the settings are removed.
+  await page.click('#endpoint-actions button:text("Receiver security")');
+  for (const name of ['client_cert', 'client_key', 'token_url']) await form.locator(`[name=${name}]`).fill('');
+  await form.locator('button[type=submit]').click();
+  await eventually(async () => {
+    const read = (await api.get(`/api/v1/endpoints/${endpoint.id}`)).body;
+    return read.tls === null && read.auth === null;
+  });
 });

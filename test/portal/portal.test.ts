@@ -5,6 +5,7 @@ import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, Client } from '../support/client.js';
 import { Receiver, eventually } from '../support/receiver.js';
+import { makeCa } from '../support/certificates.js';
 
 // The customer portal behind portal_path: one application's endpoints, messages and deliveries, and the
 // actions a customer may take, all limited to that one application by its token.
@@ -456,4 +457,81 @@ test('in a browser: the portal tries and saves a filter, and says so beside the 
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(statSync(shot).size > 1000);
   assert.deepEqual(problems, []);
+});
+
+test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 settings, and saves them sealed', {
+  skip: browserSkip,
+}, async (t) => {
+  const { app, endpoint } = await appWithEndpoint('security');
+  const ca = makeCa('Portal receiver CA');
+  const identity = ca.issue('portal-client', 'client', 10);
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  await page.goto(service.url + app.portal_path);
+  await page.waitForSelector('#endpoints tbody tr');
+  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  const form = page.locator('#endpoints tbody tr:first-child .receiver-settings-form');
+  for (const name of [
+    'client_cert',
+    'client_key',
+    'ca',
+    'token_url',
+    'client_id',
+    'client_secret',
+    'scope',
+    'audience',
+  ])
+    assert.equal(await form.locator(`[name=${name}]`).count(), 1, `the form has ${name}`);
+  await form.locator('[name=client_cert]').fill(identity.cert);
+  await form.locator('[name=client_key]').fill(identity.key);
+  await form.locator('[name=ca]').fill(ca.cert);
+  await form.locator('[name=token_url]').fill('https://auth.example/oauth/token');
+  await form.locator('[name=client_id]').fill('portal-client');
+  await form.locator('[name=client_secret]').fill('portal-cl1ent-s3cret');
+  await form.locator('[name=scope]').fill('webhooks');
+  await form.locator('[name=client_auth]').selectOption('post');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+  await page.waitForSelector('#endpoints .auth');
+
+  const saved = (await api.get(`/api/v1/endpoints/${endpoint.id}`)).body;
+  assert.equal(saved.tls.client_cert, identity.cert.trim());
+  assert.equal(saved.tls.client_key, '<redacted>');
+  assert.equal(saved.tls.ca, ca.cert.trim());
+  assert.ok(saved.tls.client_cert_not_after);
+  assert.deepEqual(saved.auth, {
+    type: 'oauth2_client_credentials',
+    token_url: 'https://auth.example/oauth/token',
+    client_id: 'portal-client',
+    client_secret: '<redacted>',
+    scope: 'webhooks',
+    audience: null,
+    client_auth: 'post',
+  });
+  const stored = () =>
+    service.store.ctx.db.selectFrom('endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow();
+  const row = await stored();
+  assert.equal(service.store.endpoints.tlsKey(row), identity.key.trim());
+  assert.equal(service.store.endpoints.authSecret(row), 'portal-cl1ent-s3cret');
+  // The page shows neither the key nor the secret; saved again as shown, both are kept.
+  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  assert.equal(await form.locator('[name=client_key]').inputValue(), '<redacted>');
+  assert.equal(await form.locator('[name=client_secret]').inputValue(), '<redacted>');
+  const content = await page.content();
+  assert.ok(!content.includes('portal-cl1ent-s3cret') && !content.includes(identity.key.split('\n')[1]!));
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+  );
+  const again = await stored();
+  assert.equal(service.store.endpoints.tlsKey(again), identity.key.trim());
+  assert.equal(service.store.endpoints.authSecret(again), 'portal-cl1ent-s3cret');
+  // A portal endpoint's token server must be public, as its URL must.
+  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  await form.locator('[name=token_url]').fill('http://10.0.0.1/token');
+  await form.locator('button[type=submit]').click();
+  await page.waitForSelector('#notice.error');
+  assert.match((await page.locator('#notice').textContent()) ?? '', /auth\.token_url/);
 });

@@ -5,6 +5,8 @@ import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import type { Executor } from '../common.js';
 import type { Endpoints, SecretColumns, SigningSecrets } from '../endpoints.js';
 import type { AttemptInput, ClaimedTask } from '../queue.js';
+import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
+import type { ReceiverTls } from '../../domain/pem.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
 // turned into an AttemptInput, and the endpoint's signing secrets opened once per read.
@@ -39,6 +41,11 @@ const INPUT_COLUMNS = [
   'endpoints.rate_limit',
   'endpoints.ordering',
   'endpoints.svix_headers',
+  'endpoints.tls_client_cert',
+  'endpoints.tls_client_key_sealed',
+  'endpoints.tls_ca',
+  'endpoints.auth',
+  'endpoints.auth_secret_sealed',
 ] as const;
 
 /**
@@ -80,7 +87,22 @@ export interface LoadedRow {
   rate_limit: number | null;
   ordering: Ordering | null;
   svix_headers: number | null;
+  tls_client_cert: string | null;
+  tls_client_key_sealed: string | null;
+  tls_ca: string | null;
+  auth: string | null;
+  auth_secret_sealed: string | null;
 }
+
+/** The columns of an endpoint's TLS settings and OAuth2 client. */
+type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
+
+/** An attempt's TLS settings and OAuth2 client, opened. */
+interface Enterprise {
+  tls: ReceiverTls | null;
+  auth: OAuth2Client | null;
+}
+const NO_ENTERPRISE: Enterprise = { tls: null, auth: null };
 
 /**
  * Turns rows read at `now` into inputs. Opened secrets are memoized for the reader's life (one load, one
@@ -89,6 +111,7 @@ export interface LoadedRow {
 export class InputReader {
   private readonly secrets = new Map<string, SigningSecrets | null>();
   private readonly headers = new Map<string, Record<string, string> | null>();
+  private readonly enterprise = new Map<string, Enterprise | null>();
 
   constructor(
     private readonly endpoints: Endpoints,
@@ -130,14 +153,17 @@ export class InputReader {
       | 'rate_limit'
       | 'ordering'
       | 'svix_headers'
+      | EnterpriseColumns
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
     // reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only) || this.testNetwork === 'public';
     const headers = this.headersOf(row.headers_sealed);
-    // Headers that do not open here make the endpoint unsendable here, as secrets that do not open do.
-    const secrets = headers === null ? null : this.secretsOf(row);
+    const enterprise = this.enterpriseOf(row);
+    // Headers, a client key or a client secret that do not open here make the endpoint unsendable here,
+    // as signing secrets that do not open do.
+    const secrets = headers === null || enterprise === null ? null : this.secretsOf(row);
     return {
       id,
       url: row.url!,
@@ -148,7 +174,51 @@ export class InputReader {
       rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
       fifo: row.ordering === 'fifo',
       svixHeaders: Boolean(row.svix_headers),
+      tls: enterprise?.tls ?? null,
+      auth: enterprise?.auth ?? null,
     };
+  }
+
+  /**
+   * The endpoint's TLS settings and OAuth2 client with their key and secret opened, or null when either
+   * does not open here (memoized by their sealed texts).
+   */
+  private enterpriseOf(row: Pick<LoadedRow, EnterpriseColumns>): Enterprise | null {
+    if (row.tls_client_cert === null && row.tls_ca === null && row.auth === null) return NO_ENTERPRISE;
+    const key = `${row.tls_client_key_sealed}|${row.auth_secret_sealed}|${row.auth}`;
+    let opened = this.enterprise.get(key);
+    if (opened === undefined) {
+      try {
+        const clientKey = this.endpoints.tlsKey(row);
+        const secret = this.endpoints.authSecret(row);
+        const settings = row.auth === null ? null : (JSON.parse(row.auth) as AuthSettings);
+        opened = {
+          tls:
+            row.tls_client_cert === null && row.tls_ca === null
+              ? null
+              : {
+                  ...(row.tls_client_cert === null ? {} : { cert: row.tls_client_cert }),
+                  ...(clientKey === null ? {} : { key: clientKey }),
+                  ...(row.tls_ca === null ? {} : { ca: row.tls_ca }),
+                },
+          auth:
+            settings === null
+              ? null
+              : {
+                  tokenUrl: settings.tokenUrl,
+                  clientId: settings.clientId,
+                  clientSecret: secret ?? '',
+                  scope: settings.scope,
+                  audience: settings.audience,
+                  clientAuth: settings.clientAuth,
+                },
+        };
+      } catch {
+        opened = null;
+      }
+      this.enterprise.set(key, opened);
+    }
+    return opened;
   }
 
   /** The endpoint's own headers, or null when they do not open here (memoized by their sealed text). */
@@ -237,6 +307,11 @@ export async function loadEndpoints(
       'rate_limit',
       'ordering',
       'svix_headers',
+      'tls_client_cert',
+      'tls_client_key_sealed',
+      'tls_ca',
+      'auth',
+      'auth_secret_sealed',
     ])
     .where('id', 'in', ids)
     .execute();

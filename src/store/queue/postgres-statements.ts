@@ -21,7 +21,8 @@ const CLAIMED_COLUMNS = `c.id, c.delivery_id, c.endpoint_id, c.trigger, c.attemp
   case when octet_length(p.body) <= $PAYLOAD_LIMIT then p.body end as body, p.message_id as payload_id,
   e.id as e_id, e.url, e.public_only, e.status as endpoint_status, e.failing_since, e.exhausted_at,
   e.secret_sealed, e.previous_secret_sealed, e.previous_valid_until, e.earlier_secrets_sealed,
-  e.earlier_valid_until, e.headers_sealed, e.rate_limit, e.ordering, e.svix_headers`;
+  e.earlier_valid_until, e.headers_sealed, e.rate_limit, e.ordering, e.svix_headers,
+  e.tls_client_cert, e.tls_client_key_sealed, e.tls_ca, e.auth, e.auth_secret_sealed`;
 
 const CLAIMED_JOINS = `from claimed c
   left join deliveries d on d.id = c.delivery_id
