@@ -56,6 +56,7 @@ test('bootstrap → application → endpoint → emit → delivered and readable
     'id',
     'object',
     'tags',
+    'trace_id',
   ]);
 
   const delivery = await api.get(`/api/v1/deliveries/${emitted.body.delivery_ids[0]}`);
