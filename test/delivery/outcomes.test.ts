@@ -8,7 +8,11 @@ import type { AttemptInput, AttemptResult, WorkerQueue } from '../../src/store/q
 // each fallback logged once with its cause. The store's side is a stand-in for the queue's port that
 // throws errors shaped as the drivers' (store/errors.test.ts classifies errors the real databases raise).
 
-const input = { task: { id: 'task_1', delivery_id: 'dlv_1' } } as unknown as AttemptInput;
+const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
+const input = {
+  task: { id: 'task_1', delivery_id: 'dlv_1' },
+  delivery: { id: 'dlv_1', messageId: 'evt_1', traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, tracestate: null },
+} as unknown as AttemptInput;
 const result: AttemptResult = {
   ok: false,
   responseStatus: 500,
@@ -69,6 +73,7 @@ test('an outcome whose answer the store refuses is recorded without it at once, 
   ]);
   assert.equal(lines.length, 1);
   assert.deepEqual(lines[0]!.fields.cause, { kind: 'data', code: '22021' });
+  assert.equal(lines[0]!.fields.trace_id, TRACE_ID, "the line names the message's trace");
 });
 
 test('a store that stays away is tried RECORD_TRIES times, then the attempt is left to its lease', async () => {
