@@ -63,9 +63,43 @@ export function formatTraceparent(context: Pick<TraceContext, 'traceId' | 'spanI
  */
 export function messageTrace(messageId: string, traceparent: string | null, tracestate: string | null): TraceContext {
   const stored = traceparent === null ? null : parseTraceparent(traceparent, tracestate ?? undefined);
-  if (stored) return stored;
-  const digest = createHash('sha256').update(messageId).digest('hex');
-  return { traceId: digest.slice(0, 32), spanId: digest.slice(32, 48), flags: SAMPLED, tracestate: null };
+  return stored ?? derivedTrace(messageId);
+}
+
+/** Each base32 digit's value by its character code (-1: not a digit). */
+const BASE32 = new Int8Array(128).fill(-1);
+for (const [value, digit] of [...'0123456789abcdefghjkmnpqrstvwxyz'].entries()) BASE32[digit.charCodeAt(0)] = value;
+
+/**
+ * The trace of a message emitted outside any trace. A message id's 26 base32 digits are 130 bits (time,
+ * then 80 random bits): the low 128 are the trace id, whose right-hand bytes are random as W3C asks of
+ * trace ids, and the low 64 the span its attempts descend from. An id of another shape is hashed.
+ */
+function derivedTrace(messageId: string): TraceContext {
+  let traceId = idBits(messageId);
+  if (traceId === null) traceId = createHash('sha256').update(messageId).digest('hex').slice(0, 32);
+  let spanId = traceId.slice(16);
+  if (spanId === ZERO_SPAN) spanId = traceId.slice(0, 16);
+  return { traceId, spanId, flags: SAMPLED, tracestate: null };
+}
+
+/** The low 128 bits of an `evt_` id's 26 base32 digits as 32 hex digits, or null for another shape. */
+function idBits(id: string): string | null {
+  if (id.length !== 30 || !id.startsWith('evt_')) return null;
+  const digits = new Array<number>(26);
+  for (let i = 0; i < 26; i++) {
+    const code = id.charCodeAt(4 + i);
+    const value = code < 128 ? BASE32[code]! : -1;
+    if (value < 0) return null;
+    digits[i] = value;
+  }
+  // The first two digits' low 8 bits, then 24 digits four at a time (20 bits: five hex digits).
+  let hex = (((digits[0]! << 5) | digits[1]!) & 0xff).toString(16).padStart(2, '0');
+  for (let i = 2; i < 26; i += 4) {
+    const bits = ((digits[i]! * 32 + digits[i + 1]!) * 32 + digits[i + 2]!) * 32 + digits[i + 3]!;
+    hex += bits.toString(16).padStart(5, '0');
+  }
+  return hex;
 }
 
 const spanPool = Buffer.alloc(4096);
