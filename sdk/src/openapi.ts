@@ -7896,7 +7896,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Count the endpoint's attempts by hour (success and failure) over a window of at most 31 days */
+        /** Count the endpoint's attempts by hour (success and failure, p50 and p95 duration) over a window of at most 31 days */
         get: {
             parameters: {
                 query?: {
@@ -7929,12 +7929,16 @@ export interface paths {
                          *         {
                          *           "start": "2026-01-01T00:00:00.000Z",
                          *           "success": 118,
-                         *           "failure": 2
+                         *           "failure": 2,
+                         *           "p50_ms": 84,
+                         *           "p95_ms": 412
                          *         },
                          *         {
                          *           "start": "2026-01-01T01:00:00.000Z",
                          *           "success": 57,
-                         *           "failure": 0
+                         *           "failure": 0,
+                         *           "p50_ms": 79,
+                         *           "p95_ms": 198
                          *         }
                          *       ],
                          *       "totals": {
@@ -7951,7 +7955,7 @@ export interface paths {
                             since: string;
                             /** Format: date-time */
                             until: string;
-                            /** @description Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until) */
+                            /** @description Every UTC hour the window touches, oldest first; counts and durations are of attempts inside [since, until) */
                             buckets: {
                                 /** Format: date-time */
                                 start: string;
@@ -7959,6 +7963,10 @@ export interface paths {
                                 success: number;
                                 /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
                                 failure: number;
+                                /** @description Median duration of the hour's attempts in ms (nearest rank: a duration one of them took, failures included); null: no attempts */
+                                p50_ms: number | null;
+                                /** @description 95th percentile of the hour's attempt durations in ms (nearest rank, failures included); null: no attempts */
+                                p95_ms: number | null;
                             }[];
                             totals: {
                                 /** @description Attempts answered 2xx */

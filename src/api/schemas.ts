@@ -468,9 +468,30 @@ export const EndpointStats = Type.Object(
     endpoint_id: Type.String(),
     since: Timestamp,
     until: Timestamp,
-    buckets: Type.Array(Type.Object({ start: Timestamp, ...statsCounts }), {
-      description: 'Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until)',
-    }),
+    buckets: Type.Array(
+      Type.Object({
+        start: Timestamp,
+        ...statsCounts,
+        p50_ms: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description:
+              "Median duration of the hour's attempts in ms (nearest rank: a duration one of them took, failures included); null: no attempts",
+          }),
+        ),
+        p95_ms: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description:
+              "95th percentile of the hour's attempt durations in ms (nearest rank, failures included); null: no attempts",
+          }),
+        ),
+      }),
+      {
+        description:
+          'Every UTC hour the window touches, oldest first; counts and durations are of attempts inside [since, until)',
+      },
+    ),
     totals: Type.Object(statsCounts),
   },
   {
@@ -481,8 +502,8 @@ export const EndpointStats = Type.Object(
         since: '2026-01-01T00:00:00.000Z',
         until: '2026-01-01T01:30:00.000Z',
         buckets: [
-          { start: '2026-01-01T00:00:00.000Z', success: 118, failure: 2 },
-          { start: '2026-01-01T01:00:00.000Z', success: 57, failure: 0 },
+          { start: '2026-01-01T00:00:00.000Z', success: 118, failure: 2, p50_ms: 84, p95_ms: 412 },
+          { start: '2026-01-01T01:00:00.000Z', success: 57, failure: 0, p50_ms: 79, p95_ms: 198 },
         ],
         totals: { success: 175, failure: 2 },
       },
