@@ -511,6 +511,79 @@ export const EndpointStats = Type.Object(
   },
 );
 
+const eventTypeCounts = Type.Object({
+  event_type: Type.String({ description: 'An event type name' }),
+  ...statsCounts,
+});
+export const ApplicationStats = Type.Object(
+  {
+    object: Type.Literal('application_stats'),
+    app_id: Type.String(),
+    since: Timestamp,
+    until: Timestamp,
+    event_types: Type.Array(eventTypeCounts, {
+      maxItems: 20,
+      description:
+        "The 20 event types (at most) with the most attempts in the window, most first (ties by name), with the window's counts",
+    }),
+    other: Type.Object(statsCounts, { description: 'The attempts of every other event type, summed' }),
+    buckets: Type.Array(
+      Type.Object({
+        start: Timestamp,
+        ...statsCounts,
+        event_types: Type.Array(eventTypeCounts, {
+          maxItems: 20,
+          description: "The named event types with attempts in this hour, in the order of the window's event_types",
+        }),
+        other: Type.Object(statsCounts),
+      }),
+      {
+        description:
+          'Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until), all event types together and by type',
+      },
+    ),
+    totals: Type.Object(statsCounts),
+  },
+  {
+    examples: [
+      {
+        object: 'application_stats',
+        app_id: EXAMPLE_ID.app,
+        since: '2026-01-01T00:00:00.000Z',
+        until: '2026-01-01T01:30:00.000Z',
+        event_types: [
+          { event_type: 'invoice.paid', success: 150, failure: 2 },
+          { event_type: 'invoice.refunded', success: 20, failure: 0 },
+        ],
+        other: { success: 5, failure: 0 },
+        buckets: [
+          {
+            start: '2026-01-01T00:00:00.000Z',
+            success: 118,
+            failure: 2,
+            event_types: [
+              { event_type: 'invoice.paid', success: 100, failure: 2 },
+              { event_type: 'invoice.refunded', success: 15, failure: 0 },
+            ],
+            other: { success: 3, failure: 0 },
+          },
+          {
+            start: '2026-01-01T01:00:00.000Z',
+            success: 57,
+            failure: 0,
+            event_types: [
+              { event_type: 'invoice.paid', success: 50, failure: 0 },
+              { event_type: 'invoice.refunded', success: 5, failure: 0 },
+            ],
+            other: { success: 2, failure: 0 },
+          },
+        ],
+        totals: { success: 175, failure: 2 },
+      },
+    ],
+  },
+);
+
 export const Attempt = Type.Object({
   attempt_number: Type.Integer(),
   trigger: literals(ATTEMPT_TRIGGERS),
