@@ -64,15 +64,51 @@ test("an application's attempts by hour and event type: the top ones by name, th
       .values(attemptRow(id('attempt'), deliveryId, endpoint, failed, at))
       .execute();
   }
-  // Attempts of other applications' endpoints, in the same hours: not counted, and they make a full read costly.
-  const others = Array.from({ length: 4000 }, (_, i) =>
-    attemptRow(id('attempt'), `dlv_other${i}`, `ep_other${i % 50}`, i % 5 === 0, start + (i % 3) * hour),
-  );
-  for (let i = 0; i < others.length; i += 400)
+  // Other applications' messages, deliveries and attempts, in the same hours: not counted, and they make
+  // reading any of the three tables whole costly.
+  const others = Array.from({ length: 4000 }, (_, i) => {
+    const at = start + (i % 3) * hour;
+    const common = { org_id: scope.orgId, livemode: 0, app_id: `app_other${i % 50}`, created_at: at };
+    return {
+      message: {
+        ...common,
+        id: `evt_other${i}`,
+        event_type: `other.type${i % 7}`,
+        event_id: null,
+        channels: null,
+        tags: null,
+        traceparent: null,
+        tracestate: null,
+      },
+      delivery: {
+        ...common,
+        id: `dlv_other${i}`,
+        message_id: `evt_other${i}`,
+        endpoint_id: `ep_other${i % 50}`,
+        status: 'success' as const,
+        attempt_count: 1,
+        attempt_seq: 1,
+        schedule_step: 1,
+        updated_at: at,
+      },
+      attempt: attemptRow(`attempt_other${i}`, `dlv_other${i}`, `ep_other${i % 50}`, i % 5 === 0, at),
+    };
+  });
+  for (let i = 0; i < others.length; i += 400) {
+    const batch = others.slice(i, i + 400);
+    await store.ctx.db
+      .insertInto('messages')
+      .values(batch.map((other) => other.message))
+      .execute();
+    await store.ctx.db
+      .insertInto('deliveries')
+      .values(batch.map((other) => other.delivery))
+      .execute();
     await store.ctx.db
       .insertInto('attempts')
-      .values(others.slice(i, i + 400))
+      .values(batch.map((other) => other.attempt))
       .execute();
+  }
   await sql`analyze`.execute(store.ctx.db);
 
   const rows = await store.applicationStats.attemptsByHourAndType(appId, start, start + 3 * hour, 2);
