@@ -7896,7 +7896,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Count the endpoint's attempts by hour (success and failure) over a window of at most 31 days */
+        /** Count the endpoint's attempts by hour (success and failure, p50 and p95 duration) over a window of at most 31 days */
         get: {
             parameters: {
                 query?: {
@@ -7929,12 +7929,16 @@ export interface paths {
                          *         {
                          *           "start": "2026-01-01T00:00:00.000Z",
                          *           "success": 118,
-                         *           "failure": 2
+                         *           "failure": 2,
+                         *           "p50_ms": 84,
+                         *           "p95_ms": 412
                          *         },
                          *         {
                          *           "start": "2026-01-01T01:00:00.000Z",
                          *           "success": 57,
-                         *           "failure": 0
+                         *           "failure": 0,
+                         *           "p50_ms": 79,
+                         *           "p95_ms": 198
                          *         }
                          *       ],
                          *       "totals": {
@@ -7951,7 +7955,7 @@ export interface paths {
                             since: string;
                             /** Format: date-time */
                             until: string;
-                            /** @description Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until) */
+                            /** @description Every UTC hour the window touches, oldest first; counts and durations are of attempts inside [since, until) */
                             buckets: {
                                 /** Format: date-time */
                                 start: string;
@@ -7959,6 +7963,275 @@ export interface paths {
                                 success: number;
                                 /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
                                 failure: number;
+                                /** @description Median duration of the hour's attempts in ms (nearest rank: a duration one of them took, failures included); null: no attempts */
+                                p50_ms: number | null;
+                                /** @description 95th percentile of the hour's attempt durations in ms (nearest rank, failures included); null: no attempts */
+                                p95_ms: number | null;
+                            }[];
+                            totals: {
+                                /** @description Attempts answered 2xx */
+                                success: number;
+                                /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                failure: number;
+                            };
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/applications/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Count the application's attempts by hour and event type (the 20 busiest by name, the rest as other) over a window of at most 31 days */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Start of the window (default: the start of the hour 23 hours before the one until falls in) */
+                    since?: string;
+                    /** @description End of the window, excluded (default: now) */
+                    until?: string;
+                };
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "object": "application_stats",
+                         *       "app_id": "app_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "since": "2026-01-01T00:00:00.000Z",
+                         *       "until": "2026-01-01T01:30:00.000Z",
+                         *       "event_types": [
+                         *         {
+                         *           "event_type": "invoice.paid",
+                         *           "success": 150,
+                         *           "failure": 2
+                         *         },
+                         *         {
+                         *           "event_type": "invoice.refunded",
+                         *           "success": 20,
+                         *           "failure": 0
+                         *         }
+                         *       ],
+                         *       "other": {
+                         *         "success": 5,
+                         *         "failure": 0
+                         *       },
+                         *       "buckets": [
+                         *         {
+                         *           "start": "2026-01-01T00:00:00.000Z",
+                         *           "success": 118,
+                         *           "failure": 2,
+                         *           "event_types": [
+                         *             {
+                         *               "event_type": "invoice.paid",
+                         *               "success": 100,
+                         *               "failure": 2
+                         *             },
+                         *             {
+                         *               "event_type": "invoice.refunded",
+                         *               "success": 15,
+                         *               "failure": 0
+                         *             }
+                         *           ],
+                         *           "other": {
+                         *             "success": 3,
+                         *             "failure": 0
+                         *           }
+                         *         },
+                         *         {
+                         *           "start": "2026-01-01T01:00:00.000Z",
+                         *           "success": 57,
+                         *           "failure": 0,
+                         *           "event_types": [
+                         *             {
+                         *               "event_type": "invoice.paid",
+                         *               "success": 50,
+                         *               "failure": 0
+                         *             },
+                         *             {
+                         *               "event_type": "invoice.refunded",
+                         *               "success": 5,
+                         *               "failure": 0
+                         *             }
+                         *           ],
+                         *           "other": {
+                         *             "success": 2,
+                         *             "failure": 0
+                         *           }
+                         *         }
+                         *       ],
+                         *       "totals": {
+                         *         "success": 175,
+                         *         "failure": 2
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "application_stats";
+                            app_id: string;
+                            /** Format: date-time */
+                            since: string;
+                            /** Format: date-time */
+                            until: string;
+                            /** @description The 20 event types (at most) with the most attempts in the window, most first (ties by name), with the window's counts */
+                            event_types: {
+                                /** @description An event type name */
+                                event_type: string;
+                                /** @description Attempts answered 2xx */
+                                success: number;
+                                /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                failure: number;
+                            }[];
+                            /** @description The attempts of every other event type, summed */
+                            other: {
+                                /** @description Attempts answered 2xx */
+                                success: number;
+                                /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                failure: number;
+                            };
+                            /** @description Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until), all event types together and by type */
+                            buckets: {
+                                /** Format: date-time */
+                                start: string;
+                                /** @description Attempts answered 2xx */
+                                success: number;
+                                /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                failure: number;
+                                /** @description The named event types with attempts in this hour, in the order of the window's event_types */
+                                event_types: {
+                                    /** @description An event type name */
+                                    event_type: string;
+                                    /** @description Attempts answered 2xx */
+                                    success: number;
+                                    /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                    failure: number;
+                                }[];
+                                other: {
+                                    /** @description Attempts answered 2xx */
+                                    success: number;
+                                    /** @description Attempts that failed (non-2xx answer, timeout, connection error) */
+                                    failure: number;
+                                };
                             }[];
                             totals: {
                                 /** @description Attempts answered 2xx */

@@ -49,6 +49,8 @@ export type ApplicationCreateParams = RequestBody<'/api/v1/applications', 'post'
 export type ApplicationUpdateParams = RequestBody<'/api/v1/applications/{id}', 'patch'>;
 export type ApplicationListItem = ItemOf<'/api/v1/applications'>;
 export type PortalPathRotated = ResponseBody<'/api/v1/applications/{id}/rotate-portal-path', 'post'>;
+export type ApplicationStats = ResponseBody<'/api/v1/applications/{id}/stats', 'get'>;
+export type ApplicationStatsParams = QueryParams<'/api/v1/applications/{id}/stats', 'get'>;
 
 export type Endpoint = ResponseBody<'/api/v1/endpoints/{id}', 'get'>;
 export type EndpointCreated = ResponseBody<'/api/v1/endpoints', 'post'>;

@@ -27,6 +27,7 @@ import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { endpointStatsRoutes } from './endpoint-stats.js';
+import { applicationStatsRoutes } from './application-stats.js';
 import { systemRoutes } from './system.js';
 import { svixDialect, svixRoutes } from './svix/index.js';
 import { errors, meaning, SUCCESS_MEANINGS } from './schemas.js';
@@ -381,6 +382,7 @@ export async function buildApi(
     apiKeyRoutes,
     backgroundTaskRoutes,
     endpointStatsRoutes,
+    applicationStatsRoutes,
     svixRoutes,
     portalRoutes,
     consoleRoutes,

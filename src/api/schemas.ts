@@ -468,9 +468,30 @@ export const EndpointStats = Type.Object(
     endpoint_id: Type.String(),
     since: Timestamp,
     until: Timestamp,
-    buckets: Type.Array(Type.Object({ start: Timestamp, ...statsCounts }), {
-      description: 'Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until)',
-    }),
+    buckets: Type.Array(
+      Type.Object({
+        start: Timestamp,
+        ...statsCounts,
+        p50_ms: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description:
+              "Median duration of the hour's attempts in ms (nearest rank: a duration one of them took, failures included); null: no attempts",
+          }),
+        ),
+        p95_ms: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description:
+              "95th percentile of the hour's attempt durations in ms (nearest rank, failures included); null: no attempts",
+          }),
+        ),
+      }),
+      {
+        description:
+          'Every UTC hour the window touches, oldest first; counts and durations are of attempts inside [since, until)',
+      },
+    ),
     totals: Type.Object(statsCounts),
   },
   {
@@ -481,8 +502,81 @@ export const EndpointStats = Type.Object(
         since: '2026-01-01T00:00:00.000Z',
         until: '2026-01-01T01:30:00.000Z',
         buckets: [
-          { start: '2026-01-01T00:00:00.000Z', success: 118, failure: 2 },
-          { start: '2026-01-01T01:00:00.000Z', success: 57, failure: 0 },
+          { start: '2026-01-01T00:00:00.000Z', success: 118, failure: 2, p50_ms: 84, p95_ms: 412 },
+          { start: '2026-01-01T01:00:00.000Z', success: 57, failure: 0, p50_ms: 79, p95_ms: 198 },
+        ],
+        totals: { success: 175, failure: 2 },
+      },
+    ],
+  },
+);
+
+const eventTypeCounts = Type.Object({
+  event_type: Type.String({ description: 'An event type name' }),
+  ...statsCounts,
+});
+export const ApplicationStats = Type.Object(
+  {
+    object: Type.Literal('application_stats'),
+    app_id: Type.String(),
+    since: Timestamp,
+    until: Timestamp,
+    event_types: Type.Array(eventTypeCounts, {
+      maxItems: 20,
+      description:
+        "The 20 event types (at most) with the most attempts in the window, most first (ties by name), with the window's counts",
+    }),
+    other: Type.Object(statsCounts, { description: 'The attempts of every other event type, summed' }),
+    buckets: Type.Array(
+      Type.Object({
+        start: Timestamp,
+        ...statsCounts,
+        event_types: Type.Array(eventTypeCounts, {
+          maxItems: 20,
+          description: "The named event types with attempts in this hour, in the order of the window's event_types",
+        }),
+        other: Type.Object(statsCounts),
+      }),
+      {
+        description:
+          'Every UTC hour the window touches, oldest first; counts are of attempts inside [since, until), all event types together and by type',
+      },
+    ),
+    totals: Type.Object(statsCounts),
+  },
+  {
+    examples: [
+      {
+        object: 'application_stats',
+        app_id: EXAMPLE_ID.app,
+        since: '2026-01-01T00:00:00.000Z',
+        until: '2026-01-01T01:30:00.000Z',
+        event_types: [
+          { event_type: 'invoice.paid', success: 150, failure: 2 },
+          { event_type: 'invoice.refunded', success: 20, failure: 0 },
+        ],
+        other: { success: 5, failure: 0 },
+        buckets: [
+          {
+            start: '2026-01-01T00:00:00.000Z',
+            success: 118,
+            failure: 2,
+            event_types: [
+              { event_type: 'invoice.paid', success: 100, failure: 2 },
+              { event_type: 'invoice.refunded', success: 15, failure: 0 },
+            ],
+            other: { success: 3, failure: 0 },
+          },
+          {
+            start: '2026-01-01T01:00:00.000Z',
+            success: 57,
+            failure: 0,
+            event_types: [
+              { event_type: 'invoice.paid', success: 50, failure: 0 },
+              { event_type: 'invoice.refunded', success: 5, failure: 0 },
+            ],
+            other: { success: 2, failure: 0 },
+          },
         ],
         totals: { success: 175, failure: 2 },
       },

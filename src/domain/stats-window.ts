@@ -7,7 +7,8 @@ export const MAX_WINDOW_MS = 31 * 24 * HOUR_MS;
 /** Hours in the default window: the current hour and the 23 before it. */
 export const DEFAULT_HOURS = 24;
 
-const floorHour = (ms: number) => ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS);
+/** The start of the UTC hour `ms` falls in. */
+export const floorHour = (ms: number) => ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS);
 
 export interface StatsWindow {
   since: number;

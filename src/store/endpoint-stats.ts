@@ -1,11 +1,21 @@
 import { sql } from 'kysely';
 import { HOUR_MS, type Bucket } from '../domain/stats-window.js';
 import type { StoreContext } from './common.js';
+import * as postgres from './duration-percentiles/postgres.js';
+import * as sqlite from './duration-percentiles/sqlite.js';
+
+/** The median and 95th percentile of one hour's attempt durations (ms), for an hour that had attempts. */
+export interface HourDurations {
+  start: number;
+  p50: number;
+  p95: number;
+}
 
 /**
- * Attempts of one endpoint counted by hour, read from the index on (endpoint_id, created_at). The SQL is
- * the same on both databases (integer division of an integer column, count of a CASE), so it is written
- * once. The caller checks that the endpoint is in the caller's scope.
+ * Attempts of one endpoint by hour, read from the index on (endpoint_id, created_at): their counts, whose
+ * SQL is the same on both databases (integer division of an integer column, count of a CASE) and so
+ * written once, and their durations' percentiles, whose SQL is each database's own
+ * (src/store/duration-percentiles/). The caller checks that the endpoint is in the caller's scope.
  */
 export class EndpointStats {
   constructor(private readonly ctx: StoreContext) {}
@@ -35,5 +45,17 @@ export class EndpointStats {
       .where('created_at', '<', until)
       .groupBy(hour)
       .orderBy(hour);
+  }
+
+  /** Hours of [since, until) that had attempts, in time order, with the p50 and p95 of their durations. */
+  async durationsByHour(endpointId: string, since: number, until: number): Promise<HourDurations[]> {
+    const rows = await this.durationsByHourQuery(endpointId, since, until).execute();
+    return rows.map((row) => ({ start: Number(row.start), p50: Number(row.p50), p95: Number(row.p95) }));
+  }
+
+  /** durationsByHour's statement, the database's own (its plan is checked in test/store/endpoint-stats.test.ts). */
+  durationsByHourQuery(endpointId: string, since: number, until: number) {
+    const dialect = this.ctx.dialect === 'postgres' ? postgres : sqlite;
+    return dialect.durationPercentilesQuery(this.ctx.db, endpointId, since, until);
   }
 }

@@ -19,6 +19,7 @@ import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { MetricsReads } from './metrics.js';
 import { EndpointStats } from './endpoint-stats.js';
+import { ApplicationStats } from './application-stats.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
@@ -42,6 +43,8 @@ export class Store {
   readonly backgroundTasks: BackgroundTasks;
   /** Attempts per endpoint and hour (the stats route, the console's and the portal's charts). */
   readonly endpointStats: EndpointStats;
+  /** An application's attempts per hour and event type (the application stats route, the console's chart). */
+  readonly applicationStats: ApplicationStats;
   /** Delivery workers' heartbeats (on PostgreSQL through the queue's pool). */
   readonly workers: Workers;
   /** What the store-read gauges of /metrics read (queue depth and age, endpoints per status). */
@@ -91,6 +94,7 @@ export class Store {
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
     this.metrics = new MetricsReads(this.ctx);
     this.endpointStats = new EndpointStats(this.ctx);
+    this.applicationStats = new ApplicationStats(this.ctx);
   }
 
   /** Opens the configured store and brings its schema up to date; a database that cannot be reached or opened stops start-up with one line (ConfigError). */

@@ -94,6 +94,47 @@ test('counts success and failure by hour over the last 24 hours, and a retry add
   receiver.respond = (request) => (JSON.parse(request.body).data.n % 3 === 0 ? { status: 500 } : { status: 204 });
 });
 
+test("p50_ms and p95_ms per hour are the nearest-rank percentiles of the hour's attempt durations", async () => {
+  // The receiver takes 40 ms × n to answer message n: durations from about 40 ms to 400 ms, failures included.
+  receiver.respond = (request) => {
+    const n = JSON.parse(request.body).data.n;
+    return { status: n % 3 === 0 ? 500 : 204, delayMs: n * 40 };
+  };
+  const { endpoint } = await endpointWithTraffic('timed', 10);
+  receiver.respond = (request) => (JSON.parse(request.body).data.n % 3 === 0 ? { status: 500 } : { status: 204 });
+
+  const deliveries = (await api.get(`/api/v1/deliveries?endpoint_id=${endpoint.id}`)).body.data;
+  assert.equal(deliveries.length, 10);
+  const attempts: { duration_ms: number; created_at: string }[] = [];
+  for (const delivery of deliveries)
+    attempts.push(...(await api.get(`/api/v1/deliveries/${delivery.id}`)).body.attempts);
+  assert.equal(attempts.length, 10);
+  const byHour = new Map<number, number[]>();
+  for (const attempt of attempts) {
+    const created = Date.parse(attempt.created_at);
+    const hour = created - (created % HOUR);
+    byHour.set(hour, [...(byHour.get(hour) ?? []), attempt.duration_ms]);
+  }
+  const rank = (sorted: number[], p: number) => sorted[Math.ceil(sorted.length * p) - 1];
+
+  const stats = (await api.get(`/api/v1/endpoints/${endpoint.id}/stats`)).body;
+  for (const bucket of stats.buckets) {
+    const durations = byHour.get(Date.parse(bucket.start))?.sort((a, b) => a - b);
+    if (!durations) {
+      assert.deepEqual([bucket.p50_ms, bucket.p95_ms], [null, null], `${bucket.start} had no attempts`);
+      continue;
+    }
+    assert.equal(bucket.p50_ms, rank(durations, 0.5), `${bucket.start} p50 of ${durations}`);
+    assert.equal(bucket.p95_ms, rank(durations, 0.95), `${bucket.start} p95 of ${durations}`);
+  }
+  // The receiver's delays show: with every attempt in one hour, p50 is the 5th (≥ 200 ms) and p95 the 10th (≥ 400 ms).
+  const timed = stats.buckets.filter((b: { p50_ms: number | null }) => b.p50_ms !== null);
+  if (timed.length === 1) {
+    assert.ok(timed[0].p50_ms >= 200 && timed[0].p50_ms < 400, `p50 ${timed[0].p50_ms}`);
+    assert.ok(timed[0].p95_ms >= 400, `p95 ${timed[0].p95_ms}`);
+  }
+});
+
 test('since and until choose the window; attempts outside it are not counted', async () => {
   const { endpoint } = await endpointWithTraffic('windowed', 3);
   const now = Date.now();

@@ -115,6 +115,7 @@ export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['PATCH', '/api/v1/applications/{id}'],
   ['DELETE', '/api/v1/applications/{id}'],
   ['POST', '/api/v1/applications/{id}/rotate-portal-path'],
+  ['GET', '/api/v1/applications/{id}/stats'],
   ['GET', '/api/v1/endpoints'],
   ['POST', '/api/v1/endpoints'],
   ['GET', '/api/v1/endpoints/{id}'],

@@ -60,6 +60,72 @@ test("an endpoint's attempts by hour are read from the attempts_by_endpoint_time
   if (store.dialect === 'sqlite') assert.match(plan, /USING COVERING INDEX attempts_by_endpoint_time/, plan);
 });
 
+test("an endpoint's attempt durations per hour: p50 and p95 by nearest rank, read through the index", async (t) => {
+  const { store, endpointId } = await openStore(t);
+  const hour = 3_600_000;
+  const start = Math.floor(Date.now() / hour) * hour - 3 * hour;
+  // Hour 0: 20 durations 10, 20, …, 200 in shuffled order; hour 1: one attempt; hour 2: two; hour 3: none.
+  // Another endpoint's attempts in the same hours, all slower, must not count.
+  const durations: [offset: number, ms: number][] = [
+    ...Array.from({ length: 20 }, (_, i) => [0, ((i * 7) % 20) * 10 + 10] as [number, number]),
+    [1, 333],
+    [2, 40],
+    [2, 1000],
+  ];
+  const row = (i: number, endpoint: string, offset: number, ms: number) => ({
+    id: `attempt_${String(i).padStart(26, '0')}`,
+    delivery_id: `dlv_${i}`,
+    endpoint_id: endpoint,
+    attempt_number: 1,
+    trigger: 'scheduled' as const,
+    status: i % 3 === 0 ? ('failed' as const) : ('success' as const),
+    response_status: i % 3 === 0 ? 500 : 200,
+    response_body: null,
+    error: null,
+    duration_ms: ms,
+    created_at: start + offset * hour + ((i * 60_000) % hour),
+  });
+  const rows = [
+    ...durations.map(([offset, ms], i) => row(i, endpointId, offset, ms)),
+    ...Array.from({ length: 2000 }, (_, i) => row(1000 + i, `ep_other${i % 40}`, i % 4, 5000 + i)),
+  ];
+  for (let i = 0; i < rows.length; i += 400)
+    await store.ctx.db
+      .insertInto('attempts')
+      .values(rows.slice(i, i + 400))
+      .execute();
+  await sql`analyze`.execute(store.ctx.db);
+
+  const hours = await store.endpointStats.durationsByHour(endpointId, start, start + 4 * hour);
+  // Nearest rank: the ceil(p·n)-th smallest. Hour 0: the 10th and the 19th of 10…200; two attempts: the first.
+  assert.deepEqual(hours, [
+    { start, p50: 100, p95: 190 },
+    { start: start + hour, p50: 333, p95: 333 },
+    { start: start + 2 * hour, p50: 40, p95: 1000 },
+  ]);
+  // The window's bounds hold: from the middle of hour 0, only its later attempts count.
+  const later = rows.filter(
+    (r) => r.endpoint_id === endpointId && r.created_at >= start + 10 * 60_000 && r.created_at < start + hour,
+  );
+  const sorted = later.map((r) => r.duration_ms).sort((a, b) => a - b);
+  const [partial] = await store.endpointStats.durationsByHour(endpointId, start + 10 * 60_000, start + hour);
+  assert.deepEqual(partial, {
+    start,
+    p50: sorted[Math.ceil(sorted.length * 0.5) - 1],
+    p95: sorted[Math.ceil(sorted.length * 0.95) - 1],
+  });
+
+  const { sql: text, parameters } = store.endpointStats
+    .durationsByHourQuery(endpointId, start, start + 4 * hour)
+    .compile();
+  const explain = store.dialect === 'postgres' ? 'explain (format json)' : 'explain query plan';
+  const plan = JSON.stringify(
+    (await store.ctx.db.executeQuery(CompiledQuery.raw(`${explain} ${text}`, [...parameters]))).rows,
+  );
+  assert.match(plan, /attempts_by_endpoint_time/, plan);
+  assert.doesNotMatch(plan, /Seq Scan|SCAN attempts(?! USING)/, plan);
+});
+
 test("migration 009 gives the attempts made before it their delivery's endpoint", async (t) => {
   const database = await createTestDatabase();
   t.after(() => database.drop());

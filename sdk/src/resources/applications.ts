@@ -5,6 +5,8 @@ import type {
   ApplicationCreated,
   ApplicationCreateParams,
   ApplicationListItem,
+  ApplicationStats,
+  ApplicationStatsParams,
   ApplicationUpdateParams,
   PageParams,
   PortalPathRotated,
@@ -41,5 +43,13 @@ export class Applications {
   /** A new `portal_path`; the previous one stops working at once. */
   rotatePortalPath(id: string): Promise<PortalPathRotated> {
     return this.http.request({ method: 'POST', path: `${path(id)}/rotate-portal-path`, retry: 'rate_limited' });
+  }
+
+  /**
+   * Attempts to the application's endpoints per hour and event type over a window (by default the last
+   * 24 hours): the 20 event types with the most attempts by name, the others summed as `other`.
+   */
+  stats(id: string, params: ApplicationStatsParams = {}): Promise<ApplicationStats> {
+    return this.http.request({ method: 'GET', path: `${path(id)}/stats`, query: params, retry: 'safe' });
   }
 }

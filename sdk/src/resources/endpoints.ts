@@ -54,7 +54,7 @@ export class Endpoints {
     return this.http.request({ method: 'POST', path: `${path(id)}/recover`, body: params, retry: 'rate_limited' });
   }
 
-  /** Attempts per hour (successes and failures) over a window: by default the last 24 hours. */
+  /** Attempts per hour (successes, failures, p50 and p95 duration) over a window: by default the last 24 hours. */
   stats(id: string, params: EndpointStatsParams = {}): Promise<EndpointStats> {
     return this.http.request({ method: 'GET', path: `${path(id)}/stats`, query: params, retry: 'safe' });
   }
