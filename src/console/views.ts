@@ -184,6 +184,30 @@ export const VIEWS_JS = `
           return openEndpoint(endpoint.id).then(function () { return actions; });
         }),
       );
+      actions.appendChild(
+        button(
+          'Rotate secret',
+          confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps signing for a while; give the receiver the new one.', function () {
+            call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
+              note(actions, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) +
+                '\\nThe previous one keeps working until ' + when(result.previous_valid_until) + '.');
+            }).catch(failNear(actions));
+          }),
+        ),
+      );
+      actions.appendChild(
+        button(
+          'Delete',
+          confirmed('Delete ' + endpoint.url + '? Its pending deliveries fail, and it cannot be undone.', function () {
+            call('DELETE', 'endpoints/' + endpoint.id).then(function () {
+              delete endpointsById[endpoint.id];
+              actions.textContent = '';
+              actions.appendChild(link('Back to endpoints', href('endpoints')));
+              note(actions, 'Endpoint ' + endpoint.id + ' deleted.');
+            }).catch(failNear(actions));
+          }),
+        ),
+      );
       actions.appendChild(button('Back to endpoints', function () { go(href('endpoints')); }));
       var settings = clear('#endpoint-receiver-settings');
       actions.appendChild(button('Receiver security', function () {

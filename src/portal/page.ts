@@ -45,6 +45,7 @@ export function portalHtml(appName: string): string {
   <section>
     <h2>Recent messages</h2>
     <table id="messages"><thead><tr><th>Event type</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+    <div id="messages-more"></div>
   </section>
   <section id="deliveries-section" hidden>
     <h2>Deliveries of <code id="deliveries-of"></code></h2>
@@ -273,10 +274,16 @@ ${ANSWERS_JS}
     cell.appendChild(form);
   }
 
-  function loadMessages() {
-    return call('GET', 'messages').then(function (page) {
+  // The application's messages, newest first, 50 a page ("More messages" reads the next).
+  function loadMessages(cursor) {
+    return call('GET', 'messages' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '')).then(function (page) {
       var body = document.querySelector('#messages tbody');
-      body.textContent = '';
+      if (!cursor) body.textContent = '';
+      var more = document.getElementById('messages-more');
+      more.textContent = '';
+      if (page.has_more) {
+        more.appendChild(button('More messages', function () { loadMessages(page.next_cursor).catch(failNear(more)); }));
+      }
       page.data.forEach(function (message) {
         var row = el('tr');
         row.dataset.messageId = message.id;

@@ -316,11 +316,17 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
 
   app.get(
     '/portal/:token/api/messages',
-    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    {
+      ...publicRoute,
+      schema: { hide: true, params: TokenParams, querystring: Type.Object({ cursor: cursorOf('message') }) },
+    },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      return list(await store.messages.list(ctx.scope, { limit: 50 }, { appId: ctx.app.id }), messageToApi);
+      return list(
+        await store.messages.list(ctx.scope, { limit: 50, cursor: request.query.cursor }, { appId: ctx.app.id }),
+        messageToApi,
+      );
     },
   );
 

@@ -421,13 +421,14 @@ test('in a browser: operational endpoints are created, disabled, rotated and del
   await finish(watched, 'console-operational');
 });
 
-test('in a browser: endpoint controls (rate limit, ordering, headers) are saved on the endpoint page, and Disable asks first', {
+test('in a browser: endpoint controls (rate limit, ordering, headers) are saved on the endpoint page; Disable, Rotate secret and Delete ask first', {
   skip: browserSkip,
 }, async (t) => {
   const watched = await watchedPage(t);
   const { page } = watched;
   const own = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/controls` })).body;
-  page.on('dialog', (dialog) => void dialog.dismiss());
+  let answer = false;
+  page.on('dialog', (dialog) => void (answer ? dialog.accept() : dialog.dismiss()));
   await page.goto(`${service.url}/console#/endpoints/${own.id}`);
   await signIn(page);
   await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, own.id);
@@ -451,5 +452,23 @@ test('in a browser: endpoint controls (rate limit, ordering, headers) are saved 
     'X-Tenant: acme',
   ]);
   assert.ok(!(await page.content()).includes('console-s3cret'));
+
+  // Rotate secret and Delete ask too: dismissed, nothing; accepted, done and said beside the buttons.
+  await page.click('#endpoint-actions button:text("Rotate secret")');
+  await page.click('#endpoint-actions button:text("Delete")');
+  assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).status, 200);
+  assert.equal(await page.locator('#endpoint-actions .note').count(), 0);
+  answer = true;
+  await page.click('#endpoint-actions button:text("Rotate secret")');
+  await page.waitForFunction(() =>
+    /New signing secret \(shown once\): whsec_/.test(
+      document.querySelector('#endpoint-actions .note')?.textContent ?? '',
+    ),
+  );
+  await page.click('#endpoint-actions button:text("Delete")');
+  await page.waitForFunction(() =>
+    /deleted\./.test(document.querySelector('#endpoint-actions .note')?.textContent ?? ''),
+  );
+  assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).status, 404);
   await finish(watched, 'console-controls');
 });

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
+import { Script } from 'node:vm';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, type Client } from '../support/client.js';
@@ -68,6 +69,8 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const script = await (await fetch(`${service.url}/console-assets/console.js`)).text();
   // The key is kept in sessionStorage only and values are inserted as text.
   assert.match(script, /sessionStorage/);
+  // It parses (compiled, not run).
+  assert.doesNotThrow(() => new Script(script, { filename: 'console.js' }));
   const settingsScript = await (await fetch(`${service.url}/console-assets/receiver-settings.js`)).text();
   for (const text of [script, settingsScript])
     assert.doesNotMatch(

@@ -279,6 +279,26 @@ test("the portal reads its own messages' payloads and one delivery's attempts wi
   }
 });
 
+test('the portal lists its messages 50 a page, newest first; cursor reads the next', async () => {
+  const { app, portal } = await appWithEndpoint('paged-messages');
+  const ids: string[] = [];
+  for (let i = 0; i < 52; i++)
+    ids.push(
+      (await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { i } })).body.id,
+    );
+  const first = await portal.get('/api/messages');
+  assert.equal(first.body.data.length, 50);
+  assert.equal(first.body.has_more, true);
+  const second = await portal.get(`/api/messages?cursor=${first.body.next_cursor}`);
+  assert.equal(second.status, 200);
+  assert.equal(second.body.has_more, false);
+  assert.deepEqual(
+    [...first.body.data, ...second.body.data].map((m: { id: string }) => m.id),
+    [...ids].reverse(),
+  );
+  assert.equal((await portal.get('/api/messages?cursor=dlv_nope')).status, 400);
+});
+
 test("the portal's stats of its own endpoints: attempts per hour as the API counts them, 404 for another application's", async () => {
   const a = await appWithEndpoint('stats-a');
   const b = await appWithEndpoint('stats-b');
