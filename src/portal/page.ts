@@ -71,7 +71,7 @@ table { width: 100%; border-collapse: collapse; } th, td { text-align: left; pad
 td code, code { font-size: .85rem; word-break: break-all; }
 label { display: block; margin: .4rem 0; } input[type=url], input[name=description] { width: 100%; max-width: 520px; padding: .3rem; }
 fieldset { border: 1px solid #e3e6ef; margin: .5rem 0; } fieldset label { display: inline-block; margin-right: 1rem; }
-button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; }
+button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; margin: 0 .3rem .3rem 0; }
 button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
