@@ -396,6 +396,10 @@ export interface paths {
                     event_type?: string;
                     channel?: string;
                     tag?: string;
+                    /** @description Created at or after this time */
+                    since?: string;
+                    /** @description Created before this time */
+                    until?: string;
                 };
                 header?: never;
                 path?: never;
@@ -1643,6 +1647,7 @@ export interface paths {
                          *           "object": "delivery",
                          *           "message_id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *           "endpoint_id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "event_type": "invoice.paid",
                          *           "status": "success",
                          *           "attempt_count": 1,
                          *           "next_attempt_at": null,
@@ -1664,6 +1669,8 @@ export interface paths {
                                 object: "delivery";
                                 message_id: string;
                                 endpoint_id: string;
+                                /** @description The message's event type; null once the message is no longer stored */
+                                event_type: string | null;
                                 status: "pending" | "success" | "failed" | "disabled";
                                 attempt_count: number;
                                 /** Format: date-time */
@@ -5572,6 +5579,203 @@ export interface paths {
         };
         trace?: never;
     };
+    "/api/v1/operational-endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Rotate the signing secret; the previous one also signs until previous_valid_until */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "signing_secret": "whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e",
+                         *       "previous_valid_until": "2026-01-02T00:00:00.000Z"
+                         *     }
+                         */
+                        "application/json": {
+                            id: string;
+                            /** @description hmac endpoints: the new whsec_ secret */
+                            signing_secret?: string;
+                            /** @description ed25519 endpoints: the new whpk_ public key */
+                            public_key?: string;
+                            /** Format: date-time */
+                            previous_valid_until: string;
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than HERALD_MAX_PAYLOAD_BYTES */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_too_large",
+                         *         "message": "Request body is larger than the maximum allowed size",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "Content-Type must be application/json",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/deliveries": {
         parameters: {
             query?: never;
@@ -5579,7 +5783,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List deliveries, filtered by message, endpoint, application or status */
+        /** List deliveries, newest first, filtered by message, endpoint, application, event type, status or time */
         get: {
             parameters: {
                 query?: {
@@ -5590,7 +5794,12 @@ export interface paths {
                     message_id?: string;
                     endpoint_id?: string;
                     app_id?: string;
+                    event_type?: string;
                     status?: "pending" | "success" | "failed" | "disabled";
+                    /** @description Created at or after this time */
+                    since?: string;
+                    /** @description Created before this time */
+                    until?: string;
                 };
                 header?: never;
                 path?: never;
@@ -5613,6 +5822,7 @@ export interface paths {
                          *           "object": "delivery",
                          *           "message_id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *           "endpoint_id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "event_type": "invoice.paid",
                          *           "status": "success",
                          *           "attempt_count": 1,
                          *           "next_attempt_at": null,
@@ -5634,6 +5844,8 @@ export interface paths {
                                 object: "delivery";
                                 message_id: string;
                                 endpoint_id: string;
+                                /** @description The message's event type; null once the message is no longer stored */
+                                event_type: string | null;
                                 status: "pending" | "success" | "failed" | "disabled";
                                 attempt_count: number;
                                 /** Format: date-time */
@@ -5761,6 +5973,7 @@ export interface paths {
                          *       "object": "delivery",
                          *       "message_id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
                          *       "endpoint_id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "event_type": "invoice.paid",
                          *       "status": "success",
                          *       "attempt_count": 1,
                          *       "next_attempt_at": null,
@@ -5788,6 +6001,8 @@ export interface paths {
                             object: "delivery";
                             message_id: string;
                             endpoint_id: string;
+                            /** @description The message's event type; null once the message is no longer stored */
+                            event_type: string | null;
                             status: "pending" | "success" | "failed" | "disabled";
                             attempt_count: number;
                             /** Format: date-time */

@@ -2,8 +2,9 @@ import { messageTrace } from '../domain/trace-context.js';
 import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
+import { appIdFilter, createdWithin, pageOf, type RoutePlugin } from './deps.js';
 import {
+  CreatedWithin,
   Delivery,
   DeliveryStatus,
   DeliveryWithAttempts,
@@ -20,27 +21,32 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
     '/api/v1/deliveries',
     {
       schema: {
-        summary: 'List deliveries, filtered by message, endpoint, application or status',
+        summary:
+          'List deliveries, newest first, filtered by message, endpoint, application, event type, status or time',
         tags: ['deliveries'],
         querystring: Type.Object({
           ...pageQuery('delivery'),
           message_id: Filter,
           endpoint_id: Filter,
           app_id: Filter,
+          event_type: Filter,
           status: Type.Optional(DeliveryStatus),
+          ...CreatedWithin,
         }),
         response: { 200: ListOf(Delivery), ...errors(400, 401, 429) },
       },
     },
     async (request) => {
-      const { message_id, endpoint_id, app_id, status } = request.query;
+      const { message_id, endpoint_id, app_id, event_type, status } = request.query;
       const scope = scopeOf(request);
       const appId = await appIdFilter(store, scope, app_id);
       const page = await store.deliveries.list(scope, pageOf(request.query), {
         messageId: message_id,
         endpointId: endpoint_id,
         appId,
+        eventType: event_type,
         status,
+        ...createdWithin(request.query),
       });
       return list(page, deliveryToApi);
     },

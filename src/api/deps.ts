@@ -4,6 +4,7 @@ import type { Scope, Store } from '../store/index.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SchemaCompiler } from '../event-schemas/compiler.js';
 import type { Tracer } from '../tracing/tracer.js';
+import { invalid } from './errors.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
@@ -31,4 +32,16 @@ export function pageOf(query: { limit?: number | undefined; cursor?: string | un
 export async function appIdFilter(store: Store, scope: Scope, appId: string | undefined): Promise<string | undefined> {
   if (appId === undefined) return undefined;
   return (await store.applications.get(scope, appId))?.id ?? appId;
+}
+
+/** Creation times of a list's `since` (included) and `until` (excluded) query parameters, in milliseconds. */
+export function createdWithin(query: { since?: string | undefined; until?: string | undefined }): {
+  since?: number;
+  until?: number;
+} {
+  const at = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value));
+  const since = at(query.since);
+  const until = at(query.until);
+  if (since !== undefined && until !== undefined && since >= until) throw invalid('since must be before until');
+  return { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) };
 }

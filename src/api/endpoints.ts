@@ -195,6 +195,25 @@ export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
   }
 }
 
+/** The answer of a secret rotation: the new secret (or public key) and until when the previous one signs. */
+export const RotatedSecret = Type.Object(
+  {
+    id: Type.String(),
+    signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
+    public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
+    previous_valid_until: Timestamp,
+  },
+  {
+    examples: [
+      {
+        id: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        signing_secret: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e',
+        previous_valid_until: '2026-01-02T00:00:00.000Z',
+      },
+    ],
+  },
+);
+
 export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
   const view = endpointView(store);
   app.get(
@@ -414,23 +433,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         tags: ['endpoints'],
         params: IdParams,
         response: {
-          200: Type.Object(
-            {
-              id: Type.String(),
-              signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
-              public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
-              previous_valid_until: Timestamp,
-            },
-            {
-              examples: [
-                {
-                  id: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
-                  signing_secret: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e',
-                  previous_valid_until: '2026-01-02T00:00:00.000Z',
-                },
-              ],
-            },
-          ),
+          200: RotatedSecret,
           ...errors(401, 404, 429),
         },
       },

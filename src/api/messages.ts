@@ -1,11 +1,12 @@
 import { Type } from 'typebox';
 import { conflict, invalid, notFound, HttpError } from './errors.js';
 import { scopeOf } from './auth.js';
-import { type ApiDeps, appIdFilter, pageOf, type RoutePlugin } from './deps.js';
+import { type ApiDeps, appIdFilter, createdWithin, pageOf, type RoutePlugin } from './deps.js';
 import {
   Delivery,
   EmitResponse,
   errors,
+  CreatedWithin,
   Filter,
   IdParams,
   ListOf,
@@ -175,6 +176,7 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
           event_type: Filter,
           channel: Filter,
           tag: Filter,
+          ...CreatedWithin,
         }),
         response: { 200: ListOf(Message), ...errors(400, 401, 429) },
       },
@@ -182,11 +184,15 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
     async (request) => {
       const scope = scopeOf(request);
       const appId = await appIdFilter(store, scope, request.query.app_id);
+      const { since, until } = createdWithin(request.query);
       const page = await store.messages.list(scope, pageOf(request.query), {
         appId,
         eventType: request.query.event_type,
         channel: request.query.channel,
         tag: request.query.tag,
+        // The store's bounds are both exclusive; times are whole milliseconds.
+        ...(since === undefined ? {} : { after: since - 1 }),
+        ...(until === undefined ? {} : { before: until }),
       });
       return list(page, messageToApi);
     },

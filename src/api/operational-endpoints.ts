@@ -1,10 +1,10 @@
 import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { checkEndpointInput, endpointView, withSecret } from './endpoints.js';
+import { checkEndpointInput, endpointView, RotatedSecret, withSecret } from './endpoints.js';
 import { pageOf, type RoutePlugin } from './deps.js';
 import { errors, IdParams, ListOf, OperationalEndpoint, OperationalEndpointWithSecret, pageQuery } from './schemas.js';
-import { list } from './serialize.js';
+import { iso, list } from './serialize.js';
 import { MAX_OPERATIONAL_ENDPOINTS, OPERATIONAL_EVENT_TYPES } from '../domain/operational.js';
 import { EndpointLimitError } from '../store/endpoints.js';
 
@@ -135,6 +135,33 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
         throw notFound(`operational endpoint ${request.params.id}`);
       reply.code(204);
       return null;
+    },
+  );
+
+  app.post(
+    '/api/v1/operational-endpoints/:id/rotate-secret',
+    {
+      schema: {
+        summary: 'Rotate the signing secret; the previous one also signs until previous_valid_until',
+        tags: ['operational endpoints'],
+        params: IdParams,
+        response: { 200: RotatedSecret, ...errors(401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const rotated = await store.endpoints.rotateSecret(
+        scopeOf(request),
+        request.params.id,
+        config.secretGraceMs,
+        undefined,
+        true,
+      );
+      if (!rotated) throw notFound(`operational endpoint ${request.params.id}`);
+      return {
+        id: request.params.id,
+        ...(rotated.publicKey === null ? { signing_secret: rotated.secret } : { public_key: rotated.publicKey }),
+        previous_valid_until: iso(rotated.previousValidUntil),
+      };
     },
   );
 };

@@ -54,6 +54,12 @@ export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength:
 /** A list filter (`?app_id=…`): an empty one is refused rather than read as no filter. */
 export const Filter = Type.Optional(Type.String({ minLength: 1, maxLength: 256 }));
 
+/** A list's window of creation times: `since` included, `until` excluded. */
+export const CreatedWithin = {
+  since: Type.Optional(Type.String({ format: 'date-time', description: 'Created at or after this time' })),
+  until: Type.Optional(Type.String({ format: 'date-time', description: 'Created before this time' })),
+};
+
 /**
  * `limit` and `cursor` of a list of `kind`. A cursor is the last id of the previous page, so one that is
  * not such an id (garbage, another kind's id) is refused rather than answered with a wrong page.
@@ -602,6 +608,9 @@ const deliveryFields = {
   object: Type.Literal('delivery'),
   message_id: Type.String(),
   endpoint_id: Type.String(),
+  event_type: Nullable(
+    Type.String({ description: "The message's event type; null once the message is no longer stored" }),
+  ),
   status: DeliveryStatus,
   attempt_count: Type.Integer(),
   next_attempt_at: Nullable(Timestamp),
@@ -613,6 +622,7 @@ const deliveryExample = {
   object: 'delivery',
   message_id: EXAMPLE_ID.message,
   endpoint_id: EXAMPLE_ID.endpoint,
+  event_type: 'invoice.paid',
   status: 'success',
   attempt_count: 1,
   next_attempt_at: null,

@@ -113,6 +113,7 @@ export const deliveryToApi = (d: DeliveryRead) => ({
   object: 'delivery' as const,
   message_id: d.message_id,
   endpoint_id: d.endpoint_id,
+  event_type: d.event_type,
   status: d.status,
   attempt_count: d.attempt_count,
   next_attempt_at: isoOrNull(d.next_attempt_at),

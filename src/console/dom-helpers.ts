@@ -1,6 +1,6 @@
 // DOM helpers written into the console's and the portal's scripts (both are served as same-origin files
-// under a strict Content-Security-Policy): every value goes in as text, and buttons get listeners, never
-// inline handlers.
+// under a strict Content-Security-Policy): every value goes in as text, buttons get listeners, never
+// inline handlers, and what an action answers is said beside the control that asked for it.
 
 export const DOM_HELPERS_JS = `
   function el(tag, text, className) {
@@ -15,4 +15,71 @@ export const DOM_HELPERS_JS = `
     node.addEventListener('click', onClick);
     return node;
   }
+  function link(text, href, className) {
+    var node = el('a', text, className);
+    node.href = href;
+    return node;
+  }
+
+  // Feedback inside the container of the control that caused it (a form, a cell, a delivery): one
+  // .note per container, brought into view.
+  function note(container, text, isError) {
+    var line = null;
+    for (var i = 0; i < container.children.length; i++) if (container.children[i].classList.contains('note')) line = container.children[i];
+    if (!line) {
+      line = el('p');
+      line.setAttribute('role', 'status');
+      container.appendChild(line);
+    }
+    line.textContent = text;
+    line.className = isError ? 'note error' : 'note';
+    line.hidden = false;
+    if (line.scrollIntoView) line.scrollIntoView({ block: 'nearest' });
+    return line;
+  }
+
+  // A destructive action runs only when the person confirms it.
+  function confirmed(question, action) {
+    return function () { if (window.confirm(question)) action(); };
+  }
+
+  // A button that copies text (an id) to the clipboard.
+  function copyButton(text) {
+    var copy = button('Copy', function () {
+      navigator.clipboard.writeText(text).then(function () { copy.textContent = 'Copied'; }, function () {
+        copy.textContent = 'Select the id to copy it';
+      });
+    });
+    copy.classList.add('copy');
+    return copy;
+  }
+  // An id as code with its copy button.
+  function idWithCopy(id) {
+    var span = el('span', null, 'id');
+    span.appendChild(el('code', id));
+    span.appendChild(document.createTextNode(' '));
+    span.appendChild(copyButton(id));
+    return span;
+  }
+
+  // How long ago a time was, in the largest whole unit.
+  function ago(iso) {
+    if (!iso) return '—';
+    var seconds = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+    if (seconds < 60) return seconds + ' s ago';
+    if (seconds < 3600) return Math.floor(seconds / 60) + ' min ago';
+    if (seconds < 86400) return Math.floor(seconds / 3600) + ' h ago';
+    return Math.floor(seconds / 86400) + ' d ago';
+  }
+  function ageCell(iso) {
+    var node = el('span', ago(iso), 'age');
+    if (iso) node.title = new Date(iso).toLocaleString();
+    return node;
+  }
 `;
+
+export const DOM_HELPERS_CSS = `
+.note { margin: .4rem 0; padding: .35rem .6rem; font-size: .9rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
+.note.error { background: #fff1f0; border-color: #ffb4ab; color: #b42318; }
+button.copy { font-size: .75rem; padding: .05rem .4rem; }
+.age { color: #4a5568; }`;

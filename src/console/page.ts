@@ -4,6 +4,8 @@
 // build step; everything read from the API is inserted as text, never as HTML.
 
 import { CHART_CSS } from './chart.js';
+import { ANSWERS_CSS } from './answers.js';
+import { DOM_HELPERS_CSS } from './dom-helpers.js';
 import { FILTER_CSS } from './filter-editor.js';
 
 export const CONSOLE_HTML = `<!doctype html>
@@ -17,7 +19,9 @@ export const CONSOLE_HTML = `<!doctype html>
 <link rel="stylesheet" href="/console-assets/console.css">
 </head>
 <body>
-<header><h1>Herald console</h1><span id="mode" class="badge" hidden></span><button id="sign-out" type="button" hidden>Sign out</button></header>
+<header><h1>Herald console</h1><span id="mode" class="badge" hidden></span>
+  <form id="search" hidden><input name="q" aria-label="Search" autocomplete="off" placeholder="evt_…, dlv_…, ep_…, app_… or an application uid"><button type="submit">Open</button><span id="search-note" role="status" hidden></span></form>
+  <button id="sign-out" type="button" hidden>Sign out</button></header>
 <main>
   <p id="notice" role="status" hidden></p>
   <section id="sign-in-section">
@@ -33,21 +37,33 @@ export const CONSOLE_HTML = `<!doctype html>
       <button type="button" data-view="applications">Applications</button>
       <button type="button" data-view="endpoints">Endpoints</button>
       <button type="button" data-view="messages">Messages</button>
+      <button type="button" data-view="deliveries">Deliveries</button>
       <button type="button" data-view="catalog">Event catalog</button>
       <button type="button" data-view="operational">Operational endpoints</button>
     </nav>
     <section id="view-applications" class="view" hidden>
       <h2>Applications</h2>
-      <table id="applications"><thead><tr><th>Name</th><th>Id</th><th>UID</th><th>Created</th></tr></thead><tbody></tbody></table>
+      <table id="applications"><thead><tr><th>Name</th><th>UID</th><th>Created</th><th>Id</th></tr></thead><tbody></tbody></table>
+      <button type="button" id="applications-more" class="more" hidden>More</button>
       <form id="add-application">
         <h3>Create an application</h3>
         <label>Name <input name="name" required maxlength="256"></label>
         <button type="submit">Create application</button>
       </form>
     </section>
+    <section id="view-application" class="view" hidden>
+      <h2>Application <span id="application-name"></span></h2>
+      <dl id="application-details"></dl>
+      <p id="application-links"></p>
+      <h3>Attempts per hour by event type, last 24 h</h3>
+      <div id="application-chart"></div>
+      <h3>Endpoints</h3>
+      <div id="application-endpoints"></div>
+    </section>
     <section id="view-endpoints" class="view" hidden>
       <h2>Endpoints</h2>
       <table id="endpoints"><thead><tr><th>URL</th><th>Application</th><th>Status</th><th>Success, last 24 h</th><th></th></tr></thead><tbody></tbody></table>
+      <button type="button" id="endpoints-more" class="more" hidden>More</button>
       <form id="add-endpoint">
         <h3>Create an endpoint</h3>
         <label>Application <select name="app_id" required></select></label>
@@ -60,6 +76,13 @@ export const CONSOLE_HTML = `<!doctype html>
       <h2>Endpoint <code id="endpoint-id"></code></h2>
       <dl id="endpoint-details"></dl>
       <div id="endpoint-actions"></div>
+      <form id="endpoint-controls">
+        <h3>Delivery controls</h3>
+        <label>Rate limit (requests a second; empty: none) <input name="rate_limit" type="number" min="1" max="10000"></label>
+        <label>Ordering <select name="ordering"><option value="unordered">Unordered (in parallel)</option><option value="fifo">FIFO (in order, one at a time)</option></select></label>
+        <label>Headers (one "Name: value" a line; a credential shows as &lt;redacted&gt; and, left so, keeps its value) <textarea name="headers" rows="3"></textarea></label>
+        <button type="submit">Save controls</button>
+      </form>
       <h3>Content filter</h3>
       <div id="endpoint-filter"></div>
       <div id="endpoint-receiver-settings"></div>
@@ -71,29 +94,70 @@ export const CONSOLE_HTML = `<!doctype html>
         <button type="submit">Recover failed deliveries</button>
       </form>
       <h3>Recent deliveries</h3>
+      <p><a id="endpoint-all-deliveries" href="#/deliveries">Every delivery to this endpoint</a></p>
       <div id="endpoint-deliveries"></div>
     </section>
     <section id="view-messages" class="view" hidden>
       <h2>Messages</h2>
-      <form id="message-filter">
+      <form id="message-filter" class="filters">
         <label>Application <select name="app_id"><option value="">All</option></select></label>
         <label>Event type <select name="event_type"><option value="">All</option></select></label>
+        <label>Since <input name="since" type="datetime-local"></label>
+        <label>Until <input name="until" type="datetime-local"></label>
         <button type="submit">Filter</button>
       </form>
-      <table id="messages"><thead><tr><th>Message</th><th>Event type</th><th>Application</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
-      <div id="message-deliveries-box" hidden>
-        <h3>Deliveries of <code id="message-deliveries-of"></code></h3>
-        <div id="message-deliveries"></div>
-      </div>
+      <table id="messages"><thead><tr><th>Event type</th><th>Application</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+      <button type="button" id="messages-more" class="more" hidden>More</button>
+    </section>
+    <section id="view-message" class="view" hidden>
+      <h2>Message <code id="message-id"></code></h2>
+      <dl id="message-details"></dl>
+      <div id="message-payload"></div>
+      <h3>Deliveries</h3>
+      <div id="message-deliveries"></div>
+    </section>
+    <section id="view-deliveries" class="view" hidden>
+      <h2>Deliveries</h2>
+      <form id="delivery-filter" class="filters">
+        <label>Status <select name="status"><option value="">All</option><option value="pending">pending</option><option value="success">success</option><option value="failed">failed</option><option value="disabled">disabled</option></select></label>
+        <label>Endpoint <select name="endpoint_id"><option value="">All</option></select></label>
+        <label>Event type <select name="event_type"><option value="">All</option></select></label>
+        <label>Since <input name="since" type="datetime-local"></label>
+        <label>Until <input name="until" type="datetime-local"></label>
+        <button type="submit">Filter</button>
+      </form>
+      <table id="deliveries"><thead><tr><th>Event type</th><th>Endpoint</th><th>Status</th><th>Attempts</th><th>Created</th><th>Delivery</th></tr></thead><tbody></tbody></table>
+      <button type="button" id="deliveries-more" class="more" hidden>More</button>
+    </section>
+    <section id="view-delivery" class="view" hidden>
+      <h2>Delivery <code id="delivery-id"></code></h2>
+      <div id="delivery-detail"></div>
     </section>
     <section id="view-catalog" class="view" hidden>
       <h2>Event catalog</h2>
-      <table id="catalog"><thead><tr><th>Name</th><th>Description</th><th>Schema</th></tr></thead><tbody></tbody></table>
+      <table id="catalog"><thead><tr><th>Name</th><th>Description</th><th>Schema</th><th>Version</th><th></th></tr></thead><tbody></tbody></table>
+      <button type="button" id="new-event-type">New event type</button>
+      <form id="event-type-form" hidden>
+        <h3 id="event-type-form-title">New event type</h3>
+        <label>Name <input name="name" required maxlength="255" placeholder="invoice.paid"></label>
+        <label>Description <input name="description" maxlength="1024"></label>
+        <label>JSON Schema (empty: none) <textarea name="schema" rows="8" spellcheck="false"></textarea></label>
+        <label>Example payload (what a test event sends) <textarea name="example_json" rows="5" spellcheck="false"></textarea></label>
+        <button type="submit">Save event type</button>
+      </form>
     </section>
     <section id="view-operational" class="view" hidden>
       <h2>Operational endpoints</h2>
       <p class="hint">Herald's own webhooks to operators when deliveries go wrong.</p>
       <div id="operational"></div>
+      <button type="button" id="new-operational">New operational endpoint</button>
+      <form id="operational-form" hidden>
+        <h3 id="operational-form-title">New operational endpoint</h3>
+        <label>URL <input name="url" type="url" required placeholder="https://ops.example.com/herald"></label>
+        <label>Description <input name="description" maxlength="1024"></label>
+        <fieldset id="operational-event-types"><legend>Event types (none selected: all)</legend></fieldset>
+        <button type="submit">Save operational endpoint</button>
+      </form>
     </section>
   </div>
 </main>
@@ -127,5 +191,15 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } d
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
 .trace { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+header #search { display: flex; gap: .3rem; align-items: center; flex: 1; max-width: 560px; }
+header #search input { flex: 1; padding: .3rem; }
+#search-note { font-size: .85rem; padding: .2rem .5rem; border-radius: 5px; background: #fff1f0; color: #b42318; }
+.filters { display: flex; flex-wrap: wrap; gap: .3rem 1rem; align-items: end; margin-bottom: .5rem; }
+.filters label { margin: 0; }
+textarea { font: .85rem ui-monospace, monospace; width: 100%; max-width: 640px; }
+.delivery-head { font-size: .95rem; } .delivery-head .event-type { font-weight: 600; }
+.delivery-ids { font-size: .8rem; color: #4a5568; margin: .2rem 0 0 1rem; }
+${DOM_HELPERS_CSS}
+${ANSWERS_CSS}
 ${FILTER_CSS}
 ${CHART_CSS}`;

@@ -2,7 +2,8 @@
 // No framework and no build step; everything user-supplied is inserted as text, never as HTML.
 
 import { CHART_CSS } from '../console/chart.js';
-import { DOM_HELPERS_JS } from '../console/dom-helpers.js';
+import { ANSWERS_CSS, ANSWERS_JS } from '../console/answers.js';
+import { DOM_HELPERS_CSS, DOM_HELPERS_JS } from '../console/dom-helpers.js';
 import { FILTER_CSS, FILTER_EDITOR_JS } from '../console/filter-editor.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -43,7 +44,8 @@ export function portalHtml(appName: string): string {
   </section>
   <section>
     <h2>Recent messages</h2>
-    <table id="messages"><thead><tr><th>Message</th><th>Event type</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="messages"><thead><tr><th>Event type</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+    <div id="messages-more"></div>
   </section>
   <section id="deliveries-section" hidden>
     <h2>Deliveries of <code id="deliveries-of"></code></h2>
@@ -69,12 +71,15 @@ table { width: 100%; border-collapse: collapse; } th, td { text-align: left; pad
 td code, code { font-size: .85rem; word-break: break-all; }
 label { display: block; margin: .4rem 0; } input[type=url], input[name=description] { width: 100%; max-width: 520px; padding: .3rem; }
 fieldset { border: 1px solid #e3e6ef; margin: .5rem 0; } fieldset label { display: inline-block; margin-right: 1rem; }
-button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; }
+button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; margin: 0 .3rem .3rem 0; }
 button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
+.delivery-head .event-type { font-weight: 600; } .delivery-ids { font-size: .8rem; color: #4a5568; margin: .2rem 0 0 1rem; }
+${DOM_HELPERS_CSS}
+${ANSWERS_CSS}
 ${FILTER_CSS}
 ${CHART_CSS}`;
 
@@ -83,33 +88,52 @@ export const PORTAL_JS = `
 (function () {
   var base = location.pathname.replace(/\\/$/, '') + '/api/';
   var notice = document.getElementById('notice');
+  var endpointsById = {};
 
+  // The notice under the header: what the page could not load. An action's answer is said beside it.
   function show(text, isError) {
     notice.textContent = text;
     notice.className = isError ? 'error' : '';
     notice.hidden = false;
   }
 
-  function call(method, path, body) {
+  // A call to a portal route; resolves with {status, data}.
+  function request(method, path, body) {
     var init = { method: method, headers: {} };
     if (body !== undefined) { init.headers['content-type'] = 'application/json'; init.body = JSON.stringify(body); }
     return fetch(base + path, init).then(function (response) {
-      return response.json().then(function (data) {
-        if (!response.ok) throw new Error((data.error && data.error.message) || ('HTTP ' + response.status));
-        return data;
+      return response.json().then(function (data) { return { status: response.status, data: data }; }, function () {
+        return { status: response.status, data: null };
       });
+    });
+  }
+  function call(method, path, body) {
+    return request(method, path, body).then(function (reply) {
+      if (reply.status >= 400) throw new Error((reply.data && reply.data.error && reply.data.error.message) || ('HTTP ' + reply.status));
+      return reply.data;
     });
   }
 
 ${DOM_HELPERS_JS}
 ${FILTER_EDITOR_JS}
+${ANSWERS_JS}
   function fail(error) { show(error.message, true); }
+  function failNear(container) { return function (error) { note(container, error.message, true); }; }
+
+  // The endpoint's row again after a change, and the cell where the change is said.
+  function reloadThenSay(endpoint, text) {
+    return loadEndpoints().then(function () {
+      var cell = document.querySelector('#endpoints tbody tr[data-endpoint-id="' + endpoint.id + '"] td:first-child');
+      if (cell) note(cell, text);
+    });
+  }
 
   function loadEndpoints() {
     return call('GET', 'endpoints').then(function (page) {
       var body = document.querySelector('#endpoints tbody');
       body.textContent = '';
       page.data.forEach(function (endpoint) {
+        endpointsById[endpoint.id] = endpoint;
         var row = el('tr');
         row.dataset.endpointId = endpoint.id;
         var url = el('td'); url.appendChild(el('code', endpoint.url));
@@ -126,9 +150,13 @@ ${FILTER_EDITOR_JS}
         row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
         var actions = el('td');
         var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
-        actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', function () {
-          call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(loadEndpoints).catch(fail);
-        }));
+        function setStatus() {
+          call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(function (updated) {
+            return reloadThenSay(endpoint, 'Endpoint ' + (updated.status === 'disabled' ? 'disabled.' : 'enabled.'));
+          }).catch(failNear(url));
+        }
+        actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
+          ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus));
         actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
         actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
         actions.appendChild(button('Filter', function () {
@@ -141,13 +169,13 @@ ${FILTER_EDITOR_JS}
           }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
         }));
         actions.appendChild(button('Receiver security', function () { editReceiverSettings(url, endpoint); }));
-        actions.appendChild(button('Stats', function () { showStats(endpoint).catch(fail); }));
+        actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));
         if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
-        actions.appendChild(button('Rotate secret', function () {
+        actions.appendChild(button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
           call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
-            show((result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
-          }).catch(fail);
-        }));
+            note(url, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
+          }).catch(failNear(url));
+        })));
         row.appendChild(actions);
         body.appendChild(row);
       });
@@ -157,15 +185,17 @@ ${FILTER_EDITOR_JS}
   // The endpoint's attempts per hour over the last 24 hours, drawn by chart.js.
   function showStats(endpoint) {
     return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) {
-      document.getElementById('stats-section').hidden = false;
+      var section = document.getElementById('stats-section');
+      section.hidden = false;
       document.getElementById('stats-of').textContent = endpoint.url;
       window.HeraldChart.draw(document.getElementById('stats-chart'), stats);
+      section.scrollIntoView({ block: 'nearest' });
     });
   }
 
   // Headers as lines of "Name: value"; a credential shows as <redacted>, and left so it keeps its value.
   function editHeaders(cell, endpoint) {
-    if (cell.querySelector('form')) return;
+    if (cell.querySelector('.headers-form')) return;
     var form = el('form', null, 'headers-form');
     var text = el('textarea');
     text.rows = 4;
@@ -182,9 +212,8 @@ ${FILTER_EDITOR_JS}
         if (line.trim() && at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
       });
       call('PATCH', 'endpoints/' + endpoint.id, { headers: headers }).then(function () {
-        show('Headers saved.');
-        return loadEndpoints();
-      }).catch(fail);
+        return reloadThenSay(endpoint, 'Headers saved.');
+      }).catch(failNear(form));
     });
     cell.appendChild(form);
   }
@@ -192,12 +221,12 @@ ${FILTER_EDITOR_JS}
   // Mutual TLS and OAuth2 client credentials (receiver-settings.js builds the form).
   function editReceiverSettings(cell, endpoint) {
     if (cell.querySelector('.receiver-settings-form')) return;
-    cell.appendChild(window.HeraldReceiverSettings.form(endpoint, function (body) {
+    var form = window.HeraldReceiverSettings.form(endpoint, function (body) {
       call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
-        show('Receiver settings saved.');
-        return loadEndpoints();
-      }).catch(fail);
-    }));
+        return reloadThenSay(endpoint, 'Receiver settings saved.');
+      }).catch(failNear(form));
+    });
+    cell.appendChild(form);
   }
 
   // The most requests a second the endpoint is sent; empty: no limit.
@@ -215,14 +244,13 @@ ${FILTER_EDITOR_JS}
       event.preventDefault();
       var value = input.value.trim() === '' ? null : Number(input.value);
       call('PATCH', 'endpoints/' + endpoint.id, { rate_limit: value }).then(function () {
-        show(value === null ? 'Rate limit removed.' : 'Rate limit saved.');
-        return loadEndpoints();
-      }).catch(fail);
+        return reloadThenSay(endpoint, value === null ? 'Rate limit removed.' : 'Rate limit saved.');
+      }).catch(failNear(form));
     });
     cell.appendChild(form);
   }
 
-  // Every failed delivery of messages since a time gets a new attempt, in the background.
+  // Every failed delivery of messages since a time gets a new attempt, in the background, once confirmed.
   function recover(cell, endpoint) {
     if (cell.querySelector('.recover-form')) return;
     var form = el('form', null, 'recover-form');
@@ -236,72 +264,106 @@ ${FILTER_EDITOR_JS}
     form.appendChild(go);
     form.addEventListener('submit', function (event) {
       event.preventDefault();
-      call('POST', 'endpoints/' + endpoint.id + '/recover', { since: new Date(since.value).toISOString() }).then(function (task) {
-        show('Recovery started (' + task.id + '): failed deliveries since then get a new attempt.');
-        form.remove();
-      }).catch(fail);
+      var from = new Date(since.value);
+      if (!window.confirm('Send every failed delivery since ' + from.toLocaleString() + ' again?')) return;
+      call('POST', 'endpoints/' + endpoint.id + '/recover', { since: from.toISOString() }).then(function (task) {
+        note(form, 'Recovery started (' + task.id + '): failed deliveries since then get a new attempt.');
+        go.disabled = true;
+      }).catch(failNear(form));
     });
     cell.appendChild(form);
   }
 
-  function loadMessages() {
-    return call('GET', 'messages').then(function (page) {
+  // The application's messages, newest first, 50 a page ("More messages" reads the next).
+  function loadMessages(cursor) {
+    return call('GET', 'messages' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '')).then(function (page) {
       var body = document.querySelector('#messages tbody');
-      body.textContent = '';
+      if (!cursor) body.textContent = '';
+      var more = document.getElementById('messages-more');
+      more.textContent = '';
+      if (page.has_more) {
+        more.appendChild(button('More messages', function () { loadMessages(page.next_cursor).catch(failNear(more)); }));
+      }
       page.data.forEach(function (message) {
         var row = el('tr');
         row.dataset.messageId = message.id;
-        var id = el('td'); id.appendChild(el('code', message.id)); row.appendChild(id);
-        row.appendChild(el('td', message.event_type));
-        row.appendChild(el('td', new Date(message.created_at).toLocaleString()));
+        row.appendChild(el('td', message.event_type, 'event-type'));
+        row.appendChild(el('td')).appendChild(ageCell(message.created_at));
+        row.appendChild(el('td')).appendChild(idWithCopy(message.id));
         var actions = el('td');
-        actions.appendChild(button('Deliveries', function () { loadDeliveries(message.id).catch(fail); }));
+        actions.appendChild(button('Deliveries', function () { loadDeliveries(message.id).catch(failNear(actions)); }));
         row.appendChild(actions);
         body.appendChild(row);
       });
     });
   }
 
+  function attemptLine(attempt) {
+    return '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
+      (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
+      // An answer's error repeats its status ("HTTP 500"): shown once.
+      (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString();
+  }
+
+  // A delivery as a person reads it: event type, endpoint, status, attempts and age first; its ids, its
+  // latest attempts (newest first), a Retry, and its payload and the receiver's answers on demand.
+  function deliveryItem(delivery, messageId) {
+    var item = el('div', null, 'delivery');
+    item.dataset.deliveryId = delivery.id;
+    var endpoint = endpointsById[delivery.endpoint_id];
+    var head = el('div', null, 'delivery-head');
+    head.appendChild(el('span', delivery.event_type || '—', 'event-type'));
+    head.appendChild(document.createTextNode(' → '));
+    head.appendChild(el('span', endpoint ? endpoint.url + (endpoint.description ? ' (' + endpoint.description + ')' : '') : delivery.endpoint_id, 'endpoint'));
+    head.appendChild(document.createTextNode(' · '));
+    head.appendChild(el('span', delivery.status, 'status-' + delivery.status));
+    head.appendChild(document.createTextNode(' · ' + delivery.attempt_count + ' attempt(s) · '));
+    head.appendChild(ageCell(delivery.created_at));
+    head.appendChild(document.createTextNode(' '));
+    head.appendChild(button('Retry', function () {
+      call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
+        note(item, 'Retry queued as attempt ' + result.attempt_number + '.');
+        setTimeout(function () { loadDeliveries(messageId).catch(failNear(item)); }, 700);
+      }).catch(failNear(item));
+    }));
+    item.appendChild(head);
+    var ids = el('div', null, 'delivery-ids');
+    ids.appendChild(document.createTextNode('Delivery '));
+    ids.appendChild(idWithCopy(delivery.id));
+    ids.appendChild(document.createTextNode(' · endpoint '));
+    ids.appendChild(idWithCopy(delivery.endpoint_id));
+    item.appendChild(ids);
+    var attempts = el('ul', null, 'attempts');
+    delivery.attempts.forEach(function (attempt) { attempts.appendChild(el('li', attemptLine(attempt))); });
+    item.appendChild(attempts);
+    item.appendChild(answersControl(function () {
+      return request('GET', 'messages/' + delivery.message_id + '/payload').then(function (reply) {
+        if (reply.status === 410) return null;
+        if (reply.status >= 400) throw new Error((reply.data && reply.data.error && reply.data.error.message) || ('HTTP ' + reply.status));
+        return reply.data;
+      });
+    }, function () { return call('GET', 'deliveries/' + delivery.id); }));
+    return item;
+  }
+
   function loadDeliveries(messageId, cursor) {
     var path = 'messages/' + messageId + '/deliveries' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '');
     return call('GET', path).then(function (page) {
-      document.getElementById('deliveries-section').hidden = false;
+      var section = document.getElementById('deliveries-section');
+      section.hidden = false;
       document.getElementById('deliveries-of').textContent = messageId;
       var box = document.getElementById('deliveries');
       var more = box.querySelector('.more');
       if (more) more.remove();
       if (!cursor) box.textContent = '';
       if (!cursor && page.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
-      page.data.forEach(function (delivery) {
-        var item = el('div', null, 'delivery');
-        item.dataset.deliveryId = delivery.id;
-        var head = el('div');
-        head.appendChild(el('code', delivery.id));
-        head.appendChild(document.createTextNode(' → ' + delivery.endpoint_id + ' · '));
-        head.appendChild(el('span', delivery.status, 'status-' + delivery.status));
-        head.appendChild(document.createTextNode(' · ' + delivery.attempt_count + ' attempt(s) '));
-        head.appendChild(button('Retry', function () {
-          call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
-            show('Retry queued as attempt ' + result.attempt_number + '.');
-            setTimeout(function () { loadDeliveries(messageId).catch(fail); }, 700);
-          }).catch(fail);
-        }));
-        item.appendChild(head);
-        var attempts = el('ul', null, 'attempts');
-        delivery.attempts.forEach(function (attempt) {
-          attempts.appendChild(el('li', '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
-            (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
-            // An answer's error repeats its status ("HTTP 500"): shown once.
-            (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString()));
-        });
-        item.appendChild(attempts);
-        box.appendChild(item);
-      });
+      page.data.forEach(function (delivery) { box.appendChild(deliveryItem(delivery, messageId)); });
       if (page.has_more) {
-        var next = button('More deliveries', function () { loadDeliveries(messageId, page.next_cursor).catch(fail); });
+        var next = button('More deliveries', function () { loadDeliveries(messageId, page.next_cursor).catch(failNear(box)); });
         next.classList.add('more');
         box.appendChild(next);
       }
+      if (!cursor) section.scrollIntoView({ block: 'start' });
     });
   }
 
@@ -312,18 +374,20 @@ ${FILTER_EDITOR_JS}
     var body = { url: form.url.value, event_types: chosen };
     if (form.description.value) body.description = form.description.value;
     call('POST', 'endpoints', body).then(function (endpoint) {
-      show('Endpoint added. Its signing secret (shown once): ' + endpoint.signing_secret);
       form.reset();
-      return loadEndpoints();
-    }).catch(fail);
+      return loadEndpoints().then(function () {
+        note(form, 'Endpoint added. Its signing secret (shown once): ' + endpoint.signing_secret);
+      });
+    }).catch(failNear(form));
   });
 
   document.getElementById('send-test').addEventListener('submit', function (event) {
     event.preventDefault();
+    var form = event.target;
     call('POST', 'send-test', { event_type: document.getElementById('test-event-type').value }).then(function (result) {
-      show('Test event ' + result.id + ' sent to ' + result.delivery_ids.length + ' endpoint(s).');
+      note(form, 'Test event ' + result.id + ' sent to ' + result.delivery_ids.length + ' endpoint(s).');
       return loadMessages();
-    }).catch(fail);
+    }).catch(failNear(form));
   });
 
   call('GET', 'app').then(function (app) {

@@ -4,11 +4,13 @@ import type { RoutePlugin } from '../api/deps.js';
 import { HttpError, invalid, notFound } from '../api/errors.js';
 import {
   attemptSummaryToApi,
+  attemptToApi,
   backgroundTaskToApi,
   deliveryToApi,
   eventTypeToApi,
   iso,
   list,
+  messagePayloadToApi,
   messageToApi,
 } from '../api/serialize.js';
 import { startRecovery } from '../api/background-tasks.js';
@@ -50,6 +52,8 @@ const possibleToken = (token: string) =>
 /** Deliveries per page of a message's deliveries in the portal, and attempts shown with each. */
 const DELIVERIES_PER_PAGE = 25;
 const ATTEMPTS_PER_DELIVERY = 5;
+/** Attempts, with the receiver's answers, that one delivery's read carries. */
+const ATTEMPTS_WITH_ANSWERS = 20;
 
 const TokenIdParams = Type.Object({ token: TokenParams.properties.token, id: IdParams.properties.id });
 
@@ -312,11 +316,17 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
 
   app.get(
     '/portal/:token/api/messages',
-    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    {
+      ...publicRoute,
+      schema: { hide: true, params: TokenParams, querystring: Type.Object({ cursor: cursorOf('message') }) },
+    },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      return list(await store.messages.list(ctx.scope, { limit: 50 }, { appId: ctx.app.id }), messageToApi);
+      return list(
+        await store.messages.list(ctx.scope, { limit: 50, cursor: request.query.cursor }, { appId: ctx.app.id }),
+        messageToApi,
+      );
     },
   );
 
@@ -348,6 +358,36 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         })),
       );
       return { object: 'list', data, has_more: page.hasMore, next_cursor: page.nextCursor };
+    },
+  );
+
+  // A message's payload, as its receivers got it in `data`: the page's "Show payload and answers".
+  app.get(
+    '/portal/:token/api/messages/:id/payload',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const message = await store.messages.get(ctx.scope, request.params.id);
+      if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
+      const payloadJson = await store.messages.readablePayload(message.id);
+      if (payloadJson === undefined)
+        throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
+      return messagePayloadToApi(message, payloadJson);
+    },
+  );
+
+  // One delivery with its latest attempts and the receiver's answer to each: read on demand, one delivery
+  // at a time, so an answer stays bounded (ATTEMPTS_WITH_ANSWERS stored bodies).
+  app.get(
+    '/portal/:token/api/deliveries/:id',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const delivery = await ownDelivery(ctx, request.params.id);
+      const attempts = await store.deliveries.recentAttempts(delivery.id, ATTEMPTS_WITH_ANSWERS);
+      return { ...deliveryToApi(delivery), attempts: attempts.map(attemptToApi) };
     },
   );
 

@@ -10,10 +10,18 @@ export interface DeliveryFilter {
   endpointId?: string | undefined;
   appId?: string | undefined;
   status?: DeliveryStatus | undefined;
+  /** Deliveries of messages of this event type. */
+  eventType?: string | undefined;
+  /** Created at or after `since`, and before `until` (milliseconds). */
+  since?: number | undefined;
+  until?: number | undefined;
 }
 
-/** A delivery as reads show it: its row and when its next attempt is due (the queue's nextAttemptAt). */
-export type DeliveryRead = DeliveryRow & { next_attempt_at: number | null };
+/**
+ * A delivery as reads show it: its row, its message's event type (null once the message is gone) and when
+ * its next attempt is due (the queue's nextAttemptAt).
+ */
+export type DeliveryRead = DeliveryRow & { event_type: string | null; next_attempt_at: number | null };
 
 /** How many recent attempts a delivery read carries. */
 export const RECENT_ATTEMPTS = 20;
@@ -36,8 +44,15 @@ export class Deliveries {
   private read() {
     return this.ctx.db
       .selectFrom('deliveries')
-      .selectAll()
-      .select(nextAttemptAt(sql.ref('deliveries.id'), this.ctx.now()).as('next_attempt_at'));
+      .selectAll('deliveries')
+      .select((eb) => [
+        eb
+          .selectFrom('messages')
+          .select('messages.event_type')
+          .whereRef('messages.id', '=', 'deliveries.message_id')
+          .as('event_type'),
+        nextAttemptAt(sql.ref('deliveries.id'), this.ctx.now()).as('next_attempt_at'),
+      ]);
   }
 
   /** The most recent attempts of a delivery, newest first. */
@@ -60,6 +75,19 @@ export class Deliveries {
     else if (!filter.messageId && !filter.endpointId)
       query = query.where('app_id', 'not in', hiddenApplication(this.ctx.db, scope));
     if (filter.status) query = query.where('status', '=', filter.status);
+    const { eventType } = filter;
+    if (eventType)
+      query = query.where((eb) =>
+        eb.exists(
+          eb
+            .selectFrom('messages')
+            .select('messages.id')
+            .whereRef('messages.id', '=', 'deliveries.message_id')
+            .where('messages.event_type', '=', eventType),
+        ),
+      );
+    if (filter.since !== undefined) query = query.where('deliveries.created_at', '>=', filter.since);
+    if (filter.until !== undefined) query = query.where('deliveries.created_at', '<', filter.until);
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
       await query

@@ -121,4 +121,63 @@ describe('deliveries', () => {
     assertError(await fresh.get('/api/v1/deliveries?status=bogus'), 400, 'invalid_request', /status/);
     assertError(await fresh.get('/api/v1/deliveries?limit=0'), 400, 'invalid_request', /limit/);
   });
+
+  test('list filters by event_type and by creation time (since included, until excluded); each delivery names its event type', async () => {
+    const { test: fresh } = await bootstrap(service.url, 'Delivery filters');
+    const app = await createApp(fresh);
+    await createEndpoint(fresh, app.id, { url: `${receiver.url}/ok` });
+    const paid = await emit(fresh, app.id, 'invoice.paid');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const boundary = (await fresh.get(`/api/v1/deliveries/${paid.delivery_ids[0]}`)).body.created_at as string;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const customer = await emit(fresh, app.id, 'customer.created');
+    const created = (await fresh.get(`/api/v1/deliveries/${customer.delivery_ids[0]}`)).body.created_at as string;
+
+    const all = await listAll(fresh, '/api/v1/deliveries', 10);
+    assert.deepEqual(
+      all.map((d) => [d.id, d.event_type]),
+      [
+        [customer.delivery_ids[0], 'customer.created'],
+        [paid.delivery_ids[0], 'invoice.paid'],
+      ],
+    );
+    assert.equal((await fresh.get(`/api/v1/deliveries/${paid.delivery_ids[0]}`)).body.event_type, 'invoice.paid');
+
+    const ofType = await listAll(fresh, '/api/v1/deliveries?event_type=customer.created', 10);
+    assert.deepEqual(
+      ofType.map((d) => d.id),
+      customer.delivery_ids,
+    );
+    assert.equal((await listAll(fresh, '/api/v1/deliveries?event_type=nothing.here', 10)).length, 0);
+
+    const since = await listAll(fresh, `/api/v1/deliveries?since=${encodeURIComponent(created)}`, 10);
+    assert.deepEqual(
+      since.map((d) => d.id),
+      customer.delivery_ids,
+      'since includes its own instant',
+    );
+    const until = await listAll(fresh, `/api/v1/deliveries?until=${encodeURIComponent(created)}`, 10);
+    assert.deepEqual(
+      until.map((d) => d.id),
+      paid.delivery_ids,
+      'until excludes its own instant',
+    );
+    const window = await listAll(
+      fresh,
+      `/api/v1/deliveries?since=${encodeURIComponent(boundary)}&until=${encodeURIComponent(created)}&event_type=invoice.paid`,
+      10,
+    );
+    assert.deepEqual(
+      window.map((d) => d.id),
+      paid.delivery_ids,
+    );
+
+    assertError(await fresh.get('/api/v1/deliveries?since=yesterday'), 400, 'invalid_request', /since/);
+    assertError(
+      await fresh.get(`/api/v1/deliveries?since=${encodeURIComponent(created)}&until=${encodeURIComponent(boundary)}`),
+      400,
+      'invalid_request',
+      /since must be before until/,
+    );
+  });
 });

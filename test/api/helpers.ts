@@ -130,6 +130,7 @@ export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['POST', '/api/v1/operational-endpoints'],
   ['PATCH', '/api/v1/operational-endpoints/{id}'],
   ['DELETE', '/api/v1/operational-endpoints/{id}'],
+  ['POST', '/api/v1/operational-endpoints/{id}/rotate-secret'],
   ['GET', '/api/v1/deliveries'],
   ['GET', '/api/v1/deliveries/{id}'],
   ['POST', '/api/v1/deliveries/{id}/retry'],

@@ -203,6 +203,25 @@ describe('messages', () => {
     assertError(await api.get('/api/v1/messages?limit=51'), 400, 'invalid_request', /limit/);
   });
 
+  test('list by creation time: since includes its instant, until excludes it', async () => {
+    const app = await createApp(api, { name: 'Timed' });
+    const first = await emit(api, app.id);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const second = await emit(api, app.id);
+    const at = (await api.get(`/api/v1/messages/${second.id}`)).body.created_at as string;
+    const since = await listAll(api, `/api/v1/messages?app_id=${app.id}&since=${encodeURIComponent(at)}`, 10);
+    assert.deepEqual(
+      since.map((m) => m.id),
+      [second.id],
+    );
+    const until = await listAll(api, `/api/v1/messages?app_id=${app.id}&until=${encodeURIComponent(at)}`, 10);
+    assert.deepEqual(
+      until.map((m) => m.id),
+      [first.id],
+    );
+    assertError(await api.get('/api/v1/messages?until=soon'), 400, 'invalid_request', /until/);
+  });
+
   test('replay creates new deliveries for the endpoints subscribed now', async () => {
     const app = await createApp(api, { name: 'Replay' });
     const first = await createEndpoint(api, app.id, { url: hook() });

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
+import { Script } from 'node:vm';
 import { startTestService, type TestService } from '../support/service.js';
 import { browserSkip, launchBrowser } from '../support/browser.js';
 import { bootstrap, type Client } from '../support/client.js';
@@ -68,6 +69,8 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   const script = await (await fetch(`${service.url}/console-assets/console.js`)).text();
   // The key is kept in sessionStorage only and values are inserted as text.
   assert.match(script, /sessionStorage/);
+  // It parses (compiled, not run).
+  assert.doesNotThrow(() => new Script(script, { filename: 'console.js' }));
   const settingsScript = await (await fetch(`${service.url}/console-assets/receiver-settings.js`)).text();
   for (const text of [script, settingsScript])
     assert.doesNotMatch(
@@ -124,6 +127,8 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   });
   page.on('pageerror', (error) => problems.push(error.message));
   page.on('request', (request) => requests.push(request.url()));
+  // Disable and Recover ask first: accepted here.
+  page.on('dialog', (dialog) => dialog.accept());
 
   await page.goto(`${service.url}/console`);
   await page.fill('#sign-in input[name=key]', testKey);
@@ -158,7 +163,7 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
     delivery.id,
     { timeout: 15_000 },
   );
-  assert.match((await page.locator('#notice').textContent()) ?? '', /queued as attempt 2/);
+  assert.match((await item.locator('.note').textContent()) ?? '', /queued as attempt 2/);
   assert.equal((await api.get(`/api/v1/deliveries/${delivery.id}`)).body.status, 'success');
   await page.waitForFunction(() => document.querySelectorAll('#endpoint-chart svg .bar-success').length === 1);
 
@@ -167,13 +172,13 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   await page.waitForSelector('#endpoint-details dd.status-disabled');
   assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'disabled');
   await page.click('#recover-endpoint button[type=submit]');
-  await page.waitForSelector('#notice.error');
-  assert.match((await page.locator('#notice').textContent()) ?? '', /disabled/);
+  await page.waitForSelector('#recover-endpoint .note.error');
+  assert.match((await page.locator('#recover-endpoint .note').textContent()) ?? '', /disabled/);
   await page.click('#endpoint-actions button:text("Enable")');
   await page.waitForSelector('#endpoint-details dd.status-active');
   await page.click('#recover-endpoint button[type=submit]');
   await page.waitForFunction(() =>
-    /Recovery started \(task_/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /Recovery started \(task_/.test(document.querySelector('#recover-endpoint .note')?.textContent ?? ''),
   );
 
   const shot = `${service.database.env.HERALD_DATA_DIR}/console-endpoint.png`;
@@ -198,7 +203,9 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   await page.click('#tabs button[data-view="applications"]');
   await page.fill('#add-application input[name=name]', 'Made in the console <b>bold</b>');
   await page.click('#add-application button[type=submit]');
-  await page.waitForFunction(() => /portal \(shown once\)/.test(document.querySelector('#notice')?.textContent ?? ''));
+  await page.waitForFunction(() =>
+    /portal \(shown once\)/.test(document.querySelector('#add-application .note')?.textContent ?? ''),
+  );
   const made = (await api.get('/api/v1/applications?limit=250')).body.data.find(
     (a: { name: string }) => a.name === 'Made in the console <b>bold</b>',
   );
@@ -210,7 +217,7 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   await page.fill('#add-endpoint input[name=url]', `${receiver.url}/made`);
   await page.click('#add-endpoint button[type=submit]');
   await page.waitForFunction(() =>
-    /signing secret \(shown once\): whsec_/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /signing secret \(shown once\): whsec_/.test(document.querySelector('#add-endpoint .note')?.textContent ?? ''),
   );
   assert.equal((await api.get(`/api/v1/endpoints?app_id=${made.id}`)).body.data.length, 1);
 
@@ -371,7 +378,7 @@ test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 sett
   await form.locator('[name=audience]').fill('https://receiver.example');
   await form.locator('button[type=submit]').click();
   await page.waitForFunction(() =>
-    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /Receiver settings saved/.test(document.querySelector('#endpoint-actions .note')?.textContent ?? ''),
   );
   await page.waitForFunction(() =>
     /console-client at /.test(document.querySelector('#endpoint-details')?.textContent ?? ''),

@@ -228,6 +228,77 @@ test("a message's deliveries come in bounded pages, each attempt without the rec
   }
 });
 
+test("the portal reads its own messages' payloads and one delivery's attempts with the receiver's answers; 404 for another application's", async () => {
+  const a = await appWithEndpoint('answers-a');
+  const b = await appWithEndpoint('answers-b');
+  receiver.respond = (request) =>
+    request.path === '/answers-a' ? { status: 500, body: 'a says no' } : { status: 200, body: 'ok' };
+  try {
+    const before = receiver.received.length;
+    const emitted = await api.post('/api/v1/messages', {
+      app_id: a.app.id,
+      event_type: 'invoice.paid',
+      payload: { amount: 42 },
+    });
+    const other = await api.post('/api/v1/messages', { app_id: b.app.id, event_type: 'invoice.paid', payload: {} });
+    await receiver.waitFor(before + 2);
+    const deliveryId = emitted.body.delivery_ids[0] as string;
+
+    const payload = await a.portal.get(`/api/messages/${emitted.body.id}/payload`);
+    assert.equal(payload.status, 200);
+    assert.equal(payload.headers.get('cache-control'), 'no-store');
+    assert.deepEqual(payload.body.payload, { amount: 42 });
+    assert.equal(payload.body.event_type, 'invoice.paid');
+
+    const delivery = await eventually(
+      async () => {
+        const reply = await a.portal.get(`/api/deliveries/${deliveryId}`);
+        return reply.body.attempts?.length > 0 ? reply : null;
+      },
+      10_000,
+      'the attempt recorded',
+    );
+    assert.equal(delivery.body.id, deliveryId);
+    assert.equal(delivery.body.event_type, 'invoice.paid');
+    assert.equal(delivery.body.attempts[0].response_status, 500);
+    assert.equal(delivery.body.attempts[0].response_body, 'a says no');
+
+    // Another application's message or delivery, through this link: 404, like an unknown one.
+    assert.equal((await a.portal.get(`/api/messages/${other.body.id}/payload`)).status, 404);
+    assert.equal((await a.portal.get(`/api/deliveries/${other.body.delivery_ids[0]}`)).status, 404);
+    assert.equal((await b.portal.get(`/api/deliveries/${deliveryId}`)).status, 404);
+    assert.equal((await a.portal.get('/api/deliveries/dlv_doesnotexist')).status, 404);
+
+    // A payload no longer stored is 410.
+    await service.store.ctx.db.deleteFrom('payloads').where('message_id', '=', emitted.body.id).execute();
+    const gone = await a.portal.get(`/api/messages/${emitted.body.id}/payload`);
+    assert.equal(gone.status, 410);
+    assert.equal(gone.body.error.code, 'payload_gone');
+  } finally {
+    receiver.respond = () => ({ status: 200, body: 'ok' });
+  }
+});
+
+test('the portal lists its messages 50 a page, newest first; cursor reads the next', async () => {
+  const { app, portal } = await appWithEndpoint('paged-messages');
+  const ids: string[] = [];
+  for (let i = 0; i < 52; i++)
+    ids.push(
+      (await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { i } })).body.id,
+    );
+  const first = await portal.get('/api/messages');
+  assert.equal(first.body.data.length, 50);
+  assert.equal(first.body.has_more, true);
+  const second = await portal.get(`/api/messages?cursor=${first.body.next_cursor}`);
+  assert.equal(second.status, 200);
+  assert.equal(second.body.has_more, false);
+  assert.deepEqual(
+    [...first.body.data, ...second.body.data].map((m: { id: string }) => m.id),
+    [...ids].reverse(),
+  );
+  assert.equal((await portal.get('/api/messages?cursor=dlv_nope')).status, 400);
+});
+
 test("the portal's stats of its own endpoints: attempts per hour as the API counts them, 404 for another application's", async () => {
   const a = await appWithEndpoint('stats-a');
   const b = await appWithEndpoint('stats-b');
@@ -320,6 +391,8 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   const { app } = await appWithEndpoint('browser');
   const browser = await launchBrowser(t);
   const page = await browser.newPage();
+  // Disable asks first: accepted here.
+  page.on('dialog', (dialog) => dialog.accept());
   await page.goto(service.url + app.portal_path);
 
   await page.waitForSelector('#endpoints tbody tr');
@@ -334,8 +407,11 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   });
   await page.fill('#add-endpoint input[name=url]', `${receiver.url}/browser-added`);
   await page.click('#add-endpoint button[type=submit]');
-  await page.waitForSelector('#notice:not([hidden])');
-  assert.match((await page.locator('#notice').textContent()) ?? '', /signing secret \(shown once\): whsec_/);
+  await page.waitForSelector('#add-endpoint .note');
+  assert.match(
+    (await page.locator('#add-endpoint .note').textContent()) ?? '',
+    /signing secret \(shown once\): whsec_/,
+  );
   await page.waitForFunction(() => document.querySelectorAll('#endpoints tbody tr').length === 2);
 
   const before = receiver.received.length;
@@ -344,12 +420,14 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   await receiver.waitFor(before + 2);
   // Let the attempts be recorded, then open the deliveries of the test message.
   await new Promise((r) => setTimeout(r, 300));
-  await page.click('#messages tbody tr:first-child button');
+  await page.click('#messages tbody tr:first-child button:text("Deliveries")');
   await page.waitForSelector('#deliveries .delivery');
   const text = (await page.locator('#deliveries').textContent()) ?? '';
   assert.match(text, /success/);
   assert.match(text, /#1 scheduled · success · HTTP 200/);
   assert.match(text, /#1 scheduled · failed · HTTP 500 · \d+ ms/);
+  // Rows a person reads: the event type and the endpoint URL first; a failed attempt with retries left is pending.
+  assert.match(text, /invoice\.paid → \S+\/browser-added · pending · 1 attempt\(s\)/);
 
   // Headers: edited as lines of "Name: value"; a credential comes back redacted.
   await page.click('#endpoints tbody tr:first-child button:text("Edit headers")');
@@ -372,7 +450,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   await page.click('#endpoints tbody tr:first-child button:text("Recover")');
   await page.click('#endpoints tbody tr:first-child button:text("Recover failed deliveries")');
   await page.waitForFunction(() =>
-    /Recovery started \(task_/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /Recovery started \(task_/.test(document.querySelector('#endpoints .recover-form .note')?.textContent ?? ''),
   );
 
   await page.click('#endpoints tbody tr:first-child button:text("Disable")');
@@ -492,7 +570,7 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   await form.locator('[name=client_auth]').selectOption('post');
   await form.locator('button[type=submit]').click();
   await page.waitForFunction(() =>
-    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /Receiver settings saved/.test(document.querySelector('#endpoints tbody tr:first-child .note')?.textContent ?? ''),
   );
   await page.waitForSelector('#endpoints .auth');
 
@@ -522,8 +600,10 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   const content = await page.content();
   assert.ok(!content.includes('portal-cl1ent-s3cret') && !content.includes(identity.key.split('\n')[1]!));
   await form.locator('button[type=submit]').click();
+  // Saved, the row is drawn again without the form, and says so.
+  await form.waitFor({ state: 'detached' });
   await page.waitForFunction(() =>
-    /Receiver settings saved/.test(document.querySelector('#notice')?.textContent ?? ''),
+    /Receiver settings saved/.test(document.querySelector('#endpoints tbody tr:first-child .note')?.textContent ?? ''),
   );
   const again = await stored();
   assert.equal(service.store.endpoints.tlsKey(again), identity.key.trim());
@@ -532,6 +612,93 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
   await form.locator('[name=token_url]').fill('http://10.0.0.1/token');
   await form.locator('button[type=submit]').click();
-  await page.waitForSelector('#notice.error');
-  assert.match((await page.locator('#notice').textContent()) ?? '', /auth\.token_url/);
+  await form.locator('.note.error').waitFor();
+  assert.match((await form.locator('.note.error').textContent()) ?? '', /auth\.token_url/);
+});
+
+test("in a browser: the portal says an error beside the form that caused it, asks before rotating a secret, and shows a delivery's payload and answers", {
+  skip: browserSkip,
+}, async (t) => {
+  const { app, endpoint } = await appWithEndpoint('portal-feedback');
+  receiver.respond = (request) =>
+    request.path === '/portal-feedback' ? { status: 422, body: 'unknown invoice' } : { status: 200, body: 'ok' };
+  t.after(() => {
+    receiver.respond = () => ({ status: 200, body: 'ok' });
+  });
+  const before = receiver.received.length;
+  const emitted = await api.post('/api/v1/messages', {
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { invoice: 'inv_77' },
+  });
+  await receiver.waitFor(before + 1);
+  const deliveryId = emitted.body.delivery_ids[0] as string;
+  await eventually(
+    async () => ((await api.get(`/api/v1/deliveries/${deliveryId}`)).body.attempts.length > 0 ? true : null),
+    10_000,
+    'the attempt recorded',
+  );
+
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  const problems: string[] = [];
+  const requests: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+  const asked: string[] = [];
+  page.on('dialog', (dialog) => {
+    asked.push(dialog.message());
+    void dialog.dismiss();
+  });
+  await page.goto(service.url + app.portal_path);
+  await page.waitForSelector('#endpoints tbody tr');
+
+  // A refused URL (a private address): the error is in view, inside the form that sent it.
+  await page.fill('#add-endpoint input[name=url]', 'http://10.0.0.1/hook');
+  await page.click('#add-endpoint button[type=submit]');
+  const error = page.locator('#add-endpoint .note.error');
+  await error.waitFor();
+  assert.ok(((await error.textContent()) ?? '').length > 0);
+  const box = await error.boundingBox();
+  assert.ok(box && box.y >= 0 && box.y + box.height <= 700, `the error is within the viewport: ${JSON.stringify(box)}`);
+  assert.equal(await page.locator('#notice').isVisible(), false, 'nothing at the top of the page');
+
+  // Rotating a secret asks first; dismissed, the secret is the same.
+  const sealed = async () =>
+    (
+      await service.store.ctx.db
+        .selectFrom('endpoints')
+        .select(['secret_sealed', 'previous_secret_sealed'])
+        .where('id', '=', endpoint.id)
+        .executeTakeFirstOrThrow()
+    ).secret_sealed;
+  const secret = await sealed();
+  await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Rotate secret")`);
+  assert.equal(asked.length, 1);
+  assert.match(asked[0] ?? '', /Rotate the signing secret/);
+  assert.equal(await sealed(), secret);
+
+  // The delivery reads as a sentence, and shows the payload and the receiver's answer on demand.
+  await page.click(`#messages tbody tr[data-message-id="${emitted.body.id}"] button:text("Deliveries")`);
+  const item = page.locator(`#deliveries .delivery[data-delivery-id="${deliveryId}"]`);
+  await item.waitFor();
+  assert.match(
+    (await item.locator('.delivery-head').textContent()) ?? '',
+    /^invoice\.paid → \S+\/portal-feedback · pending · 1 attempt\(s\)/,
+  );
+  await item.locator('button:text("Show payload and answers")').click();
+  await item.locator('.answers .response-body').waitFor();
+  assert.deepEqual(JSON.parse((await item.locator('.answers pre.payload').textContent()) ?? ''), { invoice: 'inv_77' });
+  assert.match((await item.locator('.answer-head').first().textContent()) ?? '', /^#1 · HTTP 422 · \d+ ms/);
+  assert.equal(await item.locator('.answers .response-body').first().textContent(), 'unknown invoice');
+
+  const shot = `${service.database.env.HERALD_DATA_DIR}/portal-feedback.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
+  assert.deepEqual(problems, []);
+  assert.deepEqual(
+    requests.filter((url) => !url.startsWith(`${service.url}/`)),
+    [],
+    'requests to anywhere but the service',
+  );
 });

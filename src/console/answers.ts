@@ -1,0 +1,54 @@
+// "Show payload and answers", shared by the console and the portal (written into both scripts after the DOM
+// helpers): beside a delivery, the request body Herald sent (its message's payload, pretty-printed; gone
+// once retention dropped it) and, for each attempt, newest first, the receiver's status, the duration and
+// the response body as stored. Both are read when the person asks, never with a list.
+
+export const ANSWERS_JS = `
+  // readPayload() resolves with the payload route's answer, or null when it answers 410 (no longer stored);
+  // readDelivery() resolves with the delivery and its attempts with their response bodies.
+  function answersControl(readPayload, readDelivery) {
+    var wrap = el('div', null, 'answers-control');
+    var box = el('div', null, 'answers');
+    box.hidden = true;
+    var toggle = button('Show payload and answers', function () {
+      if (!box.hidden) { box.hidden = true; toggle.textContent = 'Show payload and answers'; return; }
+      toggle.textContent = 'Hide payload and answers';
+      box.hidden = false;
+      box.textContent = '';
+      box.appendChild(el('p', 'Reading…', 'hint'));
+      Promise.all([readPayload(), readDelivery()]).then(function (both) {
+        box.textContent = '';
+        box.appendChild(el('h4', 'Request body: data, the payload'));
+        if (both[0] === null) box.appendChild(el('p', 'The payload is no longer stored.', 'payload-gone'));
+        else box.appendChild(el('pre', JSON.stringify(both[0].payload, null, 2), 'payload'));
+        box.appendChild(el('h4', 'Answers, newest first'));
+        var attempts = both[1].attempts || [];
+        if (attempts.length === 0) box.appendChild(el('p', 'No attempt yet.'));
+        attempts.forEach(function (attempt) {
+          var item = el('div', null, 'answer');
+          item.dataset.attempt = String(attempt.attempt_number);
+          item.appendChild(el('div', '#' + attempt.attempt_number + ' · ' +
+            (attempt.response_status !== null ? 'HTTP ' + attempt.response_status : 'no answer' + (attempt.error ? ': ' + attempt.error : '')) +
+            ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString(), 'answer-head'));
+          var body = attempt.response_body;
+          item.appendChild(body === null || body === undefined || body === ''
+            ? el('p', 'No response body stored.', 'hint')
+            : el('pre', body, 'response-body'));
+          box.appendChild(item);
+        });
+      }).catch(function (error) {
+        box.textContent = '';
+        note(box, error.message, true);
+      });
+    });
+    wrap.appendChild(toggle);
+    wrap.appendChild(box);
+    return wrap;
+  }
+`;
+
+export const ANSWERS_CSS = `
+.answers { margin: .4rem 0 .4rem 1rem; }
+.answers h4 { font-size: .85rem; margin: .5rem 0 .2rem; }
+.answers pre { background: #f6f7fb; border: 1px solid #e3e6ef; border-radius: 6px; padding: .5rem; max-height: 20rem; overflow: auto; font-size: .8rem; white-space: pre-wrap; word-break: break-all; }
+.answer-head { font-size: .85rem; color: #4a5568; }`;

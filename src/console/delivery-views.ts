@@ -1,0 +1,270 @@
+// The console's views of messages and deliveries (part of the console's script, src/console/script.ts): the
+// filtered lists, a message's page and a delivery's page. A delivery reads as a person asks about it: event
+// type, endpoint, status, attempts and age first, the ids one click away, attempts newest first, and its
+// payload and the receiver's answers on demand.
+
+export const DELIVERY_VIEWS_JS = `
+  // An endpoint's URL (or description) for a row: known ones at once, others read once each, two at a time.
+  var endpointReads = {};
+  function endpointLabel(id) {
+    var span = el('span', id, 'endpoint');
+    function fill(endpoint) { if (endpoint) span.textContent = endpoint.url + (endpoint.description ? ' (' + endpoint.description + ')' : ''); }
+    if (endpointsById[id]) fill(endpointsById[id]);
+    else {
+      if (!endpointReads[id]) {
+        endpointReads[id] = request('GET', 'endpoints/' + encodeURIComponent(id)).then(function (reply) {
+          if (reply.status !== 200) return null;
+          endpointsById[id] = reply.data;
+          return reply.data;
+        });
+      }
+      endpointReads[id].then(fill, function () {});
+    }
+    return span;
+  }
+
+  function attemptLine(attempt) {
+    return '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
+      (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
+      // An answer's error repeats its status ("HTTP 500"): shown once.
+      (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + when(attempt.created_at);
+  }
+
+  // The message's trace id, which every attempt's traceparent carries: what to search in a tracing backend.
+  function traceLine(traceId) {
+    var line = el('div', 'Trace ', 'trace');
+    line.appendChild(el('code', traceId));
+    line.appendChild(document.createTextNode(' '));
+    line.appendChild(copyButton(traceId));
+    return line;
+  }
+
+  // A delivery with its newest 20 attempts (as GET /deliveries/{id} gives them, newest first), a Retry, and
+  // its payload and answers on demand. after() runs once a retried attempt is recorded.
+  function renderDelivery(box, delivery, after) {
+    var item = el('div', null, 'delivery');
+    item.dataset.deliveryId = delivery.id;
+    var head = el('div', null, 'delivery-head');
+    var ids = el('div', null, 'delivery-ids');
+    var trace = el('div');
+    var list = el('ul', null, 'attempts');
+    function fill(full) {
+      head.textContent = '';
+      head.appendChild(el('span', full.event_type || 'event type unknown', 'event-type'));
+      head.appendChild(document.createTextNode(' → '));
+      head.appendChild(endpointLabel(full.endpoint_id));
+      head.appendChild(document.createTextNode(' · '));
+      head.appendChild(el('span', full.status, 'status-' + full.status));
+      head.appendChild(document.createTextNode(' · ' + full.attempt_count + ' attempt(s) · '));
+      head.appendChild(ageCell(full.created_at));
+      head.appendChild(document.createTextNode(' '));
+      head.appendChild(button('Retry', function () {
+        call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
+          note(item, 'Retry of ' + delivery.id + ' queued as attempt ' + result.attempt_number + '.');
+          return waitForAttempt(delivery.id, result.attempt_number);
+        }).then(function (latest) {
+          fill(latest);
+          return after && after();
+        }).catch(failNear(item));
+      }));
+      trace.textContent = '';
+      if (full.trace_id) trace.appendChild(traceLine(full.trace_id));
+      list.textContent = '';
+      (full.attempts || []).forEach(function (attempt) { list.appendChild(el('li', attemptLine(attempt))); });
+      if (full.attempts && full.attempts.length === 0) list.appendChild(el('li', 'No attempt yet.'));
+    }
+    fill(delivery);
+    ids.appendChild(document.createTextNode('Delivery '));
+    ids.appendChild(link(delivery.id, href('deliveries', delivery.id)));
+    ids.appendChild(document.createTextNode(' '));
+    ids.appendChild(copyButton(delivery.id));
+    ids.appendChild(document.createTextNode(' · message '));
+    ids.appendChild(link(delivery.message_id, href('messages', delivery.message_id)));
+    ids.appendChild(document.createTextNode(' · endpoint '));
+    ids.appendChild(link(delivery.endpoint_id, href('endpoints', delivery.endpoint_id)));
+    item.appendChild(head);
+    item.appendChild(ids);
+    item.appendChild(trace);
+    item.appendChild(list);
+    item.appendChild(answersControl(function () {
+      return request('GET', 'messages/' + delivery.message_id + '/payload').then(function (reply) {
+        if (reply.status === 410) return null;
+        if (reply.status >= 400) throw refused(reply);
+        return reply.data;
+      });
+    }, function () { return call('GET', 'deliveries/' + delivery.id); }));
+    box.appendChild(item);
+    return call('GET', 'deliveries/' + delivery.id).then(fill);
+  }
+
+  // Polls the delivery until the retried attempt is recorded (for at most ten seconds); resolves with it.
+  function waitForAttempt(deliveryId, number) {
+    var deadline = Date.now() + 10000;
+    function poll() {
+      return call('GET', 'deliveries/' + deliveryId).then(function (full) {
+        var done = (full.attempts || []).some(function (attempt) { return attempt.attempt_number >= number; });
+        if (done || Date.now() > deadline) return full;
+        return new Promise(function (resolve) { setTimeout(resolve, 300); }).then(poll);
+      });
+    }
+    return poll();
+  }
+
+  function openDelivery(id) {
+    return call('GET', 'deliveries/' + encodeURIComponent(id)).then(function (delivery) {
+      document.getElementById('delivery-id').textContent = delivery.id;
+      return renderDelivery(clear('#delivery-detail'), delivery);
+    });
+  }
+
+  // The endpoint and event type choices of the filter forms.
+  function fillChoices(select, items, chosen) {
+    select.textContent = '';
+    select.appendChild(el('option', 'All')).value = '';
+    items.forEach(function (item) { var option = el('option', item.label); option.value = item.value; select.appendChild(option); });
+    if (chosen && !items.some(function (item) { return item.value === chosen; })) {
+      var extra = el('option', chosen);
+      extra.value = chosen;
+      select.appendChild(extra);
+    }
+    select.value = chosen || '';
+  }
+  var catalogNames = null;
+  function catalogChoices() {
+    if (catalogNames) return Promise.resolve(catalogNames);
+    return call('GET', 'event-types?limit=250').then(function (page) {
+      catalogNames = page.data.map(function (type) { return { value: type.name, label: type.name }; });
+      return catalogNames;
+    });
+  }
+
+  // Deliveries filtered by the address's status, endpoint_id, app_id, event_type, since and until.
+  function loadDeliveries(params) {
+    var form = document.getElementById('delivery-filter');
+    return Promise.all([call('GET', 'endpoints?limit=250'), catalogChoices()]).then(function (both) {
+      both[0].data.forEach(function (endpoint) { endpointsById[endpoint.id] = endpoint; });
+      fillChoices(form.endpoint_id, both[0].data.map(function (endpoint) { return { value: endpoint.id, label: endpoint.url }; }), params.endpoint_id);
+      fillChoices(form.event_type, both[1], params.event_type);
+      form.status.value = params.status || '';
+      form.since.value = localOf(params.since);
+      form.until.value = localOf(params.until);
+      form.dataset.appId = params.app_id || '';
+      var filters = { limit: '25', status: params.status, endpoint_id: params.endpoint_id, app_id: params.app_id, event_type: params.event_type, since: params.since, until: params.until };
+      clear('#deliveries tbody');
+      function page(cursor) {
+        filters.cursor = cursor;
+        return call('GET', 'deliveries' + query(filters)).then(function (result) {
+          var body = document.querySelector('#deliveries tbody');
+          if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No deliveries match.'));
+          result.data.forEach(function (delivery) { body.appendChild(deliveryRow(delivery)); });
+          pager('deliveries-more', result, page);
+        });
+      }
+      return page('');
+    });
+  }
+  function deliveryRow(delivery) {
+    var row = el('tr');
+    row.dataset.deliveryId = delivery.id;
+    cell(row, delivery.event_type || '—', 'event-type');
+    cell(row).appendChild(endpointLabel(delivery.endpoint_id));
+    cell(row, delivery.status, 'status-' + delivery.status);
+    cell(row, String(delivery.attempt_count));
+    cell(row).appendChild(ageCell(delivery.created_at));
+    var id = cell(row);
+    id.appendChild(link('Open', href('deliveries', delivery.id)));
+    id.appendChild(document.createTextNode(' '));
+    id.appendChild(idWithCopy(delivery.id));
+    return row;
+  }
+  document.getElementById('delivery-filter').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    go(href('deliveries', null, {
+      status: form.status.value, endpoint_id: form.endpoint_id.value, app_id: form.dataset.appId, event_type: form.event_type.value,
+      since: isoOf(form.since.value), until: isoOf(form.until.value),
+    }));
+  });
+
+  // Messages filtered by the address's app_id, event_type, since and until.
+  function loadMessages(params) {
+    var form = document.getElementById('message-filter');
+    return Promise.all([loadApplications(), catalogChoices()]).then(function (both) {
+      form.app_id.value = params.app_id && apps[params.app_id] ? params.app_id : '';
+      fillChoices(form.event_type, both[1], params.event_type);
+      form.since.value = localOf(params.since);
+      form.until.value = localOf(params.until);
+      var filters = { limit: '50', app_id: params.app_id, event_type: params.event_type, since: params.since, until: params.until };
+      clear('#messages tbody');
+      function page(cursor) {
+        filters.cursor = cursor;
+        return call('GET', 'messages' + query(filters)).then(function (result) {
+          var body = document.querySelector('#messages tbody');
+          if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No messages.'));
+          result.data.forEach(function (message) { body.appendChild(messageRow(message)); });
+          pager('messages-more', result, page);
+        });
+      }
+      return page('');
+    });
+  }
+  function messageRow(message) {
+    var row = el('tr');
+    row.dataset.messageId = message.id;
+    cell(row, message.event_type, 'event-type');
+    cell(row, appName(message.app_id));
+    cell(row).appendChild(ageCell(message.created_at));
+    cell(row).appendChild(idWithCopy(message.id));
+    var actions = el('td');
+    actions.appendChild(button('Deliveries', function () { go(href('messages', message.id)); }));
+    row.appendChild(actions);
+    return row;
+  }
+  document.getElementById('message-filter').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    go(href('messages', null, { app_id: form.app_id.value, event_type: form.event_type.value, since: isoOf(form.since.value), until: isoOf(form.until.value) }));
+  });
+
+  // A message's page: what it is, its payload on demand, and each of its deliveries.
+  function openMessage(id) {
+    return call('GET', 'messages/' + encodeURIComponent(id)).then(function (message) {
+      if (!apps[message.app_id]) apps[message.app_id] = { id: message.app_id, name: message.app_id };
+      document.getElementById('message-id').textContent = message.id;
+      var details = clear('#message-details');
+      [['Event type', message.event_type], ['Application', appName(message.app_id) + ' (' + message.app_id + ')'],
+        ['Created', when(message.created_at)], ['Trace', message.trace_id || '—']].forEach(function (pair) {
+        details.appendChild(el('dt', pair[0]));
+        details.appendChild(el('dd', pair[1]));
+      });
+      var payload = clear('#message-payload');
+      payload.appendChild(button('Show payload', function () {
+        request('GET', 'messages/' + message.id + '/payload').then(function (reply) {
+          payload.textContent = '';
+          if (reply.status === 410) payload.appendChild(el('p', 'The payload is no longer stored.', 'payload-gone'));
+          else if (reply.status >= 400) throw refused(reply);
+          else payload.appendChild(el('pre', JSON.stringify(reply.data.payload, null, 2), 'payload'));
+        }).catch(failNear(payload));
+      }));
+      return loadMessageDeliveries(message.id);
+    });
+  }
+
+  function loadMessageDeliveries(messageId) {
+    var box = clear('#message-deliveries');
+    function page(cursor) {
+      return call('GET', 'messages/' + messageId + '/deliveries?limit=25' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')).then(function (result) {
+        var more = box.querySelector('.more');
+        if (more) more.remove();
+        if (!cursor && result.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
+        return Promise.all(result.data.map(function (delivery) { return renderDelivery(box, delivery); })).then(function () {
+          if (!result.has_more) return;
+          var next = button('More deliveries', function () { page(result.next_cursor).catch(failNear(box)); });
+          next.classList.add('more');
+          box.appendChild(next);
+        });
+      });
+    }
+    return page('');
+  }
+`;

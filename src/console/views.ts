@@ -1,0 +1,297 @@
+// The console's views of applications and endpoints (part of the console's script, src/console/script.ts):
+// the lists, an application's page, and an endpoint's page with what an operator changes on it (status,
+// delivery controls, content filter, receiver security, recovery) and its recent deliveries.
+
+export const VIEWS_JS = `
+  function appName(id) { return apps[id] ? apps[id].name : id; }
+
+  // The applications (the first 250 are kept for names and the forms' choices; the list pages by 50).
+  function loadApplications() {
+    return call('GET', 'applications?limit=250').then(function (page) {
+      apps = {};
+      var selects = [document.querySelector('#add-endpoint select[name=app_id]'), document.querySelector('#message-filter select[name=app_id]')];
+      var chosen = selects.map(function (select) { return select.value; });
+      selects[0].textContent = '';
+      selects[1].textContent = '';
+      selects[1].appendChild(el('option', 'All')).value = '';
+      page.data.forEach(function (app) {
+        apps[app.id] = app;
+        selects.forEach(function (select) { var option = el('option', app.name); option.value = app.id; select.appendChild(option); });
+      });
+      selects.forEach(function (select, i) { if (chosen[i] && apps[chosen[i]]) select.value = chosen[i]; });
+      var body = clear('#applications tbody');
+      if (page.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No applications yet.'));
+      appendApplications(page.data.slice(0, 50));
+      pager('applications-more', { has_more: page.data.length > 50 || page.has_more, next_cursor: (page.data[49] || {}).id }, nextApplications);
+    });
+  }
+  function nextApplications(cursor) {
+    return call('GET', 'applications?limit=50&cursor=' + encodeURIComponent(cursor)).then(function (page) {
+      appendApplications(page.data);
+      pager('applications-more', page, nextApplications);
+    });
+  }
+  function appendApplications(list) {
+    var body = document.querySelector('#applications tbody');
+    list.forEach(function (app) {
+      var row = el('tr');
+      row.dataset.appId = app.id;
+      row.appendChild(el('td')).appendChild(link(app.name, href('applications', app.id)));
+      cell(row, app.uid || '—');
+      cell(row).appendChild(ageCell(app.created_at));
+      cell(row).appendChild(idWithCopy(app.id));
+      body.appendChild(row);
+    });
+  }
+
+  // An application's page: its details, its endpoints, and links to its messages and deliveries.
+  function openApplication(id) {
+    return call('GET', 'applications/' + encodeURIComponent(id)).then(function (app) {
+      apps[app.id] = app;
+      document.getElementById('application-name').textContent = app.name;
+      var details = clear('#application-details');
+      [['Id', idWithCopy(app.id)], ['UID', app.uid || '—'], ['Created', when(app.created_at)]].forEach(function (pair) {
+        details.appendChild(el('dt', pair[0]));
+        var dd = details.appendChild(el('dd', typeof pair[1] === 'string' ? pair[1] : null));
+        if (typeof pair[1] !== 'string') dd.appendChild(pair[1]);
+      });
+      var links = clear('#application-links');
+      links.appendChild(link('Its messages', href('messages', null, { app_id: app.id })));
+      links.appendChild(document.createTextNode(' · '));
+      links.appendChild(link('Its deliveries', href('deliveries', null, { app_id: app.id })));
+      links.appendChild(document.createTextNode(' · '));
+      links.appendChild(link('Its failed deliveries', href('deliveries', null, { app_id: app.id, status: 'failed' })));
+      return Promise.all([
+        call('GET', 'applications/' + encodeURIComponent(app.id) + '/stats').then(function (stats) {
+          window.HeraldChart.drawByType(clear('#application-chart'), stats);
+        }),
+        call('GET', 'endpoints?limit=250&app_id=' + encodeURIComponent(app.id)),
+      ]).then(function (both) { return both[1]; });
+    }).then(function (page) {
+      var box = clear('#application-endpoints');
+      if (page.data.length === 0) { box.appendChild(el('p', 'No endpoints yet.')); return; }
+      var list = box.appendChild(el('ul'));
+      page.data.forEach(function (endpoint) {
+        endpointsById[endpoint.id] = endpoint;
+        var item = list.appendChild(el('li'));
+        item.appendChild(link(endpoint.url, href('endpoints', endpoint.id)));
+        item.appendChild(document.createTextNode(' · '));
+        item.appendChild(el('span', endpoint.status, 'status-' + endpoint.status));
+        if (endpoint.description) item.appendChild(document.createTextNode(' · ' + endpoint.description));
+      });
+    });
+  }
+
+  function ratio(totals) {
+    var all = totals.success + totals.failure;
+    return all === 0 ? 'no attempts' : Math.round((totals.success / all) * 1000) / 10 + '% of ' + all;
+  }
+
+  function setStatus(endpoint, status) {
+    return call('PATCH', 'endpoints/' + endpoint.id, { status: status });
+  }
+  // Enable at once; disable once confirmed. then() redraws, and resolves with where the result is said
+  // (the container, or what replaced it).
+  function statusButton(endpoint, container, then) {
+    var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
+    function change() {
+      setStatus(endpoint, next).then(function (updated) {
+        return then().then(function (place) { note(place || container, 'Endpoint ' + updated.id + ' is ' + updated.status + '.'); });
+      }).catch(failNear(container));
+    }
+    return button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
+      ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', change)
+      : change);
+  }
+
+  // A page of 50 endpoints, their 24 h ratios read two at a time: opening the page spends at most 50 of the
+  // organization's requests (its rate limit is shared by every key), not one burst per endpoint it has.
+  function loadEndpoints() {
+    return loadApplications().then(function () { return call('GET', 'endpoints?limit=50'); }).then(function (page) {
+      var body = clear('#endpoints tbody');
+      if (page.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No endpoints yet.'));
+      appendEndpoints(page);
+    });
+  }
+  function appendEndpoints(page) {
+    var body = document.querySelector('#endpoints tbody');
+    var ratios = [];
+    page.data.forEach(function (endpoint) {
+      endpointsById[endpoint.id] = endpoint;
+      var row = el('tr');
+      row.dataset.endpointId = endpoint.id;
+      var url = el('td');
+      url.appendChild(link(endpoint.url, href('endpoints', endpoint.id)));
+      if (endpoint.description) url.appendChild(el('div', endpoint.description));
+      row.appendChild(url);
+      cell(row, appName(endpoint.app_id));
+      cell(row, endpoint.status, 'status-' + endpoint.status);
+      var success = cell(row, '…', 'ratio');
+      ratios.push(function () {
+        return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) { success.textContent = ratio(stats.totals); }).catch(function (error) {
+          success.textContent = error.message;
+        });
+      });
+      var actions = el('td');
+      actions.appendChild(button('Open', function () { go(href('endpoints', endpoint.id)); }));
+      actions.appendChild(statusButton(endpoint, actions, function () {
+        return loadEndpoints().then(function () {
+          return document.querySelector('#endpoints tbody tr[data-endpoint-id="' + endpoint.id + '"] td:last-child');
+        });
+      }));
+      row.appendChild(actions);
+      body.appendChild(row);
+    });
+    pager('endpoints-more', page, function (cursor) {
+      return call('GET', 'endpoints?limit=50&cursor=' + encodeURIComponent(cursor)).then(appendEndpoints);
+    });
+    inTurn(ratios, 2);
+  }
+
+  function filterText(filter) { return filter ? JSON.stringify(filter) : 'none: every message'; }
+  function headerLines(headers) {
+    return Object.keys(headers || {}).map(function (name) { return name + ': ' + headers[name]; }).join('\\n');
+  }
+
+  var current = null;
+  function openEndpoint(id) {
+    current = id;
+    return Promise.all([call('GET', 'endpoints/' + encodeURIComponent(id)), Object.keys(apps).length ? null : loadApplications()]).then(function (both) {
+      var endpoint = both[0];
+      endpointsById[endpoint.id] = endpoint;
+      document.getElementById('endpoint-id').textContent = endpoint.id;
+      var details = clear('#endpoint-details');
+      [['URL', endpoint.url], ['Application', appName(endpoint.app_id) + ' (' + endpoint.app_id + ')'],
+        ['Status', endpoint.status], ['Description', endpoint.description || '—'],
+        ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
+        ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
+        ['Headers', Object.keys(endpoint.headers || {}).length ? headerLines(endpoint.headers).split('\\n').join(', ') : 'none'],
+        ['Filter', filterText(endpoint.filter)],
+        ['Signatures', endpoint.signature_type],
+        ['Client certificate', endpoint.tls && endpoint.tls.client_cert ? 'until ' + when(endpoint.tls.client_cert_not_after) : 'none'],
+        ['OAuth2', endpoint.auth ? endpoint.auth.client_id + ' at ' + endpoint.auth.token_url : 'none'],
+        ['Created', when(endpoint.created_at)]].forEach(function (pair) {
+        details.appendChild(el('dt', pair[0]));
+        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : null));
+      });
+      var controls = document.getElementById('endpoint-controls');
+      controls.rate_limit.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
+      controls.ordering.value = endpoint.ordering;
+      controls.headers.value = headerLines(endpoint.headers);
+      clear('#endpoint-filter').appendChild(filterEditor(endpoint, function (filter) {
+        return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
+          document.querySelector('#endpoint-details .filter-value').textContent = filterText(saved.filter);
+        });
+      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+      var actions = clear('#endpoint-actions');
+      actions.appendChild(
+        statusButton(endpoint, actions, function () {
+          return openEndpoint(endpoint.id).then(function () { return actions; });
+        }),
+      );
+      actions.appendChild(
+        button(
+          'Rotate secret',
+          confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps signing for a while; give the receiver the new one.', function () {
+            call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
+              note(actions, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) +
+                '\\nThe previous one keeps working until ' + when(result.previous_valid_until) + '.');
+            }).catch(failNear(actions));
+          }),
+        ),
+      );
+      actions.appendChild(
+        button(
+          'Delete',
+          confirmed('Delete ' + endpoint.url + '? Its pending deliveries fail, and it cannot be undone.', function () {
+            call('DELETE', 'endpoints/' + endpoint.id).then(function () {
+              delete endpointsById[endpoint.id];
+              actions.textContent = '';
+              actions.appendChild(link('Back to endpoints', href('endpoints')));
+              note(actions, 'Endpoint ' + endpoint.id + ' deleted.');
+            }).catch(failNear(actions));
+          }),
+        ),
+      );
+      actions.appendChild(button('Back to endpoints', function () { go(href('endpoints')); }));
+      var settings = clear('#endpoint-receiver-settings');
+      actions.appendChild(button('Receiver security', function () {
+        if (settings.firstChild) return;
+        var form = window.HeraldReceiverSettings.form(endpoint, function (body) {
+          call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
+            return openEndpoint(endpoint.id).then(function () { note(actions, 'Receiver settings saved.'); });
+          }).catch(failNear(form));
+        });
+        settings.appendChild(form);
+      }));
+      document.getElementById('endpoint-all-deliveries').href = href('deliveries', null, { endpoint_id: endpoint.id });
+      var since = document.querySelector('#recover-endpoint input[name=since]');
+      since.value = localOf(new Date(Date.now() - 86400000).toISOString());
+      return Promise.all([drawEndpointChart(endpoint.id), loadEndpointDeliveries(endpoint.id)]);
+    });
+  }
+
+  function drawEndpointChart(id) {
+    return call('GET', 'endpoints/' + id + '/stats').then(function (stats) { window.HeraldChart.draw(document.getElementById('endpoint-chart'), stats); });
+  }
+
+  function loadEndpointDeliveries(id) {
+    return call('GET', 'deliveries?limit=20&endpoint_id=' + encodeURIComponent(id)).then(function (page) {
+      var box = clear('#endpoint-deliveries');
+      if (page.data.length === 0) box.appendChild(el('p', 'No deliveries yet.'));
+      return Promise.all(page.data.map(function (delivery) {
+        return renderDelivery(box, delivery, function () { return drawEndpointChart(id); });
+      }));
+    });
+  }
+
+  // Rate limit, ordering and headers, saved together.
+  document.getElementById('endpoint-controls').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    var headers = {};
+    form.headers.value.split('\\n').forEach(function (line) {
+      var at = line.indexOf(':');
+      if (line.trim() && at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+    });
+    var rate = form.rate_limit.value.trim();
+    var id = current;
+    call('PATCH', 'endpoints/' + id, { rate_limit: rate === '' ? null : Number(rate), ordering: form.ordering.value, headers: headers }).then(function () {
+      return openEndpoint(id);
+    }).then(function () { note(form, 'Delivery controls saved.'); }).catch(failNear(form));
+  });
+
+  document.getElementById('recover-endpoint').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    var since = isoOf(form.since.value);
+    if (!window.confirm('Give every failed delivery of messages since ' + when(since) + ' a new attempt?')) return;
+    call('POST', 'endpoints/' + current + '/recover', { since: since }).then(function (task) {
+      note(form, 'Recovery started (' + task.id + '): failed deliveries of messages since ' + when(since) + ' get a new attempt.');
+    }).catch(failNear(form));
+  });
+
+  document.getElementById('add-application').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    call('POST', 'applications', { name: form.elements.namedItem('name').value }).then(function (app) {
+      form.reset();
+      return loadApplications().then(function () {
+        note(form, 'Application ' + app.id + ' created. Its customer portal (shown once): ' + location.origin + app.portal_path);
+      });
+    }).catch(failNear(form));
+  });
+
+  document.getElementById('add-endpoint').addEventListener('submit', function (event) {
+    event.preventDefault();
+    var form = event.target;
+    var body = { app_id: form.app_id.value, url: form.url.value };
+    if (form.description.value) body.description = form.description.value;
+    call('POST', 'endpoints', body).then(function (endpoint) {
+      form.reset();
+      return loadEndpoints().then(function () {
+        note(form, 'Endpoint ' + endpoint.id + ' created. ' + (endpoint.signing_secret ? 'Its signing secret (shown once): ' + endpoint.signing_secret : 'Its public key: ' + endpoint.public_key));
+      });
+    }).catch(failNear(form));
+  });
+`;
