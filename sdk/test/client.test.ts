@@ -226,6 +226,13 @@ test('every method of the SDK against the real service, with the webhooks it sen
     stats.buckets.reduce((sum, bucket) => sum + bucket.failure, 0),
     stats.totals.failure,
   );
+  // The application's stats count the same attempts, by event type.
+  const byType = await herald.applications.stats(app.id);
+  assert.ok(byType.totals.failure >= stats.totals.failure);
+  assert.equal(
+    byType.event_types.reduce((sum, type) => sum + type.failure, byType.other.failure),
+    byType.totals.failure,
+  );
   const renamed = await herald.operationalEndpoints.update(ops.id, { description: 'Pager', status: 'disabled' });
   assert.deepEqual([renamed.description, renamed.status], ['Pager', 'disabled']);
   assert.equal(await herald.operationalEndpoints.delete(ops.id), undefined);

@@ -187,7 +187,7 @@ test('in a browser: the search box opens any evt_, dlv_, ep_, app_ id or applica
   assert.equal(new URL(page.url()).hash, `#/applications/${app.id}`, 'a uid opens its application');
   await page.waitForSelector(`#application-endpoints a[href="#/endpoints/${endpoint.id}"]`);
   // Its attempts per hour by event type: the failed delivery's attempt is in the chart's legend.
-  await page.waitForSelector('#application-chart svg .bucket');
+  await page.waitForSelector('#application-chart svg .bucket', { state: 'attached' });
   assert.match((await page.locator('#application-chart .chart-legend').textContent()) ?? '', /invoice\.paid/);
 
   await search('dlv_doesnotexist');
