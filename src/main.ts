@@ -43,18 +43,6 @@ async function serve(roleOverride?: 'worker') {
   const config = loadConfig(roleOverride ? { ...process.env, HERALD_ROLE: roleOverride } : process.env);
   const logger = createLogger(config);
   const service = await startService(config, logger);
-  const store = config.databaseUrl ? 'PostgreSQL' : `embedded SQLite in ${config.dataDir}`;
-  if (service.url) {
-    const hint =
-      config.mode === 'development'
-        ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap`
-        : '; issue keys with: npx herald org create';
-    console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
-    console.log(`Operator console: ${service.url}/console (sign in with an API key)`);
-  } else {
-    const metrics = service.metricsUrl ? `; metrics at ${service.metricsUrl}/metrics` : '';
-    console.log(`Herald worker running with ${store}${metrics}`);
-  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -69,8 +57,22 @@ async function serve(roleOverride?: 'worker') {
       },
     );
   };
+  // Signals are handled before the service says it is ready: a supervisor that stops it on seeing that
+  // line must reach this shutdown, not the default exit.
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  const store = config.databaseUrl ? 'PostgreSQL' : `embedded SQLite in ${config.dataDir}`;
+  if (service.url) {
+    const hint =
+      config.mode === 'development'
+        ? `; get keys with: curl -X POST ${service.url}/api/v1/dev/bootstrap`
+        : '; issue keys with: npx herald org create';
+    console.log(`Herald (${config.role}) listening on ${service.url} with ${store}${hint}`);
+    console.log(`Operator console: ${service.url}/console (sign in with an API key)`);
+  } else {
+    const metrics = service.metricsUrl ? `; metrics at ${service.metricsUrl}/metrics` : '';
+    console.log(`Herald worker running with ${store}${metrics}`);
+  }
 }
 
 async function main(argv: string[]): Promise<void> {
