@@ -17,6 +17,8 @@ export interface Answer {
   body?: string | Buffer;
   /** Milliseconds to wait before answering. */
   delayMs?: number;
+  /** Answer once this settles (after `delayMs`, if both are given). */
+  until?: Promise<unknown>;
   /** Drop the connection without answering. */
   destroy?: boolean;
 }
@@ -47,8 +49,9 @@ export class Receiver {
           res.writeHead(answer.status ?? 200, answer.headers ?? {});
           res.end(answer.body ?? '');
         };
-        if (answer.delayMs) setTimeout(reply, answer.delayMs);
-        else reply();
+        const delayed = answer.delayMs ? () => setTimeout(reply, answer.delayMs) : reply;
+        if (answer.until) answer.until.then(delayed, delayed);
+        else delayed();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
