@@ -5986,6 +5986,19 @@ export interface paths {
                          *           "trigger": "scheduled",
                          *           "status": "success",
                          *           "response_status": 200,
+                         *           "request_headers": {
+                         *             "x-customer-key": "<redacted>",
+                         *             "content-type": "application/json",
+                         *             "user-agent": "Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)",
+                         *             "webhook-id": "evt_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *             "webhook-timestamp": "1795000000",
+                         *             "webhook-signature": "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
+                         *             "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+                         *           },
+                         *           "response_headers": {
+                         *             "content-type": "text/plain",
+                         *             "content-length": "2"
+                         *           },
                          *           "response_body": "ok",
                          *           "error": null,
                          *           "duration_ms": 42,
@@ -6018,6 +6031,15 @@ export interface paths {
                                 trigger: "scheduled" | "manual";
                                 status: "success" | "failed";
                                 response_status: number | null;
+                                /** @description The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>. Null on attempts made before headers were kept */
+                                request_headers: {
+                                    [key: string]: string;
+                                } | null;
+                                /** @description The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by ", "); null when no answer came */
+                                response_headers: {
+                                    [key: string]: string;
+                                } | null;
+                                /** @description The receiver's answer's body, up to HERALD_RESPONSE_BODY_LIMIT bytes */
                                 response_body: string | null;
                                 error: string | null;
                                 duration_ms: number;

@@ -595,7 +595,21 @@ export const Attempt = Type.Object({
   trigger: literals(ATTEMPT_TRIGGERS),
   status: literals(ATTEMPT_STATUSES),
   response_status: Nullable(Type.Integer()),
-  response_body: Nullable(Type.String()),
+  request_headers: Nullable(
+    Type.Record(Type.String(), Type.String(), {
+      description:
+        "The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>. Null on attempts made before headers were kept",
+    }),
+  ),
+  response_headers: Nullable(
+    Type.Record(Type.String(), Type.String(), {
+      description:
+        "The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by \", \"); null when no answer came",
+    }),
+  ),
+  response_body: Nullable(
+    Type.String({ description: "The receiver's answer's body, up to HERALD_RESPONSE_BODY_LIMIT bytes" }),
+  ),
   error: Nullable(Type.String()),
   duration_ms: Type.Integer(),
   created_at: Timestamp,
@@ -650,6 +664,16 @@ export const DeliveryWithAttempts = Type.Object(
             trigger: 'scheduled',
             status: 'success',
             response_status: 200,
+            request_headers: {
+              'x-customer-key': '<redacted>',
+              'content-type': 'application/json',
+              'user-agent': 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)',
+              'webhook-id': EXAMPLE_ID.message,
+              'webhook-timestamp': '1795000000',
+              'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+              traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+            },
+            response_headers: { 'content-type': 'text/plain', 'content-length': '2' },
             response_body: 'ok',
             error: null,
             duration_ms: 42,

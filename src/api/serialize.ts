@@ -11,7 +11,7 @@ import type { Page } from '../store/common.js';
 import type { DeliveryRead } from '../store/deliveries.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
 import { messageTrace } from '../domain/trace-context.js';
-import { REDACTED } from '../domain/headers.js';
+import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
@@ -106,7 +106,13 @@ export const attemptSummaryToApi = (a: AttemptRow) => ({
   created_at: iso(a.created_at),
 });
 
-export const attemptToApi = (a: AttemptRow) => ({ ...attemptSummaryToApi(a), response_body: a.response_body });
+/** An attempt with what was sent and what came back: its headers (secrets redacted) and the receiver's answer. */
+export const attemptToApi = (a: AttemptRow) => ({
+  ...attemptSummaryToApi(a),
+  request_headers: a.request_headers === null ? null : parseHeaderBlock(a.request_headers),
+  response_headers: a.response_headers === null ? null : parseHeaderBlock(a.response_headers),
+  response_body: a.response_body,
+});
 
 export const deliveryToApi = (d: DeliveryRead) => ({
   id: d.id,

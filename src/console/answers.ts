@@ -1,9 +1,33 @@
-// "Show payload and answers", shared by the console and the portal (written into both scripts after the DOM
+// How a delivery and its attempts read, and "Show payload and answers", shared by the console and the portal (written into both scripts after the DOM
 // helpers): beside a delivery, the request body Herald sent (its message's payload, pretty-printed; gone
-// once retention dropped it) and, for each attempt, newest first, the receiver's status, the duration and
-// the response body as stored. Both are read when the person asks, never with a list.
+// once retention dropped it) and, for each attempt, newest first, the receiver's status, the duration, the
+// headers sent (credentials redacted) and received, and the response body as stored. Both are read when
+// the person asks, never with a list.
 
 export const ANSWERS_JS = `
+  // A delivery as a person reads it, written into head: event type → endpoint · status · attempts · age.
+  // endpointNode names the endpoint (its URL where the page knows it).
+  function deliverySentence(head, delivery, endpointNode) {
+    head.textContent = '';
+    head.appendChild(el('span', delivery.event_type || 'event type unknown', 'event-type'));
+    head.appendChild(document.createTextNode(' → '));
+    head.appendChild(endpointNode);
+    head.appendChild(document.createTextNode(' · '));
+    head.appendChild(el('span', delivery.status, 'status-' + delivery.status));
+    head.appendChild(document.createTextNode(' · ' + delivery.attempt_count + ' attempt(s) · '));
+    head.appendChild(ageCell(delivery.created_at));
+    head.appendChild(document.createTextNode(' '));
+  }
+
+  // One attempt on a line: number, trigger, status, the answer's status, the error, duration and time.
+  function attemptLine(attempt) {
+    return '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
+      (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
+      // An answer's error repeats its status ("HTTP 500"): shown once.
+      (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') +
+      ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString();
+  }
+
   // readPayload() resolves with the payload route's answer, or null when it answers 410 (no longer stored);
   // readDelivery() resolves with the delivery and its attempts with their response bodies.
   function answersControl(readPayload, readDelivery) {
@@ -30,6 +54,8 @@ export const ANSWERS_JS = `
           item.appendChild(el('div', '#' + attempt.attempt_number + ' · ' +
             (attempt.response_status !== null ? 'HTTP ' + attempt.response_status : 'no answer' + (attempt.error ? ': ' + attempt.error : '')) +
             ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString(), 'answer-head'));
+          item.appendChild(headersBlock('Request headers', attempt.request_headers, 'request-headers'));
+          item.appendChild(headersBlock('Response headers', attempt.response_headers, 'response-headers'));
           var body = attempt.response_body;
           item.appendChild(body === null || body === undefined || body === ''
             ? el('p', 'No response body stored.', 'hint')
@@ -45,10 +71,20 @@ export const ANSWERS_JS = `
     wrap.appendChild(box);
     return wrap;
   }
+
+  // One attempt's headers, folded: one "name: value" line each (null: none kept, or no answer came).
+  function headersBlock(title, headers, className) {
+    var names = headers ? Object.keys(headers) : [];
+    var block = el('details', null, 'headers ' + className);
+    block.appendChild(el('summary', title + ' (' + (headers ? names.length : 'none') + ')'));
+    if (headers) block.appendChild(el('pre', names.map(function (name) { return name + ': ' + headers[name]; }).join('\\n')));
+    return block;
+  }
 `;
 
 export const ANSWERS_CSS = `
 .answers { margin: .4rem 0 .4rem 1rem; }
 .answers h4 { font-size: .85rem; margin: .5rem 0 .2rem; }
 .answers pre { background: #f6f7fb; border: 1px solid #e3e6ef; border-radius: 6px; padding: .5rem; max-height: 20rem; overflow: auto; font-size: .8rem; white-space: pre-wrap; word-break: break-all; }
-.answer-head { font-size: .85rem; color: #4a5568; }`;
+.answer-head { font-size: .85rem; color: #4a5568; }
+.answers details.headers summary { font-size: .8rem; color: #4a5568; cursor: pointer; }`;

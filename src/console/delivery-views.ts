@@ -23,13 +23,6 @@ export const DELIVERY_VIEWS_JS = `
     return span;
   }
 
-  function attemptLine(attempt) {
-    return '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
-      (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
-      // An answer's error repeats its status ("HTTP 500"): shown once.
-      (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + when(attempt.created_at);
-  }
-
   // The message's trace id, which every attempt's traceparent carries: what to search in a tracing backend.
   function traceLine(traceId) {
     var line = el('div', 'Trace ', 'trace');
@@ -49,15 +42,7 @@ export const DELIVERY_VIEWS_JS = `
     var trace = el('div');
     var list = el('ul', null, 'attempts');
     function fill(full) {
-      head.textContent = '';
-      head.appendChild(el('span', full.event_type || 'event type unknown', 'event-type'));
-      head.appendChild(document.createTextNode(' → '));
-      head.appendChild(endpointLabel(full.endpoint_id));
-      head.appendChild(document.createTextNode(' · '));
-      head.appendChild(el('span', full.status, 'status-' + full.status));
-      head.appendChild(document.createTextNode(' · ' + full.attempt_count + ' attempt(s) · '));
-      head.appendChild(ageCell(full.created_at));
-      head.appendChild(document.createTextNode(' '));
+      deliverySentence(head, full, endpointLabel(full.endpoint_id));
       head.appendChild(button('Retry', function () {
         call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
           note(item, 'Retry of ' + delivery.id + ' queued as attempt ' + result.attempt_number + '.');

@@ -97,7 +97,7 @@ export class Outcomes {
         const [owned] = await this.queue.completeMany([{ input, result: outcome }], this.owner);
         return owned!;
       } catch (error) {
-        const next = tries < RECORD_TRIES ? afterRefusal(error, outcome.responseBody !== null) : 'give-up';
+        const next = tries < RECORD_TRIES ? afterRefusal(error, hasAnswer(outcome)) : 'give-up';
         if (next === 'give-up') return error instanceof Error ? error : new Error(String(error));
         if (next === 'without-answer') {
           this.log.warn(
@@ -118,8 +118,19 @@ export class Outcomes {
 
 const pause = (tries: number) => new Promise((resolve) => setTimeout(resolve, 50 * tries));
 
-/** The outcome without the receiver's answer, which could not be stored. */
+/** Whether the outcome holds what withoutAnswer leaves out. */
+function hasAnswer(result: AttemptResult): boolean {
+  return result.responseBody !== null || result.responseHeaders != null || result.requestHeaders != null;
+}
+
+/** The outcome without the receiver's answer (and the headers kept with it), which could not be stored. */
 function withoutAnswer(result: AttemptResult): AttemptResult {
   const note = "the receiver's answer could not be stored";
-  return { ...result, responseBody: null, error: result.error === null ? note : `${result.error}; ${note}` };
+  return {
+    ...result,
+    responseBody: null,
+    requestHeaders: null,
+    responseHeaders: null,
+    error: result.error === null ? note : `${result.error}; ${note}`,
+  };
 }

@@ -5,6 +5,7 @@ import type { SigningSecrets } from '../store/endpoints.js';
 import type { SendRequest } from './sender.js';
 import type { ReceiverTls } from '../domain/pem.js';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';
+import { headerBlock, REDACTED } from '../domain/headers.js';
 
 export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
 
@@ -61,4 +62,14 @@ export function signedRequest(
         : {}),
     },
   };
+}
+
+/**
+ * The headers a request is sent with, as its attempt keeps them (headerBlock): sensitive values redacted,
+ * and the bearer token an OAuth2 endpoint's request carries (added as it is sent) named, redacted.
+ */
+export function shownRequestHeaders(request: SendRequest): string {
+  const pairs = Object.entries(request.headers);
+  if (request.auth) pairs.push(['authorization', REDACTED]);
+  return headerBlock(pairs, true);
 }

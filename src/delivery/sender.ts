@@ -9,6 +9,7 @@ import { OAuthTokens, type TokenAnswer } from './oauth-tokens.js';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';
 import { parseAddress, refusedAddress, refusedKind } from '../domain/addresses.js';
 import { parseRetryAfter } from '../domain/retry.js';
+import { headerBlock } from '../domain/headers.js';
 
 // Sends one signed webhook request. Every connection is checked against the endpoint's address rule
 // (refusedAddress) before it is made: an IP literal before connecting, a name by the addresses its DNS
@@ -31,6 +32,8 @@ export interface SendRequest {
 export interface SendResult {
   ok: boolean;
   responseStatus: number | null;
+  /** The answer's headers as a header block (headerBlock); null: no answer. */
+  responseHeaders: string | null;
   responseBody: string | null;
   error: string | null;
   retryAfterMs: number | null;
@@ -191,6 +194,7 @@ export class Attempt implements Dispatcher.DispatchHandler {
   /** Why the attempt ended before undici was done with the request: if undici has not handed it over yet, it is dropped then, unwritten (onConnect). */
   private endedEarly: Error | null = null;
   private status = 0;
+  private headers: string | null = null;
   private retryAfter: string | undefined;
   private parts: Buffer[] = [];
   private size = 0;
@@ -221,14 +225,12 @@ export class Attempt implements Dispatcher.DispatchHandler {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
     this.status = statusCode;
-    if (statusCode === 429 || statusCode === 503) {
-      for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-        if (String(rawHeaders[i]).toLowerCase() === 'retry-after') {
-          this.retryAfter = String(rawHeaders[i + 1]);
-          break;
-        }
-      }
-    }
+    // Header bytes are Latin-1 (one character per byte), as HTTP sends them.
+    const pairs: [string, string][] = [];
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+      pairs.push([rawHeaders[i]!.toString('latin1').toLowerCase(), rawHeaders[i + 1]!.toString('latin1')]);
+    this.headers = headerBlock(pairs, false);
+    if (statusCode === 429 || statusCode === 503) this.retryAfter = pairs.find(([name]) => name === 'retry-after')?.[1];
     return true;
   }
 
@@ -271,6 +273,7 @@ export class Attempt implements Dispatcher.DispatchHandler {
     this.finish({
       ok: false,
       responseStatus: null,
+      responseHeaders: null,
       responseBody: null,
       error: describe(error, this.timeoutMs),
       retryAfterMs: null,
@@ -285,6 +288,7 @@ export class Attempt implements Dispatcher.DispatchHandler {
     this.finish({
       ok,
       responseStatus: status,
+      responseHeaders: this.headers,
       responseBody: this.size === 0 ? null : storableText(Buffer.concat(this.parts)),
       error: ok ? null : status >= 300 && status < 400 ? `redirect (${status}) not followed` : `HTTP ${status}`,
       retryAfterMs: parseRetryAfter(this.retryAfter, Date.now()),
@@ -594,6 +598,7 @@ function failure(error: unknown, started: number, timeoutMs: number): SendResult
   return {
     ok: false,
     responseStatus: null,
+    responseHeaders: null,
     responseBody: null,
     error: describe(error, timeoutMs),
     retryAfterMs: null,

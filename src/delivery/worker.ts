@@ -4,7 +4,7 @@ import type { Store } from '../store/index.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue.js';
 import { randomToken } from '../domain/ids.js';
 import { Sender } from './sender.js';
-import { signedRequest } from './request.js';
+import { shownRequestHeaders, signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
 import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
@@ -429,7 +429,7 @@ export class DeliveryWorker {
     );
     const result = await this.sender.send(request);
     span.end(result);
-    return { ...result, at: Date.now() };
+    return { ...result, requestHeaders: shownRequestHeaders(request), at: Date.now() };
   }
 }
 

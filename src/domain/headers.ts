@@ -99,3 +99,35 @@ export function mergedHeaders(next: Record<string, string>, stored: Record<strin
     }),
   );
 }
+
+/** Most characters of one attempt's stored headers, request or response; the lines past it are left out. */
+export const STORED_HEADERS_LIMIT = 8 * 1024;
+
+/**
+ * Headers as an attempt keeps them: one `name: value` line each, as HTTP/1.1 writes them (a value holds no
+ * line end, so the lines read back as written), in the order given, and at most STORED_HEADERS_LIMIT
+ * characters of whole lines. `redact` shows sensitive values as REDACTED (isSensitiveHeader): the request's
+ * headers are shown to whoever reads the attempt, and an endpoint's credentials must not be.
+ */
+export function headerBlock(pairs: Iterable<readonly [string, string]>, redact: boolean): string {
+  let block = '';
+  for (const [name, value] of pairs) {
+    const line = `${name}: ${redact && isSensitiveHeader(name) ? REDACTED : value}\n`;
+    if (block.length + line.length > STORED_HEADERS_LIMIT) break;
+    block += line;
+  }
+  return block;
+}
+
+/** A stored header block (headerBlock) as an object by lowercase name; a repeated name's values joined by ", ". */
+export function parseHeaderBlock(block: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const line of block.split('\n')) {
+    const colon = line.indexOf(': ');
+    if (colon <= 0) continue;
+    const name = line.slice(0, colon).toLowerCase();
+    const value = line.slice(colon + 2);
+    headers[name] = name in headers ? `${headers[name]}, ${value}` : value;
+  }
+  return headers;
+}

@@ -30,6 +30,10 @@ export interface OutcomeTask {
 export interface OutcomeResult {
   ok: boolean;
   responseStatus: number | null;
+  /** The headers sent, secrets redacted, as a header block (src/domain/headers.ts); absent or null: none sent. */
+  requestHeaders?: string | null;
+  /** The answer's headers as a header block; absent or null: no answer. */
+  responseHeaders?: string | null;
   responseBody: string | null;
   error: string | null;
   durationMs: number;
@@ -55,6 +59,8 @@ export interface PlannedAttempt {
   status: AttemptStatus;
   response_status: number | null;
   response_body: string | null;
+  request_headers: string | null;
+  response_headers: string | null;
   error: string | null;
   duration_ms: number;
   created_at: number;
@@ -180,6 +186,8 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
     status: result.ok ? 'success' : 'failed',
     response_status: result.responseStatus,
     response_body: result.responseBody,
+    request_headers: result.requestHeaders ?? null,
+    response_headers: result.responseHeaders ?? null,
     error: result.error,
     duration_ms: result.durationMs,
     created_at: result.at,

@@ -26,6 +26,7 @@ export function portalHtml(appName: string): string {
   <section>
     <h2>Endpoints</h2>
     <table id="endpoints"><thead><tr><th>URL</th><th>Status</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
+    <div id="endpoints-more"></div>
     <form id="add-endpoint">
       <h3>Add an endpoint</h3>
       <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks"></label>
@@ -128,58 +129,72 @@ ${ANSWERS_JS}
     });
   }
 
+  // The endpoint pages shown: a reload after a change reads as many again, so the changed row stays in view.
+  var endpointPages = 1;
   function loadEndpoints() {
-    return call('GET', 'endpoints').then(function (page) {
-      var body = document.querySelector('#endpoints tbody');
-      body.textContent = '';
-      page.data.forEach(function (endpoint) {
-        endpointsById[endpoint.id] = endpoint;
-        var row = el('tr');
-        row.dataset.endpointId = endpoint.id;
-        var url = el('td'); url.appendChild(el('code', endpoint.url));
-        if (endpoint.description) url.appendChild(el('div', endpoint.description));
-        var names = Object.keys(endpoint.headers);
-        if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
-        if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
-        if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
-        if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
-        if (endpoint.tls && endpoint.tls.client_cert_not_after) url.appendChild(el('div', 'Client certificate until ' + new Date(endpoint.tls.client_cert_not_after).toLocaleDateString(), 'tls'));
-        if (endpoint.auth) url.appendChild(el('div', 'OAuth2 token from ' + endpoint.auth.token_url, 'auth'));
-        row.appendChild(url);
-        row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
-        row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
-        var actions = el('td');
-        var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
-        function setStatus() {
-          call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(function (updated) {
-            return reloadThenSay(endpoint, 'Endpoint ' + (updated.status === 'disabled' ? 'disabled.' : 'enabled.'));
-          }).catch(failNear(url));
-        }
-        actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
-          ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus));
-        actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
-        actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
-        actions.appendChild(button('Filter', function () {
-          if (url.querySelector('.filter-form')) return;
-          url.appendChild(filterEditor(endpoint, function (filter) {
-            return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
-              var shown = url.querySelector('.filter') || url.insertBefore(el('div', null, 'filter'), url.querySelector('.filter-form'));
-              shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
-            });
-          }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+    var body = document.querySelector('#endpoints tbody');
+    var more = document.getElementById('endpoints-more');
+    function read(cursor, n) {
+      return call('GET', 'endpoints' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '')).then(function (page) {
+        if (!cursor) body.textContent = '';
+        page.data.forEach(function (endpoint) { body.appendChild(endpointRow(endpoint)); });
+        if (page.has_more && n < endpointPages) return read(page.next_cursor, n + 1);
+        more.textContent = '';
+        if (page.has_more) more.appendChild(button('More endpoints', function () {
+          endpointPages = n + 1;
+          read(page.next_cursor, n + 1).catch(failNear(more));
         }));
-        actions.appendChild(button('Receiver security', function () { editReceiverSettings(url, endpoint); }));
-        actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));
-        if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
-        actions.appendChild(button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
-          call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
-            note(url, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
-          }).catch(failNear(url));
-        })));
-        row.appendChild(actions);
-        body.appendChild(row);
       });
-    });
+    }
+    return read(null, 1);
+  }
+
+  function endpointRow(endpoint) {
+    endpointsById[endpoint.id] = endpoint;
+    var row = el('tr');
+    row.dataset.endpointId = endpoint.id;
+    var url = el('td'); url.appendChild(el('code', endpoint.url));
+    if (endpoint.description) url.appendChild(el('div', endpoint.description));
+    var names = Object.keys(endpoint.headers);
+    if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
+    if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
+    if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
+    if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
+    if (endpoint.tls && endpoint.tls.client_cert_not_after) url.appendChild(el('div', 'Client certificate until ' + new Date(endpoint.tls.client_cert_not_after).toLocaleDateString(), 'tls'));
+    if (endpoint.auth) url.appendChild(el('div', 'OAuth2 token from ' + endpoint.auth.token_url, 'auth'));
+    row.appendChild(url);
+    row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
+    row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
+    var actions = el('td');
+    var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
+    function setStatus() {
+      call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(function (updated) {
+        return reloadThenSay(endpoint, 'Endpoint ' + (updated.status === 'disabled' ? 'disabled.' : 'enabled.'));
+      }).catch(failNear(url));
+    }
+    actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
+      ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus));
+    actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
+    actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
+    actions.appendChild(button('Filter', function () {
+      if (url.querySelector('.filter-form')) return;
+      url.appendChild(filterEditor(endpoint, function (filter) {
+        return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
+          var shown = url.querySelector('.filter') || url.insertBefore(el('div', null, 'filter'), url.querySelector('.filter-form'));
+          shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
+        });
+      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+    }));
+    actions.appendChild(button('Receiver security', function () { editReceiverSettings(url, endpoint); }));
+    actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));
+    if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
+    actions.appendChild(button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
+      call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
+        note(url, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
+      }).catch(failNear(url));
+    })));
+    row.appendChild(actions);
+    return row;
   }
 
   // The endpoint's attempts per hour over the last 24 hours, drawn by chart.js.
@@ -298,13 +313,6 @@ ${ANSWERS_JS}
     });
   }
 
-  function attemptLine(attempt) {
-    return '#' + attempt.attempt_number + ' ' + attempt.trigger + ' · ' + attempt.status +
-      (attempt.response_status !== null ? ' · HTTP ' + attempt.response_status : '') +
-      // An answer's error repeats its status ("HTTP 500"): shown once.
-      (attempt.error && attempt.error !== 'HTTP ' + attempt.response_status ? ' · ' + attempt.error : '') + ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString();
-  }
-
   // A delivery as a person reads it: event type, endpoint, status, attempts and age first; its ids, its
   // latest attempts (newest first), a Retry, and its payload and the receiver's answers on demand.
   function deliveryItem(delivery, messageId) {
@@ -312,14 +320,7 @@ ${ANSWERS_JS}
     item.dataset.deliveryId = delivery.id;
     var endpoint = endpointsById[delivery.endpoint_id];
     var head = el('div', null, 'delivery-head');
-    head.appendChild(el('span', delivery.event_type || '—', 'event-type'));
-    head.appendChild(document.createTextNode(' → '));
-    head.appendChild(el('span', endpoint ? endpoint.url + (endpoint.description ? ' (' + endpoint.description + ')' : '') : delivery.endpoint_id, 'endpoint'));
-    head.appendChild(document.createTextNode(' · '));
-    head.appendChild(el('span', delivery.status, 'status-' + delivery.status));
-    head.appendChild(document.createTextNode(' · ' + delivery.attempt_count + ' attempt(s) · '));
-    head.appendChild(ageCell(delivery.created_at));
-    head.appendChild(document.createTextNode(' '));
+    deliverySentence(head, delivery, el('span', endpoint ? endpoint.url + (endpoint.description ? ' (' + endpoint.description + ')' : '') : delivery.endpoint_id, 'endpoint'));
     head.appendChild(button('Retry', function () {
       call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
         note(item, 'Retry queued as attempt ' + result.attempt_number + '.');

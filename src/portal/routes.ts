@@ -49,6 +49,8 @@ const TOKEN_LENGTH = { minLength: 20, maxLength: 128 };
 const TokenParams = Type.Object({ token: Type.String(TOKEN_LENGTH) });
 const possibleToken = (token: string) =>
   token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
+/** Endpoints per page of the portal's list (its `cursor` reads the next). */
+export const ENDPOINTS_PER_PAGE = 50;
 /** Deliveries per page of a message's deliveries in the portal, and attempts shown with each. */
 const DELIVERIES_PER_PAGE = 25;
 const ATTEMPTS_PER_DELIVERY = 5;
@@ -162,11 +164,21 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
 
   app.get(
     '/portal/:token/api/endpoints',
-    { ...publicRoute, schema: { hide: true, params: TokenParams } },
+    {
+      ...publicRoute,
+      schema: { hide: true, params: TokenParams, querystring: Type.Object({ cursor: cursorOf('endpoint') }) },
+    },
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      return list(await store.endpoints.list(ctx.scope, { limit: 250 }, { appId: ctx.app.id }), view);
+      return list(
+        await store.endpoints.list(
+          ctx.scope,
+          { limit: ENDPOINTS_PER_PAGE, cursor: request.query.cursor },
+          { appId: ctx.app.id },
+        ),
+        view,
+      );
     },
   );
 

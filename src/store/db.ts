@@ -24,6 +24,7 @@ import * as outcomeEvents from './migrations/015_outcome_events.js';
 import * as svixSurface from './migrations/016_svix_surface.js';
 import * as traceContext from './migrations/017_trace_context.js';
 import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
+import * as attemptHeaders from './migrations/019_attempt_headers.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -60,6 +61,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '016_svix_surface': svixSurface,
   '017_trace_context': traceContext,
   '018_enterprise_receivers': enterpriseReceivers,
+  '019_attempt_headers': attemptHeaders,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -25,7 +25,7 @@ before(async () => {
   receiver = await new Receiver().start();
   receiver.respond = (request) =>
     request.body.includes('"fail":true')
-      ? { status: 503, body: '{"error":"receiver down for maintenance"}' }
+      ? { status: 503, headers: { 'X-Maintenance': 'until 06:00' }, body: '{"error":"receiver down for maintenance"}' }
       : { status: 200, body: 'thanks' };
   const org = await bootstrap(service.url, 'Console pages org');
   api = org.test;
@@ -272,6 +272,20 @@ test("in a browser: deliveries filter by status; a delivery shows its payload an
   assert.equal(
     await item.locator('.answers .response-body').first().textContent(),
     '{"error":"receiver down for maintenance"}',
+  );
+  // The headers sent and received, folded until opened.
+  const sentHeaders = item.locator('.answers .request-headers').first();
+  assert.equal(await sentHeaders.locator('pre').isVisible(), false);
+  await sentHeaders.locator('summary').click();
+  assert.match(
+    (await sentHeaders.locator('pre').textContent()) ?? '',
+    new RegExp(`^webhook-id: ${failed.messageId}$`, 'm'),
+  );
+  assert.match((await sentHeaders.locator('pre').textContent()) ?? '', /^webhook-signature: v1,\S+$/m);
+  await item.locator('.answers .response-headers summary').first().click();
+  assert.match(
+    (await item.locator('.answers .response-headers pre').first().textContent()) ?? '',
+    /^x-maintenance: until 06:00$/m,
   );
 
   // Retried, the newest attempt comes first.

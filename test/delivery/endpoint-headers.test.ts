@@ -60,6 +60,56 @@ test('headers are sent with every request, stored sealed, shown redacted, and re
   assert.deepEqual((await s.api.patch(`/api/v1/endpoints/${created.body.id}`, { headers: {} })).body.headers, {});
 });
 
+test("an attempt keeps the headers it sent, credentials redacted, and the receiver's answer's headers", async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t, () => ({
+    status: 202,
+    headers: { 'X-Receiver-Id': 'rcv-7', 'Set-Cookie': 'a=1' },
+    body: 'queued',
+  }));
+  const created = await s.api.post('/api/v1/endpoints', {
+    app_id: s.appId,
+    url: `${receiver.url}/hook`,
+    headers: { 'X-Api-Key': 'receiver-own-s3cret', 'X-Tenant': 'acme' },
+  });
+  assert.equal(created.status, 201);
+  const { id: messageId, deliveryIds } = await s.emit({ n: 1 });
+  const delivery = await s.until(deliveryIds[0]!, (d) => d.attempts.length === 1, 'the attempt recorded');
+  const attempt = delivery.attempts[0]!;
+  const [sent] = receiver.received;
+  // What the receiver got, header for header, with the credential redacted (the HTTP layer adds host,
+  // content-length and connection on the wire).
+  const wire = Object.fromEntries(
+    Object.entries(sent!.headers).filter(([name]) => !['host', 'content-length', 'connection'].includes(name)),
+  );
+  const requestHeaders = attempt.request_headers!;
+  assert.equal(requestHeaders['webhook-id'], messageId);
+  assert.equal(requestHeaders['x-tenant'], 'acme');
+  assert.equal(requestHeaders['webhook-signature'], sent!.headers['webhook-signature']);
+  assert.deepEqual(requestHeaders, { ...wire, 'x-api-key': '<redacted>' });
+  assert.equal(sent!.headers['x-api-key'], 'receiver-own-s3cret');
+  // The answer's headers as they came, by lowercase name.
+  assert.equal(attempt.response_headers?.['x-receiver-id'], 'rcv-7');
+  assert.equal(attempt.response_headers?.['set-cookie'], 'a=1');
+  // The credential is nowhere in the stored attempt.
+  const [row] = await s.service.store.ctx.db
+    .selectFrom('attempts')
+    .selectAll()
+    .where('delivery_id', '=', deliveryIds[0]!)
+    .execute();
+  assert.ok(!JSON.stringify(row).includes('s3cret'));
+  assert.match(row!.request_headers ?? '', /^x-api-key: <redacted>$/im);
+
+  // An attempt that got no answer kept what it sent, and no answer's headers.
+  await receiver.stop();
+  const failed = await s.emit({ n: 2 });
+  const down = await s.until(failed.deliveryIds[0]!, (d) => d.attempts.length >= 1, 'the failed attempt recorded');
+  const none = down.attempts.at(-1)!;
+  assert.equal(none.response_status, null);
+  assert.equal(none.response_headers, null);
+  assert.equal(none.request_headers?.['webhook-id'], failed.id);
+});
+
 test('bad headers are 400 naming the header, and nothing is stored', async (t) => {
   const s = await setup(t);
   const before = await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`);

@@ -15,6 +15,8 @@ export interface Attempt {
   trigger: 'scheduled' | 'manual';
   status: 'success' | 'failed';
   response_status: number | null;
+  request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
   response_body: string | null;
   error: string | null;
   duration_ms: number;

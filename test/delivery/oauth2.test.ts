@@ -69,6 +69,10 @@ test('one token serves many attempts; the secret is sealed and redacted; the req
   const ids: string[] = [];
   for (let n = 0; n < 5; n++) ids.push(...(await s.emit({ n })).deliveryIds);
   for (const id of ids) await s.until(id, (d) => d.status === 'success', 'delivered with a token');
+  // The attempt shows that a bearer token went, never the token.
+  const attempt = (await s.delivery(ids[0]!)).attempts[0]!;
+  assert.equal(attempt.request_headers?.authorization, '<redacted>');
+  assert.ok(!JSON.stringify(attempt).includes('Bearer '));
   assert.equal(tokens.requests.length, 1, 'one token fetch for five attempts');
   assert.equal(tokens.requests[0]!.method, 'basic');
   assert.deepEqual(tokens.requests[0]!.form, {

@@ -17,6 +17,8 @@ const result: AttemptResult = {
   ok: false,
   responseStatus: 500,
   responseBody: 'an answer the database refuses',
+  requestHeaders: 'webhook-id: msg_1\n',
+  responseHeaders: 'x-answer: refused too\n',
   error: 'HTTP 500',
   durationMs: 3,
   retryAfterMs: null,
@@ -62,14 +64,22 @@ test('what follows a refusal: again when away, busy or full, without the answer 
 
 test('an outcome whose answer the store refuses is recorded without it at once, and logged once', async () => {
   const { queue, written, batches } = queueRefusing((items) =>
-    items.some(({ result }) => result.responseBody !== null) ? storeError('22021') : null,
+    items.some(({ result }) => result.responseBody !== null || result.responseHeaders != null)
+      ? storeError('22021')
+      : null,
   );
   const { lines, log } = logged();
   const owned = await new Outcomes(queue, 'wrk_test', 'sqlite', log as never).record(input, result);
   assert.equal(owned, true);
   assert.equal(batches.length, 2);
   assert.deepEqual(written, [
-    { ...result, responseBody: null, error: "HTTP 500; the receiver's answer could not be stored" },
+    {
+      ...result,
+      responseBody: null,
+      requestHeaders: null,
+      responseHeaders: null,
+      error: "HTTP 500; the receiver's answer could not be stored",
+    },
   ]);
   assert.equal(lines.length, 1);
   assert.deepEqual(lines[0]!.fields.cause, { kind: 'data', code: '22021' });

@@ -18,6 +18,8 @@ function attempt(n: number, status: number, at: number, delivery = 'dlv_1'): Pla
     status: status < 300 ? 'success' : 'failed',
     response_status: status,
     response_body: null,
+    request_headers: null,
+    response_headers: null,
     error: status < 300 ? null : `HTTP ${status}`,
     duration_ms: 1,
     created_at: at,

@@ -299,6 +299,52 @@ test('the portal lists its messages 50 a page, newest first; cursor reads the ne
   assert.equal((await portal.get('/api/messages?cursor=dlv_nope')).status, 400);
 });
 
+/** An application with `count` endpoints, and their ids, oldest first. */
+async function appWithEndpoints(name: string, count: number) {
+  const { app, endpoint, portal } = await appWithEndpoint(name);
+  const ids = [endpoint.id as string];
+  for (let i = 1; i < count; i++)
+    ids.push((await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/${name}-${i}` })).body.id);
+  return { app, portal, ids };
+}
+
+test('the portal lists its endpoints 50 a page, newest first; cursor reads the next', async () => {
+  const { portal, ids } = await appWithEndpoints('paged-endpoints', 51);
+  const first = await portal.get('/api/endpoints');
+  assert.equal(first.body.data.length, 50);
+  assert.equal(first.body.has_more, true);
+  const second = await portal.get(`/api/endpoints?cursor=${first.body.next_cursor}`);
+  assert.equal(second.status, 200);
+  assert.equal(second.body.has_more, false);
+  assert.deepEqual(
+    [...first.body.data, ...second.body.data].map((e: { id: string }) => e.id),
+    [...ids].reverse(),
+  );
+  assert.equal((await portal.get('/api/endpoints?cursor=evt_nope')).status, 400);
+});
+
+test('in a browser: the portal shows more endpoints on request, and keeps them shown after a change', {
+  skip: browserSkip,
+}, async (t) => {
+  const { app, ids } = await appWithEndpoints('paged-browser', 51);
+  const browser = await launchBrowser(t);
+  const page = await browser.newPage();
+  page.on('dialog', (dialog) => dialog.accept());
+  await page.goto(service.url + app.portal_path);
+  await page.waitForFunction(() => document.querySelectorAll('#endpoints tbody tr').length === 50);
+  // Newest first: the oldest is on the second page.
+  const last = page.locator(`#endpoints tbody tr[data-endpoint-id="${ids[0]}"]`);
+  assert.equal(await last.count(), 0);
+  await page.click('#endpoints-more button:text("More endpoints")');
+  await last.waitFor();
+  assert.equal(await page.locator('#endpoints tbody tr').count(), 51);
+  assert.equal(await page.locator('#endpoints-more button').count(), 0, 'no more to show');
+  // A change reloads the list with both pages: the changed row stays, disabled.
+  await last.locator('button:text("Disable")').click();
+  await last.locator('.status-disabled').waitFor();
+  assert.equal(await page.locator('#endpoints tbody tr').count(), 51);
+});
+
 test("the portal's stats of its own endpoints: attempts per hour as the API counts them, 404 for another application's", async () => {
   const a = await appWithEndpoint('stats-a');
   const b = await appWithEndpoint('stats-b');
@@ -691,6 +737,15 @@ test("in a browser: the portal says an error beside the form that caused it, ask
   assert.deepEqual(JSON.parse((await item.locator('.answers pre.payload').textContent()) ?? ''), { invoice: 'inv_77' });
   assert.match((await item.locator('.answer-head').first().textContent()) ?? '', /^#1 · HTTP 422 · \d+ ms/);
   assert.equal(await item.locator('.answers .response-body').first().textContent(), 'unknown invoice');
+  await item.locator('.answers .request-headers summary').first().click();
+  assert.match(
+    (await item.locator('.answers .request-headers pre').first().textContent()) ?? '',
+    new RegExp(`^webhook-id: ${emitted.body.id}$`, 'm'),
+  );
+  assert.match(
+    (await item.locator('.answers .response-headers summary').first().textContent()) ?? '',
+    /^Response headers \(\d+\)$/,
+  );
 
   const shot = `${service.database.env.HERALD_DATA_DIR}/portal-feedback.png`;
   await page.screenshot({ path: shot, fullPage: true });

@@ -144,9 +144,9 @@ const COMPLETE = `with
   ),
   attempts_in as (
     insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status,
-      response_body, error, duration_ms, created_at)
+      response_body, error, duration_ms, created_at, request_headers, response_headers)
     select * from unnest($2::text[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::int[],
-      $9::text[], $10::text[], $11::int[], $12::bigint[])
+      $9::text[], $10::text[], $11::int[], $12::bigint[], $51::text[], $52::text[])
     where (select ok from checked)
   ),
   taken as (
@@ -215,6 +215,8 @@ export interface AttemptValues {
   status: string;
   response_status: number | null;
   response_body: string | null;
+  request_headers: string | null;
+  response_headers: string | null;
   error: string | null;
   duration_ms: number;
   created_at: number;
@@ -327,6 +329,8 @@ export function completeStatement(p: CompleteParams): Statement {
       column(p.events, 'created_at'),
       column(p.stops, 'endpointId'),
       column(p.stops, 'at'),
+      column(a, 'request_headers'),
+      column(a, 'response_headers'),
     ],
   };
 }
