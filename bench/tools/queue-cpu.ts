@@ -5,6 +5,7 @@
 // baseline: npm run bench is that.
 // node --import tsx bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
 // QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
+// QCPU_HEADERS=0 records outcomes without the request's and answer's headers (each attempt keeps them).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,8 @@ import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
 import { commandCpuMs } from '../lib/cpu.js';
+import { headerBlock } from '../../src/domain/headers.js';
+import { USER_AGENT } from '../../src/delivery/request.js';
 
 const [storeKind = 'sqlite', nText = '20000', claimText = '48', batchText = '24'] = process.argv.slice(2);
 const N = Number(nText);
@@ -37,6 +40,25 @@ const org = await store.organizations.create('qcpu', 'unlimited');
 const scope = { orgId: org.id, livemode: false };
 const app = await store.applications.create(scope, { name: 'qcpu' });
 const { row: endpoint } = await store.endpoints.create(scope, { appId: app.id, url: 'http://127.0.0.1:9/hook' });
+/** A request's and an answer's headers as the worker records them (src/delivery/request.ts, sender.ts). */
+const headers = (messageId: string, at: number) =>
+  process.env.QCPU_HEADERS === '0'
+    ? {}
+    : {
+        requestHeaders: headerBlock(
+          Object.entries({
+            'content-type': 'application/json',
+            'user-agent': USER_AGENT,
+            'webhook-id': messageId,
+            'webhook-timestamp': String(Math.floor(at / 1000)),
+            'webhook-signature': 'v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=',
+            traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+          }),
+          true,
+        ),
+        responseHeaders:
+          'content-type: text/plain\ndate: Fri, 27 Nov 2026 20:00:00 GMT\nconnection: keep-alive\nkeep-alive: timeout=5\ncontent-length: 2\n',
+      };
 const emits = [];
 for (let i = 0; i < N; i++)
   emits.push(
@@ -75,6 +97,7 @@ while (done < N) {
           ok: true,
           responseStatus: 200,
           responseBody: 'ok',
+          ...headers(input!.delivery.messageId, at),
           error: null,
           durationMs: 1,
           retryAfterMs: null,
