@@ -1,8 +1,8 @@
-// How a delivery and its attempts read, and "Show payload and answers", shared by the console and the portal (written into both scripts after the DOM
-// helpers): beside a delivery, the request body Herald sent (its message's payload, pretty-printed; gone
-// once retention dropped it) and, for each attempt, newest first, the receiver's status, the duration, the
-// headers sent (credentials redacted) and received, and the response body as stored. Both are read when
-// the person asks, never with a list.
+// How a delivery and its attempts read, and "Show payload and answers", shared by the console and the
+// portal (written into both scripts after the DOM helpers): beside a delivery, the request body Herald sent
+// (its message's payload, pretty-printed; gone once retention dropped it) and, for each attempt, newest
+// first, the receiver's status, the duration, the headers sent (credentials redacted) and received, and the
+// response body as stored. Both are read when the person asks, never with a list.
 
 export const ANSWERS_JS = `
   // A delivery as a person reads it, written into head: event type → endpoint · status · attempts · age.

@@ -45,6 +45,8 @@ const SETTINGS = {
   // Everything is past retention by the end, so the purge there has the whole history to remove.
   HERALD_RETENTION: '1s',
   HERALD_IDEMPOTENCY_TTL: '1s',
+  // The held answers are kept whole (see fullDisk).
+  HERALD_RESPONSE_BODY_LIMIT: '262144',
 };
 
 async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>): Promise<void> {
@@ -53,17 +55,19 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   const herald = await start(dir);
   const receiver = await new Receiver().start();
   t.after(() => receiver.stop());
-  // The first request for a `held` message is answered once the store refuses emits (the disk is full):
-  // its outcome cannot be recorded. Answered then rather than after a set time, which a loaded machine
-  // may reach before the store has used up its reserve.
+  // The first request for a `held` message is answered once the store refuses emits (the disk is full),
+  // with an answer larger than an emit: its outcome cannot be recorded where an emit did not fit, not even
+  // in the WAL's unused tail a refused emit leaves (which a small outcome may fill). Answered then rather
+  // than after a set time, which a loaded machine may reach before the store has used up its reserve.
   const held = new Set<string>();
+  const heldAnswer = 'h'.repeat(200_000);
   let diskFull!: () => void;
   const full = new Promise<void>((resolve) => (diskFull = resolve));
   receiver.respond = (r) => {
     const id = String(r.headers['webhook-id']);
     if (!r.body.includes('"key":"held-') || held.has(id)) return { status: 200 };
     held.add(id);
-    return { status: 200, until: full };
+    return { status: 200, body: heldAnswer, until: full };
   };
   const { test: api } = await bootstrap(herald.url);
   const app = await api.post('/api/v1/applications', { name: 'Full disk' });
