@@ -55,7 +55,8 @@ export class BackgroundRunner {
         this.log.warn({ err: error }, 'could not look for background tasks; retrying');
       }
       if (task) await this.runTask(task);
-      else await this.sleep(POLL_MS);
+      // Stopped while it looked (stop's wake-up found no sleep to end): it ends now, not after a poll.
+      else if (this.running) await this.sleep(POLL_MS);
     }
   }
 
