@@ -22,6 +22,7 @@ import {
 import { deliveryToApi, list, messagePayloadToApi, messageToApi } from './serialize.js';
 import type { EmitRequest, EmitResult } from '../store/messages.js';
 import type { Scope } from '../store/index.js';
+import type { MessageRow } from '../store/schema.js';
 import { schemaFailure } from '../domain/event-schema.js';
 import { schemaValidator } from './event-types.js';
 import { formatTraceparent, messageTrace } from '../domain/trace-context.js';
@@ -159,6 +160,14 @@ export async function emit(
   request.traceId = messageTrace(message.id, message.traceparent, message.tracestate).traceId;
   if (!created.idempotent) metrics.emitted(scope.livemode);
   return created;
+}
+
+/** A message's stored payload as the payload routes answer it (API and portal); 410 payload_gone once it is not stored. */
+export async function messagePayload(store: ApiDeps['store'], message: MessageRow) {
+  const payloadJson = await store.messages.readablePayload(message.id);
+  if (payloadJson === undefined)
+    throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
+  return messagePayloadToApi(message, payloadJson);
 }
 
 export const messageRoutes: RoutePlugin = async (app, deps) => {
@@ -303,10 +312,7 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
     async (request) => {
       const message = await store.messages.get(scopeOf(request), request.params.id);
       if (!message) throw notFound(`message ${request.params.id}`);
-      const payloadJson = await store.messages.readablePayload(message.id);
-      if (payloadJson === undefined)
-        throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
-      return messagePayloadToApi(message, payloadJson);
+      return messagePayload(store, message);
     },
   );
 

@@ -135,17 +135,7 @@ export const DELIVERY_VIEWS_JS = `
       form.until.value = localOf(params.until);
       form.dataset.appId = params.app_id || '';
       var filters = { limit: '25', status: params.status, endpoint_id: params.endpoint_id, app_id: params.app_id, event_type: params.event_type, since: params.since, until: params.until };
-      clear('#deliveries tbody');
-      function page(cursor) {
-        filters.cursor = cursor;
-        return call('GET', 'deliveries' + query(filters)).then(function (result) {
-          var body = document.querySelector('#deliveries tbody');
-          if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No deliveries match.'));
-          result.data.forEach(function (delivery) { body.appendChild(deliveryRow(delivery)); });
-          pager('deliveries-more', result, page);
-        });
-      }
-      return page('');
+      return pagedRows('deliveries', filters, '#deliveries tbody', 'No deliveries match.', deliveryRow, 'deliveries-more');
     });
   }
   function deliveryRow(delivery) {
@@ -180,17 +170,7 @@ export const DELIVERY_VIEWS_JS = `
       form.since.value = localOf(params.since);
       form.until.value = localOf(params.until);
       var filters = { limit: '50', app_id: params.app_id, event_type: params.event_type, since: params.since, until: params.until };
-      clear('#messages tbody');
-      function page(cursor) {
-        filters.cursor = cursor;
-        return call('GET', 'messages' + query(filters)).then(function (result) {
-          var body = document.querySelector('#messages tbody');
-          if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No messages.'));
-          result.data.forEach(function (message) { body.appendChild(messageRow(message)); });
-          pager('messages-more', result, page);
-        });
-      }
-      return page('');
+      return pagedRows('messages', filters, '#messages tbody', 'No messages.', messageRow, 'messages-more');
     });
   }
   function messageRow(message) {

@@ -91,6 +91,20 @@ ${ANSWERS_JS}
     fresh.hidden = !page.has_more;
     if (page.has_more) fresh.addEventListener('click', function () { loadNext(page.next_cursor).catch(failNear(fresh.parentNode)); });
   }
+  // A filtered list read a page at a time: each page's rows (rowOf) appended to the table body, emptyText
+  // when the first page has none, and the More button (pager) reading the next.
+  function pagedRows(path, filters, tbodySelector, emptyText, rowOf, buttonId) {
+    var body = clear(tbodySelector);
+    function page(cursor) {
+      filters.cursor = cursor;
+      return call('GET', path + query(filters)).then(function (result) {
+        if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', emptyText));
+        result.data.forEach(function (item) { body.appendChild(rowOf(item)); });
+        pager(buttonId, result, page);
+      });
+    }
+    return page('');
+  }
 `;
 
 const SESSION_JS = `

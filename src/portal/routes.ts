@@ -10,10 +10,10 @@ import {
   eventTypeToApi,
   iso,
   list,
-  messagePayloadToApi,
   messageToApi,
 } from '../api/serialize.js';
 import { startRecovery } from '../api/background-tasks.js';
+import { messagePayload } from '../api/messages.js';
 import {
   ContentFilter,
   cursorOf,
@@ -382,10 +382,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       const ctx = await context(request);
       const message = await store.messages.get(ctx.scope, request.params.id);
       if (!message || message.app_id !== ctx.app.id) throw notFound(`message ${request.params.id}`);
-      const payloadJson = await store.messages.readablePayload(message.id);
-      if (payloadJson === undefined)
-        throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
-      return messagePayloadToApi(message, payloadJson);
+      return messagePayload(store, message);
     },
   );
 

@@ -489,3 +489,45 @@ test('in a browser: endpoint controls (rate limit, ordering, headers) are saved 
   assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).status, 404);
   await finish(watched, 'console-controls');
 });
+
+test('in a browser: deliveries and messages page with More until the last, and an empty list says so', {
+  skip: browserSkip,
+}, async (t) => {
+  // An application of its own, made last: the tests above see none of its messages.
+  const paged = (await api.post('/api/v1/applications', { name: 'Paged app' })).body;
+  await api.post('/api/v1/endpoints', { app_id: paged.id, url: `${receiver.url}/paged` });
+  for (let i = 0; i < 51; i++)
+    await api.post('/api/v1/messages', { app_id: paged.id, event_type: 'invoice.paid', payload: { i } });
+  const empty = (await api.post('/api/v1/applications', { name: 'Empty app' })).body;
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const rows = (table: string) =>
+    page.locator(`#${table} tbody tr[data-${table === 'deliveries' ? 'delivery' : 'message'}-id]`);
+
+  await page.goto(`${service.url}/console#/deliveries?app_id=${paged.id}`);
+  await signIn(page);
+  await shown(page, 'deliveries');
+  // 25 a page: two More clicks bring all 51, and the button goes once nothing is left.
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 25);
+  await page.click('#deliveries-more');
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 50);
+  await page.click('#deliveries-more');
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 51);
+  assert.equal(await page.locator('#deliveries-more').isHidden(), true);
+  assert.equal(
+    new Set(await rows('deliveries').evaluateAll((r) => r.map((e) => e.getAttribute('data-delivery-id')))).size,
+    51,
+  );
+
+  await page.goto(`${service.url}/console#/messages?app_id=${paged.id}`);
+  await shown(page, 'messages');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 50);
+  await page.click('#messages-more');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 51);
+  assert.equal(await page.locator('#messages-more').isHidden(), true);
+
+  await page.goto(`${service.url}/console#/messages?app_id=${empty.id}`);
+  await page.waitForFunction(() => document.querySelector('#messages tbody td')?.textContent === 'No messages.');
+  assert.equal(await rows('messages').count(), 0);
+  await finish(watched, 'console-paging');
+});

@@ -286,18 +286,26 @@ test('the portal lists its messages 50 a page, newest first; cursor reads the ne
     ids.push(
       (await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: { i } })).body.id,
     );
-  const first = await portal.get('/api/messages');
+  await assertTwoPages(portal, '/api/messages', [...ids].reverse(), 'dlv_nope');
+});
+
+/**
+ * A portal list of 50 a page holds `expected` in that order over two pages, the cursor reading the second;
+ * a cursor of another kind of id is 400.
+ */
+async function assertTwoPages(portal: Client, path: string, expected: string[], foreignCursor: string) {
+  const first = await portal.get(path);
   assert.equal(first.body.data.length, 50);
   assert.equal(first.body.has_more, true);
-  const second = await portal.get(`/api/messages?cursor=${first.body.next_cursor}`);
+  const second = await portal.get(`${path}?cursor=${first.body.next_cursor}`);
   assert.equal(second.status, 200);
   assert.equal(second.body.has_more, false);
   assert.deepEqual(
-    [...first.body.data, ...second.body.data].map((m: { id: string }) => m.id),
-    [...ids].reverse(),
+    [...first.body.data, ...second.body.data].map((item: { id: string }) => item.id),
+    expected,
   );
-  assert.equal((await portal.get('/api/messages?cursor=dlv_nope')).status, 400);
-});
+  assert.equal((await portal.get(`${path}?cursor=${foreignCursor}`)).status, 400);
+}
 
 /** An application with `count` endpoints, and their ids, oldest first. */
 async function appWithEndpoints(name: string, count: number) {
@@ -310,17 +318,7 @@ async function appWithEndpoints(name: string, count: number) {
 
 test('the portal lists its endpoints 50 a page, newest first; cursor reads the next', async () => {
   const { portal, ids } = await appWithEndpoints('paged-endpoints', 51);
-  const first = await portal.get('/api/endpoints');
-  assert.equal(first.body.data.length, 50);
-  assert.equal(first.body.has_more, true);
-  const second = await portal.get(`/api/endpoints?cursor=${first.body.next_cursor}`);
-  assert.equal(second.status, 200);
-  assert.equal(second.body.has_more, false);
-  assert.deepEqual(
-    [...first.body.data, ...second.body.data].map((e: { id: string }) => e.id),
-    [...ids].reverse(),
-  );
-  assert.equal((await portal.get('/api/endpoints?cursor=evt_nope')).status, 400);
+  await assertTwoPages(portal, '/api/endpoints', [...ids].reverse(), 'evt_nope');
 });
 
 test('in a browser: the portal shows more endpoints on request, and keeps them shown after a change', {
