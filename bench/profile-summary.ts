@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 
 // Summarizes a V8 .cpuprofile (from node --cpu-prof, e.g. `npm run bench -- --profile`): the functions
 // with the most self time, and the most inclusive time, with file:line.
-// usage: node --import tsx bench/profile-summary.ts FILE [TOP] [SKIP_SECONDS]
+// usage: node scripts/run.mjs bench/profile-summary.ts FILE [TOP] [SKIP_SECONDS]
 // SKIP_SECONDS leaves out the start of the profile (module loading and set-up before the load).
 
 interface Node {
@@ -21,7 +21,7 @@ interface Profile {
 
 const [file, topText, skipText] = process.argv.slice(2);
 if (!file) {
-  console.error('usage: node --import tsx bench/profile-summary.ts FILE [TOP]');
+  console.error('usage: node scripts/run.mjs bench/profile-summary.ts FILE [TOP]');
   process.exit(2);
 }
 const top = Number(topText ?? 25);

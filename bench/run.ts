@@ -14,6 +14,7 @@ import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './
 import { backlog } from './scenarios/backlog.js';
 import { peers } from './scenarios/peers.js';
 import { tracing } from './scenarios/tracing.js';
+import { startup } from './scenarios/startup.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
 //
@@ -31,6 +32,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   slow: { run: slowEndpoint },
   neighbour: { run: neighbourBacklog },
   tracing: { run: tracing },
+  startup: { run: startup },
   'pg-ingest': { run: pgIngest, postgres: true },
   'pg-delivery': { run: pgDelivery, postgres: true },
   'pg-e2e': { run: pgEndToEnd, postgres: true },
@@ -190,7 +192,7 @@ async function main(): Promise<number> {
     console.log(`wrote ${join(REPO, 'docs', 'benchmarks.md')}`);
   }
   if (profileDir)
-    console.log(`CPU profiles in ${profileDir} (summarize with: node --import tsx bench/profile-summary.ts FILE)`);
+    console.log(`CPU profiles in ${profileDir} (summarize with: node scripts/run.mjs bench/profile-summary.ts FILE)`);
   return failures.length > 0 ? 1 : 0;
 }
 

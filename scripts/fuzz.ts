@@ -1,13 +1,19 @@
-// npm run fuzz -- [--runs N] [--seed S] [--path P]: runs the OpenAPI fuzzer (test/support/fuzz.ts) against
-// a fresh service on the store HERALD_TEST_STORE names (sqlite unless set). A failure prints the smallest
-// request found and the seed and path that replay it.
+// npm run fuzz -- [--runs N] [--seed S] [--path P] [--store sqlite|postgres]: runs the OpenAPI fuzzer
+// (test/support/fuzz.ts) against a fresh service on the store named (sqlite unless given). A failure prints
+// the smallest request found and the seed and path that replay it.
 import { parseArgs } from 'node:util';
-import { fuzz, startWorld } from '../test/support/fuzz.js';
 
 const { values } = parseArgs({
-  options: { runs: { type: 'string', default: '2000' }, seed: { type: 'string' }, path: { type: 'string' } },
+  options: {
+    runs: { type: 'string', default: '2000' },
+    seed: { type: 'string' },
+    path: { type: 'string' },
+    store: { type: 'string', default: 'sqlite' },
+  },
 });
-process.env.HERALD_TEST_STORE ??= 'sqlite';
+// The test support reads the store when it is first loaded.
+process.env.SUITE_STORE = values.store;
+const { fuzz, startWorld } = await import('../test/support/fuzz.js');
 const world = await startWorld();
 try {
   const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed);

@@ -1,86 +1,275 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts file with node's test runner through tsx, once per store: the embedded
-// SQLite store and PostgreSQL (HERALD_TEST_STORE=postgres), the two passes side by side on the machine's
-// two cores (each pass runs its files one at a time); each pass's output is printed whole when it ends.
-// HERALD_TEST_SERIAL=1 runs them one after the other, printing as they go. The SDK's tests
-// (sdk/test/**/*.test.ts) run in the SQLite pass only: they test the client, which speaks the same HTTP
-// to a service on either store. Node 20's --test does not expand globs, so the files are listed here.
-// Pass file paths to run only those (on each store in HERALD_TEST_STORES).
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+// `node scripts/test.mjs [PATH...]`: compiles the tests (scripts/build.mjs --tests, and dist/ for the tests
+// that run `npm start` and the CLI), then runs each test file as its own process on the store its folder
+// names, SUITE_JOBS (default 3) files at a time, longest first, printing every line as it comes, marked
+// with its store and file. The whole suite also checks the types (tsc --noEmit, and the SDK's build) and the
+// lint beside the tests:
+//
+//   test/unit/       no store: run once
+//   test/contract/   behaviour every store shares: run once per store in SUITE_STORES
+//   test/sqlite/     the embedded store only        test/postgres/   PostgreSQL only
+//   test/browser/    pages in headless Chromium, on the embedded store (the page is the same on either)
+//   sdk/test/        the SDK against a service on the embedded store (it speaks the same HTTP to either)
+//
+// The store reaches the file as SUITE_STORE; test/support/service.ts reads it. SUITE_STORES (default
+// `sqlite,postgres`) narrows the stores; PATHs (files or folders) narrow the files. SUITE_BUILD names the
+// folder of the checkout the tests are compiled into (default .build), so two runs can share a checkout. Each file's duration is
+// kept in .tmp/test-times.json to order the next run. A file still running after SUITE_FILE_TIMEOUT_S
+// (default 600) is stopped and counts as failed.
 import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const BUILD = join(root, process.env.SUITE_BUILD || '.build');
+const TIMES = join(root, '.tmp', 'test-times.json');
+const CHROMIUM = '/usr/bin/chromium';
 
 function find(dir) {
-  return readdirSync(dir).flatMap((name) => {
-    const path = join(dir, name);
-    if (statSync(path).isDirectory()) return name === 'support' ? [] : find(path);
-    return name.endsWith('.test.ts') ? [path] : [];
-  });
+  if (!existsSync(dir)) return [];
+  if (statSync(dir).isFile()) return dir.endsWith('.test.ts') ? [dir] : [];
+  return readdirSync(dir).flatMap((name) => (name === 'support' ? [] : find(join(dir, name))));
+}
+
+/** The stores a test file runs on, from its folder. */
+function storesOf(file, stores) {
+  const [top, kind] = file.split('/');
+  if (top === 'sdk') return stores.includes('sqlite') ? ['sqlite'] : [];
+  switch (kind) {
+    case 'unit':
+      return ['none'];
+    case 'contract':
+      return stores;
+    case 'sqlite':
+    case 'browser':
+      return stores.includes('sqlite') ? ['sqlite'] : [];
+    case 'postgres':
+      return stores.includes('postgres') ? ['postgres'] : [];
+    default:
+      throw new Error(`${file}: a test file belongs under test/unit, contract, sqlite, postgres or browser`);
+  }
+}
+
+function build() {
+  for (const mode of [[], ['--tests']]) {
+    const result = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), ...mode], { stdio: 'inherit' });
+    if (result.status !== 0) process.exit(result.status ?? 1);
+  }
 }
 
 /**
  * Each test drops its PostgreSQL database and stops its own PostgreSQL server in t.after, also when it
  * fails. A test process that is killed (timeout, Ctrl-C, OOM) cannot; this removes what such processes
- * left behind, before and after the run. Databases and servers of live processes (someone else's run
- * on this machine) are never touched: their names carry the pid of the process that made them.
+ * left behind, before and after the run. Databases and servers of live processes (someone else's run on
+ * this machine) are never touched: their names carry the pid of the process that made them.
  */
 function sweepStale() {
   const code = `
-    const { sweepStaleDatabases } = await import('./test/support/service.ts');
-    const { sweepStaleClusters } = await import('./test/support/pg-cluster.ts');
+    const { sweepStaleDatabases } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+    const { sweepStaleClusters } = await import(${JSON.stringify(join(BUILD, 'test/support/pg-cluster.js'))});
     const dbs = await sweepStaleDatabases().catch((e) => (console.error('sweep: ' + e.message), []));
     const clusters = await sweepStaleClusters().catch((e) => (console.error('sweep: ' + e.message), []));
     if (dbs.length + clusters.length > 0) console.log('removed leftovers of killed test runs: ' + [...dbs, ...clusters].join(', '));
   `;
-  spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
-    stdio: 'inherit',
-    env: process.env,
+  spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
+}
+
+/**
+ * CPU seconds of this process's reaped children so far (utime + stime of those waited for, from
+ * /proc/self/stat). It grows only when a child is reaped, so its growth at a child's exit is that child's
+ * CPU: what the file cost, with the processes it ran and waited for.
+ */
+function childrenCpu() {
+  try {
+    const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return 0;
+  }
+}
+let lastCpu = childrenCpu();
+
+const readTimes = () => {
+  try {
+    return JSON.parse(readFileSync(TIMES, 'utf8'));
+  } catch {
+    return {};
+  }
+};
+
+/** A test file on one store, as a job: its process and its label. */
+function testJob(file, store) {
+  const name = file.replace(/^test\/(unit\/)?/, '').replace(/\.test\.ts$/, '');
+  return {
+    key: `${store} ${file}`,
+    file,
+    label: `[${store === 'none' ? 'unit' : store} ${name}]`,
+    command: [
+      process.execPath,
+      '--enable-source-maps',
+      '--test-reporter=spec',
+      join(BUILD, file.replace(/\.ts$/, '.js')),
+    ],
+    env: { SUITE_STORE: store === 'none' ? '' : store },
+    // The SDK's tests load its built package: they wait for the check that builds it.
+    after: file.startsWith('sdk/') ? 'check types' : null,
+  };
+}
+
+/** A check of the whole tree beside the tests: the types (which also builds the SDK's dist/) and the lint. */
+function checkJob(name, script) {
+  return {
+    key: `check ${name}`,
+    file: null,
+    label: `[check ${name}]`,
+    command: ['sh', '-c', script],
+    env: {},
+    after: null,
+  };
+}
+
+/** Runs one job; resolves with its counts. Every line it prints goes out as it comes. */
+function runJob(job, log) {
+  const { label } = job;
+  const started = Date.now();
+  return new Promise((resolveRun) => {
+    const [command, ...args] = job.command;
+    const child = spawn(command, args, {
+      cwd: root,
+      env: { ...process.env, ...job.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const counts = { pass: 0, fail: 0, skipped: 0, cancelled: 0 };
+    const timeoutS = Number(process.env.SUITE_FILE_TIMEOUT_S ?? 600);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    }, timeoutS * 1000);
+    const lines = (stream) => {
+      let rest = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk) => {
+        const parts = (rest + chunk).split('\n');
+        rest = parts.pop();
+        for (const line of parts) take(line);
+      });
+      stream.on('end', () => rest && take(rest));
+    };
+    const take = (line) => {
+      const summary = /^ℹ (pass|fail|skipped|cancelled) (\d+)$/.exec(line);
+      if (summary) counts[summary[1]] += Number(summary[2]);
+      log(`${label} ${line}`);
+    };
+    lines(child.stdout);
+    lines(child.stderr);
+    let cpu = 0;
+    child.on('exit', () => {
+      const now = childrenCpu();
+      cpu = now - lastCpu;
+      lastCpu = now;
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      const ms = Date.now() - started;
+      const failed = code !== 0 || counts.fail > 0 || counts.cancelled > 0;
+      if (timedOut) log(`${label} stopped after ${timeoutS} s`);
+      else if (code !== 0 && counts.fail === 0) log(`${label} exited with ${code}`);
+      log(`${label} ${failed ? 'FAILED' : 'ok'} in ${(ms / 1000).toFixed(1)} s (${cpu.toFixed(1)} s of CPU)`);
+      resolveRun({ ...job, label, ms, cpu, failed, counts });
+    });
   });
 }
 
-const given = process.argv.slice(2);
-const files = given.length > 0 ? given : find('test').sort();
-const sdkFiles = given.length > 0 ? [] : find('sdk/test').sort();
-const stores = (process.env.HERALD_TEST_STORES ?? 'sqlite,postgres').split(',');
-const usesPostgres = stores.includes('postgres');
-if (usesPostgres) sweepStale();
-const argsFor = (store) => [
-  '--import',
-  'tsx',
-  '--test',
-  '--test-concurrency=1',
-  '--test-reporter=spec',
-  ...files,
-  ...(store === 'sqlite' ? sdkFiles : []),
+const stores = (process.env.SUITE_STORES ?? 'sqlite,postgres').split(',').filter(Boolean);
+const given = process.argv.slice(2).map((path) => relative(root, resolve(path)));
+const files = (given.length > 0 ? given : ['test', 'sdk/test']).flatMap(find).sort();
+const browserMissing = !existsSync(CHROMIUM);
+const skippedFiles = [];
+const times = readTimes();
+// The whole suite checks the tree too, beside the tests; a run of given files leaves that out.
+const checks =
+  given.length === 0
+    ? [
+        checkJob('types', 'npx tsc --noEmit && npx tsc -p sdk/tsconfig.json'),
+        checkJob('lint', `${JSON.stringify(process.execPath)} scripts/lint.mjs`),
+      ]
+    : [];
+const jobs = [
+  ...checks,
+  ...files
+    .flatMap((file) => storesOf(file, stores).map((store) => testJob(file, store)))
+    .filter((job) => {
+      if (browserMissing && job.file.startsWith('test/browser/')) {
+        skippedFiles.push(`${job.file} (no ${CHROMIUM}: apt-get install chromium)`);
+        return false;
+      }
+      return true;
+    })
+    // Longest first, so the last files to finish are short ones; a file never timed goes first.
+    .sort((a, b) => (times[b.key] ?? Number.MAX_SAFE_INTEGER) - (times[a.key] ?? Number.MAX_SAFE_INTEGER)),
 ];
-const envFor = (store) => ({ ...process.env, HERALD_TEST_STORE: store });
-let failed = false;
-if (process.env.HERALD_TEST_SERIAL === '1' || stores.length < 2) {
-  for (const store of stores) {
-    console.log(`\n=== store: ${store} ===`);
-    const result = spawnSync(process.execPath, argsFor(store), { stdio: 'inherit', env: envFor(store) });
-    if (result.status !== 0) failed = true;
-  }
-} else {
-  const passes = stores.map(
-    (store) =>
-      new Promise((resolve) => {
-        const output = [];
-        const child = spawn(process.execPath, argsFor(store), {
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: envFor(store),
-        });
-        child.stdout.on('data', (chunk) => output.push(chunk));
-        child.stderr.on('data', (chunk) => output.push(chunk));
-        child.on('close', (code) => {
-          process.stdout.write(`\n=== store: ${store} ===\n`);
-          process.stdout.write(Buffer.concat(output));
-          if (code !== 0) failed = true;
-          resolve();
-        });
-      }),
-  );
-  await Promise.all(passes);
-}
+
+const began = Date.now();
+build();
+const usesPostgres = jobs.some((job) => job.key.startsWith('postgres '));
 if (usesPostgres) sweepStale();
-process.exit(failed ? 1 : 0);
+const log = (line) => process.stdout.write(`${line}\n`);
+for (const skipped of skippedFiles) log(`[skipped] ${skipped}`);
+const results = [];
+const queue = [...jobs];
+const finished = new Set(jobs.every((job) => job.key !== 'check types') ? ['check types'] : []);
+let onFinish = () => {};
+const lanes = Math.max(1, Number(process.env.SUITE_JOBS ?? 3));
+await Promise.all(
+  Array.from({ length: Math.min(lanes, queue.length) }, async () => {
+    while (queue.length > 0) {
+      const next = queue.findIndex((job) => job.after === null || finished.has(job.after));
+      if (next === -1) {
+        // Every job left waits for one under way.
+        await new Promise((resolveWait) => {
+          const previous = onFinish;
+          onFinish = () => {
+            previous();
+            resolveWait();
+          };
+        });
+        continue;
+      }
+      const [job] = queue.splice(next, 1);
+      const result = await runJob(job, log);
+      results.push(result);
+      finished.add(job.key);
+      const wake = onFinish;
+      onFinish = () => {};
+      wake();
+    }
+  }),
+);
+if (usesPostgres) sweepStale();
+
+mkdirSync(join(root, '.tmp'), { recursive: true });
+const kept = readTimes();
+for (const result of results) kept[result.key] = result.ms;
+writeFileSync(TIMES, `${JSON.stringify(kept, null, 1)}\n`);
+
+const total = (name) => results.reduce((sum, result) => sum + result.counts[name], 0);
+const failedFiles = results.filter((result) => result.failed);
+log('');
+const cpuTotal = results.reduce((sum, result) => sum + result.cpu, 0);
+log(
+  `${results.length} file runs in ${((Date.now() - began) / 1000).toFixed(0)} s on ${lanes} lanes ` +
+    `(${cpuTotal.toFixed(0)} s of CPU in the test processes); slowest:`,
+);
+for (const result of [...results].sort((a, b) => b.ms - a.ms).slice(0, 8))
+  log(`  ${(result.ms / 1000).toFixed(1).padStart(6)} s  ${result.cpu.toFixed(1).padStart(5)} s CPU  ${result.label}`);
+for (const result of failedFiles) log(`FAILED ${result.label}`);
+// A file that failed without a failing test (it crashed, or was stopped) counts as one failure.
+const crashed = failedFiles.filter((result) => result.counts.fail + result.counts.cancelled === 0).length;
+const failures = total('fail') + total('cancelled') + crashed;
+log(`suite: ${total('pass')} passed, ${failures} failed, ${total('skipped')} skipped`);
+process.exit(failedFiles.length > 0 ? 1 : 0);

@@ -1,10 +1,11 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
-import { createLogger, logsWritten, startService } from './service.js';
-import { Store } from './store/index.js';
-import { bootstrapOrganization } from './api/system.js';
+import type { Store } from './store/index.js';
 import { apiKeyToApi, iso } from './api/serialize.js';
-import { receive, receiveOptions } from './cli/receive.js';
+
+// Each command loads only what it runs: the service (the HTTP API, the worker, their dependencies) is
+// imported for `serve`, the store for the commands that open it, so `herald receive` or `herald org list`
+// starts without loading the whole service.
 
 const USAGE = `Usage: herald <command>
 
@@ -26,6 +27,7 @@ const USAGE = `Usage: herald <command>
 Settings are read from the environment (see README). Output of org/keys commands is JSON.`;
 
 async function withStore<T>(run: (store: Store) => Promise<T>): Promise<T> {
+  const { Store } = await import('./store/index.js');
   const store = await Store.open(loadConfig());
   try {
     return await run(store);
@@ -40,7 +42,9 @@ const RESEAL_BATCH = 200;
 const print = (value: unknown) => console.log(JSON.stringify(value, null, 2));
 
 async function serve(roleOverride?: 'worker') {
+  // Settings first: a bad one stops the command before the service is loaded.
   const config = loadConfig(roleOverride ? { ...process.env, HERALD_ROLE: roleOverride } : process.env);
+  const { createLogger, logsWritten, startService } = await import('./service.js');
   const logger = createLogger(config);
   const service = await startService(config, logger);
   let stopping = false;
@@ -96,8 +100,10 @@ async function main(argv: string[]): Promise<void> {
       return serve();
     case 'worker':
       return serve('worker');
-    case 'receive':
+    case 'receive': {
+      const { receive, receiveOptions } = await import('./cli/receive.js');
       return receive(receiveOptions(values));
+    }
     case 'migrate':
       return withStore(async () => console.log('database schema is up to date'));
     case 'org create': {
@@ -105,6 +111,7 @@ async function main(argv: string[]): Promise<void> {
       const plan = values.plan ?? config.defaultPlan;
       if (!(plan in config.plans))
         throw new ConfigError(`unknown plan ${plan} (have ${Object.keys(config.plans).join(', ')})`);
+      const { bootstrapOrganization } = await import('./api/shared/bootstrap.js');
       return withStore(async (store) => print(await bootstrapOrganization(store, values.name ?? 'Organization', plan)));
     }
     case 'org list':

@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool, request } from 'undici';
-import { freePort, REPO, spawnNode, type Child } from './procs.js';
+import { benchFile, freePort, REPO, spawnNode, type Child } from './procs.js';
 import { sleep } from './stats.js';
 
 // Starting Herald as a child process (so its peak RSS can be read) and talking to its API.
@@ -26,8 +26,13 @@ export interface Herald {
 }
 
 const SECRET = 'bench-secret-key-that-is-long-enough-0123456789';
-/** Where the service's src/main.ts lives: this repo, or a patched copy to compare (BENCH_SERVICE_ROOT). */
+/**
+ * The service the bench starts: this checkout's build (dist/main.js), or another checkout's to compare
+ * (BENCH_SERVICE_ROOT): its dist/main.js when it has one, else its src/main.ts through that checkout's tsx.
+ */
 const SERVICE_ROOT = process.env.BENCH_SERVICE_ROOT ?? REPO;
+const BUILT_SERVICE = existsSync(join(SERVICE_ROOT, 'dist', 'main.js'));
+const SERVICE_SCRIPT = BUILT_SERVICE ? join(SERVICE_ROOT, 'dist', 'main.js') : join(SERVICE_ROOT, 'src', 'main.ts');
 
 export async function startHerald(options: HeraldOptions): Promise<Herald> {
   const port = options.role === 'worker' ? 0 : await freePort();
@@ -43,17 +48,20 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
   };
   // One directory per process: the main thread's profile and the module-loader thread's land side by side.
   const nodeFlags = options.profileDir ? ['--cpu-prof', '--cpu-prof-dir', join(options.profileDir, options.name)] : [];
+  if (!BUILT_SERVICE) nodeFlags.unshift('--import', 'tsx');
   // Experiments with V8 or Node settings (docs/benchmarks.md, "How to run"), without touching the service's start command.
   if (process.env.BENCH_HERALD_NODE_FLAGS)
     nodeFlags.push(...process.env.BENCH_HERALD_NODE_FLAGS.split(' ').filter(Boolean));
   if (options.sqlStatsDir) {
-    nodeFlags.push('--import', join(REPO, 'bench', 'lib', 'sql-stats.ts'));
+    nodeFlags.push('--import', benchFile('lib', 'sql-stats.js'));
     env.BENCH_SQL_STATS = join(options.sqlStatsDir, `${options.name}.sql.json`);
   }
   const child = spawnNode({
     name: options.name,
-    script: join(SERVICE_ROOT, 'src', 'main.ts'),
+    script: SERVICE_SCRIPT,
     args: ['serve'],
+    // An unbuilt checkout's tsx resolves from there.
+    cwd: BUILT_SERVICE ? REPO : SERVICE_ROOT,
     env,
     logDir: options.logDir,
     nodeFlags,

@@ -8,8 +8,12 @@ import { sleep } from './stats.js';
 // Every child process and temp dir the bench makes is registered here, so one cleanup() (on success,
 // failure, a signal or the time limit) ends them all. Children also watch their parent (parent-watch.ts).
 
-export const REPO = resolve(import.meta.dirname, '..', '..');
-const WATCH = join(REPO, 'bench', 'lib', 'parent-watch.ts');
+// The bench runs compiled (scripts/run.mjs builds .build/ and dist/): this file is .build/bench/lib/procs.js.
+/** The checkout: docs/, bench/results/, dist/ (the built service). */
+export const REPO = resolve(import.meta.dirname, '..', '..', '..');
+/** The compiled bench's own files: benchFile('receiver.js') is the receiver process's script. */
+export const benchFile = (...parts: string[]) => join(import.meta.dirname, '..', ...parts);
+const WATCH = benchFile('lib', 'parent-watch.js');
 
 const children = new Set<Child>();
 const tempDirs = new Set<string>();
@@ -40,6 +44,8 @@ export interface SpawnOptions {
   ipc?: boolean;
   /** Extra node flags, e.g. --cpu-prof. */
   nodeFlags?: string[];
+  /** Where the process runs; the checkout by default. */
+  cwd?: string;
   logDir: string;
 }
 
@@ -61,9 +67,9 @@ export function spawnNode(options: SpawnOptions): Child {
   const fd = openSync(logFile, 'a');
   const proc = spawn(
     process.execPath,
-    ['--import', 'tsx', '--import', WATCH, ...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])],
+    ['--enable-source-maps', '--import', WATCH, ...(options.nodeFlags ?? []), options.script, ...(options.args ?? [])],
     {
-      cwd: REPO,
+      cwd: options.cwd ?? REPO,
       env: { ...process.env, ...options.env },
       stdio: options.ipc ? ['ignore', fd, fd, 'ipc'] : ['ignore', fd, fd],
     },

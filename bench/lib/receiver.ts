@@ -1,6 +1,4 @@
-import { spawnNode, type Child } from './procs.js';
-import { join } from 'node:path';
-import { REPO } from './procs.js';
+import { benchFile, spawnNode, type Child } from './procs.js';
 
 // The bench side of the receiver process (bench/receiver.ts).
 export type Arrival = [id: string, at: number, path: string];
@@ -21,7 +19,7 @@ export class ReceiverProcess {
   }
 
   static async start(logDir: string): Promise<ReceiverProcess> {
-    const child = spawnNode({ name: 'receiver', script: join(REPO, 'bench', 'receiver.ts'), ipc: true, logDir });
+    const child = spawnNode({ name: 'receiver', script: benchFile('receiver.js'), ipc: true, logDir });
     const receiver = new ReceiverProcess(child);
     const port = await new Promise<number>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('receiver did not start in 20 s')), 20_000);

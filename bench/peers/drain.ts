@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { join } from 'node:path';
 import { createDatabase } from '../lib/pg.js';
-import { onCleanup, REPO, spawnNode, type Child } from '../lib/procs.js';
+import { benchFile, onCleanup, spawnNode, type Child } from '../lib/procs.js';
 import { drainFigures, type DrainFigures, LEFT_OUT } from '../lib/drain.js';
 import { commandCpuMs, processCpuMs } from '../lib/cpu.js';
 import type { Context } from '../lib/context.js';
@@ -63,7 +62,7 @@ export async function peerDrain(
   }
   const child = spawnNode({
     name: `peer-${peer}`,
-    script: join(REPO, 'bench', 'peers', 'child.ts'),
+    script: benchFile('peers', 'child.js'),
     env,
     ipc: true,
     logDir: ctx.logDir,

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { request } from 'undici';
 import { emitBody, emitPool, startHerald, type Herald, type HeraldOptions } from '../lib/herald.js';
 import { openLoop, rawClosedLoop, rawOpenLoop, type LoadResult, type Target as LoadTarget } from '../lib/load.js';
-import { freePort, REPO, spawnNode, type Child } from '../lib/procs.js';
+import { benchFile, freePort, spawnNode, type Child } from '../lib/procs.js';
 import { round, sleep, summarize } from '../lib/stats.js';
 import type { Context } from '../lib/context.js';
 
@@ -74,7 +74,7 @@ export async function startBaseline(
   const port = await freePort();
   const child = spawnNode({
     name,
-    script: join(REPO, 'bench', 'baseline-ingest.ts'),
+    script: benchFile('baseline-ingest.js'),
     env: { PORT: String(port), BASELINE_STORE: store, BASELINE_DB: db, BASELINE_APPS: String(apps) },
     logDir: ctx.logDir,
     ...(ctx.profileDir ? { nodeFlags: ['--cpu-prof', '--cpu-prof-dir', join(ctx.profileDir, name)] } : {}),

@@ -3,7 +3,7 @@
 // prints the process's CPU per delivery and, on PostgreSQL, the server's (every postgres process, claims
 // apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
 // baseline: npm run bench is that.
-// node --import tsx bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
+// node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
 // QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
 // QCPU_HEADERS=0 records outcomes without the request's and answer's headers (each attempt keeps them).
 import { mkdtempSync, rmSync } from 'node:fs';

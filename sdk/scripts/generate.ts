@@ -17,7 +17,8 @@ try {
   try {
     const response = await fetch(`${service.url}/api/v1/openapi.json`);
     if (!response.ok) throw new Error(`GET /api/v1/openapi.json answered ${response.status}`);
-    const target = fileURLToPath(new URL('../src/openapi.ts', import.meta.url));
+    // Run compiled from .build/sdk/scripts/ (scripts/run.mjs): the checkout is three folders up.
+    const target = fileURLToPath(new URL('../../../sdk/src/openapi.ts', import.meta.url));
     writeFileSync(target, await typesFromOpenapi(await response.json()));
     console.log(`wrote ${target}`);
   } finally {

@@ -2,9 +2,10 @@ import openapiTS, { astToString } from 'openapi-typescript';
 
 // The SDK's types are generated from the OpenAPI document the service serves (GET /api/v1/openapi.json),
 // so they say what the server accepts and answers. Used by scripts/generate.ts, which writes
-// src/openapi.ts, and by test/openapi-drift.test.ts, which fails when that file no longer matches.
+// src/openapi.ts, and by test/openapi-drift.test.ts, which fails when that file no longer matches. The
+// header's `@generated` marks the file as generated for tools that read it (reviews, linters, editors).
 
-const HEADER = `// Generated from GET /api/v1/openapi.json by \`npm run generate -w herald-sdk\`; do not edit by hand.
+const HEADER = `// @generated from GET /api/v1/openapi.json by \`npm run generate -w herald-sdk\`; do not edit by hand.
 // test/openapi-drift.test.ts fails when the served document and this file differ.
 
 `;

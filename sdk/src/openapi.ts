@@ -1,4 +1,4 @@
-// Generated from GET /api/v1/openapi.json by `npm run generate -w herald-sdk`; do not edit by hand.
+// @generated from GET /api/v1/openapi.json by `npm run generate -w herald-sdk`; do not edit by hand.
 // test/openapi-drift.test.ts fails when the served document and this file differ.
 
 export interface paths {

@@ -3,7 +3,7 @@ import { startTestService, type TestService } from '../../test/support/service.j
 import { Herald, type HeraldOptions } from '../src/index.js';
 
 // The SDK's tests run it against the real service, started in this process on a random port (on the
-// store HERALD_TEST_STORE names), with an organization made by the dev bootstrap route.
+// store the test runner names), with an organization made by the dev bootstrap route.
 
 export interface World {
   service: TestService;

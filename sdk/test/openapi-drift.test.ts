@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../test/support/paths.js';
 import { startTestService } from '../../test/support/service.js';
 import { typesFromOpenapi } from '../scripts/openapi-types.js';
 
@@ -13,7 +15,7 @@ test('src/openapi.ts is what the served GET /api/v1/openapi.json generates', asy
   const response = await fetch(`${service.url}/api/v1/openapi.json`);
   assert.equal(response.status, 200);
   const generated = await typesFromOpenapi(await response.json());
-  const checkedIn = readFileSync(new URL('../src/openapi.ts', import.meta.url), 'utf8');
+  const checkedIn = readFileSync(join(REPO_ROOT, 'sdk/src/openapi.ts'), 'utf8');
   assert.ok(
     generated === checkedIn,
     'sdk/src/openapi.ts differs from the types of the served document: run `npm run generate -w herald-sdk`',

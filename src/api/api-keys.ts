@@ -2,7 +2,10 @@ import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { ApiKey, ApiKeyWithSecret, errors, IdParams, ListOf, pageQuery } from './schemas.js';
+import { IdParams } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { ListOf, pageQuery } from './schemas/pagination.js';
+import { ApiKey, ApiKeyWithSecret } from './schemas/api-keys.js';
 import { apiKeyToApi, list } from './serialize.js';
 
 export const apiKeyRoutes: RoutePlugin = async (app, { store }) => {

@@ -30,7 +30,8 @@ import { endpointStatsRoutes } from './endpoint-stats.js';
 import { applicationStatsRoutes } from './application-stats.js';
 import { systemRoutes } from './system.js';
 import { svixDialect, svixRoutes } from './svix/index.js';
-import { errors, meaning, SUCCESS_MEANINGS } from './schemas.js';
+import { meaning, SUCCESS_MEANINGS } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
 import { portalRoutes } from '../portal/routes.js';
 import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
@@ -39,7 +40,8 @@ import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
 import { SchemaCompiler } from '../event-schemas/compiler.js';
 import { installTracing } from './tracing.js';
-import { type Tracer, untraced } from '../tracing/tracer.js';
+import type { Tracer } from '../tracing/port.js';
+import { untraced } from '../tracing/tracer.js';
 
 /** Query parameters whose values are not logged: a client may put a credential there (`?api_key=`). */
 const SECRET_QUERY_NAME = /key|token|secret|password|auth|signature/i;
@@ -222,7 +224,7 @@ function unstorableField(part: string, value: unknown): string | null {
  * the OpenAPI document lists every status a request can get: 400 on every route (a malformed
  * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON) and,
  * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed). A success
- * status whose meaning the route does not give (schemas.ts, `meaning`) gets the usual one (SUCCESS_MEANINGS).
+ * status whose meaning the route does not give (schemas/common.ts, `meaning`) gets the usual one (SUCCESS_MEANINGS).
  */
 function documentCommonErrors(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {

@@ -1,8 +1,10 @@
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import type { RoutePlugin } from './deps.js';
-import { windowOf } from './endpoint-stats.js';
-import { ApplicationStats, errors, IdParams, StatsQuery } from './schemas.js';
+import { IdParams } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { ApplicationStats, StatsQuery } from './schemas/stats.js';
+import { windowOf } from './shared/stats-window.js';
 import { iso } from './serialize.js';
 import { type Counts, MAX_EVENT_TYPES, statsByType, type TypeCounts } from '../domain/event-type-stats.js';
 import type { StatsWindow } from '../domain/stats-window.js';

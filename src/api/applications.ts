@@ -2,7 +2,10 @@ import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { Application, ApplicationWithPortalPath, errors, IdParams, ListOf, pageQuery } from './schemas.js';
+import { IdParams } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { ListOf, pageQuery } from './schemas/pagination.js';
+import { Application, ApplicationWithPortalPath } from './schemas/applications.js';
 import { applicationToApi, applicationWithPortalPath, list } from './serialize.js';
 import { UidTakenError } from '../store/applications.js';
 

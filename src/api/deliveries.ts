@@ -3,17 +3,10 @@ import { Type } from 'typebox';
 import { notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, createdWithin, pageOf, type RoutePlugin } from './deps.js';
-import {
-  CreatedWithin,
-  Delivery,
-  DeliveryStatus,
-  DeliveryWithAttempts,
-  errors,
-  Filter,
-  IdParams,
-  ListOf,
-  pageQuery,
-} from './schemas.js';
+import { IdParams } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { CreatedWithin, Filter, ListOf, pageQuery } from './schemas/pagination.js';
+import { Delivery, DeliveryStatus, DeliveryWithAttempts } from './schemas/deliveries.js';
 import { attemptToApi, deliveryToApi, list } from './serialize.js';
 
 export const deliveryRoutes: RoutePlugin = async (app, { store }) => {

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Scope, Store } from '../store/index.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SchemaCompiler } from '../event-schemas/compiler.js';
-import type { Tracer } from '../tracing/tracer.js';
+import type { Tracer } from '../tracing/port.js';
 import { invalid } from './errors.js';
 
 /** What every route module is given. */

@@ -1,218 +1,34 @@
 import { Type } from 'typebox';
-import { conflict, invalid, notFound } from './errors.js';
+import { invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { appIdFilter, pageOf, type RoutePlugin } from './deps.js';
+import { IdParams, Nullable } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { Filter, ListOf, pageQuery } from './schemas/pagination.js';
+import { Description } from './schemas/fields.js';
 import {
-  Endpoint,
   ContentFilter,
-  EndpointChannels,
+  Endpoint,
   EndpointAuthInput,
+  EndpointChannels,
   EndpointHeaders,
   EndpointTlsInput,
   EndpointUid,
   EndpointWithSecret,
-  errors,
-  Filter,
-  IdParams,
-  ListOf,
-  Nullable,
+  FilterTestAnswer,
+  FilterTestBody,
   Ordering,
-  pageQuery,
   RateLimit,
+  ReceivedEventTypes,
+  ReceiverUrl,
+  RotatedSecret,
   SignatureType,
-  Timestamp,
-} from './schemas.js';
-import { endpointToApi, iso, list } from './serialize.js';
-import { endpointUrlProblem } from '../domain/urls.js';
-import { headersProblem, REDACTED } from '../domain/headers.js';
-import { checkedTls, type TlsInput, type TlsSettings } from '../domain/pem.js';
-import { type AuthInput, checkedAuth } from '../domain/endpoint-auth.js';
-import { filterProblem, filterTester } from '../domain/content-filter.js';
-import { outboundEnvelope } from '../domain/envelope.js';
-import type { Scope, Store } from '../store/index.js';
-import { type EndpointAuth, EndpointLimitError, EndpointUidTakenError } from '../store/endpoints.js';
-import type { EndpointRow } from '../store/schema.js';
-import type { Config } from '../config.js';
-
-const Url = Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' });
-const Description = Type.String({ maxLength: 1024 });
-const EventTypes = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
-  maxItems: 256,
-  uniqueItems: true,
-  description: 'Event types to receive; omitted or empty receives every event type',
-});
-
-/**
- * Checks the URL and the subscribed event types against the rules of the caller's environment;
- * `publicOnly` for a URL a portal customer chose (endpointUrlProblem).
- */
-export async function checkEndpointInput(
-  store: Store,
-  config: Config,
-  scope: Scope,
-  input: {
-    url?: string | undefined;
-    event_types?: string[] | undefined;
-    headers?: Record<string, string> | undefined;
-    filter?: object | null | undefined;
-  },
-  publicOnly = scope.livemode,
-) {
-  if (input.headers !== undefined) {
-    const problem = headersProblem(input.headers);
-    if (problem) throw invalid(problem);
-  }
-  if (input.filter != null) {
-    const problem = filterProblem(input.filter);
-    if (problem) throw invalid(problem);
-  }
-  if (input.url !== undefined) {
-    const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork);
-    if (problem) throw invalid(problem);
-  }
-  if (input.event_types && input.event_types.length > 0) {
-    const unknown = await store.eventTypes.unknownNames(scope, input.event_types);
-    if (unknown.length > 0) throw invalid(`event_types not in this environment's event catalog: ${unknown.join(', ')}`);
-  }
-}
-
-export const FilterTestBody = Type.Object(
-  {
-    payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
-    event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
-    // A draft filter to try instead of the endpoint's own (null: none); nothing is saved.
-    filter: Type.Optional(Nullable(ContentFilter)),
-  },
-  {
-    examples: [
-      {
-        event_type: 'invoice.paid',
-        payload: { invoice_id: 'inv_1001', amount: 4200 },
-        filter: { 'data.amount': { $gte: 1000 } },
-      },
-    ],
-  },
-);
-
-export const FilterTestAnswer = Type.Object(
-  { matches: Type.Boolean({ description: 'true also when there is no filter' }) },
-  { examples: [{ matches: true }] },
-);
-
-/**
- * The filter-test routes' verdict (native and portal): whether `stored`, or the draft `body.filter` when
- * one is given, lets a message with this payload and event type through, as fan-out would decide.
- */
-export function filterTest(
-  stored: string | null,
-  body: { payload: object; event_type?: string | undefined; filter?: object | null | undefined },
-  now: number,
-): { matches: boolean } {
-  if (body.filter != null) {
-    const problem = filterProblem(body.filter);
-    if (problem) throw invalid(problem);
-  }
-  const filter = body.filter === undefined ? stored : body.filter === null ? null : JSON.stringify(body.filter);
-  const envelope = outboundEnvelope(body.event_type ?? '', now, JSON.stringify(body.payload));
-  return { matches: filter === null || filterTester(filter)(envelope) };
-}
-
-/**
- * An endpoint's `tls` and `auth` as given on create or update, checked (400 naming the field) and ready to
- * store: undefined when not given, null to remove. A client key or secret sent back as "<redacted>"
- * stands for the one `current` keeps. The token URL is judged as the endpoint URL is (endpointUrlProblem).
- */
-export function enterpriseSettings(
-  store: Store,
-  config: Config,
-  scope: Scope,
-  input: { tls?: TlsInput | null | undefined; auth?: AuthInput | null | undefined },
-  current: EndpointRow | undefined,
-  publicOnly = scope.livemode,
-): { tls?: TlsSettings | null; auth?: EndpointAuth | null } {
-  const settings: { tls?: TlsSettings | null; auth?: EndpointAuth | null } = {};
-  if (input.tls !== undefined) {
-    if (input.tls === null) settings.tls = null;
-    else {
-      const checked = checkedTls(input.tls, current ? store.endpoints.tlsKey(current) : null);
-      if (typeof checked === 'string') throw invalid(checked);
-      settings.tls = checked;
-    }
-  }
-  if (input.auth !== undefined) {
-    if (input.auth === null) settings.auth = null;
-    else {
-      const checked = checkedAuth(
-        input.auth,
-        (url) => endpointUrlProblem(url, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork),
-        current ? store.endpoints.authSecret(current) : null,
-      );
-      if (typeof checked === 'string') throw invalid(checked);
-      settings.auth = checked;
-    }
-  }
-  return settings;
-}
-
-/** An endpoint as the API and the portal show it: its headers opened, sensitive values redacted. */
-export function endpointView(store: Store): (row: EndpointRow) => ReturnType<typeof endpointToApi> {
-  return (row) => endpointToApi(row, store.endpoints.shownHeaders(row));
-}
-
-/**
- * A created endpoint with its secret, shown once: an HMAC endpoint's whsec_ secret. An Ed25519 endpoint's
- * private key is never shown; its public_key is on every read.
- */
-export function withSecret<T extends { public_key: string | null }>(endpoint: T, secret: string) {
-  return endpoint.public_key === null ? { ...endpoint, signing_secret: secret } : endpoint;
-}
-
-/**
- * Creates an endpoint within HERALD_MAX_ENDPOINTS_PER_APP: one more is 409 `conflict` naming the limit,
- * and so is a uid its application has already.
- */
-export async function createEndpoint(
-  store: Store,
-  config: Config,
-  scope: Scope,
-  input: Parameters<Store['endpoints']['create']>[1],
-): Promise<{ row: EndpointRow; secret: string }> {
-  try {
-    return await uidChecked(() => store.endpoints.create(scope, input, config.maxEndpointsPerApp));
-  } catch (error) {
-    if (error instanceof EndpointLimitError) throw conflict(error.message);
-    throw error;
-  }
-}
-
-/** Runs an endpoint write and turns a uid its application has already into 409 `conflict`. */
-export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (error instanceof EndpointUidTakenError) throw conflict(error.message);
-    throw error;
-  }
-}
-
-/** The answer of a secret rotation: the new secret (or public key) and until when the previous one signs. */
-export const RotatedSecret = Type.Object(
-  {
-    id: Type.String(),
-    signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
-    public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
-    previous_valid_until: Timestamp,
-  },
-  {
-    examples: [
-      {
-        id: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
-        signing_secret: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e',
-        previous_valid_until: '2026-01-02T00:00:00.000Z',
-      },
-    ],
-  },
-);
+} from './schemas/endpoints.js';
+import { iso, list } from './serialize.js';
+import { checkEndpointInput, createEndpoint, enterpriseSettings, uidChecked } from './shared/endpoint-input.js';
+import { endpointView, withSecret } from './shared/endpoint-view.js';
+import { filterTest } from './shared/filter-test.js';
+import { REDACTED } from '../domain/headers.js';
 
 export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
   const view = endpointView(store);
@@ -242,9 +58,9 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         body: Type.Object(
           {
             app_id: Type.String({ minLength: 1, maxLength: 256 }),
-            url: Url,
+            url: ReceiverUrl,
             description: Type.Optional(Description),
-            event_types: Type.Optional(EventTypes),
+            event_types: Type.Optional(ReceivedEventTypes),
             headers: Type.Optional(EndpointHeaders),
             signature_type: Type.Optional(SignatureType),
             rate_limit: Type.Optional(Nullable(RateLimit)),
@@ -325,9 +141,9 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         params: IdParams,
         body: Type.Object(
           {
-            url: Type.Optional(Url),
+            url: Type.Optional(ReceiverUrl),
             description: Type.Optional(Description),
-            event_types: Type.Optional(EventTypes),
+            event_types: Type.Optional(ReceivedEventTypes),
             status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
             headers: Type.Optional(EndpointHeaders),
             signature_type: Type.Optional(SignatureType),

@@ -1,21 +1,19 @@
 import { Type } from 'typebox';
-import { conflict, HttpError, invalid, notFound } from './errors.js';
+import { conflict, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { errors, EventType, ListOf, Nullable } from './schemas.js';
+import { Nullable, described } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { ListOf } from './schemas/pagination.js';
+import { CatalogName, Description } from './schemas/fields.js';
+import { EventType } from './schemas/event-types.js';
 import { eventTypeToApi, list } from './serialize.js';
 import { EVENT_TYPE_NAME } from '../domain/catalog.js';
 import { MAX_SCHEMA_CHARS, schemaFailure, type PayloadValidator } from '../domain/event-schema.js';
-import { CompilerBusy, type SchemaCompiler, SchemaRefused } from '../event-schemas/compiler.js';
+import { schemaValidator } from './shared/schema-validator.js';
 import { EventTypeLimitError } from '../store/event-types.js';
 
-const Name = Type.String({
-  minLength: 1,
-  maxLength: 255,
-  pattern: EVENT_TYPE_NAME.source,
-  description: 'Dotted name such as invoice.paid',
-});
-const Description = Type.String({ maxLength: 1024 });
+const Name = described(CatalogName, 'Dotted name such as invoice.paid');
 const Example = Type.Object(
   {},
   { additionalProperties: true, description: 'Sample payload, used by send-test; must satisfy `schema`' },
@@ -27,32 +25,6 @@ const SchemaField = Type.Object(
     description: `JSON Schema (draft 2020-12) that payloads of this event type must satisfy; at most ${MAX_SCHEMA_CHARS} characters of JSON, references resolved within the schema only`,
   },
 );
-
-/**
- * The validator of a schema (JSON text), or the error the API answers: 400 naming why it cannot be an
- * event schema (`stored`: the entry's own, accepted under earlier rules), 503 when the compiler is busy.
- */
-export async function schemaValidator(
-  schemas: SchemaCompiler,
-  schemaJson: string,
-  stored?: string,
-): Promise<PayloadValidator> {
-  try {
-    return await schemas.validator(schemaJson);
-  } catch (error) {
-    if (error instanceof SchemaRefused)
-      throw invalid(
-        stored === undefined
-          ? error.message
-          : `the schema of event type ${stored} can no longer be used (${error.message}); update the event type's schema`,
-      );
-    if (error instanceof CompilerBusy)
-      throw new HttpError(503, 'service_unavailable', `Event schemas cannot be compiled now: ${error.message}`, {
-        'retry-after': '1',
-      });
-    throw error;
-  }
-}
 
 /** 400 when the example an entry would keep does not satisfy the schema it would keep. */
 function requireExampleFits(validate: PayloadValidator | null, example: unknown, defaulted: boolean): void {

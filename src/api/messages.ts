@@ -1,32 +1,16 @@
 import { Type } from 'typebox';
-import { conflict, invalid, notFound, HttpError } from './errors.js';
+import { HttpError, invalid, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { type ApiDeps, appIdFilter, createdWithin, pageOf, type RoutePlugin } from './deps.js';
-import {
-  Delivery,
-  EmitResponse,
-  errors,
-  CreatedWithin,
-  Filter,
-  IdParams,
-  ListOf,
-  Message,
-  MessageChannels,
-  MessagePayload,
-  MessageTags,
-  cursorOf,
-  meaning,
-  pageQuery,
-  withExample,
-} from './schemas.js';
-import { deliveryToApi, list, messagePayloadToApi, messageToApi } from './serialize.js';
-import type { EmitRequest, EmitResult } from '../store/messages.js';
-import type { Scope } from '../store/index.js';
-import type { MessageRow } from '../store/schema.js';
-import { schemaFailure } from '../domain/event-schema.js';
-import { schemaValidator } from './event-types.js';
-import { formatTraceparent, messageTrace } from '../domain/trace-context.js';
-import type { FastifyRequest } from 'fastify';
+import { appIdFilter, createdWithin, pageOf, type RoutePlugin } from './deps.js';
+import { IdParams, meaning, withExample } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { CreatedWithin, cursorOf, Filter, ListOf, pageQuery } from './schemas/pagination.js';
+import { EventTypeName, MessageChannels, MessageTags } from './schemas/fields.js';
+import { EmitResponse, Message, MessagePayload } from './schemas/messages.js';
+import { Delivery } from './schemas/deliveries.js';
+import { deliveryToApi, list, messageToApi } from './serialize.js';
+import { emit } from './shared/emit.js';
+import { messagePayload } from './shared/message-payload.js';
 
 const IdempotencyKey = Type.String({
   minLength: 1,
@@ -35,7 +19,6 @@ const IdempotencyKey = Type.String({
     "Your key for this emit (an order id, say): a repeat with the same key within HERALD_IDEMPOTENCY_TTL (24 h) creates nothing and answers 200 with the first emit's message and delivery_ids. The header wins over the body field",
   examples: ['order-1001'],
 });
-const EventTypeName = Type.String({ minLength: 1, maxLength: 255 });
 const Payload = Type.Object(
   {},
   { additionalProperties: true, description: 'Free-form JSON object delivered to receivers as `data`' },
@@ -112,63 +95,6 @@ const ReplayResponse = Type.Object(
     ],
   },
 );
-
-/** Turns a store refusal into the contract's error. */
-function accepted(result: EmitResult, appId: string, eventType: string): Extract<EmitResult, { ok: true }> {
-  if (result.ok) return result;
-  if (result.reason === 'app_not_found') throw notFound(`application ${appId}`);
-  if (result.reason === 'event_id_taken') throw conflict('a message with this event id exists already');
-  throw invalid(`event_type "${eventType}" is not in this environment's event catalog`);
-}
-
-/** Emits a message after checking its payload against its event type's schema (both surfaces' emit). */
-export async function emit(
-  { store, metrics, schemas, tracer }: Pick<ApiDeps, 'store' | 'metrics' | 'schemas' | 'tracer'>,
-  request: FastifyRequest,
-  scope: Scope,
-  appId: string,
-  eventType: string,
-  payload: object,
-  idempotencyKey: string | null,
-  extra: Pick<EmitRequest, 'eventId' | 'channels' | 'tags' | 'payloadExpiresAt'> = {},
-) {
-  // The payload must satisfy the event type's schema, if its catalog entry has one. This is part of
-  // checking the request, so it comes before the idempotency key is looked at, like the body's shape.
-  const payloadJson = JSON.stringify(payload);
-  const schemaJson = await store.eventTypes.schemaOf(scope, eventType);
-  if (schemaJson !== null) {
-    const validate = await schemaValidator(schemas, schemaJson, eventType);
-    const failure = schemaFailure(validate, payload, 'payload', payloadJson.length);
-    if (failure) throw invalid(`${failure}, in the schema of event type ${eventType}`);
-  }
-  // The message keeps the context its attempts descend from: the emit's span, or the caller's own.
-  const result = await tracer.emit(tracer.requestContext(request), { appId, eventType }, (kept) =>
-    store.messages.emit({
-      scope,
-      appId,
-      eventType,
-      payloadJson,
-      idempotencyKey,
-      ...extra,
-      traceparent: kept && formatTraceparent(kept),
-      tracestate: kept?.tracestate ?? null,
-    }),
-  );
-  const created = accepted(result, appId, eventType);
-  const { message } = created;
-  // The request's log line names the message's trace.
-  request.traceId = messageTrace(message.id, message.traceparent, message.tracestate).traceId;
-  if (!created.idempotent) metrics.emitted(scope.livemode);
-  return created;
-}
-
-/** A message's stored payload as the payload routes answer it (API and portal); 410 payload_gone once it is not stored. */
-export async function messagePayload(store: ApiDeps['store'], message: MessageRow) {
-  const payloadJson = await store.messages.readablePayload(message.id);
-  if (payloadJson === undefined)
-    throw new HttpError(410, 'payload_gone', `the payload of message ${message.id} is no longer stored`);
-  return messagePayloadToApi(message, payloadJson);
-}
 
 export const messageRoutes: RoutePlugin = async (app, deps) => {
   const { store } = deps;

@@ -1,9 +1,15 @@
 import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
 import { scopeOf } from './auth.js';
-import { checkEndpointInput, endpointView, RotatedSecret, withSecret } from './endpoints.js';
 import { pageOf, type RoutePlugin } from './deps.js';
-import { errors, IdParams, ListOf, OperationalEndpoint, OperationalEndpointWithSecret, pageQuery } from './schemas.js';
+import { IdParams } from './schemas/common.js';
+import { errors } from './schemas/errors.js';
+import { ListOf, pageQuery } from './schemas/pagination.js';
+import { Description } from './schemas/fields.js';
+import { ReceiverUrl, RotatedSecret } from './schemas/endpoints.js';
+import { OperationalEndpoint, OperationalEndpointWithSecret } from './schemas/operational-endpoints.js';
+import { checkEndpointInput } from './shared/endpoint-input.js';
+import { endpointView, withSecret } from './shared/endpoint-view.js';
 import { iso, list } from './serialize.js';
 import { MAX_OPERATIONAL_ENDPOINTS, OPERATIONAL_EVENT_TYPES } from '../domain/operational.js';
 import { EndpointLimitError } from '../store/endpoints.js';
@@ -44,8 +50,8 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
         tags: ['operational endpoints'],
         body: Type.Object(
           {
-            url: Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
-            description: Type.Optional(Type.String({ maxLength: 1024 })),
+            url: ReceiverUrl,
+            description: Type.Optional(Description),
             event_types: Type.Optional(OperationalEventTypes),
           },
           {
@@ -93,10 +99,8 @@ export const operationalEndpointRoutes: RoutePlugin = async (app, { store, confi
         params: IdParams,
         body: Type.Object(
           {
-            url: Type.Optional(
-              Type.String({ minLength: 1, maxLength: 2048, description: 'Receiver URL; https in Live mode' }),
-            ),
-            description: Type.Optional(Type.String({ maxLength: 1024 })),
+            url: Type.Optional(ReceiverUrl),
+            description: Type.Optional(Description),
             event_types: Type.Optional(OperationalEventTypes),
             status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           },

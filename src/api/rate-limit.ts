@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import { HttpError } from './errors.js';
 
@@ -27,8 +27,9 @@ declare module 'fastify' {
  * shared by every API process; without it each process counts on its own.
  */
 export async function installRateLimits(app: FastifyInstance, config: Config): Promise<Redis | null> {
+  // ioredis is loaded only where it is used: most processes count on their own and need none of it.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
+    ? new (await import('ioredis')).Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false })
     : null;
   // Without an offline queue, commands sent before the connection is up fail (and skipOnError lets those
   // requests through uncounted): wait briefly for it, but never refuse to start because Redis is away.
@@ -48,8 +49,9 @@ export async function installRateLimits(app: FastifyInstance, config: Config): P
     });
     await waitForReady(redis, 3_000);
   }
-  // Requests per second for a plan; null is no limit (the `unlimited` plan). A plan the configuration no
-  // longer lists falls back to the default plan. (Not `??`: it would skip past unlimited's null.)
+  // Requests per second for a plan; null is no limit (the `unlimited` plan). A plan an organization holds
+  // that the configuration does not list falls back to the default plan. (Not `??`: it would skip past
+  // unlimited's null.)
   const limitOf = (plan: string | undefined): number | null => {
     if (plan === undefined) return null;
     return (Object.hasOwn(config.plans, plan) ? config.plans[plan] : config.plans[config.defaultPlan]) ?? null;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import type { Tracer } from '../tracing/tracer.js';
+import type { Tracer } from '../tracing/port.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -34,7 +34,11 @@ export class Heartbeat {
     private readonly log: Logger,
     /** Called with the number of attempts handed back or queued, so the local worker can claim them at once. */
     private readonly onReaped: (released: number) => void,
-    private readonly timing = { intervalMs: BEAT_INTERVAL_MS, deadAfterMs: DEAD_AFTER_MS },
+    /** `now` is the clock the gaps are measured on (performance.now unless given). */
+    private readonly timing: { intervalMs: number; deadAfterMs: number; now?: () => number } = {
+      intervalMs: BEAT_INTERVAL_MS,
+      deadAfterMs: DEAD_AFTER_MS,
+    },
   ) {}
 
   /** Beats once (the row exists before the worker claims anything), then every BEAT_INTERVAL_MS. */
@@ -70,7 +74,7 @@ export class Heartbeat {
       this.beatingSince = null;
       return;
     }
-    const now = performance.now();
+    const now = this.timing.now?.() ?? performance.now();
     // A beat later than two intervals after the one before is a gap, as a failed beat is.
     if (this.beatingSince === null || now - this.lastBeat > 2 * this.timing.intervalMs) this.beatingSince = now;
     this.lastBeat = now;

@@ -15,8 +15,8 @@ export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webho
  * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
  * headers, client certificate and OAuth2 client, and the attempt's W3C trace context (src/tracing/). The
  * signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
- * gets the same three values under the svix-* names too, so receivers written against Svix verify as they
- * did.
+ * gets the same three values under the svix-* names too, so receivers written against Svix verify them
+ * unchanged.
  */
 export function signedRequest(
   input: Pick<AttemptInput, 'delivery'>,

@@ -10,7 +10,8 @@ import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
 import { endpointPauseMs } from '../domain/retry.js';
 import type { AttemptMetrics } from '../metrics/registry.js';
-import { traceOf, type Tracer, untraced } from '../tracing/tracer.js';
+import type { Tracer } from '../tracing/port.js';
+import { traceOf, untraced } from '../tracing/tracer.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
 // through a lane per endpoint with bounds per endpoint and overall (lanes.ts, and pump here), send, and record

@@ -16,6 +16,11 @@ export type CompileReply =
   | { id: number; problem: string }
   | { id: number; code: string; cachedData: Uint8Array; bytes: number };
 
+/** The thread's first message, once its modules are loaded: compiles sent from now on start at once. */
+export interface ThreadReady {
+  ready: true;
+}
+
 function compile({ id, schemaJson }: CompileRequest): CompileReply {
   const schema = JSON.parse(schemaJson) as unknown;
   const problem = schemaProblem(schema);
@@ -55,3 +60,4 @@ parentPort!.on('message', (request: CompileRequest) => {
   }
   parentPort!.postMessage(reply, 'cachedData' in reply ? [reply.cachedData.buffer as ArrayBuffer] : []);
 });
+parentPort!.postMessage({ ready: true } satisfies ThreadReady);

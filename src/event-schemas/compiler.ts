@@ -1,17 +1,20 @@
 import { Worker } from 'node:worker_threads';
 import { threadExecArgv } from '../thread-flags.js';
 import { type PayloadValidator, schemaSizeProblem } from '../domain/event-schema.js';
-import type { CompileReply, CompileRequest } from './compile-thread.js';
+import type { CompileReply, CompileRequest, ThreadReady } from './compile-thread.js';
 import { loadValidator } from './validator-code.js';
 
 // Compiles event schemas off the event loop and keeps what it compiled. Compiling a large schema takes
 // ajv up to seconds and loading its result milliseconds, so every schema is checked and compiled on a
-// thread of its own (compile-thread.ts), one at a time, each within COMPILE_DEADLINE_MS; the event loop
-// only loads the compiled code. Validators are kept by schema text, least recently used first, within
+// thread of its own (compile-thread.ts), one at a time, each within COMPILE_DEADLINE_MS from the moment the
+// thread has it (a fresh thread's start is not the schema's to pay for); the event loop only loads the
+// compiled code. Validators are kept by schema text, least recently used first, within
 // a budget of bytes (their code and V8's compiled form), so many large schemas cost bounded memory.
 
 /** How long one schema may take to check and compile before the thread is ended and the schema refused. */
 export const COMPILE_DEADLINE_MS = 5_000;
+/** How long a fresh thread may take to load before it counts as failed and the schema waiting for it is turned away. */
+const THREAD_START_MS = 30_000;
 /** Heap the compile thread may use; a schema that needs more is refused. */
 const COMPILE_HEAP_MB = 256;
 /** Schemas waiting for the thread past which a new one is turned away (the thread is busy, not broken). */
@@ -43,7 +46,10 @@ export interface CompilerStats {
 
 export class SchemaCompiler {
   private thread: Worker | null = null;
+  /** Whether `thread` has loaded and takes compiles (its ThreadReady message came). */
+  private threadReady = false;
   private readonly waiting: Job[] = [];
+  /** The compile under way: its timer is the start bound while the thread loads, then the deadline. */
   private running: { job: Job; timer: NodeJS.Timeout } | null = null;
   private nextId = 1;
   /** Validators by schema text, least recently used first (a Map keeps insertion order). */
@@ -129,7 +135,21 @@ export class SchemaCompiler {
     if (this.running || this.closed) return;
     const job = this.waiting.shift();
     if (!job) return;
-    const thread = this.startedThread();
+    this.startedThread();
+    this.compilations++;
+    if (this.threadReady) {
+      this.send(job);
+      return;
+    }
+    const timer = setTimeout(
+      () => this.threadFailed(new CompilerBusy(`the schema compile thread did not start in ${THREAD_START_MS} ms`)),
+      THREAD_START_MS,
+    );
+    this.running = { job, timer };
+  }
+
+  /** Hands `job` to the thread, which is ready, and starts its deadline. */
+  private send(job: Job): void {
     const timer = setTimeout(
       () =>
         this.threadFailed(
@@ -138,18 +158,30 @@ export class SchemaCompiler {
       this.deadlineMs,
     );
     this.running = { job, timer };
-    this.compilations++;
-    thread.postMessage(job.request);
+    this.thread!.postMessage(job.request);
+  }
+
+  /** The thread has loaded: the compile waiting for it goes now. */
+  private started(): void {
+    this.threadReady = true;
+    const running = this.running;
+    if (!running) return;
+    clearTimeout(running.timer);
+    this.send(running.job);
   }
 
   private startedThread(): Worker {
     if (this.thread) return this.thread;
-    const thread = new Worker(new URL('./compile-thread-entry.mjs', import.meta.url), {
+    const thread = new Worker(new URL('./compile-thread.js', import.meta.url), {
       execArgv: threadExecArgv(),
       resourceLimits: { maxOldGenerationSizeMb: COMPILE_HEAP_MB },
     });
     thread.unref();
-    thread.on('message', (reply: CompileReply) => this.answered(reply));
+    thread.on('message', (reply: CompileReply | ThreadReady) => {
+      if (this.thread !== thread) return;
+      if ('ready' in reply) this.started();
+      else this.answered(reply);
+    });
     thread.on('error', (error) => {
       // A thread already ended (at a deadline) has nothing running any more.
       if (this.thread !== thread) return;
@@ -162,9 +194,12 @@ export class SchemaCompiler {
       );
     });
     thread.on('exit', () => {
-      if (this.thread === thread) this.thread = null;
+      if (this.thread !== thread) return;
+      this.thread = null;
+      this.threadReady = false;
     });
     this.thread = thread;
+    this.threadReady = false;
     return thread;
   }
 
@@ -195,6 +230,7 @@ export class SchemaCompiler {
     }
     const thread = this.thread;
     this.thread = null;
+    this.threadReady = false;
     void thread?.terminate();
     this.runNext();
   }

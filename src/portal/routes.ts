@@ -12,34 +12,30 @@ import {
   list,
   messageToApi,
 } from '../api/serialize.js';
-import { startRecovery } from '../api/background-tasks.js';
-import { messagePayload } from '../api/messages.js';
+import { IdParams, Nullable } from '../api/schemas/common.js';
+import { cursorOf } from '../api/schemas/pagination.js';
+import { Description, EndpointUrl, EventTypeName, EventTypeNames } from '../api/schemas/fields.js';
 import {
   ContentFilter,
-  cursorOf,
   EndpointAuthInput,
   EndpointHeaders,
   EndpointTlsInput,
-  IdParams,
-  Nullable,
-  RateLimit,
-} from '../api/schemas.js';
-import {
-  checkEndpointInput,
-  createEndpoint,
-  endpointView,
-  enterpriseSettings,
   FilterTestBody,
-  filterTest,
-  withSecret,
-} from '../api/endpoints.js';
+  RateLimit,
+} from '../api/schemas/endpoints.js';
+import { StatsQuery } from '../api/schemas/stats.js';
+import { checkEndpointInput, createEndpoint, enterpriseSettings } from '../api/shared/endpoint-input.js';
+import { endpointView, withSecret } from '../api/shared/endpoint-view.js';
+import { filterTest } from '../api/shared/filter-test.js';
+import { messagePayload } from '../api/shared/message-payload.js';
+import { startRecovery } from '../api/shared/recovery.js';
+import { endpointStats } from '../api/shared/endpoint-stats.js';
+import { windowOf } from '../api/shared/stats-window.js';
 import type { ApplicationRow } from '../store/schema.js';
 import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 import { CHART_JS } from '../console/chart.js';
 import { RECEIVER_SETTINGS_JS } from '../console/receiver-settings.js';
-import { endpointStats, windowOf } from '../api/endpoint-stats.js';
-import { StatsQuery } from '../api/schemas.js';
 
 // The customer portal: `portal_path` (/portal/<token>) opens a page for one application, and the page calls
 // the JSON routes under /portal/<token>/api. The token is the only credential and grants that one
@@ -190,11 +186,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         hide: true,
         params: TokenParams,
         body: Type.Object({
-          url: Type.String({ minLength: 1, maxLength: 2048 }),
-          description: Type.Optional(Type.String({ maxLength: 1024 })),
-          event_types: Type.Optional(
-            Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true }),
-          ),
+          url: EndpointUrl,
+          description: Type.Optional(Description),
+          event_types: Type.Optional(EventTypeNames),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           filter: Type.Optional(Nullable(ContentFilter)),
@@ -420,7 +414,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       schema: {
         hide: true,
         params: TokenParams,
-        body: Type.Object({ event_type: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })) }),
+        body: Type.Object({ event_type: Type.Optional(EventTypeName) }),
       },
     },
     async (request, reply) => {

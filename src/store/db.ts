@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3';
 import pg from 'pg';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
+import { threadExecArgv } from '../thread-flags.js';
 import { ensureDataDir } from '../config.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
@@ -181,10 +182,10 @@ const BACKSTOP_CHECKPOINT_PAGES = 4000;
 
 /** Starts the checkpoint thread on `file`; `onFailed` runs if it ends before `stop()` (exported for tests). */
 export function startCheckpointThread(file: string, onFailed: () => void): { stop(): Promise<void> } {
-  // execArgv: the thread runs plain JavaScript and needs none of the process's loaders (tsx).
-  const thread = new Worker(new URL('./checkpoint-thread.mjs', import.meta.url), {
+  const thread = new Worker(new URL('./checkpoint-thread.js', import.meta.url), {
     workerData: { file },
-    execArgv: [],
+    // Only source maps: the thread is SQLite's, not the service's code, and stays out of CPU profiles.
+    execArgv: threadExecArgv({ profile: false }),
   });
   // Never what keeps the process alive.
   thread.unref();
@@ -216,7 +217,7 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   const pool = newPool(url, poolSize);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // The delivery worker's queue statements (claims, leases, outcomes) commit without waiting for the WAL
-  // flush (docs/architecture.md: what a server crash can then undo, and why nothing is lost). Set per
+  // flush (docs/design/stores.md: what a server crash can then undo, and why nothing is lost). Set per
   // session, not as a startup option: that would replace PGOPTIONS, lose to an `options` in the URL, and
   // PgBouncer refuses it. pg-pool's own hook, not kysely's: a client whose SET fails is ended and
   // dropped, where kysely's would stay checked out for good. Emits and every API write keep synchronous

@@ -292,9 +292,9 @@ export class Messages {
           'messages.tracestate',
           'messages.created_at',
         ])
-        // The exact (scope, key) pairs, so each is one lookup of the primary key. With the key alone every
-        // unexpired key was read; with separate lists of organizations and keys, all of a scope's keys until
-        // PostgreSQL had statistics on the table.
+        // The exact (scope, key) pairs, so each is one lookup of the primary key: the key alone would read
+        // every unexpired key, and separate lists of organizations and keys all of a scope's keys while
+        // PostgreSQL has no statistics on the table.
         .where(
           sql<boolean>`(${sql.ref('idempotency_keys.org_id')}, ${sql.ref('idempotency_keys.livemode')}, ${sql.ref('idempotency_keys.key')}) in (values ${sql.join(
             [...new Map(keyed.map((r) => [scopeKey(r.scope, r.idempotencyKey!), r])).values()].map(

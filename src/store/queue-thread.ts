@@ -10,7 +10,7 @@ import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from 
 /**
  * The thread's young generation (V8's default is several times this). What a call allocates is garbage
  * once it is answered, so a small one is collected as cheaply and keeps the worker process ~25 MB smaller
- * (measured: delivery peak RSS 305 → 279 MB, the same rate).
+ * at the same delivery rate.
  */
 const THREAD_YOUNG_GENERATION_MB = 4;
 
@@ -164,9 +164,8 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
 
   /** Starts the thread; one that ends on its own fails the calls under way, and the next call starts another. */
   private start(): { worker: Worker; exited: Promise<void> } {
-    // The entry registers the loader it needs itself, whichever way the process was started; a CPU
-    // profile of the process (the benchmark's --profile) covers the thread too.
-    const worker = new Worker(new URL('./queue-thread-entry.mjs', import.meta.url), {
+    // A CPU profile of the process (the benchmark's --profile) covers the thread too.
+    const worker = new Worker(new URL('./queue-thread-host.js', import.meta.url), {
       workerData: this.data,
       execArgv: threadExecArgv(),
       resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },

@@ -25,7 +25,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { formatTraceparent, type TraceContext } from '../domain/trace-context.js';
-import { type AttemptSpan, type AttemptSpanFields, type EmitSpanFields, headerContext, type Tracer } from './tracer.js';
+import { type AttemptSpan, type AttemptSpanFields, type EmitSpanFields, headerContext, type Tracer } from './port.js';
 
 // Spans made with the official OpenTelemetry SDK and exported over OTLP/HTTP (JSON) by its exporter, which
 // reads the standard OTEL_* variables (endpoint, headers, timeout; OTEL_BSP_* for batching, OTEL_TRACES_

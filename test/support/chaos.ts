@@ -5,7 +5,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
-import { LoadClient, SECRET_KEY, startHerald, stopAll, type HeraldProcess } from '../postgres/processes.js';
+import { LoadClient, SECRET_KEY, startHerald, stopAll, type HeraldProcess } from './processes.js';
 import { createPgCluster, type PgCluster } from './pg-cluster.js';
 import { Receiver } from './receiver.js';
 import { bootstrap } from './client.js';
@@ -30,8 +30,10 @@ export type ChaosStore = 'sqlite' | 'postgres';
 
 export interface ChaosOptions {
   store: ChaosStore;
-  /** How long the load and the kills run. */
+  /** How long the load and the kills run, at least. */
   seconds: number;
+  /** Processes killed at least: the load and the kills go on past `seconds` until this many were (default 0). */
+  minKills?: number;
   seed: number;
   /** Progress lines (the CLI prints them; the test passes t.diagnostic). */
   log?: (line: string) => void;
@@ -279,7 +281,7 @@ async function chaos(
   };
   const keys: string[] = [];
   const lane = async () => {
-    while (loadRunning && Date.now() < loadEnds) {
+    while (loadRunning) {
       const key = `chaos-${options.seed}-${nextKey++}`;
       keys.push(key);
       // A key in hand when the load stops is still seen through: given up, it could be a saved message
@@ -299,9 +301,12 @@ async function chaos(
   const restarts: Promise<void>[] = [];
   const began = Date.now();
   let restarted = options.store !== 'postgres';
-  while (Date.now() < loadEnds - 1_000) {
+  // Goes on until the time is up, the database (on PostgreSQL) has restarted and minKills processes died:
+  // how many kills fit in the time depends on how fast processes start on this machine.
+  const more = () => Date.now() < loadEnds - 1_000 || !restarted || apiKills + workerKills < (options.minKills ?? 0);
+  while (more()) {
     await sleep(killEvery * (0.5 + rand()));
-    if (Date.now() >= loadEnds - 1_000) break;
+    if (!more()) break;
     if (!restarted && Date.now() >= loadEnds - (options.seconds * 1000) / 2) {
       restarted = true;
       const from = Date.now();

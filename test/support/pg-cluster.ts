@@ -11,7 +11,7 @@ import { join } from 'node:path';
 // The temp dir is named herald-pg-<pid>-…; `sweepStaleClusters` stops and removes those whose test
 // process is gone (scripts/test.mjs runs it), so a killed test run does not leave servers behind.
 
-export const PG_BIN = process.env.HERALD_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+export const PG_BIN = process.env.SUITE_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 const DIR_PREFIX = 'herald-pg-';
 
 export interface PgCluster {

@@ -7,11 +7,18 @@ import { loadConfig } from '../../src/config.js';
 import { startService, type Service } from '../../src/service.js';
 import { randomToken } from '../../src/domain/ids.js';
 
-// Tests run against the real service on a random port, on the store named by HERALD_TEST_STORE:
-// `sqlite` (default; a fresh data dir) or `postgres` (a fresh database on the local server, dropped after).
+// Tests run against the real service on a random port, on the store the test runner (scripts/test.mjs)
+// names in SUITE_STORE from the file's folder: `sqlite` (a fresh data dir) or `postgres` (a fresh database on
+// the local server, dropped after). A file run by hand outside the runner takes its folder's store too.
 
-export const TEST_STORE = process.env.HERALD_TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
-export const PG_ADMIN_URL = process.env.HERALD_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+function storeOfThisRun(): 'sqlite' | 'postgres' {
+  const named = process.env.SUITE_STORE;
+  if (named === 'sqlite' || named === 'postgres') return named;
+  return /[/\\]test[/\\]postgres[/\\]/.test(process.argv[1] ?? '') ? 'postgres' : 'sqlite';
+}
+
+export const TEST_STORE = storeOfThisRun();
+export const PG_ADMIN_URL = process.env.SUITE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
   env: Record<string, string>;

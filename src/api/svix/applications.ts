@@ -1,51 +1,15 @@
 import { Type } from 'typebox';
-import { meaning, withExample } from '../schemas.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { meaning, withExample } from '../schemas/common.js';
+import { notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
-import type { Scope, Store } from '../../store/index.js';
-import { UidTakenError } from '../../store/applications.js';
 import { ID_PREFIX } from '../../domain/ids.js';
 import { AppParams, appOf, listQuery, orderQuery, pageOf } from './common.js';
+import { ApplicationIn, checked, createApplication, uidChecked } from './application-input.js';
 import { svixErrors } from './errors.js';
 import { ApplicationOut, applicationOut, SvixListOf, svixList } from './models.js';
 
-const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 1024 }), { maxProperties: 50 });
-const Uid = Type.String({ minLength: 1, maxLength: 256, pattern: '^[a-zA-Z0-9\\-_.]+$' });
-export const ApplicationIn = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 256 }),
-  uid: Type.Optional(Type.Union([Uid, Type.Null()])),
-  metadata: Type.Optional(Metadata),
-  rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
-});
 const ApplicationPatch = Type.Partial(ApplicationIn);
-type In = { name?: string; uid?: string | null; metadata?: Record<string, string>; rateLimit?: number | null };
-
-/** Refuses what Herald cannot keep as Svix would: a uid that reads as an id, an application rate limit. */
-function checked(body: In): In {
-  if (body.uid?.startsWith(ID_PREFIX.application))
-    throw invalid(`uid must not start with ${ID_PREFIX.application}: it would read as an application id`);
-  if (body.rateLimit != null)
-    throw invalid('rateLimit is not supported on applications; set rateLimit on each endpoint');
-  return body;
-}
-
-async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
-  try {
-    return await write();
-  } catch (error) {
-    if (error instanceof UidTakenError) throw conflict(error.message);
-    throw error;
-  }
-}
-
-/** Creates an application from Svix's ApplicationIn (also used by message create's `application`). */
-export async function createApplication(store: Store, scope: Scope, body: In) {
-  const { name, uid, metadata } = checked(body);
-  return uidChecked(() =>
-    store.applications.create(scope, { name: name!, uid: uid ?? undefined, metadata: metadata ?? {} }),
-  );
-}
 
 export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
   const tags = ['svix: application'];

@@ -3,9 +3,16 @@ import { notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import type { AttemptStatus } from '../../domain/states.js';
-import { EndpointParams, endpointOf, listQuery, MessageParams, pageOf } from './common.js';
+import {
+  EndpointParams,
+  endpointOf,
+  listQuery,
+  MAX_PAGE_WITH_CONTENT,
+  MessageParams,
+  messageOf,
+  pageOf,
+} from './common.js';
 import { svixErrors } from './errors.js';
-import { messageOf, MAX_PAGE_WITH_CONTENT } from './messages.js';
 import {
   EndpointMessageOut,
   endpointMessageOut,

@@ -9,10 +9,10 @@ import type {
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { notFound } from '../errors.js';
 import type { Scope, Store } from '../../store/index.js';
-import type { ApplicationRow, EndpointRow } from '../../store/schema.js';
+import type { ApplicationRow, EndpointRow, MessageRow } from '../../store/schema.js';
 
-// What the Svix-surface routes share: their list parameters and how a path names an application and an
-// endpoint (by id or by uid, as Svix's do).
+// What the Svix-surface routes share: their list parameters and how a path names an application, an
+// endpoint (by id or by uid, as Svix's do) and a message (by id or event id).
 
 /** The instance a route plugin is given, for helpers that register routes. */
 export type FastifyTypebox = FastifyInstance<
@@ -25,6 +25,9 @@ export type FastifyTypebox = FastifyInstance<
 
 /** Most items a Svix list page holds (Svix's own bound). */
 export const MAX_PAGE = 250;
+
+/** Most messages a page holds when it carries their payloads: a page reads every payload on it. */
+export const MAX_PAGE_WITH_CONTENT = 50;
 
 /** `limit`, `iterator` (the previous page's) and, for lists that take it, `order`. */
 export const listQuery = {
@@ -79,4 +82,12 @@ export async function endpointOf(
   const endpoint = await store.endpoints.find(scope, app.id, endpointId);
   if (!endpoint) throw notFound(`endpoint ${endpointId}`);
   return { app, endpoint };
+}
+
+/** A message of this application, by id or event id. */
+export async function messageOf(store: Store, scope: Scope, appId: string, msgId: string): Promise<MessageRow> {
+  const application = await appOf(store, scope, appId);
+  const message = await store.messages.find(scope, msgId);
+  if (!message || message.app_id !== application.id) throw notFound(`message ${msgId}`);
+  return message;
 }

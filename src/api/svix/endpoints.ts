@@ -1,147 +1,34 @@
-import { type TObject, Type } from 'typebox';
-import { withExample } from '../schemas.js';
+import { Type } from 'typebox';
+import { withExample } from '../schemas/common.js';
+import { EndpointUrl, EventTypeName } from '../schemas/fields.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
-import type { FastifyTypebox } from './common.js';
-import { checkEndpointInput, createEndpoint, uidChecked } from '../endpoints.js';
-import { startRecovery } from '../background-tasks.js';
-import type { Scope, Store } from '../../store/index.js';
-import type { EndpointRow } from '../../store/schema.js';
-import { ID_PREFIX } from '../../domain/ids.js';
-import { suppliedSecretProblem } from '../../domain/secrets.js';
-import { isSensitiveHeader } from '../../domain/headers.js';
-import type { Config } from '../../config.js';
+import { createEndpoint } from '../shared/endpoint-input.js';
+import { startRecovery } from '../shared/recovery.js';
 import { AppParams, appOf, EndpointParams, endpointOf, listQuery, orderQuery, pageOf } from './common.js';
+import { checked, optional, replacing, update } from './endpoint-input.js';
 import { svixErrors } from './errors.js';
-import { Channel } from './messages.js';
+import { Headers, SuppliedSecret } from './fields.js';
 import { EndpointOut, endpointOut, MessageOut, messageOut, SvixListOf, svixList } from './models.js';
+import { secretAndHeaderRoutes } from './secret-and-header-routes.js';
 
 const DAY_MS = 86_400_000;
 /** The span Svix's endpoint stats count when `since` is not given. */
 const STATS_DEFAULT_MS = 28 * DAY_MS;
 
-const Metadata = Type.Record(Type.String(), Type.String({ maxLength: 1024 }), { maxProperties: 50 });
-export const Headers = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String());
-const Uid = Type.String({ minLength: 1, maxLength: 256, pattern: '^[a-zA-Z0-9\\-_.]+$' });
-export const optional = {
-  description: Type.Optional(Type.String({ maxLength: 1024 })),
-  disabled: Type.Optional(Type.Boolean()),
-  filterTypes: Type.Optional(
-    Type.Union([
-      Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { maxItems: 256, uniqueItems: true }),
-      Type.Null(),
-    ]),
-  ),
-  channels: Type.Optional(
-    Type.Union([Type.Array(Channel, { minItems: 1, maxItems: 10, uniqueItems: true }), Type.Null()]),
-  ),
-  metadata: Type.Optional(Metadata),
-  rateLimit: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 100_000 }), Type.Null()])),
-  uid: Type.Optional(Type.Union([Uid, Type.Null()])),
-  version: Type.Optional(Type.Union([Type.Integer(), Type.Null()])),
-  /** A Herald extension: a content filter (docs/api.md, "Content filters"). */
-  filter: Type.Optional(Type.Union([Type.Object({}, { additionalProperties: true }), Type.Null()])),
-};
-export const Url = Type.String({ minLength: 1, maxLength: 2048 });
 const EndpointIn = Type.Object({
-  url: Url,
+  url: EndpointUrl,
   ...optional,
-  secret: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+  secret: Type.Optional(SuppliedSecret),
   headers: Type.Optional(Type.Union([Headers, Type.Null()])),
 });
-const EndpointUpdate = Type.Object({ url: Url, ...optional });
+const EndpointUpdate = Type.Object({ url: EndpointUrl, ...optional });
 const EndpointPatch = Type.Object({
-  url: Type.Optional(Url),
+  url: Type.Optional(EndpointUrl),
   ...optional,
-  secret: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+  secret: Type.Optional(SuppliedSecret),
 });
-
-export interface Fields {
-  url?: string | undefined;
-  description?: string | undefined;
-  disabled?: boolean | undefined;
-  filterTypes?: string[] | null | undefined;
-  channels?: string[] | null | undefined;
-  filter?: object | null | undefined;
-  metadata?: Record<string, string> | undefined;
-  rateLimit?: number | null | undefined;
-  uid?: string | null | undefined;
-  secret?: string | null | undefined;
-  headers?: Record<string, string> | null | undefined;
-}
-
-/**
- * Checks what Herald checks on the native surface, plus what only Svix's bodies carry. `eventTypes`:
- * what filterTypes may name (the catalog's, unless given).
- */
-export async function checked(
-  store: Store,
-  config: Config,
-  scope: Scope,
-  body: Fields,
-  eventTypes?: readonly string[],
-): Promise<void> {
-  if (body.uid?.startsWith(ID_PREFIX.endpoint))
-    throw invalid(`uid must not start with ${ID_PREFIX.endpoint}: it would read as an endpoint id`);
-  if (body.secret != null) {
-    const problem = suppliedSecretProblem(body.secret);
-    if (problem) throw invalid(problem);
-  }
-  const unknown = eventTypes && (body.filterTypes ?? []).filter((name) => !eventTypes.includes(name));
-  if (unknown && unknown.length > 0) throw invalid(`filterTypes must be among: ${eventTypes!.join(', ')}`);
-  await checkEndpointInput(store, config, scope, {
-    url: body.url,
-    event_types: eventTypes ? undefined : (body.filterTypes ?? undefined),
-    headers: body.headers ?? undefined,
-    filter: body.filter,
-  });
-}
-
-/**
- * A PUT's fields: every one left out takes its default (no description, every event type, no channels or
- * filter, no limit, enabled, no metadata), but uid, which stays unless given (the path may name it).
- */
-export function replacing(body: Fields & { url: string }): Fields {
-  return {
-    url: body.url,
-    description: body.description ?? '',
-    disabled: body.disabled ?? false,
-    filterTypes: body.filterTypes ?? null,
-    metadata: body.metadata ?? {},
-    channels: body.channels ?? null,
-    filter: body.filter ?? null,
-    rateLimit: body.rateLimit ?? null,
-    uid: body.uid,
-  };
-}
-
-/** Writes Svix's fields onto an endpoint; a field left out stays as it is. Signed with svix-* names from now. */
-export async function update(store: Store, scope: Scope, endpoint: EndpointRow, body: Fields, graceMs: number) {
-  const operational = endpoint.operational === 1;
-  const row = await uidChecked(() =>
-    store.endpoints.update(
-      scope,
-      endpoint.id,
-      {
-        url: body.url,
-        description: body.description,
-        eventTypes: body.filterTypes === undefined ? undefined : (body.filterTypes ?? []),
-        status: body.disabled === undefined ? undefined : body.disabled ? 'disabled' : 'active',
-        rateLimit: body.rateLimit,
-        uid: body.uid,
-        channels: body.channels,
-        filter: body.filter,
-        metadata: body.metadata,
-        svixHeaders: true,
-      },
-      operational,
-    ),
-  );
-  if (!row) throw notFound(`endpoint ${endpoint.id}`);
-  if (body.secret != null) await store.endpoints.rotateSecret(scope, row.id, graceMs, body.secret, operational);
-  return row;
-}
 
 export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) => {
   const tags = ['svix: endpoint'];
@@ -404,7 +291,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         params: EndpointParams,
         body: withExample(
           Type.Object({
-            eventType: Type.String({ minLength: 1, maxLength: 255 }),
+            eventType: EventTypeName,
             exampleIndex: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
           }),
           { eventType: 'invoice.paid', exampleIndex: 0 },
@@ -468,156 +355,3 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     },
   );
 };
-
-/** Where secret and header routes find their endpoint: an application's, or an operational one. */
-export interface EndpointLocation {
-  prefix: string;
-  params: TObject;
-  tags: string[];
-  find: (scope: Scope, params: Record<string, string>) => Promise<EndpointRow>;
-  /** Also PATCH …/headers (application endpoints have it, operational ones do not). */
-  patchHeaders: boolean;
-}
-
-/** GET …/secret, POST …/secret/rotate, GET and PUT (and PATCH) …/headers of the endpoints `where` finds. */
-export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config: Config, where: EndpointLocation) {
-  const tags = where.tags;
-  app.get(
-    `${where.prefix}/secret`,
-    {
-      schema: {
-        summary: "The endpoint's current signing secret",
-        tags,
-        params: where.params,
-        response: {
-          200: withExample(Type.Object({ key: Type.String() }), { key: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }),
-          ...svixErrors(404, 409),
-        },
-      },
-    },
-    async (request) => {
-      const endpoint = await where.find(scopeOf(request), request.params as Record<string, string>);
-      if (endpoint.signature_type !== 'hmac')
-        throw conflict('this endpoint signs with Ed25519: its public key is public_key on GET /api/v1/endpoints/{id}');
-      return { key: store.endpoints.currentSecret(endpoint) };
-    },
-  );
-
-  app.post(
-    `${where.prefix}/secret/rotate`,
-    {
-      schema: {
-        summary: 'Rotate the signing secret (to `key` when given); the previous one signs during the grace period',
-        tags,
-        params: where.params,
-        body: withExample(
-          Type.Object({ key: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])) }),
-          { key: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e' },
-        ),
-        response: { 204: Type.Null(), ...svixErrors(404, 409) },
-      },
-    },
-    async (request, reply) => {
-      const scope = scopeOf(request);
-      const { key } = request.body;
-      if (key != null) {
-        const problem = suppliedSecretProblem(key);
-        if (problem) throw invalid(problem);
-      }
-      const endpoint = await where.find(scope, request.params as Record<string, string>);
-      if (key != null && endpoint.signature_type !== 'hmac')
-        throw conflict('this endpoint signs with Ed25519: it cannot take a whsec_ key');
-      await store.endpoints.rotateSecret(
-        scope,
-        endpoint.id,
-        config.secretGraceMs,
-        key ?? undefined,
-        endpoint.operational === 1,
-      );
-      reply.code(204);
-      return null;
-    },
-  );
-
-  const HeadersOut = withExample(Type.Object({ headers: Headers, sensitive: Type.Array(Type.String()) }), {
-    headers: { 'X-Tenant': 'acme' },
-    sensitive: ['Authorization'],
-  });
-  app.get(
-    `${where.prefix}/headers`,
-    {
-      schema: {
-        summary: "The endpoint's own headers; sensitive ones are named, not shown",
-        tags,
-        params: where.params,
-        response: { 200: HeadersOut, ...svixErrors(404) },
-      },
-    },
-    async (request) => {
-      const endpoint = await where.find(scopeOf(request), request.params as Record<string, string>);
-      const all = Object.entries(store.endpoints.shownHeaders(endpoint));
-      return {
-        headers: Object.fromEntries(all.filter(([name]) => !isSensitiveHeader(name))),
-        sensitive: all.filter(([name]) => isSensitiveHeader(name)).map(([name]) => name),
-      };
-    },
-  );
-
-  const setHeaders = async (scope: Scope, endpoint: EndpointRow, headers: Record<string, string>) => {
-    await checkEndpointInput(store, config, scope, { headers });
-    await store.endpoints.update(scope, endpoint.id, { headers, svixHeaders: true }, endpoint.operational === 1);
-  };
-
-  app.put(
-    `${where.prefix}/headers`,
-    {
-      schema: {
-        summary: "Replace the endpoint's own headers",
-        tags,
-        params: where.params,
-        body: withExample(Type.Object({ headers: Headers }), { headers: { 'X-Tenant': 'acme' } }),
-        response: { 204: Type.Null(), ...svixErrors(404) },
-      },
-    },
-    async (request, reply) => {
-      const scope = scopeOf(request);
-      const endpoint = await where.find(scope, request.params as Record<string, string>);
-      await setHeaders(scope, endpoint, request.body.headers);
-      reply.code(204);
-      return null;
-    },
-  );
-
-  if (where.patchHeaders)
-    app.patch(
-      `${where.prefix}/headers`,
-      {
-        schema: {
-          summary: "Set some of the endpoint's headers and delete others (`deleteHeaders`)",
-          tags,
-          params: where.params,
-          body: withExample(
-            Type.Object({
-              headers: Headers,
-              deleteHeaders: Type.Optional(Type.Array(Type.String({ maxLength: 256 }), { maxItems: 100 })),
-            }),
-            { headers: { 'X-Region': 'eu' }, deleteHeaders: ['X-Legacy'] },
-          ),
-          response: { 204: Type.Null(), ...svixErrors(404) },
-        },
-      },
-      async (request, reply) => {
-        const scope = scopeOf(request);
-        const endpoint = await where.find(scope, request.params as Record<string, string>);
-        const gone = new Set(
-          [...(request.body.deleteHeaders ?? []), ...Object.keys(request.body.headers)].map((n) => n.toLowerCase()),
-        );
-        const kept = Object.entries(store.endpoints.headers(endpoint)).filter(
-          ([name]) => !gone.has(name.toLowerCase()),
-        );
-        await setHeaders(scope, endpoint, { ...Object.fromEntries(kept), ...request.body.headers });
-        reply.code(204);
-        return null;
-      },
-    );
-}

@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
-import { withExample } from '../schemas.js';
+import { withExample } from '../schemas/common.js';
 import { conflict, invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { ApiDeps, RoutePlugin } from '../deps.js';
-import { schemaValidator } from '../event-types.js';
+import { schemaValidator } from '../shared/schema-validator.js';
+import { CatalogName, Description, EventTypeName } from '../schemas/fields.js';
 import { EVENT_TYPE_NAME } from '../../domain/catalog.js';
 import { schemaFailure } from '../../domain/event-schema.js';
 import { EventTypeLimitError } from '../../store/event-types.js';
@@ -16,19 +17,18 @@ import { EventTypeOut, eventTypeOut, SvixListOf, svixList } from './models.js';
 // Herald keeps one, the highest version given. The catalog example (what send-example sends) is the
 // schema's first `examples` entry that satisfies it, {} when there is none.
 
-const Name = Type.String({ minLength: 1, maxLength: 255, pattern: EVENT_TYPE_NAME.source });
 const Schemas = Type.Union([Type.Record(Type.String(), Type.Object({}, { additionalProperties: true })), Type.Null()]);
 const fields = {
-  description: Type.String({ maxLength: 1024 }),
+  description: Description,
   archived: Type.Optional(Type.Boolean()),
   deprecated: Type.Optional(Type.Boolean()),
   schemas: Type.Optional(Schemas),
   groupName: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
 };
-const EventTypeIn = Type.Object({ name: Name, ...fields });
+const EventTypeIn = Type.Object({ name: CatalogName, ...fields });
 const EventTypeUpdate = Type.Object(fields);
 const EventTypePatch = Type.Partial(Type.Object(fields));
-const NameParams = Type.Object({ event_type_name: Type.String({ minLength: 1, maxLength: 255 }) });
+const NameParams = Type.Object({ event_type_name: EventTypeName });
 
 interface Fields {
   description?: string | undefined;

@@ -1,33 +1,24 @@
 import { Type } from 'typebox';
-import { withExample } from '../schemas.js';
-import { invalid, notFound } from '../errors.js';
+import { withExample } from '../schemas/common.js';
+import { invalid } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
-import { emit } from '../messages.js';
-import type { Scope, Store } from '../../store/index.js';
-import type { MessageRow } from '../../store/schema.js';
-import { AppParams, appOf, listQuery, MessageParams, pageOf } from './common.js';
-import { createApplication, ApplicationIn } from './applications.js';
+import { emit } from '../shared/emit.js';
+import { EventTypeName, MessageChannels, MessageTags, NAME_PATTERN } from '../schemas/fields.js';
+import { AppParams, appOf, listQuery, MAX_PAGE_WITH_CONTENT, MessageParams, messageOf, pageOf } from './common.js';
+import { ApplicationIn, createApplication } from './application-input.js';
 import { svixErrors } from './errors.js';
 import { MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 
-/** What a channel, tag or event id may hold (Svix's rule). */
-export const NAME = '^[a-zA-Z0-9\\-_.:]+$';
-export const Channel = Type.String({ minLength: 1, maxLength: 128, pattern: NAME });
-const Tag = Type.String({ minLength: 1, maxLength: 128, pattern: NAME });
-
-/** Most messages a page holds when it carries their payloads: a page reads every payload on it. */
-export const MAX_PAGE_WITH_CONTENT = 50;
-
 const WithContent = Type.Optional(Type.Boolean({ description: 'Include payloads (default true)' }));
 const MessageIn = Type.Object({
-  eventType: Type.String({ minLength: 1, maxLength: 255 }),
+  eventType: EventTypeName,
   payload: Type.Object({}, { additionalProperties: true }),
-  eventId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256, pattern: NAME }), Type.Null()])),
-  channels: Type.Optional(
-    Type.Union([Type.Array(Channel, { minItems: 1, maxItems: 5, uniqueItems: true }), Type.Null()]),
+  eventId: Type.Optional(
+    Type.Union([Type.String({ minLength: 1, maxLength: 256, pattern: NAME_PATTERN }), Type.Null()]),
   ),
-  tags: Type.Optional(Type.Union([Type.Array(Tag, { maxItems: 5, uniqueItems: true }), Type.Null()])),
+  channels: Type.Optional(Type.Union([MessageChannels, Type.Null()])),
+  tags: Type.Optional(Type.Union([MessageTags, Type.Null()])),
   application: Type.Optional(Type.Union([ApplicationIn, Type.Null()])),
   deliverAt: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   payloadRetentionPeriod: Type.Optional(Type.Union([Type.Integer({ minimum: 1, maximum: 90 }), Type.Null()])),
@@ -35,14 +26,6 @@ const MessageIn = Type.Object({
 });
 
 const HOUR_MS = 3_600_000;
-
-/** A message of this application, by id or event id. */
-export async function messageOf(store: Store, scope: Scope, appId: string, msgId: string): Promise<MessageRow> {
-  const application = await appOf(store, scope, appId);
-  const message = await store.messages.find(scope, msgId);
-  if (!message || message.app_id !== application.id) throw notFound(`message ${msgId}`);
-  return message;
-}
 
 export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
   const { store } = deps;

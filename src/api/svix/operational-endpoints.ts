@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { withExample } from '../schemas.js';
+import { withExample } from '../schemas/common.js';
 import { conflict, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
@@ -8,8 +8,11 @@ import { EndpointLimitError } from '../../store/endpoints.js';
 import type { Scope } from '../../store/index.js';
 import { listQuery, orderQuery, pageOf } from './common.js';
 import { svixErrors } from './errors.js';
-import { checked, optional, replacing, secretAndHeaderRoutes, update, Url } from './endpoints.js';
-import { uidChecked } from '../endpoints.js';
+import { checked, optional, replacing, update } from './endpoint-input.js';
+import { SuppliedSecret } from './fields.js';
+import { secretAndHeaderRoutes } from './secret-and-header-routes.js';
+import { uidChecked } from '../shared/endpoint-input.js';
+import { EndpointUrl } from '../schemas/fields.js';
 import { EndpointOut, endpointOut, SvixListOf, svixList } from './models.js';
 
 // Operational webhooks (Herald's own events: an endpoint created, disabled, a delivery failing, …) as
@@ -18,11 +21,11 @@ import { EndpointOut, endpointOut, SvixListOf, svixList } from './models.js';
 
 const { channels: _channels, filter: _filter, ...fields } = optional;
 const OperationalIn = Type.Object({
-  url: Url,
+  url: EndpointUrl,
   ...fields,
-  secret: Type.Optional(Type.Union([Type.String({ maxLength: 256 }), Type.Null()])),
+  secret: Type.Optional(SuppliedSecret),
 });
-const OperationalUpdate = Type.Object({ url: Url, ...fields });
+const OperationalUpdate = Type.Object({ url: EndpointUrl, ...fields });
 const Params = Type.Object({ endpoint_id: Type.String({ minLength: 1, maxLength: 256 }) });
 
 export const svixOperationalEndpointRoutes: RoutePlugin = async (app, { store, config }) => {

@@ -1,11 +1,11 @@
 import { Type } from 'typebox';
-import { withExample } from '../schemas.js';
+import { withExample } from '../schemas/common.js';
 import { invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { portalPath } from '../serialize.js';
 import { AppParams } from './common.js';
-import { ApplicationIn, createApplication } from './applications.js';
+import { ApplicationIn, createApplication } from './application-input.js';
 import { svixErrors } from './errors.js';
 
 /** How long a link opens the portal when the request names no `expiry` (Svix's default), and at most. */

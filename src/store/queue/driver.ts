@@ -26,7 +26,7 @@ import { insertNewRows, insertRows } from '../insert-rows.js';
 import { type RaisePolicy, raiseOutcomeEvents, raisePolicy } from '../operational.js';
 import { eventCauses } from '../../domain/operational.js';
 import { grantStarts } from '../../domain/rate.js';
-import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
+import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
 import { hasTask, markHealthy, ownedTasks } from './statements.js';

@@ -9,7 +9,7 @@ import {
 import { deliveredOf } from './statements.js';
 import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
-import type { QueuePolicy } from '../queue.js';
+import type { QueuePolicy } from './types.js';
 import type { Recorded } from './driver.js';
 import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 

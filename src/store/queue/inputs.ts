@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import type { Executor } from '../common.js';
 import type { Endpoints, SecretColumns, SigningSecrets } from '../endpoints.js';
-import type { AttemptInput, ClaimedTask } from '../queue.js';
+import type { AttemptInput, ClaimedTask } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 

@@ -4,7 +4,7 @@ import type { OutcomeTask } from '../../domain/outcome-plan.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import type { Executor, StoreContext } from '../common.js';
 import type { Endpoints } from '../endpoints.js';
-import type { AttemptInput, ClaimedTask, ClaimScope, QueuePolicy } from '../queue.js';
+import type { AttemptInput, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
 import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { fastPlan } from './fast-plan.js';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { OutcomeTask } from '../../domain/outcome-plan.js';
 import { chunks, type Executor } from '../common.js';
-import type { AttemptInput, ClaimedTask, ClaimScope } from '../queue.js';
+import type { AttemptInput, ClaimedTask, ClaimScope } from './types.js';
 import { addDeliveryStates, type DeliveriesRead, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
 import { deliveredOf, takenTasks } from './statements.js';

@@ -1,0 +1,63 @@
+#!/usr/bin/env node
+// Compiles Herald's TypeScript to JavaScript with esbuild, one output file per source file (no bundling),
+// so the files keep the layout they import each other by and worker threads find their entries beside them.
+// esbuild only strips types: `npm run typecheck` (tsc --noEmit) is what checks them.
+//
+//   node scripts/build.mjs            src/ → dist/ (the service, the CLI, the worker-thread entries, and the
+//                                     console's and portal's browser scripts, which are strings in src/)
+//   node scripts/build.mjs --tests    src/, test/, bench/, scripts/ and sdk/ → .build/, the tree that
+//                                     `npm test`, `npm run bench`, fuzz and chaos run (tests import src/ by
+//                                     relative paths, so src/ is compiled beside them); SUITE_BUILD names
+//                                     another folder of the checkout for the tree
+//   node scripts/build.mjs --watch    dist/ again after every change under src/ (`npm run dev`)
+//
+// Source maps are written beside each file and the processes run with --enable-source-maps, so stack traces
+// name src/ lines.
+import { existsSync, renameSync, rmSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+const options = (dirs, outdir, outbase) => ({
+  absWorkingDir: root,
+  entryPoints: dirs.map((dir) => `${dir}/**/*.ts`),
+  outdir,
+  outbase,
+  bundle: false,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+});
+
+/**
+ * Writes a tree into a fresh folder beside `out`, then puts it in `out`'s place: no file of a deleted
+ * source stays behind, and a process running from `out` meanwhile (another test run) never finds it half
+ * written.
+ */
+async function replace(out, build) {
+  const fresh = `${out}.new-${process.pid}`;
+  const old = `${out}.old-${process.pid}`;
+  rmSync(fresh, { recursive: true, force: true });
+  await esbuild.build({ ...build, outdir: fresh });
+  if (existsSync(out)) renameSync(out, old);
+  renameSync(fresh, out);
+  rmSync(old, { recursive: true, force: true });
+}
+
+const mode = process.argv[2] ?? '';
+const dist = join(root, 'dist');
+if (mode === '--tests') {
+  const dirs = ['src', 'test', 'bench', 'scripts', 'sdk/src', 'sdk/test', 'sdk/scripts'];
+  await replace(join(root, process.env.SUITE_BUILD || '.build'), options(dirs, '', '.'));
+} else if (mode === '--watch') {
+  const context = await esbuild.context(options(['src'], dist, 'src'));
+  await context.watch();
+  console.log(`esbuild: watching src/, writing ${relative(process.cwd(), dist) || '.'}`);
+} else {
+  // dist/ holds src/'s files at its root: dist/main.js is src/main.ts.
+  await replace(dist, options(['src'], dist, 'src'));
+}

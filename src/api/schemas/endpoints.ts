@@ -1,0 +1,248 @@
+import { Type } from 'typebox';
+import { described, EXAMPLE_ID, EXAMPLE_TIME, Nullable, Timestamp } from './common.js';
+import { ChannelName, EndpointUrl, EventTypeNames } from './fields.js';
+
+// An endpoint as reads show it, the fields create and update take, and the answers of its own actions
+// (filter-test, rotate-secret).
+
+/** The endpoint URL as the native surface documents it. */
+export const ReceiverUrl = described(EndpointUrl, 'Receiver URL; https in Live mode');
+/** The event types an endpoint receives, as the native surface documents them. */
+export const ReceivedEventTypes = described(
+  EventTypeNames,
+  'Event types to receive; omitted or empty receives every event type',
+);
+
+export const RateLimit = Type.Integer({
+  minimum: 1,
+  maximum: 10_000,
+  description:
+    'Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit',
+});
+
+export const Ordering = Type.Union([Type.Literal('unordered'), Type.Literal('fifo')], {
+  description:
+    'fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait)',
+});
+
+export const SignatureType = Type.Union([Type.Literal('hmac'), Type.Literal('ed25519')], {
+  description:
+    'hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation',
+});
+
+/** An endpoint's channels: it receives only messages sharing one (empty: every message). */
+export const EndpointChannels = Type.Array(ChannelName, { maxItems: 10, uniqueItems: true });
+/** An endpoint's content filter: a MongoDB-style query over the outbound body (docs/api.md, "Content filters"). */
+export const ContentFilter = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'MongoDB-style query over {type, timestamp, data}: $eq $ne $gt $gte $lt $lte $in $nin $exists $and $or $nor $not $size $all $elemMatch $regex (linear-time patterns); at most 4 KB and 8 levels',
+  },
+);
+
+/** An endpoint's uid: its stable id in the application; may stand in for the id, so never looks like one. */
+export const EndpointUid = Type.String({
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^(?!ep_)[a-zA-Z0-9._:-]+$',
+  description: 'Your stable id for this endpoint in its application (not starting with ep_)',
+});
+
+/** A PEM text of an endpoint's TLS settings. */
+const Pem = (description: string) => Type.String({ minLength: 1, maxLength: 65_536, description });
+
+/** `tls` as create and update take it (src/domain/pem.ts checks the PEM). */
+export const EndpointTlsInput = Type.Object(
+  {
+    client_cert: Type.Optional(
+      Nullable(Pem('Client certificate (PEM; its chain may follow), sent to receivers that demand mutual TLS')),
+    ),
+    client_key: Type.Optional(
+      Nullable(Pem('Its private key (PEM, unencrypted; sealed at rest). "<redacted>" keeps the stored one')),
+    ),
+    ca: Type.Optional(
+      Nullable(Pem("CA certificates (PEM) that replace the default roots for the receiver's certificate")),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'TLS settings for https receivers: client_cert and client_key together (mutual TLS), ca for a private CA. An update replaces the whole object; null removes it',
+  },
+);
+
+/** `auth` as create and update take it (src/domain/endpoint-auth.ts checks the token URL). */
+export const EndpointAuthInput = Type.Object(
+  {
+    type: Type.Literal('oauth2_client_credentials'),
+    token_url: Type.String({
+      minLength: 1,
+      maxLength: 2048,
+      description: "The token server's URL; the endpoint URL's rules apply (https in Live mode, public addresses)",
+    }),
+    client_id: Type.String({ minLength: 1, maxLength: 1024 }),
+    client_secret: Type.String({
+      minLength: 1,
+      maxLength: 4096,
+      description: 'Sealed at rest, read back as "<redacted>"; "<redacted>" in an update keeps the stored one',
+    }),
+    scope: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 1024 }))),
+    audience: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 1024 }))),
+    client_auth: Type.Optional(
+      Type.Union([Type.Literal('basic'), Type.Literal('post')], {
+        description: 'basic (default): client_secret_basic; post: the id and secret in the form body',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'OAuth2 client credentials: every request carries a bearer token from token_url (cached until shortly before it expires; a 401 fetches a new one once). null removes it',
+  },
+);
+
+export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);
+
+/** An endpoint's fields as reads show them (operational endpoints show the same). */
+export const endpointFields = {
+  id: Type.String({ description: 'ep_…' }),
+  object: Type.Literal('endpoint'),
+  app_id: Type.String(),
+  uid: Nullable(Type.String({ description: 'Your stable id for the endpoint, unique in its application' })),
+  url: Type.String({ format: 'uri' }),
+  status: EndpointStatus,
+  event_types: Type.Array(Type.String()),
+  channels: Type.Array(Type.String(), {
+    description: 'Receives only messages sharing one of these channels; empty: every message',
+  }),
+  filter: Nullable(ContentFilter),
+  description: Type.String(),
+  headers: Type.Record(Type.String(), Type.String(), {
+    description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
+  }),
+  rate_limit: Nullable(RateLimit),
+  ordering: Ordering,
+  signature_type: SignatureType,
+  public_key: Nullable(
+    Type.String({ description: 'ed25519 endpoints: whpk_ + base64 of the raw 32-byte public key; null for hmac' }),
+  ),
+  tls: Nullable(
+    Type.Object(
+      {
+        client_cert: Nullable(Type.String()),
+        client_key: Nullable(Type.String({ description: '"<redacted>" when set' })),
+        ca: Nullable(Type.String()),
+        client_cert_not_after: Nullable(
+          Type.String({ format: 'date-time', description: "The client certificate's expiry" }),
+        ),
+      },
+      { description: 'TLS settings (mutual TLS, private CA); null: none' },
+    ),
+  ),
+  auth: Nullable(
+    Type.Object(
+      {
+        type: Type.Literal('oauth2_client_credentials'),
+        token_url: Type.String(),
+        client_id: Type.String(),
+        client_secret: Type.String({ description: 'Always "<redacted>"' }),
+        scope: Nullable(Type.String()),
+        audience: Nullable(Type.String()),
+        client_auth: Type.Union([Type.Literal('basic'), Type.Literal('post')]),
+      },
+      { description: 'OAuth2 client credentials the requests carry a bearer token from; null: none' },
+    ),
+  ),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+};
+export const endpointExample = {
+  id: EXAMPLE_ID.endpoint,
+  object: 'endpoint',
+  app_id: EXAMPLE_ID.app,
+  uid: 'billing',
+  url: 'https://acme.example/webhooks',
+  status: 'active',
+  event_types: ['invoice.paid'],
+  channels: [],
+  filter: { 'data.amount': { $gte: 1000 } },
+  description: 'Billing receiver',
+  headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
+  rate_limit: 50,
+  ordering: 'unordered',
+  signature_type: 'hmac',
+  public_key: null,
+  tls: null,
+  auth: {
+    type: 'oauth2_client_credentials',
+    token_url: 'https://auth.acme.example/oauth/token',
+    client_id: 'herald',
+    client_secret: '<redacted>',
+    scope: 'webhooks:write',
+    audience: null,
+    client_auth: 'basic',
+  },
+  created_at: EXAMPLE_TIME,
+  updated_at: EXAMPLE_TIME,
+};
+export const Endpoint = Type.Object(endpointFields, { examples: [endpointExample] });
+
+/** `headers` as create and update take them: names and values are checked by headersProblem. */
+export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String(), {
+  maxProperties: 20,
+  description:
+    'Headers sent with every request to the endpoint (at most 20; reserved names refused). An update replaces the whole set; a sensitive value sent back as "<redacted>" keeps the stored one',
+});
+
+export const EndpointWithSecret = Type.Object(
+  {
+    ...endpointFields,
+    signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: whsec_…, shown once' })),
+  },
+  { examples: [{ ...endpointExample, signing_secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' }] },
+);
+
+/** What filter-test takes (native and portal): a payload, its event type, and a draft filter to try. */
+export const FilterTestBody = Type.Object(
+  {
+    payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
+    event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default empty)' })),
+    // A draft filter to try instead of the endpoint's own (null: none); nothing is saved.
+    filter: Type.Optional(Nullable(ContentFilter)),
+  },
+  {
+    examples: [
+      {
+        event_type: 'invoice.paid',
+        payload: { invoice_id: 'inv_1001', amount: 4200 },
+        filter: { 'data.amount': { $gte: 1000 } },
+      },
+    ],
+  },
+);
+
+export const FilterTestAnswer = Type.Object(
+  { matches: Type.Boolean({ description: 'true also when there is no filter' }) },
+  { examples: [{ matches: true }] },
+);
+
+/** The answer of a secret rotation: the new secret (or public key) and until when the previous one signs. */
+export const RotatedSecret = Type.Object(
+  {
+    id: Type.String(),
+    signing_secret: Type.Optional(Type.String({ description: 'hmac endpoints: the new whsec_ secret' })),
+    public_key: Type.Optional(Type.String({ description: 'ed25519 endpoints: the new whpk_ public key' })),
+    previous_valid_until: Timestamp,
+  },
+  {
+    examples: [
+      {
+        id: 'ep_01jd5x3k8m2n4p6q8r0s2t4v6w',
+        signing_secret: 'whsec_4M0nR3xY8qTz2WcVb6KjLp9sHd1FgA5e',
+        previous_valid_until: '2026-01-02T00:00:00.000Z',
+      },
+    ],
+  },
+);

@@ -1,0 +1,519 @@
+import { after, before, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { statSync } from 'node:fs';
+import type { BrowserContext, Page } from 'playwright-core';
+import { startTestService, type TestService } from '../../support/service.js';
+import { launchBrowser } from '../../support/browser.js';
+import { bootstrap, type Client } from '../../support/client.js';
+import { eventually, Receiver } from '../../support/receiver.js';
+
+// The console's addresses, search, lists, a delivery's payload and answers, and its editors, used as a
+// person would in headless Chromium (test/support/browser.ts): each view has its own URL, Back and Forward
+// work, a link opened before signing in opens after it, and what an action answers is said beside it.
+
+let service: TestService;
+let receiver: Receiver;
+let api: Client;
+let testKey: string;
+let app: { id: string; uid: string; name: string };
+let endpoint: { id: string; url: string };
+let failed: { messageId: string; deliveryId: string };
+let succeeded: { messageId: string; deliveryId: string };
+
+before(async () => {
+  service = await startTestService({ HERALD_RETRY_SCHEDULE: '0s' });
+  receiver = await new Receiver().start();
+  receiver.respond = (request) =>
+    request.body.includes('"fail":true')
+      ? { status: 503, headers: { 'X-Maintenance': 'until 06:00' }, body: '{"error":"receiver down for maintenance"}' }
+      : { status: 200, body: 'thanks' };
+  const org = await bootstrap(service.url, 'Console pages org');
+  api = org.test;
+  testKey = org.raw.test_key.key;
+  app = (await api.post('/api/v1/applications', { name: 'Pages app', uid: 'pages-app' })).body;
+  endpoint = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/pages` })).body;
+  const send = async (payload: object) => {
+    const before = receiver.received.length;
+    const emitted = await api.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload });
+    await receiver.waitFor(before + 1);
+    const deliveryId = emitted.body.delivery_ids[0] as string;
+    await eventually(
+      async () => ((await api.get(`/api/v1/deliveries/${deliveryId}`)).body.attempts.length > 0 ? true : null),
+      10_000,
+      'the attempt recorded',
+    );
+    return { messageId: emitted.body.id as string, deliveryId };
+  };
+  succeeded = await send({ invoice: 'inv_ok', amount: 10 });
+  failed = await send({ invoice: 'inv_down', fail: true });
+});
+after(async () => {
+  await service?.stop();
+  await receiver?.stop();
+});
+
+interface Watched {
+  context: BrowserContext;
+  page: Page;
+  problems: string[];
+  requests: string[];
+}
+
+/** A page of a fresh browser, watched for errors and for requests anywhere but the service. */
+async function watchedPage(t: TestContext): Promise<Watched> {
+  const browser = await launchBrowser(t);
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems: string[] = [];
+  const requests: string[] = [];
+  page.on('pageerror', (error) => problems.push(error.message));
+  page.on('request', (request) => requests.push(request.url()));
+  return { context, page, problems, requests };
+}
+
+async function signIn(page: Page) {
+  await page.fill('#sign-in input[name=key]', testKey);
+  await page.click('#sign-in button[type=submit]');
+  await page.waitForSelector('#signed-in:not([hidden])');
+}
+
+/** The checks every test ends with: a screenshot, no page errors, nothing outside, the key in the tab only. */
+async function finish(watched: Watched, name: string) {
+  const { page, context, problems, requests } = watched;
+  const shot = `${service.database.env.HERALD_DATA_DIR}/${name}.png`;
+  await page.screenshot({ path: shot, fullPage: true });
+  assert.ok(statSync(shot).size > 1000, 'the screenshot is an image');
+  assert.deepEqual(problems, [], 'page errors');
+  assert.deepEqual(
+    requests.filter((url) => !url.startsWith(`${service.url}/`)),
+    [],
+    'requests to anywhere but the service',
+  );
+  assert.ok(
+    requests.every((url) => !url.includes(testKey)),
+    'the key is in no URL',
+  );
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('herald.console.key')), testKey);
+  assert.equal(await page.evaluate(() => localStorage.length), 0);
+  assert.deepEqual(await context.cookies(), []);
+}
+
+const shown = (page: Page, section: string) => page.waitForSelector(`#view-${section}:not([hidden])`);
+
+test('in a browser: a deep link opens its view right after sign-in; Back and Forward walk the views', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  await page.goto(`${service.url}/console#/deliveries/${failed.deliveryId}`);
+  await signIn(page);
+  await shown(page, 'delivery');
+  assert.equal(await page.locator('#delivery-id').textContent(), failed.deliveryId);
+  const item = page.locator(`#delivery-detail .delivery[data-delivery-id="${failed.deliveryId}"]`);
+  await item.locator('.attempts li').first().waitFor();
+  // The row reads: event type, endpoint URL, status, attempts and age first.
+  await eventually(
+    async () =>
+      /^invoice\.paid → \S+\/pages · failed · 1 attempt\(s\) · \d+ (s|min) ago/.test(
+        (await item.locator('.delivery-head').textContent()) ?? '',
+      ),
+    5_000,
+    'the delivery reads as a sentence',
+  );
+
+  // Links and tabs are addresses: each one a history entry.
+  await item.locator(`.delivery-ids a[href="#/endpoints/${endpoint.id}"]`).click();
+  await shown(page, 'endpoint');
+  await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, endpoint.id);
+  assert.equal(new URL(page.url()).hash, `#/endpoints/${endpoint.id}`);
+  await page.click('#tabs button[data-view="catalog"]');
+  await shown(page, 'catalog');
+  assert.equal(new URL(page.url()).hash, '#/catalog');
+
+  await page.goBack();
+  await shown(page, 'endpoint');
+  assert.equal(new URL(page.url()).hash, `#/endpoints/${endpoint.id}`);
+  await page.goBack();
+  await shown(page, 'delivery');
+  assert.equal(await page.locator('#delivery-id').textContent(), failed.deliveryId);
+  await page.goForward();
+  await shown(page, 'endpoint');
+  await page.goForward();
+  await shown(page, 'catalog');
+
+  // A filtered list is an address too, and opens filtered.
+  await page.goto(`${service.url}/console#/messages?app_id=${app.id}&event_type=invoice.paid`);
+  await shown(page, 'messages');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 2);
+  assert.equal(await page.locator('#message-filter select[name=app_id]').inputValue(), app.id);
+  assert.equal(await page.locator('#message-filter select[name=event_type]').inputValue(), 'invoice.paid');
+  await finish(watched, 'console-deep-link');
+});
+
+test('in a browser: the search box opens any evt_, dlv_, ep_, app_ id or application uid, and says when nothing has it', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  await page.goto(`${service.url}/console`);
+  await signIn(page);
+  const search = async (text: string) => {
+    await page.fill('#search input[name=q]', text);
+    await page.click('#search button[type=submit]');
+  };
+  await search(succeeded.messageId);
+  await shown(page, 'message');
+  await page.waitForFunction((id) => document.querySelector('#message-id')?.textContent === id, succeeded.messageId);
+  assert.equal(new URL(page.url()).hash, `#/messages/${succeeded.messageId}`);
+  await page.locator(`#message-deliveries .delivery[data-delivery-id="${succeeded.deliveryId}"]`).waitFor();
+
+  await search(failed.deliveryId);
+  await shown(page, 'delivery');
+  assert.equal(new URL(page.url()).hash, `#/deliveries/${failed.deliveryId}`);
+
+  await search(endpoint.id);
+  await shown(page, 'endpoint');
+  assert.equal(new URL(page.url()).hash, `#/endpoints/${endpoint.id}`);
+
+  await search(app.id);
+  await shown(page, 'application');
+  await page.waitForFunction(() => document.querySelector('#application-name')?.textContent === 'Pages app');
+  assert.equal(new URL(page.url()).hash, `#/applications/${app.id}`);
+  await page.click('#tabs button[data-view="endpoints"]');
+  await shown(page, 'endpoints');
+
+  await search('pages-app');
+  await shown(page, 'application');
+  assert.equal(new URL(page.url()).hash, `#/applications/${app.id}`, 'a uid opens its application');
+  await page.waitForSelector(`#application-endpoints a[href="#/endpoints/${endpoint.id}"]`);
+  // Its attempts per hour by event type: the failed delivery's attempt is in the chart's legend.
+  await page.waitForSelector('#application-chart svg .bucket', { state: 'attached' });
+  assert.match((await page.locator('#application-chart .chart-legend').textContent()) ?? '', /invoice\.paid/);
+
+  await search('dlv_doesnotexist');
+  await page.waitForSelector('#search-note:not([hidden])');
+  assert.match(
+    (await page.locator('#search-note').textContent()) ?? '',
+    /Nothing here has the id or uid "dlv_doesnotexist"/,
+  );
+  assert.equal(new URL(page.url()).hash, `#/applications/${app.id}`, 'the view stays');
+  const note = await page.locator('#search-note').boundingBox();
+  const box = await page.locator('#search input[name=q]').boundingBox();
+  assert.ok(note && box && Math.abs(note.y - box.y) < 40, 'the message sits beside the search box');
+  await finish(watched, 'console-search');
+});
+
+test("in a browser: deliveries filter by status; a delivery shows its payload and each attempt's answer", async (t) => {
+  const watched = await watchedPage(t);
+  const { page, context } = watched;
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: service.url });
+  await page.goto(`${service.url}/console#/deliveries`);
+  await signIn(page);
+  await shown(page, 'deliveries');
+  await page.waitForSelector(`#deliveries tbody tr[data-delivery-id="${failed.deliveryId}"]`);
+  assert.equal(await page.locator(`#deliveries tbody tr[data-delivery-id="${succeeded.deliveryId}"]`).count(), 1);
+
+  // Rows read: event type, endpoint URL, status, attempts and age first; the id one click away.
+  const row = page.locator(`#deliveries tbody tr[data-delivery-id="${failed.deliveryId}"]`);
+  await eventually(
+    async () => ((await row.locator('td').nth(1).textContent()) ?? '').endsWith('/pages'),
+    5_000,
+    'the URL',
+  );
+  const cells = await row.locator('td').allTextContents();
+  assert.equal(cells[0], 'invoice.paid');
+  assert.equal(cells[2], 'failed');
+  assert.equal(cells[3], '1');
+  assert.match(cells[4] ?? '', /ago$/);
+  await row.locator('button:text("Copy")').click();
+  await row.locator('button:text("Copied")').waitFor();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), failed.deliveryId);
+
+  await page.selectOption('#delivery-filter select[name=status]', 'failed');
+  await page.click('#delivery-filter button[type=submit]');
+  await page.waitForFunction(() => new URL(location.href).hash === '#/deliveries?status=failed');
+  await page.waitForFunction((id) => {
+    const rows = document.querySelectorAll('#deliveries tbody tr[data-delivery-id]');
+    return rows.length === 1 && rows[0]?.getAttribute('data-delivery-id') === id;
+  }, failed.deliveryId);
+  await page.selectOption('#delivery-filter select[name=status]', 'success');
+  await page.click('#delivery-filter button[type=submit]');
+  await page.waitForFunction((id) => {
+    const rows = document.querySelectorAll('#deliveries tbody tr[data-delivery-id]');
+    return rows.length === 1 && rows[0]?.getAttribute('data-delivery-id') === id;
+  }, succeeded.deliveryId);
+  await page.goBack();
+  await page.waitForFunction(
+    (id) => document.querySelector('#deliveries tbody tr[data-delivery-id]')?.getAttribute('data-delivery-id') === id,
+    failed.deliveryId,
+  );
+  assert.equal(await page.locator('#delivery-filter select[name=status]').inputValue(), 'failed');
+
+  // The delivery's page: the payload sent and the receiver's answer, on demand.
+  await row.locator('a:text("Open")').click();
+  await shown(page, 'delivery');
+  const item = page.locator(`#delivery-detail .delivery[data-delivery-id="${failed.deliveryId}"]`);
+  await item.locator('.attempts li').first().waitFor();
+  assert.equal(await item.locator('.answers').isVisible(), false, 'answers wait to be asked for');
+  await item.locator('button:text("Show payload and answers")').click();
+  await item.locator('.answers .response-body').waitFor();
+  assert.deepEqual(JSON.parse((await item.locator('.answers pre.payload').textContent()) ?? ''), {
+    invoice: 'inv_down',
+    fail: true,
+  });
+  assert.match(
+    (await item.locator('.answers pre.payload').textContent()) ?? '',
+    /\n {2}"invoice": "inv_down"/,
+    'pretty-printed',
+  );
+  assert.match((await item.locator('.answer-head').first().textContent()) ?? '', /^#1 · HTTP 503 · \d+ ms/);
+  assert.equal(
+    await item.locator('.answers .response-body').first().textContent(),
+    '{"error":"receiver down for maintenance"}',
+  );
+  // The headers sent and received, folded until opened.
+  const sentHeaders = item.locator('.answers .request-headers').first();
+  assert.equal(await sentHeaders.locator('pre').isVisible(), false);
+  await sentHeaders.locator('summary').click();
+  assert.match(
+    (await sentHeaders.locator('pre').textContent()) ?? '',
+    new RegExp(`^webhook-id: ${failed.messageId}$`, 'm'),
+  );
+  assert.match((await sentHeaders.locator('pre').textContent()) ?? '', /^webhook-signature: v1,\S+$/m);
+  await item.locator('.answers .response-headers summary').first().click();
+  assert.match(
+    (await item.locator('.answers .response-headers pre').first().textContent()) ?? '',
+    /^x-maintenance: until 06:00$/m,
+  );
+
+  // Retried, the newest attempt comes first.
+  receiver.respond = () => ({ status: 200, body: 'back up' });
+  await item.locator('button:text("Retry")').click();
+  await page.waitForFunction(
+    (id) =>
+      /#2 manual · success · HTTP 200/.test(
+        document.querySelector(`[data-delivery-id="${id}"] .attempts li`)?.textContent ?? '',
+      ),
+    failed.deliveryId,
+    { timeout: 15_000 },
+  );
+  assert.match((await item.locator('.note').textContent()) ?? '', /queued as attempt 2/);
+  await item.locator('button:text("Hide payload and answers")').click();
+  await item.locator('button:text("Show payload and answers")').click();
+  await page.waitForFunction(
+    (id) => document.querySelector(`[data-delivery-id="${id}"] .answers .response-body`)?.textContent === 'back up',
+    failed.deliveryId,
+  );
+
+  // A payload no longer stored says so.
+  await service.store.ctx.db.deleteFrom('payloads').where('message_id', '=', failed.messageId).execute();
+  await item.locator('button:text("Hide payload and answers")').click();
+  await item.locator('button:text("Show payload and answers")').click();
+  await item.locator('.answers .payload-gone').waitFor();
+  assert.match((await item.locator('.answers .payload-gone').textContent()) ?? '', /no longer stored/);
+  await finish(watched, 'console-deliveries');
+});
+
+test("in a browser: an event type's schema is edited in the catalog, and what the API refuses shows in the form", async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  await page.goto(`${service.url}/console#/catalog`);
+  await signIn(page);
+  const row = page.locator('#catalog tbody tr[data-event-type="invoice.created"]');
+  await row.locator('button:text("Edit")').click();
+  const form = page.locator('#event-type-form');
+  await form.waitFor();
+  assert.equal(await form.locator('input[name=name]').inputValue(), 'invoice.created');
+
+  // A schema that is not JSON, then one the API refuses: each said in the form, nothing saved.
+  await form.locator('textarea[name=schema]').fill('{"type": "object",');
+  await form.locator('button[type=submit]').click();
+  await form.locator('.note.error').waitFor();
+  assert.match((await form.locator('.note').textContent()) ?? '', /The schema is not valid JSON/);
+  await form.locator('textarea[name=schema]').fill('{"type": "object", "required": ["invoice_id"]}');
+  await form.locator('textarea[name=example_json]').fill('{"amount": 1}');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /example_json/.test(document.querySelector('#event-type-form .note.error')?.textContent ?? ''),
+  );
+  const error = await form.locator('.note.error').boundingBox();
+  const submit = await form.locator('button[type=submit]').boundingBox();
+  assert.ok(error && submit && Math.abs(error.y - submit.y) < 200, 'the error sits by the form');
+  assert.equal((await api.get('/api/v1/event-types/invoice.created')).body.schema, null, 'nothing saved');
+
+  await form.locator('textarea[name=example_json]').fill('{"invoice_id": "inv_1", "amount": 1}');
+  await form.locator('input[name=description]').fill('An invoice was drafted.');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /saved \(version/.test(document.querySelector('#event-type-form .note:not(.error)')?.textContent ?? ''),
+  );
+  const saved = (await api.get('/api/v1/event-types/invoice.created')).body;
+  assert.deepEqual(saved.schema, { type: 'object', required: ['invoice_id'] });
+  assert.deepEqual(saved.example_json, { invoice_id: 'inv_1', amount: 1 });
+  assert.equal(saved.description, 'An invoice was drafted.');
+  assert.equal(await row.locator('td').nth(2).textContent(), 'yes');
+
+  // A new event type.
+  await page.click('#new-event-type');
+  await form.locator('input[name=name]').fill('refund.issued');
+  await form.locator('textarea[name=example_json]').fill('{"refund_id": "re_1"}');
+  await form.locator('button[type=submit]').click();
+  await page.locator('#catalog tbody tr[data-event-type="refund.issued"]').waitFor();
+  assert.deepEqual((await api.get('/api/v1/event-types/refund.issued')).body.example_json, { refund_id: 're_1' });
+  await finish(watched, 'console-catalog');
+});
+
+test('in a browser: operational endpoints are created, disabled, rotated and deleted; each asks first, and a dismissed dialog changes nothing', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  let answer = true;
+  const asked: string[] = [];
+  page.on('dialog', (dialog) => {
+    asked.push(dialog.message());
+    void (answer ? dialog.accept() : dialog.dismiss());
+  });
+  await page.goto(`${service.url}/console#/operational`);
+  await signIn(page);
+  await shown(page, 'operational');
+  await page.click('#new-operational');
+  const form = page.locator('#operational-form');
+  await form.locator('input[name=url]').fill('http://127.0.0.1:9/ops-pager');
+  await form.locator('input[name=description]').fill('Pager');
+  await form.locator('input[value="endpoint.disabled"]').check();
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /signing secret \(shown once\): whsec_/.test(document.querySelector('#operational-form .note')?.textContent ?? ''),
+  );
+  const [made] = (await api.get('/api/v1/operational-endpoints')).body.data;
+  assert.equal(made.url, 'http://127.0.0.1:9/ops-pager');
+  assert.deepEqual(made.event_types, ['endpoint.disabled']);
+  const row = page.locator(`#operational tr[data-operational-id="${made.id}"]`);
+  await row.waitFor();
+
+  // Dismissed: nothing changes.
+  answer = false;
+  for (const action of ['Disable', 'Rotate secret', 'Delete']) await row.locator(`button:text("${action}")`).click();
+  assert.equal(asked.length, 3, 'each destructive action asked');
+  const still = (await api.get('/api/v1/operational-endpoints')).body.data;
+  assert.equal(still.length, 1);
+  assert.equal(still[0].status, 'active');
+  assert.equal(await row.locator('.note').count(), 0);
+
+  // Accepted: done, and said beside the row.
+  answer = true;
+  await row.locator('button:text("Rotate secret")').click();
+  await page.waitForFunction(
+    (id) =>
+      /New signing secret \(shown once\): whsec_/.test(
+        document.querySelector(`#operational tr[data-operational-id="${id}"] .note`)?.textContent ?? '',
+      ),
+    made.id,
+  );
+  await row.locator('button:text("Disable")').click();
+  await page.waitForFunction(
+    (id) => document.querySelector(`#operational tr[data-operational-id="${id}"] .status-disabled`) !== null,
+    made.id,
+  );
+  assert.equal((await api.get('/api/v1/operational-endpoints')).body.data[0].status, 'disabled');
+
+  // Edited in the form.
+  await row.locator('button:text("Edit")').click();
+  await form.locator('input[name=description]').fill('Pager, night shift');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /saved\./.test(document.querySelector('#operational-form .note')?.textContent ?? ''),
+  );
+  assert.equal((await api.get('/api/v1/operational-endpoints')).body.data[0].description, 'Pager, night shift');
+
+  await row.locator('button:text("Delete")').click();
+  await page.waitForFunction(() => /deleted\./.test(document.querySelector('#operational > .note')?.textContent ?? ''));
+  assert.deepEqual((await api.get('/api/v1/operational-endpoints')).body.data, []);
+  assert.equal(asked.length, 6);
+  await finish(watched, 'console-operational');
+});
+
+test('in a browser: endpoint controls (rate limit, ordering, headers) are saved on the endpoint page; Disable, Rotate secret and Delete ask first', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const own = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/controls` })).body;
+  let answer = false;
+  page.on('dialog', (dialog) => void (answer ? dialog.accept() : dialog.dismiss()));
+  await page.goto(`${service.url}/console#/endpoints/${own.id}`);
+  await signIn(page);
+  await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, own.id);
+  await page.click('#endpoint-actions button:text("Disable")');
+  assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).body.status, 'active', 'dismissed: still active');
+
+  const form = page.locator('#endpoint-controls');
+  await form.locator('input[name=rate_limit]').fill('12');
+  await form.locator('select[name=ordering]').selectOption('fifo');
+  await form.locator('textarea[name=headers]').fill('X-Tenant: acme\nAuthorization: Bearer console-s3cret');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /Delivery controls saved/.test(document.querySelector('#endpoint-controls .note')?.textContent ?? ''),
+  );
+  const saved = (await api.get(`/api/v1/endpoints/${own.id}`)).body;
+  assert.equal(saved.rate_limit, 12);
+  assert.equal(saved.ordering, 'fifo');
+  assert.deepEqual(saved.headers, { 'X-Tenant': 'acme', Authorization: '<redacted>' });
+  assert.deepEqual((await form.locator('textarea[name=headers]').inputValue()).split('\n').sort(), [
+    'Authorization: <redacted>',
+    'X-Tenant: acme',
+  ]);
+  assert.ok(!(await page.content()).includes('console-s3cret'));
+
+  // Rotate secret and Delete ask too: dismissed, nothing; accepted, done and said beside the buttons.
+  await page.click('#endpoint-actions button:text("Rotate secret")');
+  await page.click('#endpoint-actions button:text("Delete")');
+  assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).status, 200);
+  assert.equal(await page.locator('#endpoint-actions .note').count(), 0);
+  answer = true;
+  await page.click('#endpoint-actions button:text("Rotate secret")');
+  await page.waitForFunction(() =>
+    /New signing secret \(shown once\): whsec_/.test(
+      document.querySelector('#endpoint-actions .note')?.textContent ?? '',
+    ),
+  );
+  await page.click('#endpoint-actions button:text("Delete")');
+  await page.waitForFunction(() =>
+    /deleted\./.test(document.querySelector('#endpoint-actions .note')?.textContent ?? ''),
+  );
+  assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).status, 404);
+  await finish(watched, 'console-controls');
+});
+
+test('in a browser: deliveries and messages page with More until the last, and an empty list says so', async (t) => {
+  // An application of its own, made last: the tests above see none of its messages.
+  const paged = (await api.post('/api/v1/applications', { name: 'Paged app' })).body;
+  await api.post('/api/v1/endpoints', { app_id: paged.id, url: `${receiver.url}/paged` });
+  for (let i = 0; i < 51; i++)
+    await api.post('/api/v1/messages', { app_id: paged.id, event_type: 'invoice.paid', payload: { i } });
+  const empty = (await api.post('/api/v1/applications', { name: 'Empty app' })).body;
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const rows = (table: string) =>
+    page.locator(`#${table} tbody tr[data-${table === 'deliveries' ? 'delivery' : 'message'}-id]`);
+
+  await page.goto(`${service.url}/console#/deliveries?app_id=${paged.id}`);
+  await signIn(page);
+  await shown(page, 'deliveries');
+  // 25 a page: two More clicks bring all 51, and the button goes once nothing is left.
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 25);
+  await page.click('#deliveries-more');
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 50);
+  await page.click('#deliveries-more');
+  await page.waitForFunction(() => document.querySelectorAll('#deliveries tbody tr[data-delivery-id]').length === 51);
+  assert.equal(await page.locator('#deliveries-more').isHidden(), true);
+  assert.equal(
+    new Set(await rows('deliveries').evaluateAll((r) => r.map((e) => e.getAttribute('data-delivery-id')))).size,
+    51,
+  );
+
+  await page.goto(`${service.url}/console#/messages?app_id=${paged.id}`);
+  await shown(page, 'messages');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 50);
+  await page.click('#messages-more');
+  await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 51);
+  assert.equal(await page.locator('#messages-more').isHidden(), true);
+
+  await page.goto(`${service.url}/console#/messages?app_id=${empty.id}`);
+  await page.waitForFunction(() => document.querySelector('#messages tbody td')?.textContent === 'No messages.');
+  assert.equal(await rows('messages').count(), 0);
+  await finish(watched, 'console-paging');
+});

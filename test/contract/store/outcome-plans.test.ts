@@ -1,0 +1,446 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { newId } from '../../../src/domain/ids.js';
+import {
+  attemptRow,
+  deliveriesToRead,
+  endpointsToRead,
+  type OutcomeEvent,
+  type OutcomeItem,
+  outcomePlan,
+  recordingPlan,
+} from '../../../src/domain/outcome-plan.js';
+import { enqueueManual, stopEndpoints } from '../../../src/store/queue/book.js';
+import { openQueue, type AttemptInput, type AttemptResult } from '../../../src/store/queue.js';
+import { PostgresQueue } from '../../../src/store/queue/postgres.js';
+import type { DeliveryRow, EndpointRow, TaskRow } from '../../../src/store/schema.js';
+import { openStore } from '../../support/store.js';
+
+// Random batches of outcomes, recorded by the queue of the store under test, leave exactly the rows the
+// planner (src/domain/outcome-plan.ts) says: its plan is made here from the rows as they were before the
+// batch, applied to them in memory, and compared with the rows after. Batches mix 2xx and failures (with
+// and without Retry-After, a 410, no answer), scheduled and manual attempts, deliveries with earlier
+// failures and queued manual attempts, and what can change between a claim and its outcome: the lease
+// lost to another worker, a manual attempt queued meanwhile, the outcome recorded already, the endpoint
+// disabled. On PostgreSQL this covers both ways a batch is written (one checked statement, or the
+// transaction that reads first, when what the claim read no longer holds).
+
+const A = 'wrk_prop_a';
+const B = 'wrk_prop_b';
+const SCHEDULE = '0s,0s,0s,0s';
+const SCHEDULE_LENGTH = 4;
+
+type Twist = 'none' | 'lease-lost' | 'retried' | 'recorded' | 'endpoint-disabled';
+interface Case {
+  endpoint: 0 | 1 | 2;
+  failures: number;
+  manualQueued: boolean;
+  trigger: 'scheduled' | 'manual';
+  status: number | null;
+  retryAfterMs: number | null;
+  twist: Twist;
+}
+
+const caseArb: fc.Arbitrary<Case> = fc.record({
+  endpoint: fc.constantFrom(0 as const, 1 as const, 2 as const),
+  failures: fc.integer({ min: 0, max: SCHEDULE_LENGTH - 1 }),
+  manualQueued: fc.boolean(),
+  trigger: fc.constantFrom('scheduled' as const, 'manual' as const),
+  status: fc.constantFrom(200, 204, 500, 503, 429, 410, null),
+  retryAfterMs: fc.constantFrom(null, 2_000),
+  twist: fc.oneof(
+    { weight: 4, arbitrary: fc.constant('none' as const) },
+    { weight: 1, arbitrary: fc.constantFrom('lease-lost' as const, 'retried' as const, 'recorded' as const) },
+    { weight: 1, arbitrary: fc.constant('endpoint-disabled' as const) },
+  ),
+});
+
+/** A case with nothing out of the ordinary: a first scheduled attempt and nothing changed meanwhile. */
+const QUIET: Case = {
+  endpoint: 0,
+  failures: 0,
+  manualQueued: false,
+  trigger: 'scheduled',
+  status: 200,
+  retryAfterMs: null,
+  twist: 'none',
+};
+
+interface Rows {
+  attempts: Map<string, Record<string, unknown>>;
+  deliveries: Map<string, DeliveryRow>;
+  tasks: TaskRow[];
+  endpoints: Map<string, EndpointRow>;
+}
+
+test('random outcome batches leave the rows the planner says', { timeout: 240_000 }, async (t) => {
+  const { store, scope, appId, endpointId, config } = await openStore(t, { HERALD_RETRY_SCHEDULE: SCHEDULE });
+  const db = store.ctx.db;
+  const failingId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing' })).row.id;
+  const disabledId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/disabled' })).row.id;
+  const endpointIds = [endpointId, failingId, disabledId];
+  // Subscribed to every operational event: what each batch raises is compared with the planner's events.
+  const { row: ops } = await store.endpoints.createOperational(scope, { url: 'http://127.0.0.1:9/ops' });
+  let clock = Date.now();
+  // The queue under test, with a clock of the test's: the plan made here uses the same `now`.
+  const queue = openQueue({ ...store.ctx, now: () => clock }, store.endpoints, config, () => {}, store.pool);
+  const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs };
+
+  const read = async (): Promise<Rows> => ({
+    attempts: new Map(
+      (await db.selectFrom('attempts').selectAll().execute()).map((row) => [
+        row.id,
+        { ...row, created_at: Number(row.created_at) },
+      ]),
+    ),
+    deliveries: new Map(
+      (await db.selectFrom('deliveries').selectAll().where('endpoint_id', '<>', ops.id).execute()).map((row) => [
+        row.id,
+        row,
+      ]),
+    ),
+    tasks: await db.selectFrom('delivery_tasks').selectAll().where('endpoint_id', '<>', ops.id).execute(),
+    endpoints: new Map((await db.selectFrom('endpoints').selectAll().execute()).map((row) => [row.id, row])),
+  });
+  /** The operational events raised, as `type subject` (the delivery's id, or the endpoint's). */
+  const raised = async () =>
+    (
+      await db
+        .selectFrom('messages')
+        .innerJoin('payloads', 'payloads.message_id', 'messages.id')
+        .select(['messages.event_type', 'payloads.body'])
+        .where('messages.app_id', '=', ops.app_id)
+        .execute()
+    )
+      .map(({ event_type, body }) => {
+        const data = JSON.parse(body) as { delivery_id?: string; endpoint_id: string };
+        return `${event_type} ${data.delivery_id ?? data.endpoint_id}`;
+      })
+      .sort();
+
+  let withEvents = 0;
+  let withDisabling = 0;
+  await fc.assert(
+    fc.asyncProperty(fc.array(caseArb, { minLength: 1, maxLength: 6 }), async (cases) => {
+      clock += 10_000;
+      const now = clock;
+      await db.deleteFrom('attempts').execute();
+      await db.deleteFrom('delivery_tasks').execute();
+      await db.deleteFrom('deliveries').execute();
+      await db.deleteFrom('payloads').execute();
+      await db.deleteFrom('messages').execute();
+      await db
+        .updateTable('endpoints')
+        .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: now })
+        .execute();
+      await db
+        .updateTable('endpoints')
+        .set({ status: 'failing', failing_since: now - 3_600_000 })
+        .where('id', '=', failingId)
+        .execute();
+      await db.updateTable('endpoints').set({ status: 'disabled' }).where('id', '=', disabledId).execute();
+      const messageId = newId('message', now);
+      await db
+        .insertInto('messages')
+        .values({
+          id: messageId,
+          org_id: scope.orgId,
+          livemode: 0,
+          app_id: appId,
+          event_type: 'invoice.paid',
+          created_at: now,
+        })
+        .execute();
+
+      // The deliveries as the cases describe them, each with its task due now, then claimed by A.
+      const deliveryIds: string[] = [];
+      for (const c of cases) {
+        const id = newId('delivery', now);
+        deliveryIds.push(id);
+        await db
+          .insertInto('deliveries')
+          .values({
+            id,
+            org_id: scope.orgId,
+            livemode: 0,
+            app_id: appId,
+            message_id: messageId,
+            endpoint_id: endpointIds[c.endpoint]!,
+            status: 'pending',
+            attempt_count: c.failures,
+            attempt_seq: c.failures + 1 + (c.manualQueued ? 1 : 0),
+            schedule_step: c.trigger === 'scheduled' ? c.failures : Math.min(c.failures + 1, SCHEDULE_LENGTH),
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await db
+          .insertInto('delivery_tasks')
+          .values({
+            id: newId('task', now),
+            delivery_id: id,
+            endpoint_id: endpointIds[c.endpoint]!,
+            trigger: c.trigger,
+            attempt_number: c.failures + 1,
+            run_at: now - 1_000,
+            lease_owner: null,
+          })
+          .execute();
+        if (c.manualQueued)
+          await db
+            .insertInto('delivery_tasks')
+            .values({
+              id: newId('task', now),
+              delivery_id: id,
+              endpoint_id: endpointIds[c.endpoint]!,
+              trigger: 'manual',
+              attempt_number: c.failures + 2,
+              run_at: now + 60_000,
+              lease_owner: null,
+            })
+            .execute();
+      }
+      // A delivery per endpoint waiting for a later attempt, outside the batch: what a hold moves and a
+      // disabling stops.
+      for (const endpoint of endpointIds) {
+        const id = newId('delivery', now);
+        await db
+          .insertInto('deliveries')
+          .values({
+            id,
+            org_id: scope.orgId,
+            livemode: 0,
+            app_id: appId,
+            message_id: messageId,
+            endpoint_id: endpoint,
+            status: 'pending',
+            attempt_count: 1,
+            attempt_seq: 2,
+            schedule_step: 1,
+            created_at: now,
+            updated_at: now,
+          })
+          .execute();
+        await db
+          .insertInto('delivery_tasks')
+          .values({
+            id: newId('task', now),
+            delivery_id: id,
+            endpoint_id: endpoint,
+            trigger: 'scheduled',
+            attempt_number: 2,
+            run_at: now + 1_000,
+            lease_owner: null,
+          })
+          .execute();
+      }
+      const claimed = await queue.claimLoaded(A, 100);
+      assert.equal(claimed.length, cases.length, 'every case claimed');
+      const byDelivery = new Map(claimed.map((c) => [c.task.delivery_id, c.input!]));
+      const items: OutcomeItem[] & { input: AttemptInput; result: AttemptResult }[] = cases.map((c, i) => {
+        const input = byDelivery.get(deliveryIds[i]!)!;
+        const ok = c.status !== null && c.status >= 200 && c.status < 300;
+        return {
+          input,
+          result: {
+            ok,
+            responseStatus: c.status,
+            responseBody: c.status === null ? null : `answer ${c.status}`,
+            error: ok ? null : c.status === null ? 'connection refused' : `HTTP ${c.status}`,
+            durationMs: 3,
+            retryAfterMs: c.status === 429 || c.status === 503 ? c.retryAfterMs : null,
+            at: now + 100 + i,
+          },
+        };
+      });
+
+      // What changes between the claims and the outcomes.
+      for (const [i, c] of cases.entries()) {
+        const { task } = items[i]!.input;
+        if (c.twist === 'lease-lost')
+          await db
+            .updateTable('delivery_tasks')
+            .set({ lease_owner: B, run_at: task.leaseUntil + 5 })
+            .where('id', '=', task.id)
+            .execute();
+        if (c.twist === 'retried')
+          await db.transaction().execute((trx) => enqueueManual(trx, store.dialect, [task.delivery_id], now + 1));
+        if (c.twist === 'recorded')
+          await db
+            .insertInto('attempts')
+            .values(attemptRow(task, items[i]!.result, A))
+            .execute();
+        if (c.twist === 'endpoint-disabled')
+          await db.transaction().execute(async (trx) => {
+            await trx.updateTable('endpoints').set({ status: 'disabled' }).where('id', '=', task.endpoint_id).execute();
+            await stopEndpoints(trx, [task.endpoint_id], 'disabled', now + 2);
+          });
+      }
+
+      clock = now + 500;
+      const before = await read();
+      const expected = applyPlan(before, items, policy, clock);
+      const ways = queue instanceof PostgresQueue ? { ...queue.batches } : null;
+      const owned = await queue.completeMany(items, A);
+      const after = await read();
+      assert.deepEqual(owned, expected.owned, 'owned');
+      assert.deepEqual(sortedAttempts(after), sortedAttempts(expected.rows), 'attempts');
+      assert.deepEqual(after.deliveries, expected.rows.deliveries, 'deliveries');
+      assert.deepEqual(taskShapes(after.tasks), taskShapes(expected.rows.tasks), 'tasks');
+      assert.deepEqual(healthOf(after), healthOf(expected.rows), 'endpoints');
+      assert.deepEqual(
+        await raised(),
+        expected.events
+          .map((e) =>
+            e.type === 'endpoint.disabled'
+              ? `endpoint.disabled ${e.endpointId}`
+              : `message.attempt.${e.type.slice('delivery.'.length)} ${e.deliveryId}`,
+          )
+          .sort(),
+        'operational events',
+      );
+      // On PostgreSQL a batch that nothing changed since its claims is one statement, events, holds and
+      // disabling included.
+      if (ways && queue instanceof PostgresQueue) {
+        const way = [queue.batches.oneStatement - ways.oneStatement, queue.batches.transaction - ways.transaction];
+        if (cases.every((c) => c.twist === 'none')) {
+          assert.deepEqual(way, [1, 0], 'one statement');
+          if (expected.events.length > 0) withEvents++;
+          if (expected.events.some((e) => e.type === 'endpoint.disabled')) withDisabling++;
+        }
+      }
+    }),
+    {
+      numRuns: 40,
+      // A batch nothing changed under that disables an endpoint (a 410) beside a hold (a 429 with
+      // Retry-After) of another and a third failure of a third: every kind of write at once.
+      examples: [
+        [
+          [
+            { ...QUIET, endpoint: 0, status: 410 },
+            { ...QUIET, endpoint: 1, status: 429, retryAfterMs: 2_000 },
+            { ...QUIET, endpoint: 2, failures: 2, status: 500 },
+            { ...QUIET, endpoint: 1, status: 200 },
+          ],
+        ],
+      ],
+    },
+  );
+  // On PostgreSQL both ways a batch is written were taken: the one checked statement (nothing changed
+  // since the claims) and the transaction (a twist).
+  if (queue instanceof PostgresQueue) {
+    assert.ok(queue.batches.oneStatement > 0, JSON.stringify(queue.batches));
+    assert.ok(queue.batches.transaction > 0, JSON.stringify(queue.batches));
+    assert.ok(withEvents > 0, 'some batches with events were one statement');
+    assert.ok(withDisabling > 0, 'some batches that disabled an endpoint were one statement');
+  }
+});
+
+/** The rows after the planner's plan for `items`, made from `before` as the store's transaction makes it. */
+function applyPlan(
+  before: Rows,
+  items: { input: AttemptInput; result: AttemptResult }[],
+  policy: { retryScheduleMs: number[]; disableAfterMs: number },
+  now: number,
+): { owned: boolean[]; rows: Rows; events: OutcomeEvent[] } {
+  const rows: Rows = {
+    attempts: new Map(before.attempts),
+    deliveries: new Map([...before.deliveries].map(([id, d]) => [id, { ...d }])),
+    tasks: before.tasks.map((task) => ({ ...task })),
+    endpoints: new Map([...before.endpoints].map(([id, e]) => [id, { ...e }])),
+  };
+  const { attempts, take, pauses } = recordingPlan(items, A);
+  const written = new Set(attempts.filter((a) => !rows.attempts.has(a.id)).map((a) => a.id));
+  for (const a of attempts) if (written.has(a.id)) rows.attempts.set(a.id, { ...a });
+  const owned = new Set<string>();
+  for (const task of take.tasks) {
+    const row = rows.tasks.find((r) => r.id === task.id);
+    if (row && row.lease_owner === A && Number(row.run_at) === task.leaseUntil) owned.add(task.id);
+  }
+  rows.tasks = rows.tasks.filter(
+    (r) => !owned.has(r.id) && !(take.delivered.has(r.delivery_id) && r.trigger === 'scheduled'),
+  );
+  for (const { endpointId, until } of pauses)
+    for (const r of rows.tasks)
+      if (r.endpoint_id === endpointId && r.run_at < until && (r.lease_owner === null || r.run_at <= now))
+        r.run_at = until;
+  const deliveries = new Map(
+    deliveriesToRead(items, attempts, written, owned).flatMap((id) => {
+      const d = rows.deliveries.get(id);
+      return d ? [[id, d] as const] : [];
+    }),
+  );
+  const endpoints = new Map(
+    endpointsToRead(items, owned).flatMap((id) => {
+      const e = rows.endpoints.get(id);
+      return e ? [[id, { status: e.status, failingSince: e.failing_since, exhaustedAt: e.exhausted_at }] as const] : [];
+    }),
+  );
+  const plan = outcomePlan(
+    items,
+    A,
+    {
+      written,
+      owned,
+      deliveries,
+      queued: new Set(rows.tasks.map((r) => r.delivery_id)),
+      endpoints,
+    },
+    { ...policy, now, taskId: (at) => newId('task', at) },
+  );
+  for (const task of plan.queue) rows.tasks.push({ ...task });
+  for (const change of plan.deliveries) {
+    const d = rows.deliveries.get(change.id)!;
+    d.attempt_count += change.attemptsAdded;
+    if (change.status !== undefined) d.status = change.status;
+    if (change.schedule_step !== undefined) d.schedule_step = change.schedule_step;
+    if (change.attempt_seq !== undefined) d.attempt_seq = change.attempt_seq;
+    d.updated_at = change.updated_at;
+  }
+  if (plan.healthy)
+    for (const id of plan.healthy.ids) {
+      const e = rows.endpoints.get(id)!;
+      if (e.status === 'disabled' || (e.status === 'active' && e.failing_since === null && e.exhausted_at === null))
+        continue;
+      Object.assign(e, { status: 'active', failing_since: null, exhausted_at: null, updated_at: plan.healthy.at });
+    }
+  for (const { id, health, at } of plan.health) {
+    const e = rows.endpoints.get(id)!;
+    if (e.status === 'disabled') continue;
+    Object.assign(e, {
+      status: health.status,
+      failing_since: health.failingSince,
+      exhausted_at: health.exhaustedAt,
+      updated_at: at,
+    });
+    if (health.status === 'disabled') {
+      rows.tasks = rows.tasks.filter((r) => r.endpoint_id !== id);
+      for (const d of rows.deliveries.values())
+        if (d.endpoint_id === id && d.status === 'pending') Object.assign(d, { status: 'disabled', updated_at: at });
+    }
+  }
+  return { owned: items.map(({ input }) => owned.has(input.task.id)), rows, events: plan.events };
+}
+
+const sortedAttempts = (rows: Rows) =>
+  [...rows.attempts.values()].sort((a, b) => (String(a.id) < String(b.id) ? -1 : 1));
+
+/** Tasks without their ids (a planned task's id is made when it is written). */
+const taskShapes = (tasks: TaskRow[]) =>
+  tasks
+    .map(
+      (t) => `${t.delivery_id} ${t.endpoint_id} ${t.trigger} ${t.attempt_number} ${Number(t.run_at)} ${t.lease_owner}`,
+    )
+    .sort();
+
+const healthOf = (rows: Rows) =>
+  [...rows.endpoints.values()]
+    .map((e) => ({
+      id: e.id,
+      status: e.status,
+      failing_since: e.failing_since,
+      exhausted_at: e.exhausted_at,
+      updated_at: e.updated_at,
+    }))
+    .sort((a, b) => (a.id < b.id ? -1 : 1));
