@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `node scripts/test.mjs [PATH...]`: compiles the tests (scripts/build.mjs --tests, and dist/ for the tests
 // that run `npm start` and the CLI), then runs each test file as its own process on the store its folder
-// names, SUITE_JOBS (default 3) files at a time, longest first, printing every line as it comes, marked
+// names, SUITE_JOBS (default 4) files at a time, longest first, printing every line as it comes, marked
 // with its store and file. The whole suite also checks the types (tsc --noEmit, and the SDK's build) and the
 // lint beside the tests:
 //
@@ -224,7 +224,7 @@ const results = [];
 const queue = [...jobs];
 const finished = new Set(jobs.every((job) => job.key !== 'check types') ? ['check types'] : []);
 let onFinish = () => {};
-const lanes = Math.max(1, Number(process.env.SUITE_JOBS ?? 3));
+const lanes = Math.max(1, Number(process.env.SUITE_JOBS ?? 4));
 await Promise.all(
   Array.from({ length: Math.min(lanes, queue.length) }, async () => {
     while (queue.length > 0) {

@@ -108,8 +108,6 @@ test('in a browser: the charts have axes with a scale, stacked bars in proportio
   page.on('request', (request) => requests.push(request.url()));
   await page.goto(`${service.url}/console`);
   await page.waitForFunction(() => typeof (window as any).HeraldChart?.drawByType === 'function');
-  // tsx names the functions declared in the callback below with a helper the page lacks: give it one.
-  await page.evaluate('window.__name = (f) => f');
 
   // Draws into a blank body and reads back what a person would see: ticks, bars, points and legends.
   const drawn = await page.evaluate(

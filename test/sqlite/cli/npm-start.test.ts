@@ -56,11 +56,9 @@ const servicePid = (output: string): number | null => {
   return match ? Number(match[1]) : null;
 };
 
-test('`npm start` runs dist/ with plain node: no TypeScript loader in its command line, NODE_OPTIONS or hooks, and source maps on', {
-  timeout: 60_000,
-}, async (t) => {
-  // --inspect-port=0: the inspector SIGUSR1 opens takes a free port (lookInside reads it from stderr).
-  const npm = started(t, 'npm', ['start'], { NODE_OPTIONS: '--inspect-port=0' });
+/** `npm start`, once its service listens: the npm process, and the service's pid (killed when the test ends). */
+async function npmStart(t: TestContext, env: Record<string, string>) {
+  const npm = started(t, 'npm', ['start'], env);
   t.after(() => {
     const pid = servicePid(npm.output());
     if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
@@ -70,7 +68,14 @@ test('`npm start` runs dist/ with plain node: no TypeScript loader in its comman
     30_000,
     'the service listening',
   );
-  const pid = servicePid(npm.output())!;
+  return { npm, pid: servicePid(npm.output())! };
+}
+
+test('`npm start` runs dist/ with plain node: no TypeScript loader in its command line, NODE_OPTIONS or hooks, and source maps on', {
+  timeout: 60_000,
+}, async (t) => {
+  // --inspect-port=0: the inspector SIGUSR1 opens takes a free port (lookInside reads it from stderr).
+  const { npm, pid } = await npmStart(t, { NODE_OPTIONS: '--inspect-port=0' });
   const look = await lookInside(pid, npm.stderr!);
   assert.equal(look.argv[0], 'node');
   assert.equal(look.argv.at(-2), 'dist/main.js', `the service's command line: ${look.argv.join(' ')}`);
@@ -116,17 +121,7 @@ test('the look inside a process finds a loader where one is registered', { timeo
 test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leaving nothing running', {
   timeout: 60_000,
 }, async (t) => {
-  const npm = started(t, 'npm', ['start'], {});
-  t.after(() => {
-    const pid = servicePid(npm.output());
-    if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
-  });
-  await eventually(
-    async () => /listening on http/.test(npm.output()) && servicePid(npm.output()) !== null,
-    30_000,
-    'the service listening',
-  );
-  const pid = servicePid(npm.output())!;
+  const { npm, pid } = await npmStart(t, {});
   assert.notEqual(pid, npm.pid, 'the service runs in a process of its own');
   const outputEnds = new Promise((resolve) => npm.stdout!.once('close', resolve));
   npm.kill('SIGTERM');
