@@ -27,12 +27,13 @@ function rateOf(arrivals: Received[]): { densest: number; spanMs: number } {
 
 function assertHeld(arrivals: Received[], what: string): void {
   const { densest, spanMs } = rateOf(arrivals);
-  // Checked at every arrival, so every sliding second is: at most LIMIT, plus one for what the way to the
-  // receiver adds (a start held a moment on a busy machine, a new connection's set-up). Without the limit
-  // all 25 arrive within a second.
+  // Checked at every arrival, so every sliding second is: at most LIMIT, plus two for what the way to the
+  // receiver adds (starts held a moment by a busy machine arrive beside the next ones, which are on time; a
+  // new connection's set-up). Without the limit all 25 arrive within a second; the span below holds the
+  // average to the limit.
   const arrivedAt = arrivals.map((r) => r.at % 100_000).join(',');
   assert.ok(
-    densest <= LIMIT + 1,
+    densest <= LIMIT + 2,
     `${what}: ${densest} requests within one second (limit ${LIMIT} a second): ${arrivedAt}`,
   );
   // n starts spaced 1 / LIMIT s apart span (n - 1) / LIMIT seconds; the same margin of one start.
