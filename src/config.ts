@@ -62,6 +62,8 @@ export interface Config {
   maxEventTypes: number;
   /** Most bytes of compiled event-schema validators an API process keeps (HERALD_SCHEMA_CACHE_MB). */
   schemaCacheBytes: number;
+  /** How long one event schema may take to check and compile on the compile thread (HERALD_SCHEMA_COMPILE_DEADLINE). */
+  schemaCompileDeadlineMs: number;
   /** Earlier master keys, used only to open what they sealed (HERALD_SECRET_KEY_PREVIOUS). */
   previousSecretKeys: string[];
   /**
@@ -393,6 +395,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxEndpointsPerApp: integer(env, 'HERALD_MAX_ENDPOINTS_PER_APP', 1000, 1, 100_000),
     maxEventTypes: integer(env, 'HERALD_MAX_EVENT_TYPES', 1000, 1, 1_000_000),
     schemaCacheBytes: integer(env, 'HERALD_SCHEMA_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
+    schemaCompileDeadlineMs: duration(env, 'HERALD_SCHEMA_COMPILE_DEADLINE', '5s'),
     previousSecretKeys: previousSecretKeys(env),
     // A hosted service's Test endpoints belong to its customers, not to the operator's network.
     testNetwork: oneOf<TestNetwork>(env, 'HERALD_TEST_NETWORK', mode === 'production' ? 'public' : 'private', [

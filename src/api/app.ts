@@ -369,7 +369,7 @@ export async function buildApi(
   // Requests counted by route and status, and GET /metrics (public, not rate limited).
   installMetrics(app, metrics, config.metricsToken);
 
-  const schemas = new SchemaCompiler(config.schemaCacheBytes);
+  const schemas = new SchemaCompiler(config.schemaCacheBytes, config.schemaCompileDeadlineMs);
   app.addHook('onClose', () => schemas.close());
   metrics.watchSchemas(schemas);
   const deps = { store, config, metrics, schemas, tracer };

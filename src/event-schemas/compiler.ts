@@ -11,7 +11,10 @@ import { loadValidator } from './validator-code.js';
 // compiled code. Validators are kept by schema text, least recently used first, within
 // a budget of bytes (their code and V8's compiled form), so many large schemas cost bounded memory.
 
-/** How long one schema may take to check and compile before the thread is ended and the schema refused. */
+/**
+ * How long one schema may take to check and compile before the thread is ended and the schema refused
+ * (HERALD_SCHEMA_COMPILE_DEADLINE sets the service's).
+ */
 export const COMPILE_DEADLINE_MS = 5_000;
 /** How long a fresh thread may take to load before it counts as failed and the schema waiting for it is turned away. */
 const THREAD_START_MS = 30_000;
