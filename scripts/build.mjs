@@ -9,6 +9,7 @@
 //                                     `npm test`, `npm run bench`, fuzz and chaos run (tests import src/ by
 //                                     relative paths, so src/ is compiled beside them); SUITE_BUILD names
 //                                     another folder of the checkout for the tree
+//   node scripts/build.mjs --all      both trees, side by side (the test runner and scripts/run.mjs)
 //   node scripts/build.mjs --watch    dist/ again after every change under src/ (`npm run dev`)
 //
 // Source maps are written beside each file and the processes run with --enable-source-maps, so stack traces
@@ -50,14 +51,17 @@ async function replace(out, build) {
 
 const mode = process.argv[2] ?? '';
 const dist = join(root, 'dist');
-if (mode === '--tests') {
-  const dirs = ['src', 'test', 'bench', 'scripts', 'sdk/src', 'sdk/test', 'sdk/scripts'];
-  await replace(join(root, process.env.SUITE_BUILD || '.build'), options(dirs, '', '.'));
-} else if (mode === '--watch') {
-  const context = await esbuild.context(options(['src'], dist, 'src'));
+// dist/ holds src/'s files at its root: dist/main.js is src/main.ts.
+const service = options(['src'], dist, 'src');
+const tests = () =>
+  replace(
+    join(root, process.env.SUITE_BUILD || '.build'),
+    options(['src', 'test', 'bench', 'scripts', 'sdk/src', 'sdk/test', 'sdk/scripts'], '', '.'),
+  );
+if (mode === '--tests') await tests();
+else if (mode === '--all') await Promise.all([replace(dist, service), tests()]);
+else if (mode === '--watch') {
+  const context = await esbuild.context(service);
   await context.watch();
   console.log(`esbuild: watching src/, writing ${relative(process.cwd(), dist) || '.'}`);
-} else {
-  // dist/ holds src/'s files at its root: dist/main.js is src/main.ts.
-  await replace(dist, options(['src'], dist, 'src'));
-}
+} else await replace(dist, service);

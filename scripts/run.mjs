@@ -13,10 +13,8 @@ if (!file?.endsWith('.ts')) {
   console.error('usage: node scripts/run.mjs FILE.ts [ARGS...]');
   process.exit(2);
 }
-for (const mode of [[], ['--tests']]) {
-  const built = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), ...mode], { stdio: 'inherit' });
-  if (built.status !== 0) process.exit(built.status ?? 1);
-}
+const built = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), '--all'], { stdio: 'inherit' });
+if (built.status !== 0) process.exit(built.status ?? 1);
 const compiled = join(root, '.build', relative(root, resolve(file)).replace(/\.ts$/, '.js'));
 const run = spawnSync(process.execPath, ['--enable-source-maps', compiled, ...args], { stdio: 'inherit' });
 process.exit(run.status ?? 1);

@@ -52,10 +52,8 @@ function storesOf(file, stores) {
 }
 
 function build() {
-  for (const mode of [[], ['--tests']]) {
-    const result = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), ...mode], { stdio: 'inherit' });
-    if (result.status !== 0) process.exit(result.status ?? 1);
-  }
+  const result = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), '--all'], { stdio: 'inherit' });
+  if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
 /**

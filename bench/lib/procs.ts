@@ -49,15 +49,20 @@ export interface SpawnOptions {
   logDir: string;
 }
 
-function readStatus(pid: number): number {
+/** A process's resident memory now and its peak (VmRSS, VmHWM), in bytes; zeros once it has gone. */
+export function memoryOf(pid: number): { resident: number; peak: number } {
   try {
     const text = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const hwm = /VmHWM:\s+(\d+) kB/.exec(text);
-    const rss = /VmRSS:\s+(\d+) kB/.exec(text);
-    return Math.max(Number(hwm?.[1] ?? 0), Number(rss?.[1] ?? 0)) * 1024;
+    const kb = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(text)?.[1] ?? 0) * 1024;
+    return { resident: kb('VmRSS'), peak: kb('VmHWM') };
   } catch {
-    return 0;
+    return { resident: 0, peak: 0 };
   }
+}
+
+function readStatus(pid: number): number {
+  const { resident, peak } = memoryOf(pid);
+  return Math.max(resident, peak);
 }
 
 export function spawnNode(options: SpawnOptions): Child {

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { request } from 'undici';
-import { freePort, REPO, tempDir } from '../lib/procs.js';
+import { freePort, memoryOf, REPO, tempDir } from '../lib/procs.js';
 import { nowMs, round, sleep, summarize } from '../lib/stats.js';
 import { target, type Context, type ScenarioResult } from '../lib/context.js';
 import { startBaseline } from './common.js';
@@ -13,14 +12,6 @@ import { startBaseline } from './common.js';
 
 const IDLE_MS = 5_000;
 const READY_LIMIT_MS = 30_000;
-
-function rssBytes(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-  } catch {
-    return 0;
-  }
-}
 
 async function healthy(url: string): Promise<boolean> {
   return request(`${url}/healthz`).then(
@@ -56,7 +47,7 @@ async function npmStart(): Promise<{ readyMs: number; rss: number }> {
     await sleep(IDLE_MS);
     // `npm start` execs node: the service is npm's child, and names its pid on its log lines.
     const pid = Number(/"pid":(\d+)/.exec(output)?.[1]);
-    return { readyMs, rss: rssBytes(pid) };
+    return { readyMs, rss: memoryOf(pid).resident };
   } finally {
     npm.kill('SIGTERM');
     await new Promise((resolve) => npm.once('close', resolve));
@@ -73,7 +64,7 @@ export async function startup(ctx: Context): Promise<ScenarioResult> {
     const started = await startBaseline(ctx, `startup-baseline-${turn}`, 'none', '', 1);
     const readyMs = nowMs() - began;
     await sleep(IDLE_MS);
-    baseline.push({ readyMs, rss: rssBytes(started.child.pid) });
+    baseline.push({ readyMs, rss: memoryOf(started.child.pid).resident });
     await started.child.stop();
   }
   const ready = summarize(herald.map((run) => run.readyMs)).p50;
