@@ -46,12 +46,15 @@ export class Lane {
   /**
    * Most requests a second to the endpoint, counted across every worker (null: no limit; then nothing of
    * the bookkeeping below runs). The store grants start times spaced for the limit (src/domain/rate.ts);
-   * each start uses the earliest, once it has come. A granted time missed by more than an interval and a half is
-   * dropped, so a busy event loop cannot bunch late starts together.
+   * each start uses the earliest, once it has come, and comes at least an interval after this lane's previous
+   * start; a granted time missed by more than an interval and a half is dropped. A busy event loop that
+   * wakes past several granted times therefore makes them an interval apart, never back to back.
    */
   rateLimit: number | null = null;
   /** Granted start times (Date.now() milliseconds), earliest first. */
   starts: number[] = [];
+  /** When this lane last started a rate-limited attempt (Date.now() milliseconds). */
+  private lastStartAt = Number.NEGATIVE_INFINITY;
   /** A request for start times is under way. */
   asking = false;
   /** No request for start times before this (performance.now()). */
@@ -87,13 +90,16 @@ export class Lane {
     if (this.rateLimit === null) return true;
     const late = now - (intervalUs(this.rateLimit) / 1000) * 1.5;
     while (this.starts.length > 0 && this.starts[0]! < late) this.starts.shift();
-    return this.starts.length > 0 && this.starts[0]! <= now;
+    const next = this.nextStart;
+    return next !== null && next <= now;
   }
 
   /** A waiting attempt starts: it takes a slot, and a granted start time when the endpoint is rate limited. */
-  started(): void {
+  started(now = Date.now()): void {
     this.inFlight++;
-    if (this.rateLimit !== null) this.starts.shift();
+    if (this.rateLimit === null) return;
+    this.starts.shift();
+    this.lastStartAt = now;
   }
 
   /** Waiting attempts blocked by the rate limit alone, with no start time granted: worth asking for some. */
@@ -108,9 +114,14 @@ export class Lane {
     );
   }
 
-  /** When the next granted start comes (Date.now() milliseconds), or null when none is granted. */
+  /**
+   * When the next start may happen (Date.now() milliseconds): the earliest granted time, and no sooner than an
+   * interval after the previous start. Null when none is granted.
+   */
   get nextStart(): number | null {
-    return this.rateLimit === null ? null : (this.starts[0] ?? null);
+    const granted = this.starts[0];
+    if (this.rateLimit === null || granted === undefined) return null;
+    return Math.max(granted, this.lastStartAt + intervalUs(this.rateLimit) / 1000);
   }
 
   /** Whether the endpoint is paused; a pause that ended is forgotten, and its lane goes back to general claims. */
