@@ -64,6 +64,8 @@ export interface Config {
   schemaCacheBytes: number;
   /** How long one event schema may take to check and compile on the compile thread (HERALD_SCHEMA_COMPILE_DEADLINE). */
   schemaCompileDeadlineMs: number;
+  /** Steps one message's content-filter evaluations may take together, and one filter test (HERALD_FILTER_BUDGET). */
+  filterBudget: number;
   /** Earlier master keys, used only to open what they sealed (HERALD_SECRET_KEY_PREVIOUS). */
   previousSecretKeys: string[];
   /**
@@ -396,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxEventTypes: integer(env, 'HERALD_MAX_EVENT_TYPES', 1000, 1, 1_000_000),
     schemaCacheBytes: integer(env, 'HERALD_SCHEMA_CACHE_MB', 64, 1, 65_536) * 1024 * 1024,
     schemaCompileDeadlineMs: duration(env, 'HERALD_SCHEMA_COMPILE_DEADLINE', '5s'),
+    filterBudget: integer(env, 'HERALD_FILTER_BUDGET', 200_000, 1_000, 100_000_000),
     previousSecretKeys: previousSecretKeys(env),
     // A hosted service's Test endpoints belong to its customers, not to the operator's network.
     testNetwork: oneOf<TestNetwork>(env, 'HERALD_TEST_NETWORK', mode === 'production' ? 'public' : 'private', [

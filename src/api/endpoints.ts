@@ -237,7 +237,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     async (request) => {
       const row = await store.endpoints.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`endpoint ${request.params.id}`);
-      return filterTest(row.filter, request.body, store.ctx.now());
+      return filterTest(row.filter, request.body, store.ctx.now(), config.filterBudget);
     },
   );
 

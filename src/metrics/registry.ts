@@ -50,6 +50,11 @@ export class Metrics implements AttemptMetrics {
     labelNames: ['livemode'] as const,
     registers: this.registers,
   });
+  readonly filtersUnapplied = new Counter({
+    name: 'herald_filters_unapplied_total',
+    help: "Deliveries made without their endpoint's content filter: the message's HERALD_FILTER_BUDGET ran out",
+    registers: this.registers,
+  });
   readonly deliveryAttempts = new Counter({
     name: 'herald_delivery_attempts_total',
     help: 'Delivery attempts made, by outcome and by class of the HTTP status (error: no answer)',

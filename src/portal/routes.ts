@@ -266,7 +266,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       privatePage(reply);
       const ctx = await context(request);
       const endpoint = await ownEndpoint(ctx, request.params.id);
-      return filterTest(endpoint.filter, request.body, store.ctx.now());
+      return filterTest(endpoint.filter, request.body, store.ctx.now(), config.filterBudget);
     },
   );
 

@@ -1,3 +1,4 @@
+import { FilterBudget } from '../domain/content-filter.js';
 import { idFloor, newId } from '../domain/ids.js';
 import { enqueueManual, firstAttempt, queuedTasks } from './queue/book.js';
 import { insertTogether } from './insert-rows.js';
@@ -35,6 +36,8 @@ export class BackgroundTasks {
     private readonly ctx: StoreContext,
     /** Called after attempts were queued, so workers start at once. */
     private readonly onQueued: () => void,
+    /** Steps one message's content filter may take (HERALD_FILTER_BUDGET). */
+    private readonly filterBudget: number,
   ) {}
 
   /**
@@ -257,6 +260,7 @@ export class BackgroundTasks {
             endpoint!,
             m,
             envelopeOnce(m, () => payloads.get(m.id)),
+            new FilterBudget(this.filterBudget),
           ),
       );
       const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));

@@ -1,5 +1,5 @@
 import { outboundEnvelope, sharesChannel, subscribes } from '../domain/envelope.js';
-import { filterTester } from '../domain/content-filter.js';
+import { type FilterBudget, FilterBudgetExceeded, filterTester } from '../domain/content-filter.js';
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
@@ -63,17 +63,26 @@ export const namesOf = (text: string | null): string[] | null => (text === null 
  * Whether an endpoint's row receives a message's: its event types, then its channels (src/domain/
  * envelope.ts), then its content filter (src/domain/content-filter.ts) over the outbound body, which
  * `envelope` gives only when a filter asks for it (the payload is parsed once per message at most).
+ * The message's filters share `budget`; a filter it cannot pay for is not applied and the endpoint
+ * receives the message (counted in `budget.unapplied`): a message is delivered to more endpoints than
+ * their filters ask for, never silently to fewer.
  */
 export function receives(
   endpoint: { event_types: string; channels: string | null; filter: string | null },
   message: { event_type: string; channels: string | null },
   envelope: () => unknown,
+  budget: FilterBudget,
 ): boolean {
-  return (
-    subscribes(parseJsonList(endpoint.event_types), message.event_type) &&
-    sharesChannel(namesOf(endpoint.channels), namesOf(message.channels)) &&
-    (endpoint.filter === null || filterTester(endpoint.filter)(envelope()))
-  );
+  if (!subscribes(parseJsonList(endpoint.event_types), message.event_type)) return false;
+  if (!sharesChannel(namesOf(endpoint.channels), namesOf(message.channels))) return false;
+  if (endpoint.filter === null) return true;
+  try {
+    return filterTester(endpoint.filter)(envelope(), budget);
+  } catch (error) {
+    if (!(error instanceof FilterBudgetExceeded)) throw error;
+    budget.unapplied++;
+    return true;
+  }
 }
 
 /** The outbound body of a message, parsed on first use and then kept (receives' `envelope`). */

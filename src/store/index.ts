@@ -91,7 +91,7 @@ export class Store {
     this.requestReplays = new RequestReplays(this.ctx, config.idempotencyTtlMs);
     this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued, opened.queuePool);
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb }, raise);
-    this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued);
+    this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued, config.filterBudget);
     this.metrics = new MetricsReads(this.ctx);
     this.endpointStats = new EndpointStats(this.ctx);
     this.applicationStats = new ApplicationStats(this.ctx);

@@ -1,3 +1,4 @@
+import { FilterBudget } from '../domain/content-filter.js';
 import { isUniqueViolation } from './errors.js';
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
@@ -41,7 +42,14 @@ export interface EmitRequest {
 }
 
 export type EmitResult =
-  | { ok: true; message: MessageRow; deliveryIds: string[]; idempotent: boolean }
+  | {
+      ok: true;
+      message: MessageRow;
+      deliveryIds: string[];
+      idempotent: boolean;
+      /** Endpoints that got a delivery without their filter applied: the message's filter budget ran out. */
+      unfiltered?: number;
+    }
   | { ok: false; reason: 'app_not_found' | 'unknown_event_type' | 'event_id_taken' };
 
 export interface MessageFilter {
@@ -60,6 +68,8 @@ export interface MessageFilter {
 export interface MessagePolicy {
   retryScheduleMs: number[];
   idempotencyTtlMs: number;
+  /** Steps one message's content filters may take together (HERALD_FILTER_BUDGET). */
+  filterBudget: number;
 }
 
 /**
@@ -225,7 +235,13 @@ export class Messages {
       queuedTasks(fanned.tasks),
     ]);
     for (const { index, message } of created) {
-      results[index] = { ok: true, message, deliveryIds: fanned.idsByMessage.get(message.id) ?? [], idempotent: false };
+      results[index] = {
+        ok: true,
+        message,
+        deliveryIds: fanned.idsByMessage.get(message.id) ?? [],
+        idempotent: false,
+        unfiltered: fanned.unfiltered.get(message.id) ?? 0,
+      };
     }
     await this.recordDeliveryIds(
       db,
@@ -469,15 +485,23 @@ export class Messages {
     now: number,
     /** A message's payload JSON, for content filters. */
     payloadOf: (messageId: string) => string | undefined,
-  ): { deliveries: DeliveryRow[]; tasks: TaskRow[]; idsByMessage: Map<string, string[]> } {
+  ): {
+    deliveries: DeliveryRow[];
+    tasks: TaskRow[];
+    idsByMessage: Map<string, string[]>;
+    /** Per message, the endpoints whose filter its budget could not pay for (they receive it). */
+    unfiltered: Map<string, number>;
+  } {
     const idsByMessage = new Map<string, string[]>();
+    const unfiltered = new Map<string, number>();
     const deliveries: DeliveryRow[] = [];
     const tasks: TaskRow[] = [];
     for (const message of messages) {
       const ids: string[] = [];
       const envelope = envelopeOnce(message, () => payloadOf(message.id));
+      const budget = new FilterBudget(this.policy.filterBudget);
       for (const endpoint of endpoints) {
-        if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope)) continue;
+        if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope, budget)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
         const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
@@ -486,8 +510,9 @@ export class Messages {
         if (task) tasks.push(task);
       }
       idsByMessage.set(message.id, ids);
+      if (budget.unapplied > 0) unfiltered.set(message.id, budget.unapplied);
     }
-    return { deliveries, tasks, idsByMessage };
+    return { deliveries, tasks, idsByMessage, unfiltered };
   }
 
   /**

@@ -57,5 +57,12 @@ export async function emit(
   // The request's log line names the message's trace.
   request.traceId = messageTrace(message.id, message.traceparent, message.tracestate).traceId;
   if (!created.idempotent) metrics.emitted(scope.livemode);
+  if (created.unfiltered) {
+    metrics.filtersUnapplied.inc(created.unfiltered);
+    request.log.warn(
+      { message_id: message.id, endpoints: created.unfiltered },
+      'content filters not applied: the message ran out of its filter budget (HERALD_FILTER_BUDGET), so those endpoints receive it',
+    );
+  }
   return created;
 }

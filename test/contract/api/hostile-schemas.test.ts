@@ -1,10 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startTestService, type TestService } from '../../support/service.js';
 import { bootstrap, type Client } from '../../support/client.js';
 import { parseMetrics } from '../../support/scrape.js';
 import { assertError, createApp, emit } from '../../support/api.js';
+import { loopProbe, TRIES } from '../../support/loop-probe.js';
 import { MAX_SCHEMA_CHARS } from '../../../src/domain/event-schema.js';
 
 // One tenant's event schema cannot stall the API process that every tenant shares: creating the most
@@ -17,12 +17,6 @@ import { MAX_SCHEMA_CHARS } from '../../../src/domain/event-schema.js';
  * runs beside this file on two cores.
  */
 const MAX_LOOP_DELAY_MS = 200;
-/**
- * Tries of the same work before a held loop counts: a busy machine can take the core from the process for
- * a moment in any one try, while work that holds the loop itself does so every time.
- */
-const TRIES = 3;
-
 /** A schema of many properties, each an `anyOf` with a format: about 5 ms of ajv's compile per property. */
 function costlySchema(properties: number, prefix = 'p'): object {
   const props: Record<string, object> = {};
@@ -35,8 +29,7 @@ describe('hostile event schemas', () => {
   let service: TestService;
   let api: Client;
   let appId: string;
-  // What the event loop was held for, measured for the whole of each test.
-  const delay = monitorEventLoopDelay({ resolution: 5 });
+  const { staysResponsive } = loopProbe(() => service.url, MAX_LOOP_DELAY_MS);
 
   before(async () => {
     // These check the event loop, not the compile deadline (test/unit/domain/event-schema.test.ts does): a
@@ -46,41 +39,6 @@ describe('hostile event schemas', () => {
     appId = (await createApp(api)).id;
   });
   after(async () => service?.stop());
-
-  /**
-   * Runs `work(round)` while the event loop's delay is measured and /healthz is asked every 20 ms; both stay
-   * short in at least one of TRIES rounds (each round's work names what it creates by its round).
-   */
-  async function staysResponsive(what: string, work: (round: number) => Promise<void>): Promise<void> {
-    let best = { held: Number.POSITIVE_INFINITY, health: Number.POSITIVE_INFINITY };
-    for (let round = 0; round < TRIES; round++) {
-      delay.reset();
-      delay.enable();
-      let slowestHealth = 0;
-      let running = true;
-      const health = (async () => {
-        while (running) {
-          const started = performance.now();
-          const reply = await fetch(`${service.url}/healthz`);
-          await reply.arrayBuffer();
-          slowestHealth = Math.max(slowestHealth, performance.now() - started);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-      })();
-      try {
-        await work(round);
-      } finally {
-        running = false;
-        await health;
-        delay.disable();
-      }
-      const held = delay.max / 1e6;
-      if (held < best.held) best = { held, health: slowestHealth };
-      if (held < MAX_LOOP_DELAY_MS && slowestHealth < MAX_LOOP_DELAY_MS * 2) return;
-    }
-    assert.ok(best.held < MAX_LOOP_DELAY_MS, `${what}: the event loop was held ${best.held.toFixed(0)} ms`);
-    assert.ok(best.health < MAX_LOOP_DELAY_MS * 2, `${what}: /healthz took ${best.health.toFixed(0)} ms`);
-  }
 
   const refused = async (payload: unknown, eventType: string, message: RegExp) =>
     assertError(
