@@ -1,14 +1,15 @@
 import { sql } from 'kysely';
 import type { TypeHourCounts } from '../domain/event-type-stats.js';
 import { HOUR_MS } from '../domain/stats-window.js';
-import type { StoreContext } from './common.js';
+import { readOffLoop, type StoreContext } from './common.js';
 
 /**
  * Attempts to an application's endpoints counted by hour and by their message's event type. The
  * attempts are read through the index on (endpoint_id, created_at) for each of the application's
  * endpoints, and each one's event type through its delivery and message (primary keys). The SQL is the
- * same on both databases (common table expressions, a LIMIT, a LEFT JOIN), so it is written once. The
- * caller checks that the application is in the caller's scope.
+ * same on both databases (common table expressions, a LIMIT, a LEFT JOIN), so it is written once; it
+ * reads a month of attempts, so it runs off the event loop (readOffLoop). The caller checks that the
+ * application is in the caller's scope.
  */
 export class ApplicationStats {
   constructor(private readonly ctx: StoreContext) {}
@@ -19,7 +20,7 @@ export class ApplicationStats {
    * together: at most (top + 1) rows an hour, however many event types there are.
    */
   async attemptsByHourAndType(appId: string, since: number, until: number, top: number): Promise<TypeHourCounts[]> {
-    const rows = await this.attemptsByHourAndTypeQuery(appId, since, until, top).execute();
+    const rows = await readOffLoop(this.ctx, this.attemptsByHourAndTypeQuery(appId, since, until, top));
     return rows.map((row) => ({
       start: Number(row.start),
       eventType: row.event_type,

@@ -1,8 +1,9 @@
 import { outboundEnvelope, sharesChannel, subscribes } from '../domain/envelope.js';
 import { type FilterBudget, FilterBudgetExceeded, filterTester } from '../domain/content-filter.js';
-import type { Kysely, Transaction } from 'kysely';
+import type { Compilable, Kysely, Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
+import type { OffLoopReader } from './reads-off-loop.js';
 
 /** Whose data a request may see: one organization in one environment. */
 export interface Scope {
@@ -14,6 +15,17 @@ export interface StoreContext {
   db: Kysely<Database>;
   dialect: Dialect;
   now: () => number;
+  /**
+   * Runs a read whose cost grows with a tenant's history without holding the event loop (reads-off-loop.ts);
+   * absent where no such read is made (the queue thread), and then the read runs on `db`.
+   */
+  readOffLoop?: OffLoopReader;
+}
+
+/** A read whose cost grows with a tenant's history: off the event loop where the store has a way. */
+export async function readOffLoop<Row>(ctx: StoreContext, query: Compilable<Row>): Promise<Row[]> {
+  const compiled = query.compile();
+  return ctx.readOffLoop ? ctx.readOffLoop(compiled) : (await ctx.db.executeQuery(compiled)).rows;
 }
 
 export type Executor = Kysely<Database> | Transaction<Database>;

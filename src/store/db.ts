@@ -6,6 +6,8 @@ import pg from 'pg';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
 import { threadExecArgv } from '../thread-flags.js';
+import { endThread } from './end-thread.js';
+import { ReadsOffLoop, type OffLoopReader } from './reads-off-loop.js';
 import { ensureDataDir } from '../config.js';
 import * as initial from './migrations/001_initial.js';
 import * as tasksByEndpoint from './migrations/002_tasks_by_endpoint.js';
@@ -38,6 +40,8 @@ export interface OpenedDatabase {
   pool: pg.Pool | null;
   /** PostgreSQL only: the queue's pool (queueDb's), for its prepared statements (queue/postgres-statements.ts). */
   queuePool: pg.Pool | null;
+  /** Runs a read whose cost grows with a tenant's history without holding the event loop (reads-off-loop.ts). */
+  readOffLoop: OffLoopReader;
   /** Closes the database and whatever runs beside it. */
   close(): Promise<void>;
 }
@@ -132,14 +136,17 @@ export function openSqlite(dataDir: string): OpenedDatabase {
   const checkpoints = startCheckpointThread(file, () => {
     if (database.open) database.pragma('wal_autocheckpoint = 1000');
   });
+  const reads = new ReadsOffLoop(file);
   return {
     db,
     queueDb: db,
     dialect: 'sqlite',
     pool: null,
     queuePool: null,
+    readOffLoop: reads.read,
     async close() {
-      // The thread's connection goes first, so that closing the last one folds the WAL into the database.
+      // The threads' connections go first, so that closing the last one folds the WAL into the database.
+      await reads.stop();
       await checkpoints.stop();
       await db.destroy();
     },
@@ -205,14 +212,6 @@ export function startCheckpointThread(file: string, onFailed: () => void): { sto
   };
 }
 
-/** Asks a thread of the store to end ('close'), terminates it if it has not within `graceMs`, and waits for its exit. */
-export async function endThread(thread: Worker, exited: Promise<void>, graceMs: number): Promise<void> {
-  thread.postMessage('close');
-  const timer = setTimeout(() => void thread.terminate(), graceMs);
-  await exited;
-  clearTimeout(timer);
-}
-
 export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   const pool = newPool(url, poolSize);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
@@ -242,6 +241,8 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
     dialect: 'postgres',
     pool,
     queuePool,
+    // The server does the work; the event loop only waits for the answer.
+    readOffLoop: async (query) => (await db.executeQuery(query)).rows,
     close: async () => {
       await Promise.all([db.destroy(), queueDb.destroy()]);
       // kysely ends a pool only if it ran a query on it; the queue's prepared statements may be all it ran.

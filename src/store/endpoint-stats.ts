@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { HOUR_MS, type Bucket } from '../domain/stats-window.js';
-import type { StoreContext } from './common.js';
+import { readOffLoop, type StoreContext } from './common.js';
 import * as postgres from './duration-percentiles/postgres.js';
 import * as sqlite from './duration-percentiles/sqlite.js';
 
@@ -15,14 +15,15 @@ export interface HourDurations {
  * Attempts of one endpoint by hour, read from the index on (endpoint_id, created_at): their counts, whose
  * SQL is the same on both databases (integer division of an integer column, count of a CASE) and so
  * written once, and their durations' percentiles, whose SQL is each database's own
- * (src/store/duration-percentiles/). The caller checks that the endpoint is in the caller's scope.
+ * (src/store/duration-percentiles/). Both read up to a month of attempts, so they run off the event loop
+ * (readOffLoop). The caller checks that the endpoint is in the caller's scope.
  */
 export class EndpointStats {
   constructor(private readonly ctx: StoreContext) {}
 
   /** Hours (UTC, by start in ms) of [since, until) that had attempts, in time order; hours without any are left out. */
   async attemptsByHour(endpointId: string, since: number, until: number): Promise<Bucket[]> {
-    const rows = await this.attemptsByHourQuery(endpointId, since, until).execute();
+    const rows = await readOffLoop(this.ctx, this.attemptsByHourQuery(endpointId, since, until));
     return rows.map((row) => ({
       start: Number(row.start),
       success: Number(row.success),
@@ -49,7 +50,7 @@ export class EndpointStats {
 
   /** Hours of [since, until) that had attempts, in time order, with the p50 and p95 of their durations. */
   async durationsByHour(endpointId: string, since: number, until: number): Promise<HourDurations[]> {
-    const rows = await this.durationsByHourQuery(endpointId, since, until).execute();
+    const rows = await readOffLoop(this.ctx, this.durationsByHourQuery(endpointId, since, until));
     return rows.map((row) => ({ start: Number(row.start), p50: Number(row.p50), p95: Number(row.p95) }));
   }
 

@@ -65,7 +65,7 @@ export class Store {
     private readonly opened: OpenedDatabase,
     private readonly config: Config,
   ) {
-    this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now };
+    this.ctx = { db: opened.db, dialect: opened.dialect, now: Date.now, readOffLoop: opened.readOffLoop };
     this.notifier =
       opened.dialect === 'postgres'
         ? new TaskNotifier(() => sql`select pg_notify(${TASKS_CHANNEL}, ${this.notifyPayload})`.execute(opened.db))

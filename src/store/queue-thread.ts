@@ -1,7 +1,8 @@
 import { threadExecArgv } from '../thread-flags.js';
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
-import { endThread, sqliteFile } from './db.js';
+import { sqliteFile } from './db.js';
+import { endThread } from './end-thread.js';
 import type { PurgeCounts } from './retention.js';
 import type { WorkerRegistry } from './workers.js';
 import type { SigningSecrets } from './endpoints.js';

@@ -1,8 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import sift from 'sift';
+import siftModule from 'sift';
 import { FilterBudget, FilterBudgetExceeded, filterProblem, filterTester } from '../../../src/domain/content-filter.js';
+
+// sift's UMD file: Node's CommonJS loader gives its tester factory as the default export.
+const sift = siftModule as unknown as typeof import('sift')['default'];
 
 // The metered evaluation means what sift means: the same verdict as sift's own tester for any filter and
 // document, and a budget that stops an evaluation before its work, not after.
