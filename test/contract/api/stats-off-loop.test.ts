@@ -4,6 +4,7 @@ import { startTestService, type TestService } from '../../support/service.js';
 import { bootstrap, type Client } from '../../support/client.js';
 import { createApp, createEndpoint } from '../../support/api.js';
 import { loopProbe } from '../../support/loop-probe.js';
+import { historyRows } from '../../support/history-rows.js';
 
 // Stats whose cost grows with a tenant's history do not hold the event loop every tenant shares (issue 42,
 // finding 3): with 100,086 attempts over 300 event types in the last 30 days, an application's stats and
@@ -31,57 +32,35 @@ before(async () => {
   const now = Date.now();
   const org = (await db.selectFrom('applications').select('org_id').where('id', '=', appId).executeTakeFirstOrThrow())
     .org_id;
-  const common = (at: number) => ({ org_id: org, livemode: 0, app_id: appId, created_at: at });
   const pad = (n: number) => String(n).padStart(20, '0');
   // One message and one delivery per attempt, as first attempts that succeed or fail are.
-  const at = (n: number) => now - 29 * DAY + Math.floor((n * 29 * DAY) / ATTEMPTS);
   for (let i = 0; i < ATTEMPTS; i += 1_000) {
-    const range = Array.from({ length: Math.min(1_000, ATTEMPTS - i) }, (_, k) => i + k);
+    const batch = Array.from({ length: Math.min(1_000, ATTEMPTS - i) }, (_, k) =>
+      historyRows({
+        orgId: org,
+        appId,
+        endpointId,
+        messageId: `evt_${pad(i + k)}`,
+        deliveryId: `dlv_${pad(i + k)}`,
+        attemptId: `atmpt_${pad(i + k)}`,
+        eventType: `stats.type${(i + k) % TYPES}`,
+        failed: (i + k) % 10 === 0,
+        at: now - 29 * DAY + Math.floor(((i + k) * 29 * DAY) / ATTEMPTS),
+        durationMs: (i + k) % 500,
+      }),
+    );
     await db
       .insertInto('messages')
-      .values(
-        range.map((m) => ({
-          ...common(at(m)),
-          id: `evt_${pad(m)}`,
-          event_type: `stats.type${m % TYPES}`,
-          event_id: null,
-          channels: null,
-          tags: null,
-          traceparent: null,
-          tracestate: null,
-        })),
-      )
+      .values(batch.map((rows) => rows.message))
       .execute();
     await db
       .insertInto('deliveries')
-      .values(
-        range.map((m) => ({
-          ...common(at(m)),
-          id: `dlv_${pad(m)}`,
-          message_id: `evt_${pad(m)}`,
-          endpoint_id: endpointId,
-          status: 'success' as const,
-          attempt_count: 1,
-          attempt_seq: 1,
-          schedule_step: 1,
-          updated_at: at(m),
-        })),
-      )
+      .values(batch.map((rows) => rows.delivery))
       .execute();
-    const rows = range.map((n) => ({
-      id: `atmpt_${pad(n)}`,
-      delivery_id: `dlv_${pad(n)}`,
-      endpoint_id: endpointId,
-      attempt_number: 1,
-      trigger: 'scheduled' as const,
-      status: n % 10 === 0 ? ('failed' as const) : ('success' as const),
-      response_status: n % 10 === 0 ? 500 : 200,
-      response_body: null,
-      error: null,
-      duration_ms: n % 500,
-      created_at: at(n),
-    }));
-    await db.insertInto('attempts').values(rows).execute();
+    await db
+      .insertInto('attempts')
+      .values(batch.map((rows) => rows.attempt))
+      .execute();
   }
 });
 after(async () => service?.stop());

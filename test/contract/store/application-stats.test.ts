@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CompiledQuery, sql } from 'kysely';
 import { openStore } from '../../support/store.js';
+import { historyRows } from '../../support/history-rows.js';
 
 // An application's attempts by hour and event type: the busiest types by name and the rest summed, counted
 // on each database through the index on attempts (endpoint_id, created_at), with statistics that make
@@ -29,71 +30,36 @@ test("an application's attempts by hour and event type: the top ones by name, th
   const id = (prefix: string) => `${prefix}_${String(++n).padStart(26, '0')}`;
   for (const [eventType, offset, endpoint, failed] of plan) {
     const at = start + offset * hour + n * 1000;
-    const messageId = id('evt');
-    const deliveryId = id('dlv');
-    const common = { org_id: scope.orgId, livemode: 0, app_id: appId, created_at: at };
-    await store.ctx.db
-      .insertInto('messages')
-      .values({
-        ...common,
-        id: messageId,
-        event_type: eventType,
-        event_id: null,
-        channels: null,
-        tags: null,
-        traceparent: null,
-        tracestate: null,
-      })
-      .execute();
-    await store.ctx.db
-      .insertInto('deliveries')
-      .values({
-        ...common,
-        id: deliveryId,
-        message_id: messageId,
-        endpoint_id: endpoint,
-        status: failed ? 'failed' : 'success',
-        attempt_count: 1,
-        attempt_seq: 1,
-        schedule_step: 1,
-        updated_at: at,
-      })
-      .execute();
-    await store.ctx.db
-      .insertInto('attempts')
-      .values(attemptRow(id('attempt'), deliveryId, endpoint, failed, at))
-      .execute();
+    const { message, delivery, attempt } = historyRows({
+      orgId: scope.orgId,
+      appId,
+      endpointId: endpoint,
+      messageId: id('evt'),
+      deliveryId: id('dlv'),
+      attemptId: id('attempt'),
+      eventType,
+      failed,
+      at,
+    });
+    await store.ctx.db.insertInto('messages').values(message).execute();
+    await store.ctx.db.insertInto('deliveries').values(delivery).execute();
+    await store.ctx.db.insertInto('attempts').values(attempt).execute();
   }
   // Other applications' messages, deliveries and attempts, in the same hours: not counted, and they make
   // reading any of the three tables whole costly.
-  const others = Array.from({ length: 4000 }, (_, i) => {
-    const at = start + (i % 3) * hour;
-    const common = { org_id: scope.orgId, livemode: 0, app_id: `app_other${i % 50}`, created_at: at };
-    return {
-      message: {
-        ...common,
-        id: `evt_other${i}`,
-        event_type: `other.type${i % 7}`,
-        event_id: null,
-        channels: null,
-        tags: null,
-        traceparent: null,
-        tracestate: null,
-      },
-      delivery: {
-        ...common,
-        id: `dlv_other${i}`,
-        message_id: `evt_other${i}`,
-        endpoint_id: `ep_other${i % 50}`,
-        status: 'success' as const,
-        attempt_count: 1,
-        attempt_seq: 1,
-        schedule_step: 1,
-        updated_at: at,
-      },
-      attempt: attemptRow(`attempt_other${i}`, `dlv_other${i}`, `ep_other${i % 50}`, i % 5 === 0, at),
-    };
-  });
+  const others = Array.from({ length: 4000 }, (_, i) =>
+    historyRows({
+      orgId: scope.orgId,
+      appId: `app_other${i % 50}`,
+      endpointId: `ep_other${i % 50}`,
+      messageId: `evt_other${i}`,
+      deliveryId: `dlv_other${i}`,
+      attemptId: `attempt_other${i}`,
+      eventType: `other.type${i % 7}`,
+      failed: i % 5 === 0,
+      at: start + (i % 3) * hour,
+    }),
+  );
   for (let i = 0; i < others.length; i += 400) {
     const batch = others.slice(i, i + 400);
     await store.ctx.db
@@ -143,19 +109,3 @@ test("an application's attempts by hour and event type: the top ones by name, th
   assert.match(read, /attempts_by_endpoint_time/, read);
   assert.doesNotMatch(read, /"Seq Scan"[^{}]*"Relation Name":"attempts"|SCAN (attempts|a)\b(?! USING)/, read);
 });
-
-function attemptRow(id: string, deliveryId: string, endpointId: string, failed: boolean, at: number) {
-  return {
-    id,
-    delivery_id: deliveryId,
-    endpoint_id: endpointId,
-    attempt_number: 1,
-    trigger: 'scheduled' as const,
-    status: failed ? ('failed' as const) : ('success' as const),
-    response_status: failed ? 500 : 200,
-    response_body: null,
-    error: null,
-    duration_ms: 1,
-    created_at: at,
-  };
-}
