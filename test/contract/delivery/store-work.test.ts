@@ -1,0 +1,76 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { setup, startReceiver } from '../../support/delivery.js';
+import { emitMany } from '../../support/burst.js';
+import { makeDue, perUnit, settledWork, type StoreWork } from '../../support/store-work.js';
+
+// A guard that times nothing: the store work per delivery of a drain, read from the database's own counters
+// and the statements the service sends. A change that adds a row or a statement to every delivery fails
+// here on a quiet machine and a busy one alike. Each budget is what the delivery log does, with less than
+// one unit of margin for what batching leaves to timing (how many attempts one claim or one outcome batch
+// carries): a delivery's claim, its task's delete, its attempt's insert and its own update; a retry adds an
+// attempt, a task and their writes.
+
+const DELIVERIES = 1_000;
+
+/** Most store work per delivery, by store: first tries that succeed, and deliveries that fail once first. */
+const BUDGETS: Record<'sqlite' | 'postgres', Record<'firstTry' | 'retried', Partial<StoreWork>>> = {
+  sqlite: {
+    firstTry: { statements: 1.9, changed: 4.5 },
+    retried: { statements: 3.2, changed: 9.5 },
+  },
+  postgres: {
+    firstTry: { statements: 0.9, inserted: 1.05, otherUpdated: 1.6, deleted: 1.05, changed: 4.5 },
+    retried: { statements: 1.0, inserted: 3.05, otherUpdated: 3.2, deleted: 2.05, changed: 9.5 },
+  },
+};
+
+async function drain(t: import('node:test').TestContext, failFirst: boolean): Promise<StoreWork> {
+  // The first attempts wait an hour: the backlog is all written, and the counters settled, before the
+  // worker sees any of it; a retry goes at once.
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '1h,0s' });
+  const receiver = await startReceiver(t);
+  const failed = new Set<string>();
+  receiver.respond = (request) => {
+    const id = String(request.headers['webhook-id']);
+    if (!failFirst || failed.has(id)) return { status: 204 };
+    failed.add(id);
+    return { status: 500 };
+  };
+  await s.endpoint(`${receiver.url}/hook`);
+  assert.equal((await emitMany(s.api, s.appId, DELIVERIES, 8)).length, DELIVERIES);
+  const db = s.service.store.ctx.db;
+  const before = await settledWork(s.service);
+  const due = await makeDue(s.service);
+  s.service.store.events.emit('queued');
+  await receiver.waitFor(failFirst ? 2 * DELIVERIES : DELIVERIES, 60_000);
+  const after = await settledWork(s.service);
+  const { rows } = await sql<{ n: number }>`select count(*) as n from deliveries where status = 'success'`.execute(db);
+  assert.equal(Number(rows[0]!.n), DELIVERIES);
+  return perUnit(before, after, DELIVERIES, due);
+}
+
+function assertWithin(what: string, measured: StoreWork, budget: Partial<StoreWork>): void {
+  // The figures, for the record of a run.
+  console.log(`${what}: ${JSON.stringify(measured)}`);
+  for (const [key, most] of Object.entries(budget))
+    assert.ok(
+      measured[key as keyof StoreWork] <= most,
+      `${what}: ${key} ${measured[key as keyof StoreWork].toFixed(2)} per delivery, budget ${most}`,
+    );
+}
+
+test('a first try that succeeds costs the store at most its budget of statements and rows', async (t) => {
+  const work = await drain(t, false);
+  assertWithin('first try', work, BUDGETS[storeOf()].firstTry);
+});
+
+test('a delivery that fails once and then succeeds costs at most its own budget', async (t) => {
+  const work = await drain(t, true);
+  assertWithin('retried', work, BUDGETS[storeOf()].retried);
+});
+
+function storeOf(): 'sqlite' | 'postgres' {
+  return process.env.SUITE_STORE === 'postgres' ? 'postgres' : 'sqlite';
+}

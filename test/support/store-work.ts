@@ -1,0 +1,140 @@
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { sql } from 'kysely';
+import type { TestService } from './service.js';
+
+// What a store does for the work a test makes, read from the database's own counters and from the
+// statements the service's process sends, never from a clock: statements, and rows inserted, updated (on
+// PostgreSQL: HOT and not) and deleted. The service runs in the test's process, so its statements pass
+// through the prototypes wrapped here.
+
+export interface StoreWork {
+  statements: number;
+  inserted: number;
+  /** Rows updated in place of the same page with no index rewritten (PostgreSQL's HOT); 0 on SQLite. */
+  hotUpdated: number;
+  /** Rows updated otherwise (every index of the row rewritten); on SQLite every update. */
+  otherUpdated: number;
+  deleted: number;
+  /** SQLite: rows inserted, updated or deleted together (it keeps no count per kind). */
+  changed: number;
+}
+
+let statements = 0;
+let wrapped = false;
+
+/** Counts every statement the process sends to either database from now on (once per process). */
+function countStatements(): void {
+  if (wrapped) return;
+  wrapped = true;
+  const client = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const query = client.query;
+  client.query = function (this: unknown, ...args: unknown[]) {
+    statements++;
+    return query.apply(this, args);
+  };
+  const probe = new Database(':memory:');
+  const statement = Object.getPrototypeOf(probe.prepare('select 1')) as Record<string, (...args: unknown[]) => unknown>;
+  for (const name of ['run', 'all', 'get', 'iterate']) {
+    const original = statement[name]!;
+    statement[name] = function (this: unknown, ...args: unknown[]) {
+      statements++;
+      return original.apply(this, args);
+    };
+  }
+  probe.close();
+}
+
+/** The counters now: statements sent so far, and the database's row counts (tables named, or all). */
+export async function storeWork(service: TestService, leaveOut: readonly string[] = ['workers']): Promise<StoreWork> {
+  countStatements();
+  const sent = statements;
+  const db = service.store.ctx.db;
+  if (service.store.ctx.dialect === 'sqlite') {
+    const { rows } = await sql<{ n: number }>`select total_changes() as n`.execute(db);
+    return { statements: sent, inserted: 0, hotUpdated: 0, otherUpdated: 0, deleted: 0, changed: rows[0]!.n };
+  }
+  const { rows } = await sql<{ ins: string; upd: string; hot: string; del: string }>`
+    select coalesce(sum(n_tup_ins), 0) as ins, coalesce(sum(n_tup_upd), 0) as upd,
+           coalesce(sum(n_tup_hot_upd), 0) as hot, coalesce(sum(n_tup_del), 0) as del
+    from pg_stat_user_tables where not (relname = any(${leaveOut as string[]}))`.execute(db);
+  const row = rows[0]!;
+  return {
+    statements: sent,
+    inserted: Number(row.ins),
+    hotUpdated: Number(row.hot),
+    otherUpdated: Number(row.upd) - Number(row.hot),
+    deleted: Number(row.del),
+    changed: Number(row.ins) + Number(row.upd) + Number(row.del),
+  };
+}
+
+/**
+ * The statements sent between two readings less the ones the readings sent. PostgreSQL's table counters
+ * reach the view a moment after a transaction (each backend reports at most every second): `settled`
+ * reads until two readings a second apart agree.
+ */
+export async function settledWork(service: TestService): Promise<StoreWork> {
+  let last = await storeWork(service);
+  for (let i = 0; i < 10; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const next = await storeWork(service);
+    if (next.changed === last.changed && next.statements - last.statements <= 2) return next;
+    last = next;
+  }
+  return last;
+}
+
+const KEYS = ['statements', 'inserted', 'hotUpdated', 'otherUpdated', 'deleted', 'changed'] as const;
+
+/**
+ * Makes every queued attempt due now, and answers the store work of doing so (the statements it sent and
+ * the rows it updated, which PostgreSQL's counters then hold beside the work under test).
+ */
+export async function makeDue(service: TestService): Promise<StoreWork> {
+  countStatements();
+  const sentBefore = statements;
+  const db = service.store.ctx.db;
+  const now = Date.now();
+  if (service.store.ctx.dialect === 'sqlite') {
+    const { numAffectedRows } = await sql`update delivery_tasks set run_at = ${now}`.execute(db);
+    const rows = Number(numAffectedRows ?? 0);
+    return {
+      statements: statements - sentBefore,
+      inserted: 0,
+      hotUpdated: 0,
+      otherUpdated: 0,
+      deleted: 0,
+      changed: rows,
+    };
+  }
+  const own = await db.transaction().execute(async (trx) => {
+    await sql`update delivery_tasks set run_at = ${now}`.execute(trx);
+    const { rows } = await sql<{ upd: string; hot: string }>`
+      select n_tup_upd as upd, n_tup_hot_upd as hot from pg_stat_xact_user_tables where relname = 'delivery_tasks'`.execute(
+      trx,
+    );
+    return { upd: Number(rows[0]!.upd), hot: Number(rows[0]!.hot) };
+  });
+  return {
+    statements: statements - sentBefore,
+    inserted: 0,
+    hotUpdated: own.hot,
+    otherUpdated: own.upd - own.hot,
+    deleted: 0,
+    changed: own.upd,
+  };
+}
+
+/** Per unit of work, the difference of two readings less the work named in `apart`. */
+export function perUnit(before: StoreWork, after: StoreWork, units: number, apart?: StoreWork): StoreWork {
+  const each = (key: (typeof KEYS)[number]) => (after[key] - before[key] - (apart?.[key] ?? 0)) / units;
+  return {
+    statements: each('statements'),
+    inserted: each('inserted'),
+    hotUpdated: each('hotUpdated'),
+    otherUpdated: each('otherUpdated'),
+    deleted: each('deleted'),
+    changed: each('changed'),
+  };
+}
