@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { SchemaCompiler } from '../event-schemas/compiler.js';
 import type { Tracer } from '../tracing/port.js';
 import { invalid } from './errors.js';
+import { timeInput } from './shared/time-input.js';
 
 /** What every route module is given. */
 export interface ApiDeps {
@@ -39,9 +40,8 @@ export function createdWithin(query: { since?: string | undefined; until?: strin
   since?: number;
   until?: number;
 } {
-  const at = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value));
-  const since = at(query.since);
-  const until = at(query.until);
+  const since = timeInput('query', 'since', query.since);
+  const until = timeInput('query', 'until', query.until);
   if (since !== undefined && until !== undefined && since >= until) throw invalid('since must be before until');
   return { ...(since === undefined ? {} : { since }), ...(until === undefined ? {} : { until }) };
 }

@@ -34,6 +34,18 @@ export class HttpError extends Error {
 }
 
 export const invalid = (message: string) => new HttpError(400, 'invalid_request', message);
+
+/** A 400 `invalid_request` about one field: `loc` is where it lies (the request part, then the field). */
+export class FieldError extends HttpError {
+  constructor(
+    readonly loc: readonly string[],
+    message: string,
+  ) {
+    super(400, 'invalid_request', message);
+  }
+}
+
+export const invalidField = (loc: readonly string[], message: string) => new FieldError(loc, message);
 export const notFound = (what: string) => new HttpError(404, 'not_found', `${what} not found`);
 export const conflict = (message: string) => new HttpError(409, 'conflict', message);
 export const internalError = () =>

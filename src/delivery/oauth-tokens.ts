@@ -26,8 +26,13 @@ export class TokenError extends Error {
   readonly code = 'HERALD_OAUTH2_TOKEN';
 }
 
-/** Lifetime assumed for a token answered without `expires_in`. */
+/** Lifetime assumed for a token answered without a usable `expires_in` (absent, not a positive number). */
 const DEFAULT_LIFETIME_MS = 5 * 60_000;
+/**
+ * Longest lifetime a token is kept for, whatever `expires_in` says: a day. A token server's huge
+ * `expires_in` (1e306 seconds is Infinity in milliseconds) would otherwise keep one token for good.
+ */
+export const MAX_TOKEN_LIFETIME_MS = 24 * 3_600_000;
 /** A token is renewed this long before it expires, at most (a tenth of a short lifetime). */
 const RENEW_BEFORE_MS = 60_000;
 const TOKENS_KEPT = 10_000;
@@ -36,7 +41,9 @@ interface Entry {
   /** The client's settings it was fetched with: a changed client (an update) fetches anew. */
   fingerprint: string;
   token: Promise<string>;
-  /** performance.now() after which it is fetched again; Infinity while its fetch is under way. */
+  /** True while its fetch is under way: the attempts that need a token meanwhile share it. */
+  fetching: boolean;
+  /** performance.now() after which it is fetched again, once fetched: always finite (MAX_TOKEN_LIFETIME_MS). */
   renewAt: number;
 }
 
@@ -53,16 +60,17 @@ export class OAuthTokens {
     const fingerprint = fingerprintOf(client);
     const now = performance.now();
     let entry = this.entries.get(endpointId);
-    if (entry && stale !== undefined && entry.renewAt !== Number.POSITIVE_INFINITY) {
+    if (entry && stale !== undefined && !entry.fetching) {
       const held = await entry.token.catch(() => null);
       if (held === stale && this.entries.get(endpointId) === entry) this.entries.delete(endpointId);
       entry = this.entries.get(endpointId);
     }
-    if (entry && entry.fingerprint === fingerprint && entry.renewAt > now) return entry.token;
-    const fresh: Entry = { fingerprint, token: Promise.resolve(''), renewAt: Number.POSITIVE_INFINITY };
+    if (entry && entry.fingerprint === fingerprint && (entry.fetching || entry.renewAt > now)) return entry.token;
+    const fresh: Entry = { fingerprint, token: Promise.resolve(''), fetching: true, renewAt: 0 };
     fresh.token = this.fetch(client, publicOnly, deadline).then(
       ({ token, lifetimeMs }) => {
         fresh.renewAt = performance.now() + lifetimeMs - Math.min(RENEW_BEFORE_MS, lifetimeMs / 10);
+        fresh.fetching = false;
         return token;
       },
       (error: unknown) => {
@@ -117,10 +125,24 @@ export class OAuthTokens {
       throw new TokenError(`${where} failed: the answer has no access_token`);
     if (typeof parsed.token_type === 'string' && parsed.token_type.toLowerCase() !== 'bearer')
       throw new TokenError(`${where} failed: token_type ${parsed.token_type.slice(0, 40)} is not bearer`);
-    const seconds = Number(parsed.expires_in);
-    const lifetimeMs = Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : DEFAULT_LIFETIME_MS;
-    return { token: parsed.access_token, lifetimeMs };
+    return { token: parsed.access_token, lifetimeMs: lifetimeOf(parsed.expires_in) };
   }
+}
+
+/**
+ * A token's lifetime from its `expires_in` (seconds): a positive number, or a string of one (some token
+ * servers quote it), capped at MAX_TOKEN_LIFETIME_MS; anything else (absent, zero, negative, NaN, another
+ * type) is DEFAULT_LIFETIME_MS.
+ */
+export function lifetimeOf(expiresIn: unknown): number {
+  const seconds =
+    typeof expiresIn === 'number'
+      ? expiresIn
+      : typeof expiresIn === 'string' && /^\d{1,15}(\.\d{1,6})?$/.test(expiresIn)
+        ? Number(expiresIn)
+        : Number.NaN;
+  if (!Number.isFinite(seconds) || seconds <= 0) return DEFAULT_LIFETIME_MS;
+  return Math.min(seconds * 1000, MAX_TOKEN_LIFETIME_MS);
 }
 
 /** application/x-www-form-urlencoded encoding of one value. */

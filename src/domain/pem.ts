@@ -8,6 +8,12 @@ import { REDACTED } from './headers.js';
 
 /** Longest PEM text taken for one field (a certificate chain or a CA bundle of a few dozen certificates). */
 export const MAX_PEM_CHARS = 64 * 1024;
+/**
+ * Largest RSA client key taken, in bits. Every full handshake signs with the key on the event loop, and an
+ * RSA signature's cost grows with the cube of the modulus: 4096 bits is a few milliseconds, 16384 bits a
+ * few hundred, which would stall every other attempt of the worker.
+ */
+export const MAX_RSA_KEY_BITS = 4096;
 
 export interface TlsInput {
   client_cert?: string | null | undefined;
@@ -54,11 +60,29 @@ function privateKey(text: string): KeyObject | string {
     return 'tls.client_key is encrypted: give the key without a passphrase (it is sealed at rest)';
   if (kinds.length !== 1 || !/PRIVATE KEY$/.test(kinds[0]!))
     return 'tls.client_key must be one PEM private key (-----BEGIN PRIVATE KEY----- or RSA/EC PRIVATE KEY)';
+  let key: KeyObject;
   try {
-    return createPrivateKey({ key: text, format: 'pem' });
+    key = createPrivateKey({ key: text, format: 'pem' });
   } catch {
     return 'tls.client_key is not a valid PEM private key';
   }
+  return keyKindProblem(key) ?? key;
+}
+
+/**
+ * Why a client key's kind or size is refused, or null: RSA (PKCS #1 or PSS) of at most MAX_RSA_KEY_BITS
+ * bits, EC and Ed25519 keys sign a handshake in a few milliseconds at most; other kinds are refused.
+ */
+function keyKindProblem(key: KeyObject): string | null {
+  const kind = key.asymmetricKeyType;
+  if (kind === 'rsa' || kind === 'rsa-pss') {
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? Number.POSITIVE_INFINITY;
+    return bits <= MAX_RSA_KEY_BITS
+      ? null
+      : `tls.client_key is an RSA key of ${bits} bits; at most ${MAX_RSA_KEY_BITS}`;
+  }
+  if (kind === 'ec' || kind === 'ed25519') return null;
+  return `tls.client_key is a key of type ${kind ?? 'unknown'}; give an RSA key of at most ${MAX_RSA_KEY_BITS} bits, an EC key or an Ed25519 key`;
 }
 
 /**

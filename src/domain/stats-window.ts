@@ -1,3 +1,5 @@
+import { timeOf, unreadableTime } from './date-time.js';
+
 // The window an endpoint's attempt counts cover, and its hourly buckets. Pure: the API and the portal
 // read counts from the store and lay them out here.
 
@@ -21,10 +23,10 @@ export interface StatsWindow {
  * current hour. Returns why the window is refused instead: `until` not after `since`, longer than 31 days.
  */
 export function statsWindow(query: { since?: string; until?: string }, now: number): StatsWindow | string {
-  const until = query.until === undefined ? now : Date.parse(query.until);
-  const since =
-    query.since === undefined ? floorHour(until - 1) - (DEFAULT_HOURS - 1) * HOUR_MS : Date.parse(query.since);
-  if (Number.isNaN(since) || Number.isNaN(until)) return 'since and until must be date-times (RFC 3339)';
+  const until = query.until === undefined ? now : timeOf(query.until);
+  if (until === null) return unreadableTime('until');
+  const since = query.since === undefined ? floorHour(until - 1) - (DEFAULT_HOURS - 1) * HOUR_MS : timeOf(query.since);
+  if (since === null) return unreadableTime('since');
   if (until <= since) return 'until must be after since';
   if (until - since > MAX_WINDOW_MS) return 'the window from since to until must be at most 31 days';
   return { since, until };

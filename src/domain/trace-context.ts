@@ -17,19 +17,31 @@ export interface TraceContext {
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
 const ZERO_TRACE = '0'.repeat(32);
 const ZERO_SPAN = '0'.repeat(16);
-/** The most tracestate characters kept: W3C allows 32 members, and a receiver may cut it at 512. */
+/** The most tracestate characters kept: W3C asks every participant to pass on at least 512. */
 export const TRACESTATE_MAX_CHARS = 512;
+/** The most tracestate list members kept (W3C: at most 32). */
+export const TRACESTATE_MAX_MEMBERS = 32;
+/** Longer members go first when the kept list is over TRACESTATE_MAX_CHARS (W3C's truncation order). */
+const LONG_MEMBER_CHARS = 128;
+/**
+ * A tracestate key (W3C): a simple key, lcalpha then up to 255 of lcalpha, digits, `_-*\/`; or a
+ * multi-tenant `tenant@system` key.
+ */
+const TRACESTATE_KEY = /^(?:[a-z][a-z0-9_\-*/]{0,255}|[a-z0-9][a-z0-9_\-*/]{0,240}@[a-z][a-z0-9_\-*/]{0,13})$/;
+/** A tracestate value (W3C): 1 to 256 printable ASCII characters but `,` and `=`, not ending in a space. */
+const TRACESTATE_VALUE = /^[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]$/;
 /** The flags of a trace Herald starts: sampled, so a receiver that traces records the webhook's spans. */
 const SAMPLED = 1;
 
 /**
  * The context an incoming `traceparent` names, or null when it is absent or not valid (a caller's bad
- * header starts a new trace rather than refusing the emit, as W3C asks of every participant). Version 00
- * takes exactly four fields; a later version may append fields, which are ignored; `ff` is never valid.
+ * header starts a new trace rather than refusing the emit, as W3C asks of every participant). Its hex is
+ * lower case, as W3C's grammar has it: upper case is not valid. Version 00 takes exactly four fields; a
+ * later version may append fields, which are ignored; `ff` is never valid.
  */
 export function parseTraceparent(header: string | undefined, tracestate?: string | undefined): TraceContext | null {
   if (header === undefined || header.length > 256) return null;
-  const match = TRACEPARENT.exec(header.trim().toLowerCase());
+  const match = TRACEPARENT.exec(header.trim());
   if (!match) return null;
   const [, version, traceId, spanId, flags, rest] = match as unknown as [
     string,
@@ -44,11 +56,42 @@ export function parseTraceparent(header: string | undefined, tracestate?: string
   return { traceId, spanId, flags: Number.parseInt(flags, 16), tracestate: keptTracestate(tracestate) };
 }
 
-/** The tracestate kept with a message: trimmed, at most TRACESTATE_MAX_CHARS, printable ASCII only. */
-function keptTracestate(header: string | undefined): string | null {
-  const value = header?.trim();
-  if (!value || value.length > TRACESTATE_MAX_CHARS || !/^[\x20-\x7e]+$/.test(value)) return null;
-  return value;
+/**
+ * The tracestate kept with a message: the list members W3C's grammar takes (`key=value`, separated by
+ * commas and optional spaces or tabs), in their order. A member that is not one, or whose key an earlier
+ * member has, is dropped and the rest kept; at most TRACESTATE_MAX_MEMBERS; over TRACESTATE_MAX_CHARS,
+ * members longer than 128 characters go first, then members from the end. Null when none is left. A
+ * receiver gets only what the grammar allows, whatever a caller sent.
+ */
+export function keptTracestate(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const members: string[] = [];
+  const keys = new Set<string>();
+  for (const part of header.split(',')) {
+    if (members.length === TRACESTATE_MAX_MEMBERS) break;
+    const member = trimOws(part);
+    const eq = member.indexOf('=');
+    if (eq < 1 || eq > 256 || member.length - eq - 1 > 256) continue;
+    const key = member.slice(0, eq);
+    if (keys.has(key) || !TRACESTATE_KEY.test(key) || !TRACESTATE_VALUE.test(member.slice(eq + 1))) continue;
+    keys.add(key);
+    members.push(member);
+  }
+  let kept = members;
+  const length = (list: string[]) => list.reduce((sum, m) => sum + m.length, 0) + Math.max(0, list.length - 1);
+  if (length(kept) > TRACESTATE_MAX_CHARS) kept = kept.filter((m) => m.length <= LONG_MEMBER_CHARS);
+  while (length(kept) > TRACESTATE_MAX_CHARS) kept = kept.slice(0, -1);
+  return kept.length === 0 ? null : kept.join(',');
+}
+
+/** `text` without the spaces and tabs (HTTP's optional whitespace) around it; in linear time. */
+function trimOws(text: string): string {
+  let start = 0;
+  let end = text.length;
+  const ows = (code: number) => code === 0x20 || code === 0x09;
+  while (start < end && ows(text.charCodeAt(start))) start++;
+  while (end > start && ows(text.charCodeAt(end - 1))) end--;
+  return text.slice(start, end);
 }
 
 /** The traceparent header of a context. */

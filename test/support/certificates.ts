@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 // Certificates made for a test with the openssl command: a CA, and certificates it issues for a server
-// (127.0.0.1 and localhost) or a client. EC P-256 keys, unencrypted PEM.
+// (127.0.0.1 and localhost) or a client. EC P-256 keys unless a key is given, unencrypted PEM.
 
 export interface Issued {
   cert: string;
@@ -12,8 +12,11 @@ export interface Issued {
 }
 
 export interface Ca extends Issued {
-  /** Issues a certificate valid for `days` days: for a server (127.0.0.1, localhost) or a client. */
-  issue(commonName: string, use: 'server' | 'client', days?: number): Issued;
+  /**
+   * Issues a certificate valid for `days` days: for a server (127.0.0.1, localhost) or a client; for `key`
+   * (a PEM private key) when given, else for a new P-256 key.
+   */
+  issue(commonName: string, use: 'server' | 'client', days?: number, key?: string): Issued;
 }
 
 function openssl(dir: string, args: string[]): void {
@@ -32,9 +35,11 @@ export function makeCa(name: string): Ca {
   return {
     cert: read('ca.crt'),
     key: read('ca.key'),
-    issue(commonName, use, days = 2) {
+    issue(commonName, use, days = 2, key) {
       const n = serial++;
-      openssl(dir, ['req', '-new', ...ec, '-keyout', `${n}.key`, '-out', `${n}.csr`, '-subj', `/CN=${commonName}`]);
+      if (key !== undefined) writeFileSync(join(dir, `${n}.key`), key);
+      const keyArgs = key === undefined ? [...ec, '-keyout', `${n}.key`] : ['-key', `${n}.key`];
+      openssl(dir, ['req', '-new', ...keyArgs, '-out', `${n}.csr`, '-subj', `/CN=${commonName}`]);
       writeFileSync(
         join(dir, `${n}.ext`),
         use === 'server'

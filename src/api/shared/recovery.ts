@@ -1,4 +1,5 @@
 import { conflict, invalid } from '../errors.js';
+import { timeInput } from './time-input.js';
 import type { Scope, Store } from '../../store/index.js';
 import type { RecoverParams } from '../../store/background-tasks.js';
 import type { BackgroundTaskRow, EndpointRow } from '../../store/schema.js';
@@ -21,10 +22,8 @@ export async function startRecovery(
   endpoint: Pick<EndpointRow, 'id' | 'status'>,
   body: { since: string; until?: string | undefined },
 ): Promise<BackgroundTaskRow> {
-  const since = Math.max(0, Date.parse(body.since));
-  const until = body.until === undefined ? null : Date.parse(body.until);
-  if (Number.isNaN(since) || (until !== null && Number.isNaN(until)))
-    throw invalid('since and until must be date-times (RFC 3339)');
+  const since = Math.max(0, timeInput('body', 'since', body.since)!);
+  const until = timeInput('body', 'until', body.until) ?? null;
   if (until !== null && until <= 0)
     throw invalid('until is before 1970: no message is that old, so nothing would be recovered');
   if (until !== null && until <= since) throw invalid('until must be after since');

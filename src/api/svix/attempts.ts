@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
+import { timeInput } from '../shared/time-input.js';
 import type { AttemptStatus } from '../../domain/states.js';
 import {
   EndpointParams,
@@ -42,8 +43,6 @@ function attemptStatus(status: number | undefined): AttemptStatus | 'none' | und
   return status === 0 ? 'success' : status === 2 ? 'failed' : 'none';
 }
 
-const timeOf = (value: string | undefined) => (value === undefined ? undefined : Date.parse(value));
-
 export const svixAttemptRoutes: RoutePlugin = async (app, { store }) => {
   const tags = ['svix: message attempt'];
   const emptyPage = { items: [], hasMore: false, nextCursor: null };
@@ -68,8 +67,8 @@ export const svixAttemptRoutes: RoutePlugin = async (app, { store }) => {
       const page = await store.attempts.list(scope, pageOf(query), {
         endpointId: endpoint.id,
         status,
-        before: timeOf(query.before),
-        after: timeOf(query.after),
+        before: timeInput('query', 'before', query.before),
+        after: timeInput('query', 'after', query.after),
       });
       return svixList(page, (a) => messageAttemptOut(a, false));
     },
@@ -100,8 +99,8 @@ export const svixAttemptRoutes: RoutePlugin = async (app, { store }) => {
         messageId: message.id,
         endpointId,
         status,
-        before: timeOf(query.before),
-        after: timeOf(query.after),
+        before: timeInput('query', 'before', query.before),
+        after: timeInput('query', 'after', query.after),
       });
       return svixList(page, (a) => messageAttemptOut(a, false));
     },

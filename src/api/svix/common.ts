@@ -51,11 +51,6 @@ export const pageOf = (
   order: query.order === undefined ? defaultOrder : query.order === 'ascending' ? ('asc' as const) : ('desc' as const),
 });
 
-/** A time parameter (RFC 3339) as milliseconds; undefined when absent. */
-export function timeParam(value: string | undefined): number | undefined {
-  return value === undefined ? undefined : Date.parse(value);
-}
-
 export const AppParams = Type.Object({ app_id: Type.String({ minLength: 1, maxLength: 256 }) });
 export const EndpointParams = Type.Object({
   app_id: Type.String({ minLength: 1, maxLength: 256 }),

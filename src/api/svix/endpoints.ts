@@ -6,6 +6,7 @@ import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { createEndpoint } from '../shared/endpoint-input.js';
 import { startRecovery } from '../shared/recovery.js';
+import { timeInput } from '../shared/time-input.js';
 import { AppParams, appOf, EndpointParams, endpointOf, listQuery, orderQuery, pageOf } from './common.js';
 import { checked, optional, replacing, update } from './endpoint-input.js';
 import { svixErrors } from './errors.js';
@@ -213,8 +214,8 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     },
     async (request) => {
       const { endpoint } = await endpointOf(store, scopeOf(request), request.params.app_id, request.params.endpoint_id);
-      const until = request.query.until === undefined ? store.ctx.now() : Date.parse(request.query.until);
-      const since = request.query.since === undefined ? until - STATS_DEFAULT_MS : Date.parse(request.query.since);
+      const until = timeInput('query', 'until', request.query.until) ?? store.ctx.now();
+      const since = timeInput('query', 'since', request.query.since) ?? until - STATS_DEFAULT_MS;
       const counts = await store.deliveries.countsByStatus(endpoint.id, since, until);
       // A delivery whose attempt is under way is `pending` in Herald; `disabled` ones wait on their endpoint.
       return {
@@ -266,8 +267,8 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     async (request, reply) => {
       const scope = scopeOf(request);
       const { endpoint } = await endpointOf(store, scope, request.params.app_id, request.params.endpoint_id);
-      const since = Math.max(0, Date.parse(request.body.since));
-      const until = request.body.until == null ? null : Date.parse(request.body.until);
+      const since = Math.max(0, timeInput('body', 'since', request.body.since)!);
+      const until = timeInput('body', 'until', request.body.until) ?? null;
       if (until !== null && until <= since) throw invalid('until must be after since');
       if (endpoint.status === 'disabled') throw conflict('the endpoint is disabled: enable it before replaying to it');
       // One replay of an endpoint runs at a time; asked again meanwhile, the running one answers.

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type TObject, Type } from 'typebox';
-import { classify, type HttpError } from '../errors.js';
+import { classify, FieldError, type HttpError } from '../errors.js';
 
 // Errors as Svix answers them, so its SDKs raise ApiException with the same `code` and body: {code,
 // detail} for most statuses, and for a request that does not validate 422 with `detail` a list of
@@ -85,7 +85,7 @@ function locationOf(error: FastifyError): string[] {
 
 /**
  * Answers `error` in Svix's shape. A request a route refuses as invalid (400 with `loc`, where the fault
- * lies) is Svix's 422 validation error; one refused before routing (`loc` null: a URL that does not
+ * lies: the field a FieldError names, else the body) is Svix's 422 validation error; one refused before routing (`loc` null: a URL that does not
  * decode, no such route) keeps its status.
  */
 export function sendSvixError(reply: FastifyReply, error: HttpError, loc: string[] | null = ['body']): FastifyReply {
@@ -104,6 +104,7 @@ export function installSvixErrors(app: FastifyInstance): void {
     const http = classify(error);
     if (http.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: http.code, reason: http.message }, 'request rejected');
-    return sendSvixError(reply, http, error.validation ? locationOf(error) : ['body']);
+    const loc = error.validation ? locationOf(error) : http instanceof FieldError ? [...http.loc] : ['body'];
+    return sendSvixError(reply, http, loc);
   });
 }

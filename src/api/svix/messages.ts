@@ -4,6 +4,7 @@ import { invalid } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { emit } from '../shared/emit.js';
+import { timeInput } from '../shared/time-input.js';
 import { EventTypeName, MessageChannels, MessageTags, NAME_PATTERN } from '../schemas/fields.js';
 import { AppParams, appOf, listQuery, MAX_PAGE_WITH_CONTENT, MessageParams, messageOf, pageOf } from './common.js';
 import { ApplicationIn, createApplication } from './application-input.js';
@@ -63,8 +64,8 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         eventTypes: query.event_types?.split(',').filter(Boolean),
         channel: query.channel,
         tag: query.tag,
-        before: query.before === undefined ? undefined : Date.parse(query.before),
-        after: query.after === undefined ? undefined : Date.parse(query.after),
+        before: timeInput('query', 'before', query.before),
+        after: timeInput('query', 'after', query.after),
       });
       const payloads = content ? await store.messages.payloads(messages.items.map((m) => m.id)) : new Map();
       return svixList(messages, (m) => messageOut(m, payloads.get(m.id)));

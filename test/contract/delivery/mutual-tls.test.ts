@@ -1,5 +1,7 @@
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { generateKeyPair } from 'node:crypto';
+import { promisify } from 'node:util';
 import { setup, verifies } from '../../support/delivery.js';
 import { assertError } from '../../support/api.js';
 import { makeCa } from '../../support/certificates.js';
@@ -191,6 +193,80 @@ test('bad TLS settings are 400 naming the field, and nothing is stored', async (
     ca: serverCa.cert,
     client_cert_not_after: null,
   });
+});
+
+/** A new private key of `kind` as unencrypted PKCS #8 PEM. */
+async function newKey(kind: 'rsa' | 'ec' | 'ed25519' | 'dsa', bits = 2048): Promise<string> {
+  const options = {
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  };
+  const make = promisify(generateKeyPair) as (kind: string, options: object) => Promise<{ privateKey: string }>;
+  const params = kind === 'ec' ? { namedCurve: 'P-256' } : kind === 'ed25519' ? {} : { modulusLength: bits };
+  return (await make(kind, { ...params, ...options })).privateKey;
+}
+
+test('a client key costlier to sign with than RSA 4096 is 400 naming its size; RSA 4096, EC and Ed25519 keys are taken', async (t) => {
+  const s = await setup(t);
+  const url = 'https://127.0.0.1:9/h';
+  // 4104 bits: the smallest RSA modulus over the bound (a multiple of 8), quick to generate.
+  const [over, rsa4096, ec, ed25519, dsa] = await Promise.all([
+    newKey('rsa', 4104),
+    newKey('rsa', 4096),
+    newKey('ec'),
+    newKey('ed25519'),
+    newKey('dsa', 2048),
+  ]);
+  const before = (await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`)).body.data.length;
+  const big = clientCa.issue('big-key', 'client', 2, over);
+  assertError(
+    await s.api.post('/api/v1/endpoints', {
+      app_id: s.appId,
+      url,
+      tls: { client_cert: big.cert, client_key: big.key },
+    }),
+    400,
+    'invalid_request',
+    /^tls\.client_key is an RSA key of 4104 bits; at most 4096$/,
+  );
+  const dsaCert = clientCa.issue('dsa-key', 'client', 2, dsa);
+  assertError(
+    await s.api.post('/api/v1/endpoints', {
+      app_id: s.appId,
+      url,
+      tls: { client_cert: dsaCert.cert, client_key: dsa },
+    }),
+    400,
+    'invalid_request',
+    /tls\.client_key is a key of type dsa/,
+  );
+  assert.equal((await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`)).body.data.length, before, 'nothing stored');
+  for (const [name, key] of [
+    ['RSA 4096', rsa4096],
+    ['EC P-256', ec],
+    ['Ed25519', ed25519],
+  ] as const) {
+    const issued = clientCa.issue(name, 'client', 2, key);
+    const made = await s.api.post('/api/v1/endpoints', {
+      app_id: s.appId,
+      url,
+      tls: { client_cert: issued.cert, client_key: issued.key },
+    });
+    assert.equal(made.status, 201, `${name}: ${JSON.stringify(made.body)}`);
+    // An update to the oversized key is refused too, and keeps the key stored.
+    assertError(
+      await s.api.patch(`/api/v1/endpoints/${made.body.id}`, { tls: { client_cert: big.cert, client_key: big.key } }),
+      400,
+      'invalid_request',
+      /tls\.client_key is an RSA key of 4104 bits/,
+    );
+    const row = await s.service.store.ctx.db
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('id', '=', made.body.id)
+      .executeTakeFirstOrThrow();
+    assert.equal(s.service.store.endpoints.tlsKey(row), key, `${name}: the key stays`);
+  }
 });
 
 test('reseal seals the client key and the OAuth2 client secret under a new master key', async (t) => {

@@ -144,6 +144,27 @@ test('a token is fetched again after it expires, and after a 401 (once per attem
   assert.equal(tokens.requests.length, fetched + 2);
 });
 
+test('a token answered with expires_in 1e306 is still dropped on a 401 and fetched again', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s' });
+  const tokens = await tokenServer(t);
+  // 1e306 seconds is Infinity in milliseconds: the token is kept for at most a day, and stays a token a
+  // receiver's 401 can drop.
+  tokens.lifetimeSeconds = 1e306;
+  const receiver = await checkingReceiver(t, tokens);
+  await s.endpoint(`${receiver.url}/hook`, { auth: auth(tokens) });
+  const first = await s.emit();
+  await s.until(first.deliveryIds[0]!, (d) => d.status === 'success', 'first');
+  assert.equal(tokens.requests.length, 1);
+  tokens.revokeAll();
+  const second = await s.emit();
+  const d = await s.until(second.deliveryIds[0]!, (read) => read.status !== 'pending', 'after a 401');
+  assert.equal(d.status, 'success', JSON.stringify(d.attempts));
+  assert.equal(d.attempts.length, 1, 'one attempt: the 401 was answered by a new token');
+  assert.equal(tokens.requests.length, 2, 'the 401 fetched a new token');
+  const [refused, accepted] = receiver.received.slice(-2);
+  assert.notEqual(refused!.headers.authorization, accepted!.headers.authorization);
+});
+
 test('a token server that fails is an attempt failure saying so; the delivery goes once it is back', async (t) => {
   const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,1s,1s,1s' });
   const tokens = await tokenServer(t);

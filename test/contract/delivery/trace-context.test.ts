@@ -104,3 +104,46 @@ test("the emit's request log line carries the message's trace id, and endpoints 
     assert.equal(refused.status, 400, `${name} is Herald's to send`);
   }
 });
+
+test("only the tracestate members W3C's grammar takes reach the receiver; an upper-case traceparent starts a new trace", async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t);
+  await s.endpoint(`${receiver.url}/hook`);
+  const traceparent = `00-${CALLER_TRACE}-${CALLER_SPAN}-01`;
+  // An upper-case key, a value holding "=", a key with a space, a member with no key: each dropped.
+  const withBad = await s.api.post(
+    '/api/v1/messages',
+    { app_id: s.appId, event_type: 'invoice.paid', payload: { n: 1 } },
+    { traceparent, tracestate: 'good=1,Evil=<script>,bad=<script>=1,b d=x,=nokey' },
+  );
+  assert.equal(withBad.status, 201, JSON.stringify(withBad.body));
+  await receiver.waitFor(1);
+  assert.equal(receiver.received[0]!.headers.tracestate, 'good=1');
+  assert.equal(parseTraceparent(String(receiver.received[0]!.headers.traceparent))?.traceId, CALLER_TRACE);
+
+  // Nothing valid left: no tracestate at all.
+  const allBad = await s.api.post(
+    '/api/v1/messages',
+    { app_id: s.appId, event_type: 'invoice.paid', payload: { n: 2 } },
+    { traceparent, tracestate: 'Evil=<script>' },
+  );
+  assert.equal(allBad.status, 201);
+  await receiver.waitFor(2);
+  assert.equal(receiver.received[1]!.headers.tracestate, undefined);
+
+  // Upper-case hex is not a valid traceparent: the message gets a trace of its own, and the caller's
+  // tracestate goes with the caller's trace.
+  const upper = await s.api.post(
+    '/api/v1/messages',
+    { app_id: s.appId, event_type: 'invoice.paid', payload: { n: 3 } },
+    { traceparent: `00-${CALLER_TRACE.toUpperCase()}-${CALLER_SPAN.toUpperCase()}-01`, tracestate: 'good=1' },
+  );
+  assert.equal(upper.status, 201, 'an invalid traceparent does not refuse the emit');
+  assert.notEqual(upper.body.trace_id, CALLER_TRACE);
+  await receiver.waitFor(3);
+  const sent = parseTraceparent(String(receiver.received[2]!.headers.traceparent));
+  assert.ok(sent, 'the attempt sends a valid traceparent');
+  assert.equal(sent.traceId, upper.body.trace_id);
+  assert.notEqual(sent.traceId, CALLER_TRACE, 'not the upper-case trace id read as lower case');
+  assert.equal(receiver.received[2]!.headers.tracestate, undefined);
+});
