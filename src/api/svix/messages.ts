@@ -66,7 +66,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         before: query.before === undefined ? undefined : Date.parse(query.before),
         after: query.after === undefined ? undefined : Date.parse(query.after),
       });
-      const payloads = content ? await store.messages.payloads(messages.items.map((m) => m.id)) : new Map();
+      const payloads = content ? await store.messages.readablePayloads(messages.items.map((m) => m.id)) : new Map();
       return svixList(messages, (m) => messageOut(m, payloads.get(m.id)));
     },
   );
@@ -74,6 +74,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
   app.post(
     '/api/v1/app/:app_id/msg',
     {
+      config: { messageAnswer: true },
       schema: {
         summary: 'Send a message to every subscribed endpoint of the application',
         tags,
@@ -120,7 +121,13 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         payloadExpiresAt: retentionHours > 0 ? store.ctx.now() + retentionHours * HOUR_MS : null,
       });
       reply.code(202);
-      const payload = request.query.with_content === false ? undefined : JSON.stringify(body.payload);
+      // A repeat of an earlier emit's key shows that message's payload, as a read would.
+      const payload =
+        request.query.with_content === false
+          ? undefined
+          : result.idempotent
+            ? await store.messages.readablePayload(result.message.id)
+            : JSON.stringify(body.payload);
       return messageOut(result.message, payload);
     },
   );
@@ -139,7 +146,8 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
     async (request) => {
       const scope = scopeOf(request);
       const message = await messageOf(store, scope, request.params.app_id, request.params.msg_id);
-      const payload = request.query.with_content === false ? undefined : await store.messages.payload(message.id);
+      const payload =
+        request.query.with_content === false ? undefined : await store.messages.readablePayload(message.id);
       return messageOut(message, payload);
     },
   );
