@@ -13,8 +13,8 @@ const DEFAULT_EXPIRY_S = 7 * 86_400;
 const MAX_EXPIRY_S = 365 * 86_400;
 
 export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
-  // A new link per call: each opens the application's customer portal (src/portal/) until it expires,
-  // whatever other links or the application's own portal_path do. The URL is built from the request's
+  // A new link per call: each opens the application's customer portal (src/portal/) until it expires or
+  // the application's portal path is rotated (rotate-portal-path ends every link of the application). The URL is built from the request's
   // own address (its Host), as the client reached Herald.
   app.post(
     '/api/v1/auth/app-portal-access/:app_id',
