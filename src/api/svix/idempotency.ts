@@ -17,6 +17,16 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * The key a Svix message create gives its emit (Messages.emit: the environment's idempotency keys, which
+ * also hold the native surface's). A Svix key is scoped to its request, method and path with the
+ * application as the path names it, and a native key to the environment whatever the body names: the
+ * emit's key carries the surface and the path, so neither surface repeats an emit of the other, and a
+ * key never answers with a message of an application its request did not name. It backs the kept answer
+ * (a repeat after a first request that died between its emit and its answer still creates nothing).
+ */
+export const emitKeyOf = (appInPath: string, key: string) => `svix:POST /api/v1/app/${appInPath}/msg:${key}`;
+
 /** Longest idempotency key taken (the SDK's are `auto_` and a UUID). */
 const MAX_KEY = 255;
 

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { withExample } from '../schemas/common.js';
 import { invalid } from '../errors.js';
+import { ID_PREFIX } from '../../domain/ids.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { emit } from '../shared/emit.js';
@@ -8,6 +9,7 @@ import { EventTypeName, MessageChannels, MessageTags, NAME_PATTERN } from '../sc
 import { AppParams, appOf, listQuery, MAX_PAGE_WITH_CONTENT, MessageParams, messageOf, pageOf } from './common.js';
 import { ApplicationIn, createApplication } from './application-input.js';
 import { svixErrors } from './errors.js';
+import { emitKeyOf } from './idempotency.js';
 import { MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 
 const WithContent = Type.Optional(Type.Boolean({ description: 'Include payloads (default true)' }));
@@ -104,13 +106,17 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
       const scope = scopeOf(request);
       const body = request.body;
       if (body.deliverAt != null) throw invalid('deliverAt is not supported: messages are sent when they are created');
+      // {msg_id} takes a message id or an eventId: an eventId that looks like an id would make that ambiguous.
+      if (body.eventId?.startsWith(ID_PREFIX.message))
+        throw invalid(`eventId must not start with ${ID_PREFIX.message}: it would read as a message id`);
       // `application` creates the application when the path names none (its uid is the path's when not given).
       if (body.application && !(await store.applications.get(scope, request.params.app_id)))
         await createApplication(store, scope, {
           ...body.application,
           uid: body.application.uid ?? request.params.app_id,
         });
-      const key = request.headers['idempotency-key'] ?? null;
+      const sent = request.headers['idempotency-key'];
+      const key = sent ? emitKeyOf(request.params.app_id, sent) : null;
       // A shorter payload retention (hours win over days, as in Svix): the payload goes then, once no
       // attempt of it waits.
       const retentionHours = body.payloadRetentionHours ?? (body.payloadRetentionPeriod ?? 0) * 24;
