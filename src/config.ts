@@ -88,6 +88,11 @@ export interface Config {
    * peer is the client), a number of proxy hops, or the addresses and CIDR ranges of trusted proxies.
    */
   trustProxy: false | number | string[];
+  /**
+   * HERALD_PUBLIC_URL: the address customers open Herald at (an http(s) URL, perhaps with a path, no query),
+   * without a trailing slash; portal links are built under it. Null: from the request's Host, when valid.
+   */
+  publicUrl: string | null;
 }
 
 export class ConfigError extends Error {}
@@ -305,6 +310,27 @@ function outboundProxy(env: Env): string | null {
 }
 
 /**
+ * HERALD_PUBLIC_URL: an http:// or https:// URL with a host, perhaps a port and a path, and no credentials,
+ * query or fragment. Kept without its trailing slash, so a link is the URL and then `/portal/<token>`.
+ */
+function publicUrl(env: Env): string | null {
+  const text = env.HERALD_PUBLIC_URL;
+  if (!text) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    url = new URL('invalid:');
+  }
+  const plain = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
+  if (!['http:', 'https:'].includes(url.protocol) || url.hostname === '' || !plain || /[?#]/.test(text))
+    throw new ConfigError(
+      `HERALD_PUBLIC_URL=${text} must be an http:// or https:// URL with a host and no credentials, query or fragment, e.g. https://hooks.example.com`,
+    );
+  return url.href.replace(/\/+$/, '');
+}
+
+/**
  * HERALD_NO_PROXY: comma-separated host names (each also matches its subdomains; a leading dot is
  * allowed), addresses and CIDR ranges (matching receivers addressed by IP).
  */
@@ -411,5 +437,6 @@ export function loadConfig(env: Env = process.env): Config {
     outboundProxy: outboundProxy(env),
     noProxy: noProxy(env),
     trustProxy: trustProxy(env),
+    publicUrl: publicUrl(env),
   };
 }

@@ -97,12 +97,14 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
     },
   );
 
-  // A portal link is the customer's only credential: one that leaked is ended by a new one.
+  // A portal link is the customer's only credential: one that leaked, whichever route made it, is ended
+  // by a new portal path (rotation ends every link of the application).
   app.post(
     '/api/v1/applications/:id/rotate-portal-path',
     {
       schema: {
-        summary: 'Give the application a new portal_path; the previous one stops working at once',
+        summary:
+          'Give the application a new portal_path; the previous one and every link app-portal-access made stop working at once',
         tags: ['applications'],
         params: IdParams,
         response: { 200: ApplicationWithPortalPath, ...errors(401, 404, 429) },

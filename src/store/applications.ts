@@ -144,22 +144,30 @@ export class Applications {
     return next;
   }
 
-  /** Gives the application a new portal token: links with the old one stop working at once. */
+  /**
+   * Gives the application a new portal token and ends every portal link to it: the old portal path and the
+   * links made by app-portal-access stop working at once, so rotation ends whichever link leaked.
+   */
   async rotatePortalToken(
     scope: Scope,
     idOrUid: string,
   ): Promise<(ApplicationRow & { portalToken: string }) | undefined> {
     const portalToken = randomToken(32);
-    // One statement: the token answered is the one stored (an application deleted meanwhile answers none).
-    const row = await this.ctx.db
-      .updateTable('applications')
-      .set({ portal_token_hash: hashToken(portalToken), updated_at: this.ctx.now() })
-      .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope))
-      .where('operational', '=', 0)
-      .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
-      .returningAll()
-      .executeTakeFirst();
+    // One transaction: the token answered is the one stored (an application deleted meanwhile answers
+    // none), and no link of the application outlives it.
+    const row = await this.ctx.db.transaction().execute(async (trx) => {
+      const rotated = await trx
+        .updateTable('applications')
+        .set({ portal_token_hash: hashToken(portalToken), updated_at: this.ctx.now() })
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('operational', '=', 0)
+        .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
+        .returningAll()
+        .executeTakeFirst();
+      if (rotated) await trx.deleteFrom('portal_links').where('app_id', '=', rotated.id).execute();
+      return rotated;
+    });
     return row && { ...row, portalToken };
   }
 

@@ -96,6 +96,9 @@ const SQLITE_EMIT_SPACING_MS = 2;
 const scopeKey = (scope: Scope, part: string) => rowKey({ org_id: scope.orgId, livemode: liveFlag(scope) }, part);
 const rowKey = (row: { org_id: string; livemode: number }, part: string) => `${row.org_id}|${row.livemode}|${part}`;
 
+/** A stored payload is shown while it is not past its own expiry (retention may keep it longer for an attempt). */
+const readable = (row: { expires_at: number | null }, now: number) => row.expires_at === null || row.expires_at > now;
+
 export class Messages {
   private readonly emits: GroupCommit<EmitRequest, EmitResult>;
 
@@ -635,15 +638,19 @@ export class Messages {
     );
   }
 
-  /** The stored payloads of these messages (JSON text), by message id; an expunged one is missing. */
-  async payloads(messageIds: readonly string[]): Promise<Map<string, string>> {
+  /**
+   * The payloads reads show of these messages (JSON text), by message id, under readablePayload's rule: one
+   * expunged, purged or past its own expiry is missing.
+   */
+  async readablePayloads(messageIds: readonly string[]): Promise<Map<string, string>> {
     if (messageIds.length === 0) return new Map();
     const rows = await this.ctx.db
       .selectFrom('payloads')
-      .select(['message_id', 'body'])
+      .select(['message_id', 'body', 'expires_at'])
       .where('message_id', 'in', [...messageIds])
       .execute();
-    return new Map(rows.map((row) => [row.message_id, row.body]));
+    const now = this.ctx.now();
+    return new Map(rows.filter((row) => readable(row, now)).map((row) => [row.message_id, row.body]));
   }
 
   /**
@@ -660,6 +667,7 @@ export class Messages {
   /**
    * The payload a read shows (GET /api/v1/messages/{id}/payload): undefined once it is expunged, purged by
    * retention, or past its own expiry (a payload kept past its expiry only for a waiting attempt is not shown).
+   * Every read of either surface that shows a payload goes through this rule or readablePayloads.
    */
   async readablePayload(messageId: string): Promise<string | undefined> {
     const row = await this.ctx.db
@@ -667,10 +675,10 @@ export class Messages {
       .select(['body', 'expires_at'])
       .where('message_id', '=', messageId)
       .executeTakeFirst();
-    if (!row || (row.expires_at !== null && row.expires_at <= this.ctx.now())) return undefined;
-    return row.body;
+    return row && readable(row, this.ctx.now()) ? row.body : undefined;
   }
 
+  /** The stored payload, expired or not: what sending and content filters use, never shown to a reader. */
   async payload(messageId: string): Promise<string | undefined> {
     const row = await this.ctx.db
       .selectFrom('payloads')

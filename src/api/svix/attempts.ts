@@ -145,7 +145,7 @@ export const svixAttemptRoutes: RoutePlugin = async (app, { store }) => {
       const page = await store.deliveries.list(scope, pageRequest, { endpointId: endpoint.id });
       const ids = page.items.map((d) => d.message_id);
       const messages = new Map((await store.messages.getMany(scope, ids)).map((m) => [m.id, m]));
-      const payloads = content ? await store.messages.payloads(ids) : new Map<string, string>();
+      const payloads = content ? await store.messages.readablePayloads(ids) : new Map<string, string>();
       // A delivery whose message retention removed is left out.
       const items = page.items.filter((d) => messages.has(d.message_id));
       return svixList({ ...page, items }, (d) =>

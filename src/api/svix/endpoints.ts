@@ -286,6 +286,7 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
   app.post(
     '/api/v1/app/:app_id/endpoint/:endpoint_id/send-example',
     {
+      config: { messageAnswer: true },
       schema: {
         summary: "Send the event type's example to this endpoint only",
         tags,

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import { withExample } from '../schemas/common.js';
 import { invalid } from '../errors.js';
+import { ID_PREFIX } from '../../domain/ids.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { emit } from '../shared/emit.js';
@@ -9,6 +10,7 @@ import { EventTypeName, MessageChannels, MessageTags, NAME_PATTERN } from '../sc
 import { AppParams, appOf, listQuery, MAX_PAGE_WITH_CONTENT, MessageParams, messageOf, pageOf } from './common.js';
 import { ApplicationIn, createApplication } from './application-input.js';
 import { svixErrors } from './errors.js';
+import { emitKeyOf } from './idempotency.js';
 import { MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 
 const WithContent = Type.Optional(Type.Boolean({ description: 'Include payloads (default true)' }));
@@ -67,7 +69,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         before: timeInput('query', 'before', query.before),
         after: timeInput('query', 'after', query.after),
       });
-      const payloads = content ? await store.messages.payloads(messages.items.map((m) => m.id)) : new Map();
+      const payloads = content ? await store.messages.readablePayloads(messages.items.map((m) => m.id)) : new Map();
       return svixList(messages, (m) => messageOut(m, payloads.get(m.id)));
     },
   );
@@ -75,6 +77,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
   app.post(
     '/api/v1/app/:app_id/msg',
     {
+      config: { messageAnswer: true },
       schema: {
         summary: 'Send a message to every subscribed endpoint of the application',
         tags,
@@ -104,13 +107,17 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
       const scope = scopeOf(request);
       const body = request.body;
       if (body.deliverAt != null) throw invalid('deliverAt is not supported: messages are sent when they are created');
+      // {msg_id} takes a message id or an eventId: an eventId that looks like an id would make that ambiguous.
+      if (body.eventId?.startsWith(ID_PREFIX.message))
+        throw invalid(`eventId must not start with ${ID_PREFIX.message}: it would read as a message id`);
       // `application` creates the application when the path names none (its uid is the path's when not given).
       if (body.application && !(await store.applications.get(scope, request.params.app_id)))
         await createApplication(store, scope, {
           ...body.application,
           uid: body.application.uid ?? request.params.app_id,
         });
-      const key = request.headers['idempotency-key'] ?? null;
+      const sent = request.headers['idempotency-key'];
+      const key = sent ? emitKeyOf(request.params.app_id, sent) : null;
       // A shorter payload retention (hours win over days, as in Svix): the payload goes then, once no
       // attempt of it waits.
       const retentionHours = body.payloadRetentionHours ?? (body.payloadRetentionPeriod ?? 0) * 24;
@@ -121,7 +128,13 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         payloadExpiresAt: retentionHours > 0 ? store.ctx.now() + retentionHours * HOUR_MS : null,
       });
       reply.code(202);
-      const payload = request.query.with_content === false ? undefined : JSON.stringify(body.payload);
+      // A repeat of an earlier emit's key shows that message's payload, as a read would.
+      const payload =
+        request.query.with_content === false
+          ? undefined
+          : result.idempotent
+            ? await store.messages.readablePayload(result.message.id)
+            : JSON.stringify(body.payload);
       return messageOut(result.message, payload);
     },
   );
@@ -140,7 +153,8 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
     async (request) => {
       const scope = scopeOf(request);
       const message = await messageOf(store, scope, request.params.app_id, request.params.msg_id);
-      const payload = request.query.with_content === false ? undefined : await store.messages.payload(message.id);
+      const payload =
+        request.query.with_content === false ? undefined : await store.messages.readablePayload(message.id);
       return messageOut(message, payload);
     },
   );

@@ -160,8 +160,8 @@ const messageExample = {
 export const MessageOut = Type.Object(messageFields, { examples: [messageExample] });
 
 /**
- * A message; `payload` is its stored payload (JSON text), {} once expunged or when content is not asked
- * for (Svix's `with_content=false`).
+ * A message; `payload` is its readable payload (JSON text: Messages.readablePayload), {} once it is not
+ * (expunged, purged or past its own expiry) or when content is not asked for (Svix's `with_content=false`).
  */
 export function messageOut(m: MessageRow, payloadJson: string | undefined) {
   return {

@@ -3,7 +3,7 @@ import { withExample } from '../schemas/common.js';
 import { invalid, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
-import { portalPath } from '../serialize.js';
+import { portalUrl } from '../shared/portal-url.js';
 import { AppParams } from './common.js';
 import { ApplicationIn, createApplication } from './application-input.js';
 import { svixErrors } from './errors.js';
@@ -12,10 +12,10 @@ import { svixErrors } from './errors.js';
 const DEFAULT_EXPIRY_S = 7 * 86_400;
 const MAX_EXPIRY_S = 365 * 86_400;
 
-export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
-  // A new link per call: each opens the application's customer portal (src/portal/) until it expires,
-  // whatever other links or the application's own portal_path do. The URL is built from the request's
-  // own address (its Host), as the client reached Herald.
+export const svixPortalAccessRoutes: RoutePlugin = async (app, { store, config }) => {
+  // A new link per call: each opens the application's customer portal (src/portal/) until it expires or
+  // the application's portal path is rotated (rotate-portal-path ends every link of the application). Its
+  // URL is under HERALD_PUBLIC_URL, or the request's own address when that is a host (portal-url.ts).
   app.post(
     '/api/v1/auth/app-portal-access/:app_id',
     {
@@ -57,7 +57,7 @@ export const svixPortalAccessRoutes: RoutePlugin = async (app, { store }) => {
       if (!application) throw notFound(`application ${request.params.app_id}`);
       const expiresAt = store.ctx.now() + (body.expiry ?? DEFAULT_EXPIRY_S) * 1000;
       const token = await store.applications.createPortalLink(application.id, expiresAt);
-      return { url: `${request.protocol}://${request.host}${portalPath(token)}`, token };
+      return { url: portalUrl(config.publicUrl, request, token), token };
     },
   );
 };
