@@ -2943,6 +2943,9 @@ export interface paths {
                          *             "Authorization": "<redacted>",
                          *             "X-Tenant": "acme"
                          *           },
+                         *           "sensitive_headers": [
+                         *             "Authorization"
+                         *           ],
                          *           "rate_limit": 50,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
@@ -2987,10 +2990,12 @@ export interface paths {
                                     [key: string]: unknown;
                                 } | null;
                                 description: string;
-                                /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                                /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                                 headers: {
                                     [key: string]: string;
                                 };
+                                /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                                sensitive_headers: string[];
                                 /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                                 rate_limit: number | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -3144,6 +3149,8 @@ export interface paths {
                         headers?: {
                             [key: string]: string;
                         };
+                        /** @description Names of `headers` whose values reads show as "<redacted>" (they are still sent as set), beside those that look like credentials. An update that gives it replaces the marks; one that leaves it out keeps the marks of the headers still there. Names not among the headers are ignored */
+                        sensitive_headers?: string[];
                         /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
                         signature_type?: "hmac" | "ed25519";
                         /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
@@ -3212,6 +3219,9 @@ export interface paths {
                          *         "Authorization": "<redacted>",
                          *         "X-Tenant": "acme"
                          *       },
+                         *       "sensitive_headers": [
+                         *         "Authorization"
+                         *       ],
                          *       "rate_limit": 50,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
@@ -3250,10 +3260,12 @@ export interface paths {
                                 [key: string]: unknown;
                             } | null;
                             description: string;
-                            /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                            /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                             headers: {
                                 [key: string]: string;
                             };
+                            /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                            sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -3518,6 +3530,9 @@ export interface paths {
                          *         "Authorization": "<redacted>",
                          *         "X-Tenant": "acme"
                          *       },
+                         *       "sensitive_headers": [
+                         *         "Authorization"
+                         *       ],
                          *       "rate_limit": 50,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
@@ -3555,10 +3570,12 @@ export interface paths {
                                 [key: string]: unknown;
                             } | null;
                             description: string;
-                            /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                            /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                             headers: {
                                 [key: string]: string;
                             };
+                            /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                            sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -3897,6 +3914,8 @@ export interface paths {
                         headers?: {
                             [key: string]: string;
                         };
+                        /** @description Names of `headers` whose values reads show as "<redacted>" (they are still sent as set), beside those that look like credentials. An update that gives it replaces the marks; one that leaves it out keeps the marks of the headers still there. Names not among the headers are ignored */
+                        sensitive_headers?: string[];
                         /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
                         signature_type?: "hmac" | "ed25519";
                         /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
@@ -3965,6 +3984,9 @@ export interface paths {
                          *         "Authorization": "<redacted>",
                          *         "X-Tenant": "acme"
                          *       },
+                         *       "sensitive_headers": [
+                         *         "Authorization"
+                         *       ],
                          *       "rate_limit": 50,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
@@ -4002,10 +4024,12 @@ export interface paths {
                                 [key: string]: unknown;
                             } | null;
                             description: string;
-                            /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                            /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                             headers: {
                                 [key: string]: string;
                             };
+                            /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                            sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -4684,6 +4708,9 @@ export interface paths {
                          *           },
                          *           "description": "Pager",
                          *           "headers": {},
+                         *           "sensitive_headers": [
+                         *             "Authorization"
+                         *           ],
                          *           "rate_limit": null,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
@@ -4720,10 +4747,12 @@ export interface paths {
                                     [key: string]: unknown;
                                 } | null;
                                 description: string;
-                                /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                                /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                                 headers: {
                                     [key: string]: string;
                                 };
+                                /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                                sensitive_headers: string[];
                                 /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                                 rate_limit: number | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -4897,6 +4926,9 @@ export interface paths {
                          *       },
                          *       "description": "Pager",
                          *       "headers": {},
+                         *       "sensitive_headers": [
+                         *         "Authorization"
+                         *       ],
                          *       "rate_limit": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
@@ -4927,10 +4959,12 @@ export interface paths {
                                 [key: string]: unknown;
                             } | null;
                             description: string;
-                            /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                            /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                             headers: {
                                 [key: string]: string;
                             };
+                            /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                            sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -5359,6 +5393,9 @@ export interface paths {
                          *       },
                          *       "description": "Pager",
                          *       "headers": {},
+                         *       "sensitive_headers": [
+                         *         "Authorization"
+                         *       ],
                          *       "rate_limit": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
@@ -5388,10 +5425,12 @@ export interface paths {
                                 [key: string]: unknown;
                             } | null;
                             description: string;
-                            /** @description Headers sent with every request; sensitive values (credentials) show as "<redacted>" */
+                            /** @description Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>" */
                             headers: {
                                 [key: string]: string;
                             };
+                            /** @description The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…) */
+                            sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
@@ -6031,11 +6070,11 @@ export interface paths {
                                 trigger: "scheduled" | "manual";
                                 status: "success" | "failed";
                                 response_status: number | null;
-                                /** @description The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>. Null on attempts made before headers were kept */
+                                /** @description The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>, a value past 1,024 characters is cut and ends in …. Null on attempts made before headers were kept */
                                 request_headers: {
                                     [key: string]: string;
                                 } | null;
-                                /** @description The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by ", "); null when no answer came */
+                                /** @description The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by ", "); credential-looking ones (set-cookie, authorization, names holding token, secret, key, session…) show as <redacted>, a value past 1,024 characters is cut and ends in …; null when no answer came */
                                 response_headers: {
                                     [key: string]: string;
                                 } | null;

@@ -61,8 +61,8 @@ export const applicationWithPortalPath = (a: ApplicationRow & { portalToken: str
   portal_path: portalPath(a.portalToken),
 });
 
-/** An endpoint; `headers` as reads show them (Endpoints.shownHeaders). */
-export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) => ({
+/** An endpoint; `headers` and `sensitive_headers` as reads show them (Endpoints.shownHeaders). */
+export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, string>; sensitive: string[] }) => ({
   id: e.id,
   object: 'endpoint' as const,
   app_id: e.app_id,
@@ -73,7 +73,8 @@ export const endpointToApi = (e: EndpointRow, headers: Record<string, string>) =
   channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
   filter: e.filter === null ? null : (JSON.parse(e.filter) as Record<string, unknown>),
   description: e.description,
-  headers,
+  headers: shown.headers,
+  sensitive_headers: shown.sensitive,
   rate_limit: e.rate_limit,
   ordering: e.ordering,
   signature_type: e.signature_type,

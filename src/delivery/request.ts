@@ -65,11 +65,12 @@ export function signedRequest(
 }
 
 /**
- * The headers a request is sent with, as its attempt keeps them (headerBlock): sensitive values redacted,
- * and the bearer token an OAuth2 endpoint's request carries (added as it is sent) named, redacted.
+ * The headers a request is sent with, as its attempt keeps them (headerBlock): sensitive values (those
+ * that look like credentials and those the endpoint marks, `marked`) redacted, and the bearer token an
+ * OAuth2 endpoint's request carries (added as it is sent) named, redacted.
  */
-export function shownRequestHeaders(request: SendRequest): string {
+export function shownRequestHeaders(request: SendRequest, marked?: ReadonlySet<string>): string {
   const pairs = Object.entries(request.headers);
   if (request.auth) pairs.push(['authorization', REDACTED]);
-  return headerBlock(pairs, true);
+  return headerBlock(pairs, true, marked);
 }

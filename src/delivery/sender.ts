@@ -229,7 +229,8 @@ export class Attempt implements Dispatcher.DispatchHandler {
     const pairs: [string, string][] = [];
     for (let i = 0; i + 1 < rawHeaders.length; i += 2)
       pairs.push([rawHeaders[i]!.toString('latin1').toLowerCase(), rawHeaders[i + 1]!.toString('latin1')]);
-    this.headers = headerBlock(pairs, false);
+    // Kept redacted: a receiver's cookies and tokens are shown to whoever reads the attempt.
+    this.headers = headerBlock(pairs, true);
     if (statusCode === 429 || statusCode === 503) this.retryAfter = pairs.find(([name]) => name === 'retry-after')?.[1];
     return true;
   }

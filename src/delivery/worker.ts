@@ -430,7 +430,7 @@ export class DeliveryWorker {
     );
     const result = await this.sender.send(request);
     span.end(result);
-    return { ...result, requestHeaders: shownRequestHeaders(request), at: Date.now() };
+    return { ...result, requestHeaders: shownRequestHeaders(request, input.endpoint.sensitiveHeaders), at: Date.now() };
   }
 }
 

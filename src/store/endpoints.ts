@@ -2,7 +2,15 @@ import { stopEndpoints, unparkAll } from './queue/book.js';
 import { isUniqueViolation } from './errors.js';
 import { newId } from '../domain/ids.js';
 import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
-import { mergedHeaders, shownHeaders } from '../domain/headers.js';
+import {
+  type EndpointHeaders,
+  headersFromText,
+  headersText,
+  mergedHeaders,
+  NO_HEADERS,
+  sensitiveNames,
+  shownHeaders,
+} from '../domain/headers.js';
 import type { TlsSettings } from '../domain/pem.js';
 import type { AuthSettings } from '../domain/endpoint-auth.js';
 import type { Ordering } from '../domain/fifo.js';
@@ -29,6 +37,8 @@ export interface EndpointInput {
   eventTypes?: string[] | undefined;
   /** Headers sent with every request (checked by headersProblem). */
   headers?: Record<string, string> | undefined;
+  /** Names of `headers` shown as "<redacted>" beside the credential-looking ones (sensitiveHeadersProblem). */
+  sensitiveHeaders?: string[] | undefined;
   /** How requests are signed; HMAC unless asked. */
   signatureType?: SignatureType | undefined;
   /** Most requests a second (null or absent: no limit). */
@@ -66,6 +76,8 @@ export interface EndpointChanges {
   status?: 'active' | 'disabled' | undefined;
   /** The whole new set; a sensitive value sent back as REDACTED keeps the stored one (mergedHeaders). */
   headers?: Record<string, string> | undefined;
+  /** The names marked sensitive, replacing the marks (absent: the marked names still in the set stay). */
+  sensitiveHeaders?: string[] | undefined;
   /** Most requests a second; null removes the limit. */
   rateLimit?: number | null | undefined;
   ordering?: Ordering | undefined;
@@ -225,7 +237,7 @@ export class Endpoints {
       failing_since: null,
       exhausted_at: null,
       public_only: input.publicOnly ? 1 : 0,
-      headers_sealed: this.sealHeaders(input.headers ?? {}),
+      headers_sealed: this.sealHeaders(mergedHeaders(input.headers ?? {}, input.sensitiveHeaders ?? [], NO_HEADERS)),
       signature_type: signatureType,
       public_key: publicKeyOf(secret),
       rate_limit: input.rateLimit ?? null,
@@ -371,9 +383,9 @@ export class Endpoints {
         description: changes.description ?? current.description,
         event_types: changes.eventTypes === undefined ? current.event_types : JSON.stringify(changes.eventTypes),
         headers_sealed:
-          changes.headers === undefined
+          changes.headers === undefined && changes.sensitiveHeaders === undefined
             ? current.headers_sealed
-            : this.sealHeaders(mergedHeaders(changes.headers, this.headers(current))),
+            : this.sealHeaders(this.updatedHeaders(changes, this.headers(current))),
         rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
         ordering: changes.ordering ?? current.ordering,
         uid: changes.uid === undefined ? current.uid : changes.uid,
@@ -564,22 +576,29 @@ export class Endpoints {
     return { checked: rows.length, resealed, last: rows.length < size ? null : rows.at(-1)!.id };
   }
 
-  /** The endpoint's own headers, opened (throws when they were sealed under another HERALD_SECRET_KEY). */
-  headers(row: Pick<EndpointRow, 'headers_sealed'>): Record<string, string> {
-    return row.headers_sealed === null
-      ? {}
-      : (JSON.parse(this.secrets.open(row.headers_sealed)) as Record<string, string>);
+  /**
+   * The endpoint's own headers and the names it marks sensitive, opened (throws when they were sealed
+   * under another HERALD_SECRET_KEY).
+   */
+  headers(row: Pick<EndpointRow, 'headers_sealed'>): EndpointHeaders {
+    return row.headers_sealed === null ? NO_HEADERS : headersFromText(this.secrets.open(row.headers_sealed));
+  }
+
+  /** The headers an update leaves (mergedHeaders): the new set, or the stored one with new marks. */
+  private updatedHeaders(changes: EndpointChanges, stored: EndpointHeaders): EndpointHeaders {
+    return mergedHeaders(changes.headers ?? stored.headers, changes.sensitiveHeaders, stored);
   }
 
   /**
-   * The headers as reads show them (shownHeaders). A process whose HERALD_SECRET_KEY did not seal them
+   * The headers as reads show them (shownHeaders), and the names shown redacted (sensitiveNames). A process whose HERALD_SECRET_KEY did not seal them
    * shows none (its worker sends nothing to the endpoint either: see the queue's InputReader).
    */
-  shownHeaders(row: Pick<EndpointRow, 'headers_sealed'>): Record<string, string> {
+  shownHeaders(row: Pick<EndpointRow, 'headers_sealed'>): { headers: Record<string, string>; sensitive: string[] } {
     try {
-      return shownHeaders(this.headers(row));
+      const set = this.headers(row);
+      return { headers: shownHeaders(set), sensitive: sensitiveNames(set) };
     } catch {
-      return {};
+      return { headers: {}, sensitive: [] };
     }
   }
 
@@ -611,8 +630,8 @@ export class Endpoints {
     return row.auth_secret_sealed === null ? null : this.secrets.open(row.auth_secret_sealed);
   }
 
-  private sealHeaders(headers: Record<string, string>): string | null {
-    return Object.keys(headers).length === 0 ? null : this.secrets.seal(JSON.stringify(headers));
+  private sealHeaders(set: EndpointHeaders): string | null {
+    return Object.keys(set.headers).length === 0 ? null : this.secrets.seal(headersText(set));
   }
 
   /** The secrets that sign an attempt made at `now` for this endpoint row. */

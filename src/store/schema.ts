@@ -272,7 +272,7 @@ export interface AttemptRow {
   response_body: string | null;
   /** The headers sent, secrets redacted, one `name: value` line each (src/domain/headers.ts); null on rows older than the column. */
   request_headers: string | null;
-  /** The answer's headers in the same form; null: no answer, or a row older than the column. */
+  /** The answer's headers in the same form, credentials redacted; null: no answer, or a row older than the column. */
   response_headers: string | null;
   error: string | null;
   duration_ms: number;

@@ -13,7 +13,8 @@ export interface Received {
 
 export interface Answer {
   status?: number;
-  headers?: Record<string, string>;
+  /** By name, or raw: names and values in one flat list, written as given (any name, `__proto__` too). */
+  headers?: Record<string, string> | string[];
   body?: string | Buffer;
   /** Milliseconds to wait before answering. */
   delayMs?: number;

@@ -13,13 +13,13 @@ export const Attempt = Type.Object({
   request_headers: Nullable(
     Type.Record(Type.String(), Type.String(), {
       description:
-        "The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>. Null on attempts made before headers were kept",
+        "The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>, a value past 1,024 characters is cut and ends in …. Null on attempts made before headers were kept",
     }),
   ),
   response_headers: Nullable(
     Type.Record(Type.String(), Type.String(), {
       description:
-        "The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by \", \"); null when no answer came",
+        "The receiver's answer's headers as received, by lowercase name (a repeated name's values joined by \", \"); credential-looking ones (set-cookie, authorization, names holding token, secret, key, session…) show as <redacted>, a value past 1,024 characters is cut and ends in …; null when no answer came",
     }),
   ),
   response_body: Nullable(

@@ -120,7 +120,11 @@ export const endpointFields = {
   filter: Nullable(ContentFilter),
   description: Type.String(),
   headers: Type.Record(Type.String(), Type.String(), {
-    description: 'Headers sent with every request; sensitive values (credentials) show as "<redacted>"',
+    description: 'Headers sent with every request; sensitive values (those in sensitive_headers) show as "<redacted>"',
+  }),
+  sensitive_headers: Type.Array(Type.String(), {
+    description:
+      'The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…)',
   }),
   rate_limit: Nullable(RateLimit),
   ordering: Ordering,
@@ -170,6 +174,7 @@ export const endpointExample = {
   filter: { 'data.amount': { $gte: 1000 } },
   description: 'Billing receiver',
   headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
+  sensitive_headers: ['Authorization'],
   rate_limit: 50,
   ordering: 'unordered',
   signature_type: 'hmac',
@@ -194,6 +199,13 @@ export const EndpointHeaders = Type.Record(Type.String({ minLength: 1, maxLength
   maxProperties: 20,
   description:
     'Headers sent with every request to the endpoint (at most 20; reserved names refused). An update replaces the whole set; a sensitive value sent back as "<redacted>" keeps the stored one',
+});
+
+/** `sensitive_headers` as create and update take them: names of `headers` to show as "<redacted>". */
+export const EndpointSensitiveHeaders = Type.Array(Type.String({ minLength: 1, maxLength: 256 }), {
+  maxItems: 20,
+  description:
+    'Names of `headers` whose values reads show as "<redacted>" (they are still sent as set), beside those that look like credentials. An update that gives it replaces the marks; one that leaves it out keeps the marks of the headers still there. Names not among the headers are ignored',
 });
 
 export const EndpointWithSecret = Type.Object(

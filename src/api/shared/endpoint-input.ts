@@ -1,6 +1,6 @@
 import { conflict, invalid } from '../errors.js';
 import { endpointUrlProblem } from '../../domain/urls.js';
-import { headersProblem } from '../../domain/headers.js';
+import { headersProblem, sensitiveHeadersProblem } from '../../domain/headers.js';
 import { checkedTls, type TlsInput, type TlsSettings } from '../../domain/pem.js';
 import { type AuthInput, checkedAuth } from '../../domain/endpoint-auth.js';
 import { filterProblem } from '../../domain/content-filter.js';
@@ -25,12 +25,17 @@ export async function checkEndpointInput(
     url?: string | undefined;
     event_types?: string[] | undefined;
     headers?: Record<string, string> | undefined;
+    sensitive_headers?: string[] | undefined;
     filter?: object | null | undefined;
   },
   publicOnly = scope.livemode,
 ) {
   if (input.headers !== undefined) {
     const problem = headersProblem(input.headers);
+    if (problem) throw invalid(problem);
+  }
+  if (input.sensitive_headers !== undefined) {
+    const problem = sensitiveHeadersProblem(input.sensitive_headers);
     if (problem) throw invalid(problem);
   }
   if (input.filter != null) {

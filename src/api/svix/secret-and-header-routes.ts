@@ -6,7 +6,6 @@ import { checkEndpointInput } from '../shared/endpoint-input.js';
 import type { Scope, Store } from '../../store/index.js';
 import type { EndpointRow } from '../../store/schema.js';
 import { suppliedSecretProblem } from '../../domain/secrets.js';
-import { isSensitiveHeader } from '../../domain/headers.js';
 import type { Config } from '../../config.js';
 import type { FastifyTypebox } from './common.js';
 import { svixErrors } from './errors.js';
@@ -100,10 +99,11 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
     },
     async (request) => {
       const endpoint = await where.find(scopeOf(request), request.params as Record<string, string>);
-      const all = Object.entries(store.endpoints.shownHeaders(endpoint));
+      const { headers, sensitive } = store.endpoints.shownHeaders(endpoint);
+      const hidden = new Set(sensitive);
       return {
-        headers: Object.fromEntries(all.filter(([name]) => !isSensitiveHeader(name))),
-        sensitive: all.filter(([name]) => isSensitiveHeader(name)).map(([name]) => name),
+        headers: Object.fromEntries(Object.entries(headers).filter(([name]) => !hidden.has(name))),
+        sensitive,
       };
     },
   );
@@ -157,7 +157,7 @@ export function secretAndHeaderRoutes(app: FastifyTypebox, store: Store, config:
         const gone = new Set(
           [...(request.body.deleteHeaders ?? []), ...Object.keys(request.body.headers)].map((n) => n.toLowerCase()),
         );
-        const kept = Object.entries(store.endpoints.headers(endpoint)).filter(
+        const kept = Object.entries(store.endpoints.headers(endpoint).headers).filter(
           ([name]) => !gone.has(name.toLowerCase()),
         );
         await setHeaders(scope, endpoint, { ...Object.fromEntries(kept), ...request.body.headers });

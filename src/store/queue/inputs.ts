@@ -7,6 +7,7 @@ import type { Endpoints, SecretColumns, SigningSecrets } from '../endpoints.js';
 import type { AttemptInput, ClaimedTask } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
+import { markedNames } from '../../domain/headers.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
 // turned into an AttemptInput, and the endpoint's signing secrets opened once per read.
@@ -104,13 +105,21 @@ interface Enterprise {
 }
 const NO_ENTERPRISE: Enterprise = { tls: null, auth: null };
 
+/** An endpoint's own headers, opened, and the lowercase names it marks sensitive. */
+interface OpenedHeaders {
+  headers: Record<string, string>;
+  marked: ReadonlySet<string>;
+}
+const NO_MARKS: ReadonlySet<string> = new Set();
+const NONE: OpenedHeaders = { headers: {}, marked: NO_MARKS };
+
 /**
  * Turns rows read at `now` into inputs. Opened secrets are memoized for the reader's life (one load, one
  * claim): the tasks of a claim mostly share a few endpoints, and opening a sealed secret is a decryption.
  */
 export class InputReader {
   private readonly secrets = new Map<string, SigningSecrets | null>();
-  private readonly headers = new Map<string, Record<string, string> | null>();
+  private readonly headers = new Map<string, OpenedHeaders | null>();
   private readonly enterprise = new Map<string, Enterprise | null>();
 
   constructor(
@@ -170,7 +179,8 @@ export class InputReader {
       publicOnly,
       status,
       secrets,
-      headers: headers ?? {},
+      headers: headers?.headers ?? {},
+      sensitiveHeaders: headers?.marked ?? NO_MARKS,
       rateLimit: row.rate_limit === null ? null : Number(row.rate_limit),
       fifo: row.ordering === 'fifo',
       svixHeaders: Boolean(row.svix_headers),
@@ -221,13 +231,17 @@ export class InputReader {
     return opened;
   }
 
-  /** The endpoint's own headers, or null when they do not open here (memoized by their sealed text). */
-  private headersOf(sealed: string | null): Record<string, string> | null {
-    if (sealed === null) return {};
+  /**
+   * The endpoint's own headers and its marked names, or null when they do not open here (memoized by
+   * their sealed text).
+   */
+  private headersOf(sealed: string | null): OpenedHeaders | null {
+    if (sealed === null) return NONE;
     let headers = this.headers.get(sealed);
     if (headers === undefined) {
       try {
-        headers = this.endpoints.headers({ headers_sealed: sealed });
+        const set = this.endpoints.headers({ headers_sealed: sealed });
+        headers = { headers: set.headers, marked: markedNames(set) };
       } catch {
         headers = null;
       }

@@ -36,6 +36,8 @@ export interface AttemptInput {
     secrets: SigningSecrets | null;
     /** The endpoint's own headers, sent with every request (src/domain/headers.ts). */
     headers: Record<string, string>;
+    /** The lowercase names of `headers` the endpoint marks sensitive: its attempts keep them redacted. */
+    sensitiveHeaders?: ReadonlySet<string>;
     /** Most requests a second across every worker (absent or null: no limit). */
     rateLimit?: number | null;
     /** `fifo`: its deliveries go one at a time, in creation order (src/domain/fifo.ts). */

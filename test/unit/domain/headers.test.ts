@@ -1,9 +1,28 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { headersProblem, MAX_HEADERS, mergedHeaders, REDACTED, shownHeaders } from '../../../src/domain/headers.js';
+import {
+  headerBlock,
+  headersFromText,
+  headersProblem,
+  headersText,
+  isSensitiveHeader,
+  MAX_HEADERS,
+  markedNames,
+  mergedHeaders,
+  NO_HEADERS,
+  parseHeaderBlock,
+  REDACTED,
+  STORED_HEADER_NAME_LIMIT,
+  STORED_HEADER_VALUE_LIMIT,
+  STORED_HEADERS_LIMIT,
+  sensitiveNames,
+  shownHeaders,
+  TRUNCATED,
+} from '../../../src/domain/headers.js';
 
-// An endpoint's own headers: which are refused (naming the header), which are shown redacted, and how an
-// update that sends back a redacted value keeps the stored one.
+// An endpoint's own headers: which are refused (naming the header), which are shown redacted (by name or
+// marked), and how an update that sends back a redacted value keeps the stored one; and an attempt's header
+// block: every name kept as plain data, a long value cut instead of what follows dropped.
 
 test('headers: HTTP token names, values HTTP can send, no reserved or hop-by-hop names, at most 20', () => {
   assert.equal(headersProblem({ Authorization: 'Bearer abc', 'X-Tenant': 'acme', 'x-Latin1': 'café ±½ÿ' }), null);
@@ -42,13 +61,19 @@ test('headers: HTTP token names, values HTTP can send, no reserved or hop-by-hop
 
 test('reads redact credentials; an update that sends a redacted value back keeps the stored one', () => {
   const stored = {
-    Authorization: 'Bearer s3cret',
-    Cookie: 'session=1',
-    'X-Api-Key': 'k',
-    'X-Auth-Token': 't',
-    'X-Client-Secret': 's',
-    'Proxy-Authorization': 'p',
-    'X-Tenant': 'acme',
+    headers: {
+      Authorization: 'Bearer s3cret',
+      Cookie: 'session=1',
+      'X-Api-Key': 'k',
+      'X-Auth-Token': 't',
+      'X-Client-Secret': 's',
+      'Proxy-Authorization': 'p',
+      'X-Password': 'hunter2',
+      'X-Session-Id': 'abc',
+      'X-Hub-Signature': 'sha1=0',
+      'X-Tenant': 'acme',
+    },
+    sensitive: [],
   };
   assert.deepEqual(shownHeaders(stored), {
     Authorization: REDACTED,
@@ -57,11 +82,108 @@ test('reads redact credentials; an update that sends a redacted value back keeps
     'X-Auth-Token': REDACTED,
     'X-Client-Secret': REDACTED,
     'Proxy-Authorization': REDACTED,
+    'X-Password': REDACTED,
+    'X-Session-Id': REDACTED,
+    'X-Hub-Signature': REDACTED,
     'X-Tenant': 'acme',
   });
-  assert.deepEqual(mergedHeaders({ authorization: REDACTED, 'X-Tenant': 'globex', 'X-New': REDACTED }, stored), {
-    authorization: 'Bearer s3cret',
-    'X-Tenant': 'globex',
-    'X-New': REDACTED,
+  assert.deepEqual(
+    mergedHeaders(
+      { authorization: REDACTED, 'x-password': REDACTED, 'X-Tenant': 'globex', 'X-New': REDACTED },
+      undefined,
+      stored,
+    ),
+    {
+      headers: { authorization: 'Bearer s3cret', 'x-password': 'hunter2', 'X-Tenant': 'globex', 'X-New': REDACTED },
+      sensitive: [],
+    },
+  );
+});
+
+test('a header marked sensitive reads redacted, keeps its value when sent back, and keeps its mark', () => {
+  const stored = mergedHeaders({ 'X-Customer': 'c-42', 'X-Tenant': 'acme' }, ['x-customer'], NO_HEADERS);
+  assert.deepEqual(stored, { headers: { 'X-Customer': 'c-42', 'X-Tenant': 'acme' }, sensitive: ['X-Customer'] });
+  assert.deepEqual(shownHeaders(stored), { 'X-Customer': REDACTED, 'X-Tenant': 'acme' });
+  assert.deepEqual(sensitiveNames(stored), ['X-Customer']);
+  // Sent back as read, without the marks: the value and the mark stay.
+  const again = mergedHeaders({ 'X-Customer': REDACTED, 'X-Tenant': 'globex' }, undefined, stored);
+  assert.deepEqual(again, { headers: { 'X-Customer': 'c-42', 'X-Tenant': 'globex' }, sensitive: ['X-Customer'] });
+  // The marks replaced: a mark naming no header is dropped.
+  assert.deepEqual(mergedHeaders(again.headers, ['X-Tenant', 'X-Gone'], again).sensitive, ['X-Tenant']);
+  // Sealed as pairs and opened the same; an object of name to value (no marks) opens too.
+  assert.deepEqual(headersFromText(headersText(again)), again);
+  assert.deepEqual(headersFromText('{"X-Api-Key":"k","X-A":"b"}'), {
+    headers: { 'X-Api-Key': 'k', 'X-A': 'b' },
+    sensitive: [],
   });
+  // Herald's own signature headers are no credential; the endpoint's marks apply to the block it keeps.
+  assert.equal(isSensitiveHeader('webhook-signature'), false);
+  assert.equal(isSensitiveHeader('X-Signature'), true);
+  assert.equal(
+    headerBlock(
+      [
+        ['x-customer', 'c-42'],
+        ['webhook-signature', 'v1,abc'],
+        ['set-cookie', 's=1'],
+      ],
+      true,
+      markedNames(again),
+    ),
+    'x-customer: <redacted>\nwebhook-signature: v1,abc\nset-cookie: <redacted>\n',
+  );
+});
+
+test('a header block holds every name as plain data: __proto__, constructor and toString round-trip', () => {
+  const pairs: [string, string][] = [
+    ['__proto__', 'p'],
+    ['constructor', 'c'],
+    ['toString', 't'],
+    ['hasOwnProperty', 'h'],
+    ['x-a', '1'],
+    ['X-A', '2'],
+  ];
+  const parsed = parseHeaderBlock(headerBlock(pairs, false));
+  assert.deepEqual(Object.entries(parsed), [
+    ['__proto__', 'p'],
+    ['constructor', 'c'],
+    ['tostring', 't'],
+    ['hasownproperty', 'h'],
+    ['x-a', '1, 2'],
+  ]);
+  assert.equal(Object.getPrototypeOf(parsed), null);
+  assert.equal(
+    JSON.stringify(parsed),
+    '{"__proto__":"p","constructor":"c","tostring":"t","hasownproperty":"h","x-a":"1, 2"}',
+  );
+  // A block that does not name them has none of them.
+  const plain = parseHeaderBlock('x-b: 1\n');
+  assert.equal(plain.constructor, undefined);
+  assert.equal(JSON.stringify(plain), '{"x-b":"1"}');
+});
+
+test('a long header value is cut and marked, and the headers after it are kept', () => {
+  const block = headerBlock(
+    [
+      ['x-first', 'a'],
+      ['x-long', 'v'.repeat(20 * 1024)],
+      [`x-${'n'.repeat(1_000)}`, 'long name'],
+      ['x-after', 'b'],
+      ['x-last', 'c'],
+    ],
+    false,
+  );
+  assert.ok(block.length <= STORED_HEADERS_LIMIT);
+  const parsed = parseHeaderBlock(block);
+  assert.equal(parsed['x-first'], 'a');
+  assert.equal(parsed['x-long'], `${'v'.repeat(STORED_HEADER_VALUE_LIMIT)}${TRUNCATED}`);
+  assert.equal(parsed[`x-${'n'.repeat(STORED_HEADER_NAME_LIMIT - 2)}${TRUNCATED}`], 'long name');
+  assert.equal(parsed['x-after'], 'b');
+  assert.equal(parsed['x-last'], 'c');
+  // Past the block's limit, whole lines are left out.
+  const many = headerBlock(
+    Array.from({ length: 20 }, (_, i): [string, string] => [`x-${i}`, 'w'.repeat(2_000)]),
+    false,
+  );
+  assert.ok(many.length <= STORED_HEADERS_LIMIT);
+  assert.equal(Object.keys(parseHeaderBlock(many)).length, Math.floor(STORED_HEADERS_LIMIT / (1_024 + 1 + 6 + 2)));
 });
