@@ -2692,7 +2692,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Give the application a new portal_path; the previous one stops working at once */
+        /** Give the application a new portal_path; the previous one and every link app-portal-access made stop working at once */
         post: {
             parameters: {
                 query?: never;
