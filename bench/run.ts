@@ -15,6 +15,7 @@ import { backlog } from './scenarios/backlog.js';
 import { peers } from './scenarios/peers.js';
 import { tracing } from './scenarios/tracing.js';
 import { startup } from './scenarios/startup.js';
+import { hostileFilters } from './scenarios/hostile-filters.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
 //
@@ -33,6 +34,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   neighbour: { run: neighbourBacklog },
   tracing: { run: tracing },
   startup: { run: startup },
+  'hostile-filters': { run: hostileFilters },
   'pg-ingest': { run: pgIngest, postgres: true },
   'pg-delivery': { run: pgDelivery, postgres: true },
   'pg-e2e': { run: pgEndToEnd, postgres: true },
