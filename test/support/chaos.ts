@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.js';
+import { wavesHeld } from '../../src/delivery/worker.js';
 import { Store } from '../../src/store/index.js';
 import { LoadClient, SECRET_KEY, startHerald, stopAll, type HeraldProcess } from './processes.js';
 import { createPgCluster, type PgCluster } from './pg-cluster.js';
@@ -23,7 +24,8 @@ import { bootstrap } from './client.js';
 //   unacknowledged);
 // - a message reaches an endpoint more than once only when an interruption (a worker killed, the database
 //   restarted) fell between its first and its last arrival, and no more often than the interruptions
-//   times the requests a worker may have open (HERALD_CONCURRENCY, twice: sent and awaiting their record);
+//   times the attempts a worker may hold claimed (HERALD_CONCURRENCY times the waves it holds: each may
+//   have been sent, its outcome not yet recorded);
 // - no delivery is left `pending` without a task queued for it.
 
 export type ChaosStore = 'sqlite' | 'postgres';
@@ -399,8 +401,11 @@ async function chaos(
     if (!interruptions.some((i) => firstAt <= i.to + 1_000 && lastAt >= i.from))
       unexplainedDuplicates += times.length - 1;
   }
-  // A killed worker cuts its own requests; a database restart cuts every worker's records.
-  const duplicateBound = (workerKills + databaseRestarts * perRole) * IN_FLIGHT * 2;
+  // A killed worker cuts its own requests; a database restart cuts every worker's records. Either may
+  // leave unrecorded every attempt the worker held claimed (sent, or sent and waiting for its outcome's
+  // batch): its concurrency times the waves it holds.
+  const held = IN_FLIGHT * wavesHeld(loadConfig({ ...env, HERALD_SECRET_KEY: SECRET_KEY }));
+  const duplicateBound = (workerKills + databaseRestarts * perRole) * held;
 
   const violations: string[] = [];
   if (missing.length > 0)

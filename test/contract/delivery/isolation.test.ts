@@ -247,8 +247,9 @@ test('new work that fills a full worker does not starve an endpoint with a backl
   const firstOther = paths.findIndex((path) => path.startsWith('/other'));
   const lastOther = paths.length - 1 - [...paths].reverse().findIndex((path) => path.startsWith('/other'));
   const backlogMeanwhile = paths.slice(firstOther, lastOther).filter((path) => path.startsWith('/backlog')).length;
-  // Its one slot kept busy would take about every other request (~40); starved, it gets none.
-  assert.ok(backlogMeanwhile >= 15, `the backlog got ${backlogMeanwhile} requests while the 40 others were served`);
+  // Its one slot kept busy would take about every other request (~40); starved, it gets none. A busy
+  // machine lets outcomes and claims bunch, so the bound is a quarter of the fair share.
+  assert.ok(backlogMeanwhile >= 10, `the backlog got ${backlogMeanwhile} requests while the 40 others were served`);
 });
 
 test('large payloads are not held while their attempts wait: each is loaded when its attempt starts', async (t) => {
