@@ -8,9 +8,14 @@ import { historyRows } from '../../support/history-rows.js';
 
 // Stats whose cost grows with a tenant's history do not hold the event loop every tenant shares (issue 42,
 // finding 3): with 100,086 attempts over 300 event types in the last 30 days, an application's stats and
-// its endpoint's stats (native and Svix) answer the exact counts while the loop stays under 100 ms.
+// its endpoint's stats (native and Svix) answer the exact counts while the loop stays free.
 
-const MAX_LOOP_DELAY_MS = 100;
+/**
+ * The longest the event loop may be held while the stats are read: on the loop, three reads in a row take
+ * about a second here. The margin over a few tens of milliseconds is for the rest of the suite, which runs
+ * beside this file on two cores.
+ */
+const MAX_LOOP_DELAY_MS = 200;
 const DAY = 86_400_000;
 const ATTEMPTS = 100_086;
 const TYPES = 300;
@@ -67,23 +72,32 @@ after(async () => service?.stop());
 
 test('a month of stats over 100,086 attempts answers exact counts without holding the event loop', async () => {
   const since = new Date(Date.now() - 30 * DAY).toISOString();
-  let total = 0;
+  // Three readers at once, as a dashboard's tabs would be: on the event loop they would hold it for three
+  // reads in a row.
+  const totals: number[] = [];
   await staysResponsive('application stats over a month', async () => {
-    const reply = await api.get(`/api/v1/applications/${appId}/stats?since=${since}`);
-    assert.equal(reply.status, 200, JSON.stringify(reply.body));
-    total =
-      reply.body.event_types.reduce(
-        (sum: number, t: { success: number; failure: number }) => sum + t.success + t.failure,
-        0,
-      ) +
-      reply.body.other.success +
-      reply.body.other.failure;
+    const replies = await Promise.all(
+      [1, 2, 3].map(() => api.get(`/api/v1/applications/${appId}/stats?since=${since}`)),
+    );
+    for (const reply of replies) {
+      assert.equal(reply.status, 200, JSON.stringify(reply.body));
+      totals.push(
+        reply.body.event_types.reduce(
+          (sum: number, t: { success: number; failure: number }) => sum + t.success + t.failure,
+          0,
+        ) +
+          reply.body.other.success +
+          reply.body.other.failure,
+      );
+    }
   });
-  assert.equal(total, ATTEMPTS);
+  for (const total of totals) assert.equal(total, ATTEMPTS);
   await staysResponsive('endpoint stats over a month', async () => {
-    const native = await api.get(`/api/v1/endpoints/${endpointId}/stats?since=${since}`);
-    assert.equal(native.status, 200, JSON.stringify(native.body));
-    const svix = await api.get(`/api/v1/app/${appId}/endpoint/${endpointId}/stats?since=${since}`);
-    assert.equal(svix.status, 200, JSON.stringify(svix.body));
+    const replies = await Promise.all([
+      api.get(`/api/v1/endpoints/${endpointId}/stats?since=${since}`),
+      api.get(`/api/v1/endpoints/${endpointId}/stats?since=${since}`),
+      api.get(`/api/v1/app/${appId}/endpoint/${endpointId}/stats?since=${since}`),
+    ]);
+    for (const reply of replies) assert.equal(reply.status, 200, JSON.stringify(reply.body));
   });
 });
