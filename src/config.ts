@@ -290,6 +290,15 @@ function metricsPort(env: Env): number | null {
   return integer(env, 'HERALD_METRICS_PORT', 0, 0, 65535);
 }
 
+/** `text` as a URL; what does not parse as the URL `invalid:`, which every check below refuses. */
+function urlOrInvalid(text: string): URL {
+  try {
+    return new URL(text);
+  } catch {
+    return new URL('invalid:');
+  }
+}
+
 /**
  * HERALD_OUTBOUND_PROXY: an http:// URL of host and port, with optional credentials (sent to the proxy as
  * Proxy-Authorization). The value is never echoed in an error: it may hold a password.
@@ -297,12 +306,7 @@ function metricsPort(env: Env): number | null {
 function outboundProxy(env: Env): string | null {
   const text = env.HERALD_OUTBOUND_PROXY;
   if (!text) return null;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    url = new URL('invalid:');
-  }
+  const url = urlOrInvalid(text);
   const bare = (url.pathname === '/' || url.pathname === '') && url.search === '' && url.hash === '';
   if (url.protocol !== 'http:' || url.hostname === '' || !bare)
     throw new ConfigError('HERALD_OUTBOUND_PROXY must look like http://host:port or http://user:password@host:port');
@@ -316,12 +320,7 @@ function outboundProxy(env: Env): string | null {
 function publicUrl(env: Env): string | null {
   const text = env.HERALD_PUBLIC_URL;
   if (!text) return null;
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    url = new URL('invalid:');
-  }
+  const url = urlOrInvalid(text);
   const plain = url.username === '' && url.password === '' && url.search === '' && url.hash === '';
   if (!['http:', 'https:'].includes(url.protocol) || url.hostname === '' || !plain || /[?#]/.test(text))
     throw new ConfigError(
