@@ -1,29 +1,36 @@
 import { type EndpointHealth, type EndpointStatus, nextEndpointHealth } from './endpoint-state.js';
 import { idFrom } from './ids.js';
+import { heldBy, pick, type QueueColumns, type WaitingAttempt, waitingOf, withoutHead } from './queue-slot.js';
 import { endpointPauseMs, nextDelayAfterFailure } from './retry.js';
 import type { AttemptStatus, AttemptTrigger, DeliveryStatus } from './states.js';
 
-// What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because two
-// facts only the database can settle atomically come between them: which attempt rows are new (the same
-// outcome may be recorded twice) and which tasks were still ours (another worker may hold them since).
+// What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because one
+// fact only the database can settle atomically comes between them: which attempt rows are new (the same
+// outcome may be recorded twice).
 //
-// 1. recordingPlan: the attempt rows to write (new ones only are kept) and the tasks to take (delete):
-//    ours, by owner and lease end, and the scheduled attempts left to deliveries a 2xx delivered.
-// 2. outcomePlan: from what step 1 wrote and took, and the state read after it, each delivery's change,
-//    the next scheduled attempts to queue, the endpoints' health and the events that happened.
+// 1. recordingPlan: the attempt rows to write (new ones only are kept) and the endpoints' pauses.
+// 2. outcomePlan: from what step 1 wrote and the deliveries and endpoints read after it (locked), whether
+//    each attempt was still its worker's (the delivery's lease, src/domain/queue-slot.ts), each delivery's
+//    change (its counters, status and queue columns), the endpoints' health and the events that happened.
 //
-// Outcomes apply in the order given: a delivery with two outcomes in a batch (a scheduled and a manual
-// attempt) sees the first one's consequences when the second is applied.
+// Outcomes apply in the order given: a delivery with two outcomes in a batch (its head and an attempt
+// whose lease ran out) sees the first one's consequences when the second is applied.
 
-/** The claimed task an outcome belongs to. */
+/** The claimed attempt an outcome belongs to: the head of its delivery's queue when claimed. */
 export interface OutcomeTask {
+  /** The attempt's key in the worker: its delivery and number (taskKey). */
   id: string;
   delivery_id: string;
   endpoint_id: string;
   trigger: AttemptTrigger;
   attempt_number: number;
-  /** The lease end written by the claim: the task is still ours while its run_at is this. */
+  /** The lease end written by the claim: the attempt is still ours while the delivery's lease_until is this. */
   leaseUntil: number;
+}
+
+/** A claimed attempt's key: its delivery and its number (one delivery queues one attempt of a number). */
+export function taskKey(deliveryId: string, attemptNumber: number): string {
+  return `${deliveryId}.${attemptNumber}`;
 }
 
 /** What sending an attempt gave. */
@@ -45,7 +52,10 @@ export interface OutcomeResult {
 
 /** One attempt's outcome, with its endpoint as the claim saw it (null: deleted). */
 export interface OutcomeItem {
-  input: { task: OutcomeTask; endpoint: { id: string; status: EndpointStatus } | null };
+  input: {
+    task: OutcomeTask;
+    endpoint: { id: string; status: EndpointStatus; fifo?: boolean | undefined } | null;
+  };
   result: OutcomeResult;
 }
 
@@ -66,27 +76,8 @@ export interface PlannedAttempt {
   created_at: number;
 }
 
-/** A row of `delivery_tasks`: a delivery's next scheduled attempt. */
-export interface PlannedTask {
-  id: string;
-  delivery_id: string;
-  endpoint_id: string;
-  trigger: 'scheduled';
-  attempt_number: number;
-  run_at: number;
-  lease_owner: null;
-}
-
-/** The tasks an outcome batch deletes: `tasks` while `owner` holds them, and the scheduled ones of `delivered`. */
-export interface TaskTake {
-  owner: string;
-  tasks: OutcomeTask[];
-  /** Deliveries a 2xx delivered: their scheduled attempts go too (manual ones were asked for). */
-  delivered: ReadonlySet<string>;
-}
-
-/** What outcomePlan reads of a delivery (before this batch's changes). */
-export interface DeliveryState {
+/** What outcomePlan reads of a delivery (before this batch's changes): its counters and its queue. */
+export interface DeliveryState extends QueueColumns {
   status: DeliveryStatus;
   schedule_step: number;
   attempt_seq: number;
@@ -97,13 +88,9 @@ export interface DeliveryState {
 export interface OutcomeState {
   /** Ids of the attempt rows written now (an outcome recorded before has its row already). */
   written: ReadonlySet<string>;
-  /** Ids of our tasks the take deleted: the outcomes whose task was still ours. */
-  owned: ReadonlySet<string>;
-  /** The deliveries of deliveriesToRead (one deleted meanwhile is missing). */
+  /** The deliveries of the batch (one deleted meanwhile is missing). */
   deliveries: ReadonlyMap<string, DeliveryState>;
-  /** The deliveries with a task left after the take (an attempt still queued or under way). */
-  queued: ReadonlySet<string>;
-  /** The health of endpointsToRead (one deleted meanwhile is missing). */
+  /** The health of the endpoints with a failure in the batch (one deleted meanwhile is missing). */
   endpoints: ReadonlyMap<string, EndpointHealth>;
 }
 
@@ -112,18 +99,20 @@ export interface OutcomeRules {
   disableAfterMs: number;
   /** When the batch is recorded: the `updated_at` of the deliveries whose attempts it counts. */
   now: number;
-  /** A new task id for a next attempt queued at `at`. */
-  taskId: (at: number) => string;
   random?: () => number;
 }
 
-/** A delivery's change: `attemptsAdded` is added to its attempt_count; the other fields are set when present. */
+/**
+ * A delivery's change: `attemptsAdded` is added to its attempt_count; the other fields are set when
+ * present (`queue`: every queue column, the lease cleared unless another worker's is kept).
+ */
 export interface DeliveryChange {
   id: string;
   attemptsAdded: number;
   status?: DeliveryStatus;
   schedule_step?: number;
   attempt_seq?: number;
+  queue?: QueueColumns;
   updated_at: number;
 }
 
@@ -138,11 +127,9 @@ export type OutcomeEvent =
   | { type: 'endpoint.disabled'; endpointId: string; trigger: 'gone' | 'failures'; at: number };
 
 export interface OutcomePlan {
-  /** Per item: whether its task was still ours (its attempt is recorded either way). */
+  /** Per item: whether its attempt was still ours (its attempt is recorded either way). */
   owned: boolean[];
   deliveries: DeliveryChange[];
-  /** Next scheduled attempts to queue. */
-  queue: PlannedTask[];
   /**
    * Endpoints whose outcomes here are all successes: `active` with no failure streak, unless disabled.
    * Written conditionally on the row as it is then (no read), with `at` as updated_at.
@@ -164,7 +151,10 @@ export const FAILING_AFTER = 3;
  * delivery.recovered: a receiver told "failing" is told when it is over, and one told nothing is not told
  * of a recovery from a failure it never heard of.
  */
-export function announcedTrouble(delivery: DeliveryState, scheduleLength: number): boolean {
+export function announcedTrouble(
+  delivery: Pick<DeliveryState, 'status' | 'attempt_count' | 'schedule_step'>,
+  scheduleLength: number,
+): boolean {
   if (delivery.status === 'success') return false;
   return (
     delivery.attempt_count >= FAILING_AFTER ||
@@ -174,11 +164,11 @@ export function announcedTrouble(delivery: DeliveryState, scheduleLength: number
 
 /**
  * An outcome's attempt row. The same outcome recorded twice has one id, so the second write finds its row;
- * the same task's attempt made by another worker, after the lease ran out, has its own.
+ * the same attempt made by another worker, after the lease ran out, has its own.
  */
 export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: string): PlannedAttempt {
   return {
-    id: idFrom('attempt', result.at, `${task.id}|${owner}`),
+    id: idFrom('attempt', result.at, `${task.id}|${owner}|${task.leaseUntil}`),
     delivery_id: task.delivery_id,
     endpoint_id: task.endpoint_id,
     attempt_number: task.attempt_number,
@@ -194,18 +184,13 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
   };
 }
 
-/** Step 1: the attempt rows to write (if new) and the tasks to take. A 2xx delivers even when the task is no longer ours. */
+/** Step 1: the attempt rows to write (if new) and the endpoints' pauses. */
 export function recordingPlan(
   items: readonly OutcomeItem[],
   owner: string,
-): { attempts: PlannedAttempt[]; take: TaskTake; pauses: EndpointPause[] } {
+): { attempts: PlannedAttempt[]; pauses: EndpointPause[] } {
   return {
     attempts: items.map(({ input, result }) => attemptRow(input.task, result, owner)),
-    take: {
-      owner,
-      tasks: items.map(({ input }) => input.task),
-      delivered: new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
-    },
     pauses: endpointPauses(items),
   };
 }
@@ -231,39 +216,37 @@ export function endpointPauses(items: readonly OutcomeItem[]): EndpointPause[] {
   return [...until].map(([endpointId, end]) => ({ endpointId, until: end }));
 }
 
-/** The deliveries outcomePlan reads: those with an attempt written now, and those of our failed tasks. */
-export function deliveriesToRead(
-  items: readonly OutcomeItem[],
-  attempts: readonly PlannedAttempt[],
-  written: ReadonlySet<string>,
-  owned: ReadonlySet<string>,
-): string[] {
-  const ids = new Set<string>();
-  items.forEach(({ input, result }, i) => {
-    if (written.has(attempts[i]!.id) || (!result.ok && owned.has(input.task.id))) ids.add(input.task.delivery_id);
-  });
-  return [...ids];
+/** The deliveries a batch reads (and, on PostgreSQL, locks): every outcome's. */
+export function deliveriesToRead(items: readonly OutcomeItem[]): string[] {
+  return [...new Set(items.map(({ input }) => input.task.delivery_id))];
+}
+
+/** Whether the item's attempt is still its worker's: the head of its delivery, under the claim's lease. */
+function ownedNow(item: OutcomeItem, delivery: DeliveryState | undefined, owner: string): boolean {
+  const { task } = item.input;
+  return delivery !== undefined && heldBy(delivery, owner, task.leaseUntil, task.attempt_number);
 }
 
 /** The outcomes that move their endpoint's health: ours, of an endpoint that exists and is not disabled. */
-function healthItems(items: readonly OutcomeItem[], owned: ReadonlySet<string>): OutcomeItem[] {
-  return items.filter(
-    ({ input }) => owned.has(input.task.id) && input.endpoint !== null && input.endpoint.status !== 'disabled',
-  );
+function healthItems(items: readonly OutcomeItem[], owned: readonly boolean[]): OutcomeItem[] {
+  return items.filter(({ input }, i) => owned[i] && input.endpoint !== null && input.endpoint.status !== 'disabled');
 }
 
-/** The endpoints whose health outcomePlan reads: those with a failure among healthItems. */
-export function endpointsToRead(items: readonly OutcomeItem[], owned: ReadonlySet<string>): string[] {
+/**
+ * The endpoints whose health outcomePlan reads: those with a failure in the batch (read for all of them,
+ * as whether an outcome was ours is known only once the deliveries are read).
+ */
+export function endpointsToRead(items: readonly OutcomeItem[]): string[] {
   return [
     ...new Set(
-      healthItems(items, owned)
-        .filter(({ result }) => !result.ok)
+      items
+        .filter(({ input, result }) => !result.ok && input.endpoint !== null && input.endpoint.status !== 'disabled')
         .map(({ input }) => input.endpoint!.id),
     ),
   ];
 }
 
-/** Step 2: what the batch's outcomes do, from what step 1 wrote and took and the state read after it. */
+/** Step 2: what the batch's outcomes do, from what step 1 wrote and the state read after it. */
 export function outcomePlan(
   items: readonly OutcomeItem[],
   owner: string,
@@ -272,62 +255,66 @@ export function outcomePlan(
 ): OutcomePlan {
   const { now } = rules;
   const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
-  const { delivered } = recordingPlan(items, owner).take;
   const deliveries = new Map([...state.deliveries].map(([id, d]) => [id, { ...d }]));
-  const queued = new Set(state.queued);
+  const delivered = new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id));
   const changes = new Map<string, DeliveryChange>();
-  const queue: PlannedTask[] = [];
   const events: OutcomeEvent[] = [];
-  const change = (id: string, fields: Omit<DeliveryChange, 'id' | 'attemptsAdded'>) => {
+  const change = (id: string, fields: Omit<DeliveryChange, 'id' | 'attemptsAdded'>, added = 0) => {
     const current = changes.get(id) ?? { id, attemptsAdded: 0, updated_at: fields.updated_at };
+    current.attemptsAdded += added;
     changes.set(id, Object.assign(current, fields));
   };
+  const setQueue = (id: string, delivery: DeliveryState, queue: QueueColumns, at: number) => {
+    Object.assign(delivery, queue);
+    change(id, { queue, updated_at: at });
+  };
 
-  // Each attempt written now counts once. A delivered delivery becomes `success`, whatever else happens
-  // to it in the batch.
-  const written = items.filter((_, i) => state.written.has(attempts[i]!.id));
-  const counts = new Map<string, OutcomeItem[]>();
-  for (const item of written) {
-    const id = item.input.task.delivery_id;
-    counts.set(id, [...(counts.get(id) ?? []), item]);
-  }
-  for (const [id, counted] of counts) {
-    const delivery = deliveries.get(id);
-    if (!delivery) continue; // removed meanwhile
-    const endpointId = counted[0]!.input.task.endpoint_id;
-    if (delivered.has(id)) {
-      changes.set(id, {
-        id,
-        attemptsAdded: counted.length,
-        status: 'success',
-        updated_at: now,
-      });
-      const success = counted.find(({ result }) => result.ok)!;
-      if (announcedTrouble(delivery, rules.retryScheduleMs.length))
-        events.push({ type: 'delivery.recovered', deliveryId: id, endpointId, at: success.result.at });
-      delivery.status = 'success';
-    } else {
-      changes.set(id, { id, attemptsAdded: counted.length, updated_at: now });
-      // Not delivered, here or before: all its attempts failed, and they are as many as it counts.
-      const third = counted[FAILING_AFTER - 1 - delivery.attempt_count];
-      if (delivery.status !== 'success' && third)
-        events.push({ type: 'delivery.failing', deliveryId: id, endpointId, at: third.result.at });
-    }
-  }
-
-  // Our failures move their delivery on, one by one in order.
+  const owned: boolean[] = [];
   const exhausted = new Set<OutcomeItem>();
-  for (const item of items) {
+  items.forEach((item, i) => {
     const { input, result } = item;
     const { task } = input;
-    if (result.ok || !state.owned.has(task.id)) continue;
-    const delivery = deliveries.get(task.delivery_id);
-    if (!delivery) continue; // removed meanwhile
+    const id = task.delivery_id;
+    const delivery = deliveries.get(id);
+    const ours = ownedNow(item, delivery, owner);
+    owned.push(ours);
+    if (!delivery) return; // removed meanwhile
+    const fifo = input.endpoint?.fifo ?? false;
     const at = result.at;
-    // Already delivered by another attempt: a failure now changes nothing.
+
+    // Each attempt written now counts once.
+    if (state.written.has(attempts[i]!.id)) {
+      if (result.ok) {
+        if (announcedTrouble(delivery, rules.retryScheduleMs.length))
+          events.push({ type: 'delivery.recovered', deliveryId: id, endpointId: task.endpoint_id, at });
+      } else if (delivery.status !== 'success' && !delivered.has(id) && delivery.attempt_count + 1 === FAILING_AFTER) {
+        // Not delivered, here or before: all its attempts failed, and they are as many as it counts.
+        events.push({ type: 'delivery.failing', deliveryId: id, endpointId: task.endpoint_id, at });
+      }
+      delivery.attempt_count += 1;
+      change(id, { updated_at: now }, 1);
+    }
+
+    // A 2xx delivers, ours or not: the delivery's scheduled attempts go (manual ones were asked for).
+    if (result.ok) {
+      delivery.status = 'success';
+      change(id, { status: 'success', updated_at: now });
+      const headGoes = ours || delivery.next_trigger === 'scheduled';
+      if (headGoes || delivery.queued_after !== null) {
+        const waiting = waitingOf(delivery);
+        const queue = headGoes
+          ? withoutHead(waiting, now, { dropScheduled: true, fifo })
+          : { ...pick(delivery), queued_after: keepManual(waiting) };
+        setQueue(id, delivery, queue, now);
+      }
+      return;
+    }
+    if (!ours) return; // another worker's attempt now, or recorded before: counted, nothing more
+    const waiting = waitingOf(delivery);
+    // Already delivered by another attempt: a failure now only leaves the head.
     if (delivery.status === 'success') {
-      change(task.delivery_id, { updated_at: at });
-      continue;
+      setQueue(id, delivery, withoutHead(waiting, now, { fifo }), at);
+      return;
     }
     const endpointDisabled = input.endpoint === null || input.endpoint.status === 'disabled';
     // Not `failed` while its endpoint is disabled: it waits, as the endpoint's other deliveries do.
@@ -338,59 +325,39 @@ export function outcomePlan(
         ? null
         : nextDelayAfterFailure(rules.retryScheduleMs, nextStep, result.retryAfterMs, rules.random);
       if (delay === null) {
-        delivery.status = stopped;
-        delivery.schedule_step = nextStep;
-        change(task.delivery_id, {
-          status: stopped,
-          schedule_step: nextStep,
-          updated_at: at,
-        });
+        Object.assign(delivery, { status: stopped, schedule_step: nextStep });
+        change(id, { status: stopped, schedule_step: nextStep, updated_at: at });
+        setQueue(id, delivery, withoutHead(waiting, now, { fifo }), at);
         if (!endpointDisabled) {
           exhausted.add(item);
-          events.push({ type: 'delivery.exhausted', deliveryId: task.delivery_id, endpointId: task.endpoint_id, at });
+          events.push({ type: 'delivery.exhausted', deliveryId: id, endpointId: task.endpoint_id, at });
         }
-        continue;
+        return;
       }
-      const runAt = at + delay;
       const attemptSeq = delivery.attempt_seq + 1;
-      queue.push({
-        id: rules.taskId(at),
-        delivery_id: task.delivery_id,
-        endpoint_id: task.endpoint_id,
-        trigger: 'scheduled',
-        attempt_number: attemptSeq,
-        run_at: runAt,
-        lease_owner: null,
-      });
-      queued.add(task.delivery_id);
+      const next: WaitingAttempt = { number: attemptSeq, trigger: 'scheduled', runAt: at + delay };
       Object.assign(delivery, { status: 'pending', schedule_step: nextStep, attempt_seq: attemptSeq });
-      change(task.delivery_id, {
-        status: 'pending',
-        schedule_step: nextStep,
-        attempt_seq: attemptSeq,
-        updated_at: at,
-      });
-      continue;
+      change(id, { status: 'pending', schedule_step: nextStep, attempt_seq: attemptSeq, updated_at: at });
+      setQueue(id, delivery, withoutHead([...waiting, next], now, { fifo }), at);
+      return;
     }
     // A failed manual attempt leaves a running schedule alone; otherwise the delivery, never delivered,
     // is now `failed` (or `disabled` while its endpoint is).
-    if (queued.has(task.delivery_id)) {
-      change(task.delivery_id, { updated_at: at });
-    } else {
+    if (waiting.length === 0) {
       delivery.status = stopped;
-      change(task.delivery_id, { status: stopped, updated_at: at });
+      change(id, { status: stopped, updated_at: at });
     }
-  }
+    setQueue(id, delivery, withoutHead(waiting, now, { fifo }), at);
+  });
 
-  const { healthy, health } = endpointChanges(items, state, exhausted, rules.disableAfterMs, events);
-  return {
-    owned: items.map(({ input }) => state.owned.has(input.task.id)),
-    deliveries: [...changes.values()],
-    queue,
-    healthy,
-    health,
-    events,
-  };
+  const { healthy, health } = endpointChanges(items, owned, state, exhausted, rules.disableAfterMs, events);
+  return { owned, deliveries: [...changes.values()], healthy, health, events };
+}
+
+/** The manual attempts among `waiting`, as queued_after holds them. */
+function keepManual(waiting: readonly WaitingAttempt[]): string | null {
+  const manual = waiting.filter((w) => w.trigger === 'manual');
+  return manual.length === 0 ? null : JSON.stringify(manual);
 }
 
 /**
@@ -400,13 +367,14 @@ export function outcomePlan(
  */
 function endpointChanges(
   items: readonly OutcomeItem[],
+  owned: readonly boolean[],
   state: OutcomeState,
   exhausted: ReadonlySet<OutcomeItem>,
   disableAfterMs: number,
   events: OutcomeEvent[],
 ): Pick<OutcomePlan, 'healthy' | 'health'> {
-  const moving = healthItems(items, state.owned);
-  const failed = new Set(endpointsToRead(items, state.owned));
+  const moving = healthItems(items, owned);
+  const failed = new Set(moving.filter(({ result }) => !result.ok).map(({ input }) => input.endpoint!.id));
   const successesOnly = moving.filter(({ input }) => !failed.has(input.endpoint!.id));
   const healthy =
     successesOnly.length === 0

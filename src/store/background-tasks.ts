@@ -1,6 +1,6 @@
 import { FilterBudget } from '../domain/content-filter.js';
 import { idFloor, newId } from '../domain/ids.js';
-import { enqueueManual, firstAttempt, queuedTasks } from './queue/book.js';
+import { enqueueManual, firstAttempt } from './queue/book.js';
 import { insertTogether } from './insert-rows.js';
 import {
   envelopeOnce,
@@ -264,10 +264,7 @@ export class BackgroundTasks {
           ),
       );
       const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
-      await insertTogether(trx, this.ctx.dialect, [
-        { table: 'deliveries', rows: made.map((x) => x.delivery) },
-        queuedTasks(made.flatMap((x) => (x.task ? [x.task] : []))),
-      ]);
+      await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: made.map((x) => x.delivery) }]);
       return { read: messages.length, last: messages.at(-1)?.id, queued: made.length };
     });
   }

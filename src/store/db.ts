@@ -28,6 +28,7 @@ import * as svixSurface from './migrations/016_svix_surface.js';
 import * as traceContext from './migrations/017_trace_context.js';
 import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
 import * as attemptHeaders from './migrations/019_attempt_headers.js';
+import * as queueOnDeliveries from './migrations/020_queue_on_deliveries.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -67,6 +68,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '017_trace_context': traceContext,
   '018_enterprise_receivers': enterpriseReceivers,
   '019_attempt_headers': attemptHeaders,
+  '020_queue_on_deliveries': queueOnDeliveries,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

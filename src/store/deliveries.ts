@@ -51,7 +51,7 @@ export class Deliveries {
           .select('messages.event_type')
           .whereRef('messages.id', '=', 'deliveries.message_id')
           .as('event_type'),
-        nextAttemptAt(sql.ref('deliveries.id'), this.ctx.now()).as('next_attempt_at'),
+        sql<number | null>`${nextAttemptAt(this.ctx.now())}`.as('next_attempt_at'),
       ]);
   }
 

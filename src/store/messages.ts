@@ -18,9 +18,9 @@ import {
   type Scope,
   type StoreContext,
 } from './common.js';
-import type { DeliveryRow, EndpointRow, MessageRow, TaskRow } from './schema.js';
+import type { DeliveryRow, EndpointRow, MessageRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
-import { firstAttempt, queuedTasks } from './queue/book.js';
+import { firstAttempt } from './queue/book.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -235,7 +235,6 @@ export class Messages {
         })),
       },
       { table: 'deliveries', rows: fanned.deliveries },
-      queuedTasks(fanned.tasks),
     ]);
     for (const { index, message } of created) {
       results[index] = {
@@ -490,7 +489,8 @@ export class Messages {
     payloadOf: (messageId: string) => string | undefined,
   ): {
     deliveries: DeliveryRow[];
-    tasks: TaskRow[];
+    /** How many of them have an attempt queued (those to an endpoint not disabled). */
+    queued: number;
     idsByMessage: Map<string, string[]>;
     /** Per message, the endpoints whose filter its budget could not pay for (they receive it). */
     unfiltered: Map<string, number>;
@@ -498,7 +498,7 @@ export class Messages {
     const idsByMessage = new Map<string, string[]>();
     const unfiltered = new Map<string, number>();
     const deliveries: DeliveryRow[] = [];
-    const tasks: TaskRow[] = [];
+    let queued = 0;
     for (const message of messages) {
       const ids: string[] = [];
       const envelope = envelopeOnce(message, () => payloadOf(message.id));
@@ -507,15 +507,15 @@ export class Messages {
         if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope, budget)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-        const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
-        deliveries.push(delivery);
-        ids.push(delivery.id);
-        if (task) tasks.push(task);
+        const made = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
+        deliveries.push(made.delivery);
+        ids.push(made.delivery.id);
+        if (made.queued) queued++;
       }
       idsByMessage.set(message.id, ids);
       if (budget.unapplied > 0) unfiltered.set(message.id, budget.unapplied);
     }
-    return { deliveries, tasks, idsByMessage, unfiltered };
+    return { deliveries, queued, idsByMessage, unfiltered };
   }
 
   /**
@@ -543,14 +543,13 @@ export class Messages {
       created_at: now,
     };
     const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-    const { delivery, task } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
+    const { delivery, queued } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
     await insertTogether(this.ctx.db, this.ctx.dialect, [
       { table: 'messages', rows: [message] },
       { table: 'payloads', rows: [{ message_id: message.id, body: payloadJson, created_at: now, expires_at: null }] },
       { table: 'deliveries', rows: [delivery] },
-      queuedTasks(task ? [task] : []),
     ]);
-    if (task) this.onQueued();
+    if (queued) this.onQueued();
     return message;
   }
 
@@ -563,13 +562,13 @@ export class Messages {
       const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);
       // The payload is read only when a content filter needs it.
       const payloadJson = endpoints.some((e) => e.filter !== null) ? await this.payload(message.id) : undefined;
-      const { deliveries, tasks, idsByMessage } = this.plannedDeliveries(
+      const { deliveries, idsByMessage } = this.plannedDeliveries(
         [message],
         endpoints,
         this.ctx.now(),
         () => payloadJson,
       );
-      await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: deliveries }, queuedTasks(tasks)]);
+      await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: deliveries }]);
       return idsByMessage.get(message.id) ?? [];
     });
     if (ids && ids.length > 0) this.onQueued();

@@ -6,8 +6,8 @@ import type { Dialect } from './db.js';
 import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
 import { insertRows } from './insert-rows.js';
 import { scheduledDelay } from '../domain/retry.js';
-import { firstAttempt, queuedTasks } from './queue/book.js';
-import type { Database, DeliveryRow, MessageRow, PayloadRow, TaskRow } from './schema.js';
+import { firstAttempt } from './queue/book.js';
+import type { Database, DeliveryRow, MessageRow, PayloadRow } from './schema.js';
 import type { Kysely } from 'kysely';
 
 // Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
@@ -103,7 +103,7 @@ export async function raiseOccurrences(
   const messages: MessageRow[] = [];
   const payloads: PayloadRow[] = [];
   const deliveries: DeliveryRow[] = [];
-  const tasks: TaskRow[] = [];
+  let queued = 0;
   const runAt = now + policy.firstDelayMs;
   for (const occurrence of occurrences) {
     const to = recipients.filter(
@@ -134,19 +134,18 @@ export async function raiseOccurrences(
       expires_at: null,
     });
     for (const endpoint of to) {
-      const { delivery, task } = firstAttempt(message, endpoint, runAt, now);
-      deliveries.push(delivery);
-      if (task) tasks.push(task);
+      const made = firstAttempt(message, endpoint, runAt, now);
+      deliveries.push(made.delivery);
+      if (made.queued) queued++;
     }
   }
   for (const part of [
     { table: 'messages', rows: messages } as const,
     { table: 'payloads', rows: payloads } as const,
     { table: 'deliveries', rows: deliveries } as const,
-    queuedTasks(tasks),
   ])
     await insertRows(db, policy.dialect, part.table, part.rows as never);
-  return tasks.length;
+  return queued;
 }
 
 /**

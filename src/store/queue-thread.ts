@@ -78,7 +78,6 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
     const leaseUntil = await this.call<number | null>({ method: 'extendLease', args: [task, owner] });
     if (leaseUntil === null) return false;
     task.leaseUntil = leaseUntil;
-    task.run_at = leaseUntil;
     return true;
   }
 

@@ -1,5 +1,5 @@
 import { idFloor } from '../domain/ids.js';
-import { queuedDeliveries } from './queue/book.js';
+import { hasQueued } from './queue/book.js';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor, StoreContext } from './common.js';
@@ -63,7 +63,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
             .select('id')
             .where('created_at', '<', cutoff)
             .where('status', '!=', 'pending')
-            .where('id', 'not in', queued(trx))
+            .where(sql<boolean>`not ${hasQueued}`)
             .limit(limit),
         )
         .executeTakeFirst(),
@@ -179,15 +179,12 @@ const STEPS: [keyof PurgeCounts, Step][] = [
   ],
 ];
 
-/** Deliveries with an attempt queued. */
-const queued = queuedDeliveries;
-
 /** Messages with a delivery still to be attempted. */
 const unsettled = (trx: Executor) =>
   trx
     .selectFrom('deliveries')
     .select('deliveries.message_id')
-    .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), eb('deliveries.id', 'in', queued(trx))]));
+    .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), hasQueued]));
 
 /**
  * Removes what is older than the retention period (see STEPS), in transactions of at most `batch` rows.

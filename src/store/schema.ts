@@ -1,5 +1,6 @@
 import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { Ordering } from '../domain/fifo.js';
+import type { QueueColumns } from '../domain/queue-slot.js';
 import type { SignatureType } from '../domain/secrets.js';
 import type {
   AttemptStatus,
@@ -161,7 +162,8 @@ export interface IdempotencyRow {
   expires_at: number;
 }
 
-export interface DeliveryRow {
+/** A delivery's own columns, its queue apart. */
+export interface DeliveryCounters {
   id: string;
   org_id: string;
   livemode: number;
@@ -179,16 +181,11 @@ export interface DeliveryRow {
   updated_at: number;
 }
 
-/** One attempt waiting to be made. `run_at` is when it is due; a claim pushes it to the lease's end. */
-export interface TaskRow {
-  id: string;
-  delivery_id: string;
-  endpoint_id: string;
-  trigger: AttemptTrigger;
-  attempt_number: number;
-  run_at: number;
-  lease_owner: string | null;
-}
+/**
+ * A delivery row: its counters and status, and its queue (src/domain/queue-slot.ts): the attempt due
+ * next, the lease of the worker making it, and the rare attempts waiting behind it.
+ */
+export interface DeliveryRow extends DeliveryCounters, QueueColumns {}
 
 /** Work run in the background in batches (src/store/background-tasks.ts). */
 export interface BackgroundTaskRow {
@@ -289,7 +286,6 @@ export interface Database {
   payloads: PayloadRow;
   idempotency_keys: IdempotencyRow;
   deliveries: DeliveryRow;
-  delivery_tasks: TaskRow;
   attempts: AttemptRow;
   workers: WorkerRow;
   outcome_events: OutcomeEventRow;

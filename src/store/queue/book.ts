@@ -2,22 +2,22 @@ import { type Expression, sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import { PARKED_AT } from '../../domain/fifo.js';
 import { newId } from '../../domain/ids.js';
+import { EMPTY_QUEUE, queuedHead, withManual } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import { chunks, type Executor } from '../common.js';
 import type { Dialect } from '../db.js';
-import type { TableRows } from '../insert-rows.js';
-import type { DeliveryRow, MessageRow, TaskRow } from '../schema.js';
+import type { DeliveryRow, MessageRow } from '../schema.js';
+import { QUEUE_COLUMNS } from './columns.js';
 import { notHeld } from './lease.js';
 
-// The queue's book: every change to `delivery_tasks` that is not the worker's own (claims, leases and
-// outcomes, in the drivers beside this file) is one of these operations, and no code outside
-// src/store/queue/ names the table. Each takes the caller's executor, so it runs in the caller's
-// transaction and keeps the caller's lock order (postgres.ts says it). A delivery's next attempt time is
-// not stored: it is read from its tasks (nextAttemptAt), so no operation has a second row to keep in step.
+// The queue's book: every change to a delivery's queue columns (src/domain/queue-slot.ts) that is not the
+// worker's own (claims, leases and outcomes, in the drivers beside this file) is one of these
+// operations, and no code outside src/store/queue/ names those columns. Each takes the caller's executor,
+// so it runs in the caller's transaction and keeps the caller's lock order (postgres.ts says it).
 
 /**
- * A message's new delivery to one endpoint and its first attempt, due at `runAt`. A disabled endpoint's
- * delivery is `disabled` with no attempt (enabling the endpoint does not queue it: retry, replay or
+ * A message's new delivery to one endpoint, its first attempt queued at `runAt`. A disabled endpoint's
+ * delivery is `disabled` with nothing queued (enabling the endpoint does not queue it: retry, replay or
  * recover it); a FIFO endpoint's first attempt is parked (src/domain/fifo.ts) until its turn.
  */
 export function firstAttempt(
@@ -26,7 +26,7 @@ export function firstAttempt(
   runAt: number,
   now: number,
   parked = false,
-): { delivery: DeliveryRow; task: TaskRow | null } {
+): { delivery: DeliveryRow; queued: boolean } {
   const disabled = endpoint.status === 'disabled';
   const delivery: DeliveryRow = {
     id: newId('delivery', now),
@@ -41,36 +41,17 @@ export function firstAttempt(
     schedule_step: 0,
     created_at: now,
     updated_at: now,
+    ...(disabled ? EMPTY_QUEUE : queuedHead(1, 'scheduled', parked ? PARKED_AT : runAt)),
   };
-  const task: TaskRow | null = disabled
-    ? null
-    : {
-        id: newId('task', now),
-        delivery_id: delivery.id,
-        endpoint_id: endpoint.id,
-        trigger: 'scheduled',
-        attempt_number: 1,
-        run_at: parked ? PARKED_AT : runAt,
-        lease_owner: null,
-      };
-  return { delivery, task };
-}
-
-/** First attempts as a part of a multi-table insert (insertTogether, insertRows): the book's rows. */
-export function queuedTasks(tasks: readonly TaskRow[]): TableRows {
-  return { table: 'delivery_tasks', rows: tasks };
+  return { delivery, queued: !disabled };
 }
 
 /**
  * Queues one manual attempt for each of `deliveryIds` (a retry, a recovery), numbered after every attempt
- * made or queued ahead of it; a scheduled attempt still waiting moves one number back (it runs after).
- * A `failed` or `disabled` delivery is `pending` again until the attempt ends. `only` limits the
- * deliveries taken to those in these statuses (a recovery's `failed` and `disabled`). Returns each queued
- * attempt's number by delivery id; a delivery missing or not in `only` gets none.
- *
- * On PostgreSQL the deliveries are locked first, in id order, and the waiting tasks taken without waiting
- * (SKIP LOCKED): a task locked elsewhere is being claimed or deleted, counts as ahead and keeps its number.
- * Waiting for it could deadlock with an outcome that holds the delivery's lock in turn.
+ * made or queued (src/domain/queue-slot.ts, withManual). A `failed` or `disabled` delivery is `pending`
+ * again until the attempt ends. `only` limits the deliveries taken to those in these statuses (a
+ * recovery's `failed` and `disabled`). Returns each queued attempt's number by delivery id; a delivery
+ * missing or not in `only` gets none. On PostgreSQL the deliveries are locked first, in id order.
  */
 export async function enqueueManual(
   trx: Executor,
@@ -81,88 +62,29 @@ export async function enqueueManual(
 ): Promise<Map<string, number>> {
   const numbers = new Map<string, number>();
   for (const part of chunks([...deliveryIds].sort())) {
-    let read = trx.selectFrom('deliveries').select(['id', 'endpoint_id', 'status']).where('id', 'in', part);
+    let read = trx
+      .selectFrom('deliveries')
+      .select(['id', 'status', 'attempt_seq', ...QUEUE_COLUMNS])
+      .where('id', 'in', part);
     if (only) read = read.where('status', 'in', only);
     if (dialect === 'postgres') read = read.orderBy('id').forUpdate();
-    const deliveries = await read.execute();
-    if (deliveries.length === 0) continue;
-    const ids = deliveries.map((d) => d.id);
-    let waitingRead = trx
-      .selectFrom('delivery_tasks')
-      .select(['id', 'delivery_id'])
-      .where('delivery_id', 'in', ids)
-      .where('trigger', '=', 'scheduled')
-      .where('lease_owner', 'is', null);
-    if (dialect === 'postgres') waitingRead = waitingRead.forUpdate().skipLocked();
-    const waiting = await waitingRead.execute();
-    const waitingIds = waiting.map((t) => t.id);
-    const made = await trx
-      .selectFrom('attempts')
-      .select((eb) => ['delivery_id', eb.fn.max('attempt_number').as('n')])
-      .where('delivery_id', 'in', ids)
-      .groupBy('delivery_id')
-      .execute();
-    let aheadRead = trx
-      .selectFrom('delivery_tasks')
-      .select((eb) => ['delivery_id', eb.fn.max('attempt_number').as('n')])
-      .where('delivery_id', 'in', ids)
-      .groupBy('delivery_id');
-    if (waitingIds.length > 0) aheadRead = aheadRead.where('id', 'not in', waitingIds);
-    const ahead = await aheadRead.execute();
-    const before = new Map<string, number>();
-    for (const { delivery_id, n } of [...made, ...ahead])
-      before.set(delivery_id, Math.max(before.get(delivery_id) ?? 0, Number(n ?? 0)));
-    const waitingOf = new Map(waiting.map((t) => [t.delivery_id, t.id]));
-    const highest = new Map<string, number>();
-    const tasks: TaskRow[] = [];
-    for (const delivery of deliveries) {
-      const number = (before.get(delivery.id) ?? 0) + 1;
-      numbers.set(delivery.id, number);
-      highest.set(delivery.id, waitingOf.has(delivery.id) ? number + 1 : number);
-      tasks.push({
-        id: newId('task', now),
-        delivery_id: delivery.id,
-        endpoint_id: delivery.endpoint_id,
-        trigger: 'manual',
-        attempt_number: number,
-        run_at: now,
-        lease_owner: null,
-      });
-    }
-    for (const [deliveryId, taskId] of waitingOf)
-      await trx
-        .updateTable('delivery_tasks')
-        .set({ attempt_number: highest.get(deliveryId)! })
-        .where('id', '=', taskId)
-        .execute();
-    await trx.insertInto('delivery_tasks').values(tasks).execute();
-    for (const [seq, group] of groupBy(deliveries, (d) => highest.get(d.id)!))
+    for (const delivery of await read.execute()) {
+      const next = withManual(delivery, now);
+      numbers.set(delivery.id, next.number);
       await trx
         .updateTable('deliveries')
-        .set((eb) => ({
-          attempt_seq: seq,
-          status: eb
-            .case()
-            .when('status', 'in', ['failed', 'disabled'])
-            .then(eb.val<DeliveryStatus>('pending'))
-            .else(eb.ref('status'))
-            .end(),
-          updated_at: now,
-        }))
-        .where(
-          'id',
-          'in',
-          group.map((d) => d.id),
-        )
+        .set({ ...next.queue, attempt_seq: next.attempt_seq, status: next.status, updated_at: now })
+        .where('id', '=', delivery.id)
         .execute();
+    }
   }
   return numbers;
 }
 
 /**
- * Stops the queued attempts of these endpoints: their tasks go, and their pending deliveries take
+ * Stops the queued attempts of these endpoints: their queues empty, and their pending deliveries take
  * `status` (`disabled` when the endpoint is switched off, `failed` when it is deleted), so nothing is
- * dropped without a trace. The caller holds the endpoints' rows (tasks, then deliveries, after them).
+ * dropped without a trace. The caller holds the endpoints' rows (deliveries after them).
  */
 export async function stopEndpoints(
   db: Executor,
@@ -171,12 +93,22 @@ export async function stopEndpoints(
   now: number,
 ): Promise<void> {
   for (const part of chunks([...endpointIds])) {
-    await db.deleteFrom('delivery_tasks').where('endpoint_id', 'in', part).execute();
     await db
       .updateTable('deliveries')
-      .set({ status, updated_at: now })
+      .set((eb) => ({
+        ...EMPTY_QUEUE,
+        status: eb
+          .case()
+          .when('status', '=', 'pending')
+          .then(eb.val<DeliveryStatus>(status))
+          .else(eb.ref('status'))
+          .end(),
+        updated_at: now,
+      }))
       .where('endpoint_id', 'in', part)
-      .where('status', '=', 'pending')
+      .where((eb) =>
+        eb.or([eb('status', '=', 'pending'), eb('run_at', 'is not', null), eb('queued_after', 'is not', null)]),
+      )
       .execute();
   }
 }
@@ -184,7 +116,7 @@ export async function stopEndpoints(
 /** Every parked attempt of an endpoint due now (an endpoint no longer FIFO: src/domain/fifo.ts). */
 export async function unparkAll(db: Executor, endpointId: string, now: number): Promise<void> {
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: now })
     .where('endpoint_id', '=', endpointId)
     .where('run_at', '>=', PARKED_AT)
@@ -192,56 +124,45 @@ export async function unparkAll(db: Executor, endpointId: string, now: number): 
 }
 
 /**
- * Hands back the claimed tasks of workers whose last beat is before `cutoff` (src/store/workers.ts): due
+ * Hands back the attempts held by workers whose last beat is before `cutoff` (src/store/workers.ts): due
  * now, owned by no one. The silence is read again in the statement, so a worker that beat meanwhile keeps
- * its attempts; a task whose lease ran out is due already and needs nothing. Returns how many moved.
+ * its attempts; an attempt whose lease ran out is claimable already and needs nothing. Returns how many moved.
  */
 export async function releaseSilentWorkers(db: Executor, cutoff: number, now: number): Promise<number> {
   const released = await db
-    .updateTable('delivery_tasks')
-    .set({ run_at: now, lease_owner: null })
-    .where('run_at', '>', now)
+    .updateTable('deliveries')
+    .set({ run_at: now, lease_owner: null, lease_until: null })
+    .where('run_at', 'is not', null)
+    .where('lease_until', '>', now)
     .where('lease_owner', 'in', db.selectFrom('workers').select('id').where('beat_at', '<', cutoff))
     .executeTakeFirst();
   return Number(released.numUpdatedRows);
 }
 
-/** The deliveries with an attempt queued, as a subquery (the retention purge keeps them). */
-export const queuedDeliveries = (db: Executor) => db.selectFrom('delivery_tasks').select('delivery_tasks.delivery_id');
+/** SQL: the delivery has an attempt queued (the retention purge keeps it). */
+export const hasQueued = sql<boolean>`(${sql.ref('deliveries.run_at')} is not null or ${sql.ref('deliveries.queued_after')} is not null)`;
 
 /**
- * The attempts due now and the earliest of them, through the index on (run_at, id). Leased tasks (run_at
- * at their lease end), held ones (at the pause end) and parked FIFO ones (at PARKED_AT) lie in the future,
- * so `run_at <= now` is exactly what a claim would take.
+ * The attempts due now and the earliest of them, through the due index. Held attempts, held-back ones
+ * (at the pause end) and parked FIFO ones (at PARKED_AT) are left out, so this is exactly what a claim
+ * would take.
  */
 export async function dueReading(db: Executor, now: number): Promise<{ due: number; oldestRunAt: number | null }> {
   const row = await db
-    .selectFrom('delivery_tasks')
+    .selectFrom('deliveries')
     .select((eb) => [eb.fn.countAll().as('due'), eb.fn.min('run_at').as('oldest')])
     .where('run_at', '<=', now)
+    .where(notHeld(now))
     .executeTakeFirst();
   return { due: Number(row?.due ?? 0), oldestRunAt: row?.oldest == null ? null : Number(row.oldest) };
 }
 
 /**
- * When a delivery's next attempt is due, read from its tasks: the earliest that no worker holds, parked
- * FIFO ones left out (null: none is waiting, its attempt is under way, or it waits its FIFO turn).
- * `run_at + 0` keeps PostgreSQL on the tasks' delivery_id index (without fresh statistics it would walk
- * the (run_at, id) index in order until it met one of the delivery's tasks).
+ * When a delivery's next attempt is due: its head's time when no worker holds it and it is not parked
+ * (null: nothing waits, its attempt is under way, or it waits its FIFO turn).
  */
-export function nextAttemptAt(deliveryId: Expression<string>, now: number) {
-  return sql<number | null>`(select min(${sql.ref('delivery_tasks.run_at')} + 0) from ${sql.table('delivery_tasks')}
-    where ${sql.ref('delivery_tasks.delivery_id')} = ${deliveryId} and ${sql.ref('delivery_tasks.run_at')} < ${PARKED_AT}
-    and ${notHeld(now)})`;
-}
-
-function groupBy<T, K>(items: readonly T[], key: (item: T) => K): Map<K, T[]> {
-  const groups = new Map<K, T[]>();
-  for (const item of items) {
-    const k = key(item);
-    const group = groups.get(k);
-    if (group) group.push(item);
-    else groups.set(k, [item]);
-  }
-  return groups;
+export function nextAttemptAt(now: number): Expression<number | null> {
+  return sql<
+    number | null
+  >`(case when ${sql.ref('deliveries.run_at')} < ${PARKED_AT} and ${notHeld(now)} then ${sql.ref('deliveries.run_at')} end)`;
 }

@@ -1,13 +1,5 @@
-import {
-  type DeleteQueryBuilder,
-  type DeleteResult,
-  type RawBuilder,
-  sql,
-  type UpdateQueryBuilder,
-  type UpdateResult,
-} from 'kysely';
+import { type RawBuilder, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
-import { newId } from '../../domain/ids.js';
 import { PARKED_AT } from '../../domain/fifo.js';
 import {
   type DeliveryChange,
@@ -16,21 +8,23 @@ import {
   deliveriesToRead,
   endpointsToRead,
   type OutcomePlan,
-  type OutcomeTask,
   outcomePlan,
   recordingPlan,
+  taskKey,
 } from '../../domain/outcome-plan.js';
+import { EMPTY_QUEUE, pick } from '../../domain/queue-slot.js';
 import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { Endpoints } from '../endpoints.js';
-import { insertNewRows, insertRows } from '../insert-rows.js';
+import { insertNewRows } from '../insert-rows.js';
 import { type RaisePolicy, raiseOutcomeEvents, raisePolicy } from '../operational.js';
 import { eventCauses } from '../../domain/operational.js';
 import { grantStarts } from '../../domain/rate.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
-import { hasTask, markHealthy, ownedTasks } from './statements.js';
+import { markHealthy } from './statements.js';
 import { byLeaseEnd, heldUnder, notHeld } from './lease.js';
+import { QUEUE_COLUMNS } from './columns.js';
 
 /** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
 const TAKE_STARTS_TRIES = 5;
@@ -57,13 +51,16 @@ export abstract class QueueDriver {
   ) {}
 
   /**
-   * Claims up to `limit` due attempts for `owner`, within `scope` (all due attempts when it is empty). A
-   * claim moves `run_at` to the lease end, so a worker that dies frees its tasks when the lease runs out.
+   * Claims up to `limit` due attempts for `owner`, within `scope` (all due attempts when it is empty): the
+   * claim writes the deliveries' lease, so a worker that dies frees its attempts when the lease runs out.
+   * Sorted by delivery id, the order in which outcomes lock deliveries.
    */
   async claim(owner: string, limit: number, scope: ClaimScope = {}): Promise<ClaimedTask[]> {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
-    const rows = await this.claimQuery(owner, limit, scope, leaseUntil).returningAll().execute();
-    return rows.map((row) => ({ ...row, leaseUntil })).sort((a, b) => (a.id < b.id ? -1 : 1));
+    const rows = await this.claimQuery(owner, limit, scope, leaseUntil)
+      .returning(['id', 'endpoint_id', 'next_trigger', 'next_attempt'])
+      .execute();
+    return rows.map((row) => claimedTask(row, leaseUntil)).sort((a, b) => (a.delivery_id < b.delivery_id ? -1 : 1));
   }
 
   /**
@@ -76,25 +73,27 @@ export abstract class QueueDriver {
     scope?: ClaimScope,
   ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]>;
 
-  /** The claim's update: it leases the due tasks `dueQuery` reads. */
+  /** The claim's update: it leases the due attempts `dueQuery` reads. */
   protected abstract claimQuery(
     owner: string,
     limit: number,
     scope: ClaimScope,
     leaseUntil: number,
-  ): UpdateQueryBuilder<Database, 'delivery_tasks', 'delivery_tasks', UpdateResult>;
+  ): UpdateQueryBuilder<Database, 'deliveries', 'deliveries', UpdateResult>;
 
-  /** The due tasks a claim takes, earliest first. */
+  /** The due attempts a claim takes, earliest first: their deliveries' ids. */
   protected dueQuery(limit: number, { skip = [], only, dueAfter = 0 }: ClaimScope) {
+    const now = this.ctx.now();
     let due = this.ctx.db
-      .selectFrom('delivery_tasks')
+      .selectFrom('deliveries')
       .select('id')
-      .where('run_at', '<=', this.ctx.now())
+      .where('run_at', '<=', now)
+      .where(notHeld(now))
       .orderBy('run_at')
       .limit(limit);
     if (dueAfter > 0) due = due.where('run_at', '>', dueAfter);
     if (skip.length > 0) due = due.where(this.endpointNotAmong(skip));
-    // A top-up for one endpoint reads only its due tasks (index delivery_tasks_by_endpoint_due).
+    // A top-up for one endpoint reads only its due attempts (index deliveries_due_by_endpoint).
     if (only !== undefined) due = due.where('endpoint_id', '=', only);
     return due;
   }
@@ -122,27 +121,36 @@ export abstract class QueueDriver {
     return row?.due == null ? null : Number(row.due);
   }
 
-  /** nextDueAt's statement (test/postgres/plans.test.ts plans it). */
+  /**
+   * nextDueAt's statement (test/postgres/plans.test.ts plans it). A held attempt comes due when its lease
+   * ends, if its worker has not recorded it by then.
+   */
   nextDueQuery(excludeEndpoints: readonly string[], since: number) {
     const query = this.ctx.db
-      .selectFrom('delivery_tasks')
-      .select((eb) => eb.fn.min('run_at').as('due'))
+      .selectFrom('deliveries')
+      .select(
+        sql<
+          number | null
+        >`min(case when ${sql.ref('lease_until')} > ${sql.ref('run_at')} then ${sql.ref('lease_until')} else ${sql.ref('run_at')} end)`.as(
+          'due',
+        ),
+      )
       .where('run_at', '>', since);
     return excludeEndpoints.length > 0 ? query.where(this.endpointNotAmong(excludeEndpoints)) : query;
   }
 
-  /** Extends the lease of a task that waited in memory; false when another worker took it meanwhile. */
+  /** Extends the lease of an attempt that waited in memory; false when another worker took it meanwhile. */
   async extendLease(task: ClaimedTask, owner: string): Promise<boolean> {
     const leaseUntil = this.ctx.now() + this.policy.leaseMs;
     const result = await this.ctx.db
-      .updateTable('delivery_tasks')
-      .set({ run_at: leaseUntil })
-      .where('id', '=', task.id)
+      .updateTable('deliveries')
+      .set({ lease_until: leaseUntil })
+      .where('id', '=', task.delivery_id)
+      .where('next_attempt', '=', task.attempt_number)
       .where((eb) => heldUnder(eb, owner, task.leaseUntil))
       .executeTakeFirst();
     if (Number(result.numUpdatedRows) === 0) return false;
     task.leaseUntil = leaseUntil;
-    task.run_at = leaseUntil;
     return true;
   }
 
@@ -151,12 +159,12 @@ export abstract class QueueDriver {
    * many; later for an endpoint that asked for a pause).
    */
   async release(tasks: ClaimedTask[], owner: string, dueAt?: number): Promise<void> {
-    // Tasks of one claim share their lease end, so this is one statement per claim.
+    // Attempts of one claim share their lease end, so this is one statement per claim.
     for (const [leaseUntil, ids] of byLeaseEnd(tasks)) {
       for (const part of chunks(ids)) {
         await this.ctx.db
-          .updateTable('delivery_tasks')
-          .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null })
+          .updateTable('deliveries')
+          .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null, lease_until: null })
           .where('id', 'in', part)
           .where((eb) => heldUnder(eb, owner, leaseUntil))
           .execute();
@@ -232,7 +240,7 @@ export abstract class QueueDriver {
       endpointIds ??
       (
         await this.ctx.db
-          .selectFrom('delivery_tasks')
+          .selectFrom('deliveries')
           .select('endpoint_id')
           .distinct()
           .where('run_at', '>=', PARKED_AT)
@@ -240,27 +248,31 @@ export abstract class QueueDriver {
       ).map((row) => row.endpoint_id);
     let unparked = 0;
     for (const endpointId of ids) {
+      // The head: the earliest delivery with a scheduled attempt queued, at its head or behind a manual one.
       const head = this.ctx.db
-        .selectFrom('delivery_tasks')
-        .select((eb) => eb.fn.min('delivery_id').as('head'))
+        .selectFrom('deliveries')
+        .select((eb) => eb.fn.min('id').as('head'))
         .where('endpoint_id', '=', endpointId)
-        .where('trigger', '=', 'scheduled');
+        .where('run_at', 'is not', null)
+        .where((eb) =>
+          eb.or([eb('next_trigger', '=', 'scheduled'), eb('queued_after', 'like', '%"trigger":"scheduled"%')]),
+        );
       const moved = await this.ctx.db
-        .updateTable('delivery_tasks')
+        .updateTable('deliveries')
         .set({ run_at: now })
         .where('endpoint_id', '=', endpointId)
         .where('run_at', '>=', PARKED_AT)
-        .where('trigger', '=', 'scheduled')
-        .where('delivery_id', '=', head)
+        .where('next_trigger', '=', 'scheduled')
+        .where('id', '=', head)
         .executeTakeFirst();
       unparked += Number(moved.numUpdatedRows);
     }
     return unparked;
   }
 
-  /** Drops a task whose delivery no longer exists. */
+  /** Empties the queue of an attempt whose message no longer exists (retention, a deleted application). */
   async drop(task: ClaimedTask): Promise<void> {
-    await this.ctx.db.deleteFrom('delivery_tasks').where('id', '=', task.id).execute();
+    await this.ctx.db.updateTable('deliveries').set(EMPTY_QUEUE).where('id', '=', task.delivery_id).execute();
   }
 
   /**
@@ -276,7 +288,7 @@ export abstract class QueueDriver {
    * what each does is the planner's (outcomePlan), and the operational events it raises are written in the
    * same transaction. Recording the same outcomes again (their first commit went unanswered: a queue thread that
    * ended, a connection lost after COMMIT) changes nothing: their attempts exist already and are not
-   * counted again, and their tasks are gone, so they are not ours.
+   * counted again, and their deliveries' leases are gone, so they are not ours.
    */
   async record(items: Recorded[], owner: string): Promise<Pick<OutcomePlan, 'owned' | 'events'>> {
     const { plan, raised } = await this.ctx.db.transaction().execute((trx) => this.planAndApply(trx, items, owner));
@@ -292,36 +304,20 @@ export abstract class QueueDriver {
   ): Promise<{ plan: OutcomePlan; raised: number }> {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
-    const { attempts, take, pauses } = recordingPlan(items, owner);
-    // Which attempt rows are new and which tasks were still ours are settled by these writes themselves
-    // (a conditional insert, a conditional delete), so they come before the reads the plan depends on.
+    const { attempts, pauses } = recordingPlan(items, owner);
+    // Which attempt rows are new is settled by the write itself (a conditional insert), so it comes first.
     const written = new Set(await insertNewRows(trx, this.ctx.dialect, 'attempts', attempts, 'id', 'id'));
-    const owned = new Set<string>();
-    for (const part of chunks(take.tasks, 200)) {
-      const rows = await this.takeTasks(trx, part, owner, take.delivered)
-        .returning(['id', 'lease_owner', 'run_at'])
-        .execute();
-      for (const id of ownedTasks(part, rows, owner)) owned.add(id);
-    }
-    // Tasks before deliveries, as the lock order has it: the paused endpoints' waiting tasks move first.
+    // The paused endpoints' waiting attempts move before the batch's deliveries are locked (the lock order).
     for (const pause of pauses) await this.pauseEndpoint(trx, pause, now);
-    const { deliveries, queued } = await this.readDeliveries(trx, deliveriesToRead(items, attempts, written, owned));
     const plan = outcomePlan(
       items,
       owner,
       {
         written,
-        owned,
-        deliveries,
-        queued,
-        endpoints: await this.readHealth(trx, endpointsToRead(items, owned)),
+        deliveries: await this.readDeliveries(trx, deliveriesToRead(items)),
+        endpoints: await this.readHealth(trx, endpointsToRead(items)),
       },
-      {
-        retryScheduleMs: this.policy.retryScheduleMs,
-        disableAfterMs: this.policy.disableAfterMs,
-        now,
-        taskId: (at) => newId('task', at),
-      },
+      { retryScheduleMs: this.policy.retryScheduleMs, disableAfterMs: this.policy.disableAfterMs, now },
     );
     await this.apply(trx, plan);
     // Operational events are written with the outcomes that raise them (src/store/operational.ts).
@@ -334,12 +330,12 @@ export abstract class QueueDriver {
   }
 
   /**
-   * Holds back an endpoint's queued attempts until the pause ends: those no worker holds (a claimed task's
-   * run_at is its lease end, and its worker pauses its own lane).
+   * Holds back an endpoint's queued attempts until the pause ends: those no worker holds (a worker pauses
+   * its own lane).
    */
   private async pauseEndpoint(trx: Executor, { endpointId, until }: EndpointPause, now: number): Promise<void> {
     await trx
-      .updateTable('delivery_tasks')
+      .updateTable('deliveries')
       .set({ run_at: until })
       .where('endpoint_id', '=', endpointId)
       .where('run_at', '<', until)
@@ -350,29 +346,14 @@ export abstract class QueueDriver {
   /** Takes what recording a batch writes before anything else is read or written (the locks). */
   protected abstract lockForOutcomes(trx: Executor, items: Recorded[]): Promise<void>;
 
-  /**
-   * Deletes the tasks we still hold (same owner, same lease end); in the same statement, the remaining
-   * scheduled attempts of `delivered` deliveries (manual ones were asked for). Without its `returning`.
-   */
-  protected abstract takeTasks(
-    db: Executor,
-    tasks: readonly OutcomeTask[],
-    owner: string,
-    delivered: ReadonlySet<string>,
-  ): DeleteQueryBuilder<Database, 'delivery_tasks', DeleteResult>;
-
-  /**
-   * The deliveries' state the planner reads (DeliveryState) and which of them still have a task queued,
-   * keyed by delivery id: one statement (deliveryStates) per part of `ids`.
-   */
-  protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead>;
+  /** The deliveries' state the planner reads (DeliveryState), keyed by id; on PostgreSQL, locked in id order. */
+  protected abstract readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>>;
 
   /** The read of readDeliveries, without its choice of rows. */
   protected deliveryStates(trx: Executor) {
     return trx
       .selectFrom('deliveries')
-      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count'])
-      .select(hasTask(sql.ref('deliveries.id')).as('queued'));
+      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count', ...QUEUE_COLUMNS]);
   }
 
   /** The endpoints' health, keyed by id. */
@@ -395,13 +376,13 @@ export abstract class QueueDriver {
   }
 
   /**
-   * Writes a plan: the next attempts, the deliveries' changes (one statement per set of equal changes, so
-   * a batch of successes is one), then the endpoints' health.
+   * Writes a plan: the deliveries' changes (one statement per set of equal changes, so a batch of
+   * successes is one), then the endpoints' health.
    */
   private async apply(trx: Executor, plan: OutcomePlan): Promise<void> {
-    await insertRows(trx, this.ctx.dialect, 'delivery_tasks', plan.queue);
     for (const { change, ids } of sameChanges(plan.deliveries)) {
-      const { attemptsAdded, ...fields } = change;
+      const { attemptsAdded, queue, ...counters } = change;
+      const fields = { ...counters, ...queue };
       for (const part of chunks(ids)) {
         await trx
           .updateTable('deliveries')
@@ -429,22 +410,36 @@ function afterCommit(name: string, tell: () => void): void {
   }
 }
 
-/** What readDeliveries finds. */
-export interface DeliveriesRead {
-  deliveries: Map<string, DeliveryState>;
-  queued: Set<string>;
+/** Rows of deliveryStates as the planner takes them, keyed by id. */
+export function deliveryStatesById(
+  rows: (DeliveryState & { id: string })[],
+  into: Map<string, DeliveryState> = new Map(),
+): Map<string, DeliveryState> {
+  for (const { id, status, schedule_step, attempt_seq, attempt_count, ...queue } of rows)
+    into.set(id, {
+      status,
+      schedule_step: Number(schedule_step),
+      attempt_seq: Number(attempt_seq),
+      attempt_count: Number(attempt_count),
+      ...pick(queue),
+    });
+  return into;
 }
 
-/** Adds rows of deliveryStates to what readDeliveries finds. */
-export function addDeliveryStates(
-  read: DeliveriesRead,
-  rows: (DeliveryState & { id: string; queued: number | boolean })[],
-): DeliveriesRead {
-  for (const { id, queued, ...delivery } of rows) {
-    read.deliveries.set(id, delivery);
-    if (Number(queued) === 1 || queued === true) read.queued.add(id);
-  }
-  return read;
+/** A claimed delivery's head as the worker holds it. */
+export function claimedTask(
+  row: { id: string; endpoint_id: string; next_trigger: ClaimedTask['trigger'] | null; next_attempt: number | null },
+  leaseUntil: number,
+): ClaimedTask {
+  const attempt = Number(row.next_attempt);
+  return {
+    id: taskKey(row.id, attempt),
+    delivery_id: row.id,
+    endpoint_id: row.endpoint_id,
+    trigger: row.next_trigger ?? 'scheduled',
+    attempt_number: attempt,
+    leaseUntil,
+  };
 }
 
 /** Delivery changes grouped by what they set, each group with the ids it applies to. */

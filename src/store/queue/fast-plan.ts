@@ -6,7 +6,7 @@ import {
   endpointsToRead,
   outcomePlan,
 } from '../../domain/outcome-plan.js';
-import { deliveredOf } from './statements.js';
+import { EMPTY_QUEUE, sameQueue } from '../../domain/queue-slot.js';
 import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import type { QueuePolicy } from './types.js';
@@ -14,15 +14,14 @@ import type { Recorded } from './driver.js';
 import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 
 // A batch of outcomes planned from what its claims read, for the one-statement write (postgres-statements.ts,
-// COMPLETE): the planner decides as if every attempt were new and every task still ours, from the state
-// each claim read; the statement writes the plan only if all of that still holds. Null when the batch
-// cannot be planned so: an item without a claimed state, two items that read one delivery or endpoint
-// differently. A plan that disables an endpoint stops the endpoint's queued attempts in the same statement:
-// the statement sees the rows as they were before it, so the plan is shaped here into what the
-// transaction's order of writes leaves (its next attempts of that endpoint are not queued, its holds of
-// that endpoint are not written, and its pending deliveries of that endpoint end `disabled` with the
-// endpoint's change time). The plan's events go with it, as JSON, for the queue to raise once the
-// statement committed.
+// COMPLETE): the planner decides as if every attempt were new, from the state each claim left; the
+// statement writes the plan only if all of that still holds. Null when the batch cannot be planned so: an
+// item without a claimed state, two items that read one delivery or endpoint differently. A plan that
+// disables an endpoint stops the endpoint's queued attempts in the same statement: the statement sees the
+// rows as they were before it, so the plan is shaped here into what the transaction's order of writes
+// leaves (its holds of that endpoint are not written, and its deliveries of that endpoint end with an empty
+// queue, `disabled` if pending, at the endpoint's change time). The plan's events go with it, as JSON, for
+// the queue to raise once the statement committed.
 
 export function fastPlan(
   items: readonly Recorded[],
@@ -30,9 +29,8 @@ export function fastPlan(
   policy: QueuePolicy,
   now: number,
 ): CompleteParams | null {
-  const deliveries = new Map<string, DeliveryState & { tasks: number }>();
+  const deliveries = new Map<string, DeliveryState>();
   const endpoints = new Map<string, EndpointHealth>();
-  const inBatch = new Map<string, number>();
   for (const { input } of items) {
     const state = input.claimedState;
     if (!state) return null;
@@ -40,7 +38,6 @@ export function fastPlan(
     const seen = deliveries.get(id);
     if (seen && !sameDelivery(seen, state.delivery)) return null;
     deliveries.set(id, state.delivery);
-    inBatch.set(id, (inBatch.get(id) ?? 0) + 1);
     if (input.endpoint && state.endpoint) {
       const known = endpoints.get(input.endpoint.id);
       if (known && !sameHealth(known, state.endpoint)) return null;
@@ -48,57 +45,51 @@ export function fastPlan(
     }
   }
   const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
-  const owned = new Set(items.map(({ input }) => input.task.id));
-  const queued = new Set([...deliveries].filter(([id, d]) => d.tasks > inBatch.get(id)!).map(([id]) => id));
-  const planned = new Map(endpointsToRead(items, owned).map((id) => [id, endpoints.get(id)!]));
+  const read = endpointsToRead(items);
+  if (read.some((id) => !endpoints.has(id))) return null;
   const plan = outcomePlan(
     items,
     owner,
     {
       written: new Set(attempts.map((a) => a.id)),
-      owned,
       deliveries,
-      queued,
-      endpoints: planned,
+      endpoints: new Map(read.map((id) => [id, endpoints.get(id)!])),
     },
-    {
-      retryScheduleMs: policy.retryScheduleMs,
-      disableAfterMs: policy.disableAfterMs,
-      now,
-      taskId: (at) => newId('task', at),
-    },
+    { retryScheduleMs: policy.retryScheduleMs, disableAfterMs: policy.disableAfterMs, now },
   );
   const stops = new Map(plan.health.filter((h) => h.health.status === 'disabled').map((h) => [h.id, h.at]));
   const endpointOf = new Map(items.map(({ input }) => [input.task.delivery_id, input.task.endpoint_id]));
-  const writes: DeliveryWrite[] = plan.deliveries.map((change) => {
-    const before = deliveries.get(change.id)!;
-    const status = change.status ?? before.status;
-    const stoppedAt = stops.get(endpointOf.get(change.id)!);
-    const stopped = stoppedAt !== undefined && status === 'pending';
+  const changes = new Map(plan.deliveries.map((change) => [change.id, change]));
+  const writes: DeliveryWrite[] = [...deliveries].map(([id, before]) => {
+    const change = changes.get(id);
+    const after = {
+      status: change?.status ?? before.status,
+      attempt_count: before.attempt_count + (change?.attemptsAdded ?? 0),
+      schedule_step: change?.schedule_step ?? before.schedule_step,
+      attempt_seq: change?.attempt_seq ?? before.attempt_seq,
+      ...(change?.queue ?? before),
+      updated_at: change?.updated_at ?? now,
+    };
+    const stoppedAt = stops.get(endpointOf.get(id)!);
+    if (stoppedAt === undefined) return { id, expect: before, after: pickState(after) };
     return {
-      id: change.id,
+      id,
       expect: before,
-      added: change.attemptsAdded,
-      status: stopped ? 'disabled' : status,
-      schedule_step: change.schedule_step ?? before.schedule_step,
-      attempt_seq: change.attempt_seq ?? before.attempt_seq,
-      updated_at: stopped ? stoppedAt : change.updated_at,
+      after: {
+        ...pickState(after),
+        ...EMPTY_QUEUE,
+        status: after.status === 'pending' ? 'disabled' : after.status,
+        updated_at: stoppedAt,
+      },
     };
   });
   return {
-    owner,
     now,
     attempts,
-    tasks: items.map(({ input }) => input.task),
-    delivered: deliveredOf(
-      items.map(({ input }) => input.task),
-      new Set(items.filter(({ result }) => result.ok).map(({ input }) => input.task.delivery_id)),
-    ),
     deliveries: writes,
     holds: endpointPauses(items).filter((hold) => !stops.has(hold.endpointId)),
-    queue: plan.queue.filter((task) => !stops.has(task.endpoint_id)),
     stops: [...stops].map(([id, at]) => ({ endpointId: id, at })),
-    health: [...planned.keys()].map((id) => {
+    health: read.map((id) => {
       const expect = endpoints.get(id)!;
       const change = plan.health.find((h) => h.id === id);
       const after = change?.health ?? expect;
@@ -121,12 +112,29 @@ export function fastPlan(
   };
 }
 
-const sameDelivery = (a: DeliveryState & { tasks: number }, b: DeliveryState & { tasks: number }) =>
+/** The columns of a delivery the statement writes. */
+function pickState(d: DeliveryState & { updated_at: number }): DeliveryState & { updated_at: number } {
+  return {
+    status: d.status,
+    attempt_count: d.attempt_count,
+    schedule_step: d.schedule_step,
+    attempt_seq: d.attempt_seq,
+    run_at: d.run_at,
+    next_trigger: d.next_trigger,
+    next_attempt: d.next_attempt,
+    lease_owner: d.lease_owner,
+    lease_until: d.lease_until,
+    queued_after: d.queued_after,
+    updated_at: d.updated_at,
+  };
+}
+
+const sameDelivery = (a: DeliveryState, b: DeliveryState) =>
   a.status === b.status &&
   a.attempt_count === b.attempt_count &&
   a.schedule_step === b.schedule_step &&
   a.attempt_seq === b.attempt_seq &&
-  a.tasks === b.tasks;
+  sameQueue(a, b);
 
 const sameHealth = (a: EndpointHealth, b: EndpointHealth) =>
   a.status === b.status && a.failingSince === b.failingSince && a.exhaustedAt === b.exhaustedAt;

@@ -1,38 +1,40 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
-import type { OutcomeTask } from '../../domain/outcome-plan.js';
+import type { DeliveryState } from '../../domain/outcome-plan.js';
+import { pick, type QueueColumns } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import type { Executor, StoreContext } from '../common.js';
 import type { Endpoints } from '../endpoints.js';
 import type { AttemptInput, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
-import { addDeliveryStates, type DeliveriesRead, QueueDriver, type Recorded } from './driver.js';
+import { claimedTask, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
-import { changedBySuccess, deliveredOf, takenTasks } from './statements.js';
+import { changedBySuccess } from './statements.js';
 import { raiseStoredEvents } from '../operational.js';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
  *
  * Lock order. Every writer of the store takes the rows it changes in this order: endpoints (in id
- * order), then delivery_tasks, then deliveries. Recording outcomes (record) locks the endpoints whose
- * health it may write first (lockForOutcomes), then deletes its tasks, then locks its deliveries (in id
- * order, readDeliveries); the API disables or deletes an endpoint by writing its row, then stops its tasks
- * and deliveries (stopDeliveries, src/store/endpoints.ts), and deletes an application by locking its
- * endpoints in id order, then the same (src/store/applications.ts). Two writers that need the same rows
- * therefore wait for each other instead of deadlocking. Where a statement must go the other way, it never
- * waits: a claim skips locked tasks; a manual attempt (the queue book's enqueueManual) locks its delivery,
- * then its waiting task with SKIP LOCKED. The one-statement outcome (postgres-statements.ts, COMPLETE)
- * locks in this order too, and writes nothing unless what it locked is as its plan assumed. One exception waits: an outcome
- * that disables an endpoint stops the endpoint's tasks and deliveries (recordHealth, or the statement's
- * stop) after locking its own deliveries; it holds the endpoint's row, which every other writer of that
- * endpoint's rows that waits takes first. Emits only insert (messages, deliveries, tasks), as recording does attempts and next
- * tasks: a new row locks no existing one. Two writers lock other rows alone: an endpoint's create writes
- * its application's row (the count of its endpoints waits on it) and then only inserts; a heartbeat that
- * hands back a dead worker's tasks (src/store/workers.ts) updates tasks and nothing else. A rate counter
+ * order), then deliveries. Recording outcomes (record) locks the endpoints whose health it may write
+ * first (lockForOutcomes), then holds back a paused endpoint's waiting deliveries, then locks its own
+ * deliveries (in id order, readDeliveries); the API disables or deletes an endpoint by writing its row,
+ * then stops its deliveries' queues (stopEndpoints, src/store/queue/book.ts), and deletes an application
+ * by locking its endpoints in id order, then the same (src/store/applications.ts). Two writers that need
+ * the same rows therefore wait for each other instead of deadlocking. A claim never waits: it skips
+ * locked deliveries; a manual attempt (the queue book's enqueueManual) locks its deliveries alone, in id
+ * order. A hold moves only deliveries no worker holds, so it never waits for a batch's own (held)
+ * deliveries. The one-statement outcome (postgres-statements.ts, COMPLETE) locks in this order too, and
+ * writes nothing unless what it locked is as its plan assumed. One exception waits: an outcome that
+ * disables an endpoint stops the endpoint's deliveries (recordHealth, or the statement's stop) after
+ * locking its own; it holds the endpoint's row, which every other writer of that endpoint's rows that
+ * waits takes first. Emits only insert (messages, deliveries), as recording does attempts: a new row
+ * locks no existing one. Two writers lock other rows alone: an endpoint's create writes its application's
+ * row (the count of its endpoints waits on it) and then only inserts; a heartbeat that hands back a dead
+ * worker's attempts (src/store/workers.ts) updates deliveries and nothing else. A rate counter
  * (`endpoint_rates`) is locked last: an endpoint's or application's delete removes it after the
- * endpoint's tasks and deliveries, and takeStarts reads it and moves it with one statement that locks that row
+ * endpoint's deliveries, and takeStarts reads it and moves it with one statement that locks that row
  * alone, only if it is unchanged.
  */
 export class PostgresQueue extends QueueDriver {
@@ -65,25 +67,16 @@ export class PostgresQueue extends QueueDriver {
     const reader = this.inputReader();
     return rows
       .map((row) => {
-        const task: ClaimedTask = {
-          id: row.id,
-          delivery_id: row.delivery_id,
-          endpoint_id: row.endpoint_id,
-          trigger: row.trigger,
-          attempt_number: row.attempt_number,
-          run_at: leaseUntil,
-          lease_owner: owner,
-          leaseUntil,
-        };
+        const task = claimedTask(row, leaseUntil);
         const input = reader.toInput(task, row);
-        if (input && row.d_status !== null)
+        if (input)
           input.claimedState = {
             delivery: {
               status: row.d_status,
-              attempt_count: row.attempt_count!,
-              schedule_step: row.schedule_step!,
-              attempt_seq: row.attempt_seq!,
-              tasks: row.d_tasks,
+              attempt_count: Number(row.attempt_count),
+              schedule_step: Number(row.schedule_step),
+              attempt_seq: Number(row.attempt_seq),
+              ...pick(row),
             },
             endpoint:
               row.e_id === null
@@ -92,15 +85,15 @@ export class PostgresQueue extends QueueDriver {
           };
         return { task, input };
       })
-      .sort((a, b) => (a.task.id < b.task.id ? -1 : 1));
+      .sort((a, b) => (a.task.delivery_id < b.task.delivery_id ? -1 : 1));
   }
 
   protected claimQuery(owner: string, limit: number, scope: ClaimScope, leaseUntil: number) {
     // As the claim statement reads them (postgres-statements.ts): the due ids as an array.
     const due = this.dueQuery(limit, scope).forUpdate().skipLocked();
     return this.ctx.db
-      .updateTable('delivery_tasks')
-      .set({ run_at: leaseUntil, lease_owner: owner })
+      .updateTable('deliveries')
+      .set({ lease_owner: owner, lease_until: leaseUntil })
       .where(sql<boolean>`${sql.ref('id')} = any(array(${due}))`);
   }
 
@@ -171,55 +164,30 @@ export class PostgresQueue extends QueueDriver {
       .execute();
   }
 
-  protected takeTasks(db: Executor, tasks: readonly OutcomeTask[], owner: string, delivered: ReadonlySet<string>) {
-    const deliveredHere = deliveredOf(tasks, delivered);
-    // Without table statistics PostgreSQL expects each value of an `in` list to match 0.5% of the rows, so
-    // takenTasks' lists alone read the whole task table for a batch of outcomes (100 at 50,000 tasks:
-    // ~10 ms). The rows they can match are found first, by primary key from an array (the planner expects
-    // 10), and the delivered deliveries' tasks one delivery at a time (`offset 0` keeps the lateral subquery
-    // from becoming a join over the whole table); the lists then only filter those rows. This relies on the
-    // queue sessions' random_page_cost (db.ts): at 4 a table of a few hundred tasks is read whole again,
-    // and the array is not hashed.
-    const candidates = sql`select unnest(${tasks.map((task) => task.id)}::text[]) union all
-        select t.id from unnest(${deliveredHere}::text[]) as d(id)
-        cross join lateral (select id from delivery_tasks where delivery_id = d.id and trigger = 'scheduled' offset 0) as t`;
-    return db
-      .deleteFrom('delivery_tasks')
-      .where((eb) =>
-        eb.and([sql<boolean>`id = any(array(${candidates}))`, takenTasks(eb, tasks, owner, deliveredHere)]),
-      );
-  }
-
   /**
    * Locks the deliveries in id order (the lock order above) as it reads them: a manual retry of one of
    * them, which locks it too (the queue book's enqueueManual), then numbers its attempt before or after
-   * this batch's next, never the same. Found by primary key from an array, whatever the statistics;
-   * whether each has a task left through its tasks' delivery_id.
+   * this batch's next, never the same. Found by primary key from an array, whatever the statistics.
    */
-  protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
-    const read: DeliveriesRead = { deliveries: new Map(), queued: new Set() };
-    if (ids.length === 0) return read;
+  protected async readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>> {
+    if (ids.length === 0) return new Map();
     const rows = await this.deliveryStates(trx)
       .where(sql<boolean>`${sql.ref('id')} = any(${ids}::text[])`)
       .orderBy('id')
       .forUpdate()
       .execute();
-    return addDeliveryStates(read, rows);
+    return deliveryStatesById(rows);
   }
 }
 
-/** A row of the claim statement. */
-interface ClaimedRow extends LoadedRow {
+/** A row of the claim statement: the claimed delivery as the claim left it, and its inputs. */
+interface ClaimedRow extends LoadedRow, QueueColumns {
   id: string;
-  delivery_id: string;
   endpoint_id: string;
-  trigger: ClaimedTask['trigger'];
-  attempt_number: number;
-  d_status: DeliveryStatus | null;
-  attempt_count: number | null;
-  schedule_step: number | null;
-  attempt_seq: number | null;
-  d_tasks: number;
+  d_status: DeliveryStatus;
+  attempt_count: number;
+  schedule_step: number;
+  attempt_seq: number;
   failing_since: number | null;
   exhausted_at: number | null;
 }

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
-import type { OutcomeTask } from '../../domain/outcome-plan.js';
+import type { DeliveryState } from '../../domain/outcome-plan.js';
 import { chunks, type Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from './types.js';
-import { addDeliveryStates, type DeliveriesRead, QueueDriver } from './driver.js';
+import { deliveryStatesById, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
-import { deliveredOf, takenTasks } from './statements.js';
 
 /**
  * The queue on the embedded SQLite store. SQLite runs one write transaction at a time (each takes the
@@ -26,8 +25,8 @@ export class SqliteQueue extends QueueDriver {
 
   protected claimQuery(owner: string, limit: number, scope: ClaimScope, leaseUntil: number) {
     return this.ctx.db
-      .updateTable('delivery_tasks')
-      .set({ run_at: leaseUntil, lease_owner: owner })
+      .updateTable('deliveries')
+      .set({ lease_owner: owner, lease_until: leaseUntil })
       .where('id', 'in', this.dueQuery(limit, scope));
   }
 
@@ -39,14 +38,10 @@ export class SqliteQueue extends QueueDriver {
     // Nothing to lock: the transaction has the database to itself.
   }
 
-  protected takeTasks(db: Executor, tasks: readonly OutcomeTask[], owner: string, delivered: ReadonlySet<string>) {
-    return db.deleteFrom('delivery_tasks').where((eb) => takenTasks(eb, tasks, owner, deliveredOf(tasks, delivered)));
-  }
-
-  protected async readDeliveries(trx: Executor, ids: string[]): Promise<DeliveriesRead> {
-    const read: DeliveriesRead = { deliveries: new Map(), queued: new Set() };
+  protected async readDeliveries(trx: Executor, ids: string[]): Promise<Map<string, DeliveryState>> {
+    const read = new Map<string, DeliveryState>();
     for (const part of chunks(ids))
-      addDeliveryStates(read, await this.deliveryStates(trx).where('id', 'in', part).execute());
+      deliveryStatesById(await this.deliveryStates(trx).where('id', 'in', part).execute(), read);
     return read;
   }
 }

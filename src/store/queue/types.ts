@@ -1,18 +1,18 @@
 import type { TestNetwork } from '../../config.js';
 import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
-import type { DeliveryState, OutcomeResult } from '../../domain/outcome-plan.js';
+import type { DeliveryState, OutcomeResult, OutcomeTask } from '../../domain/outcome-plan.js';
 import type { OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import type { SigningSecrets } from '../endpoints.js';
-import type { TaskRow } from '../schema.js';
 
 // The types of the queue's port (src/store/queue.ts, which exports them to the worker) that its drivers
 // take and give: here, so that the drivers need nothing of the port that opens them.
 
-export interface ClaimedTask extends TaskRow {
-  /** The lease end written by the claim; completing requires it to be unchanged (we still own the task). */
-  leaseUntil: number;
-}
+/**
+ * A claimed attempt: the head of its delivery's queue, with the lease end the claim wrote (the attempt is
+ * ours while the delivery's lease is unchanged).
+ */
+export type ClaimedTask = OutcomeTask;
 
 export interface AttemptInput {
   task: ClaimedTask;
@@ -60,9 +60,9 @@ export interface AttemptInput {
   claimedState?: ClaimedState;
 }
 
-/** What a claim read of an attempt's delivery (its counters and tasks) and endpoint (its health). */
+/** What a claim read of an attempt's delivery (its counters and queue, as the claim left it) and endpoint (its health). */
 export interface ClaimedState {
-  delivery: DeliveryState & { tasks: number };
+  delivery: DeliveryState;
   endpoint: EndpointHealth | null;
 }
 
