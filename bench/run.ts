@@ -16,6 +16,7 @@ import { peers } from './scenarios/peers.js';
 import { tracing } from './scenarios/tracing.js';
 import { startup } from './scenarios/startup.js';
 import { hostileFilters } from './scenarios/hostile-filters.js';
+import { slowNeighbour } from './scenarios/slow-neighbour.js';
 
 // npm run bench [-- --quick] [--scenario NAME]... [--skip-postgres] [--out DIR] [--profile]
 //
@@ -40,6 +41,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   'pg-e2e': { run: pgEndToEnd, postgres: true },
   // PostgreSQL and Redis: left out with the PostgreSQL scenarios by --skip-postgres.
   peers: { run: peers, postgres: true },
+  'slow-neighbour': { run: slowNeighbour, postgres: true },
 };
 
 const { values } = parseArgs({
@@ -69,7 +71,7 @@ for (const name of values.scenario ?? []) {
 
 const quick = values.quick ?? false;
 const outDir = resolve(values.out ?? join(REPO, 'bench', 'results'));
-const timeLimitSec = Number(values['time-limit'] ?? (quick ? 120 : 1800));
+const timeLimitSec = Number(values['time-limit'] ?? (quick ? 240 : 1800));
 const started = performance.now();
 const loadStart = loadavg().map((l) => round(l));
 

@@ -20,6 +20,11 @@ export interface Sizes {
   slowSeconds: number;
   /** Due attempts queued for the slow endpoint in the neighbour scenario. */
   neighbourBacklog: number;
+  /** Messages per second emitted in the slow-neighbour scenario, open loop. */
+  slowNeighbourRate: number;
+  slowNeighbourSeconds: number;
+  /** How long slow-neighbour waits after its last emit for the fast endpoints' messages still to come. */
+  slowNeighbourWaitSeconds: number;
 }
 
 export const FULL: Sizes = {
@@ -37,6 +42,9 @@ export const FULL: Sizes = {
   backlogSamples: 200,
   slowSeconds: 10,
   neighbourBacklog: 100_000,
+  slowNeighbourRate: 1_000,
+  slowNeighbourSeconds: 20,
+  slowNeighbourWaitSeconds: 10,
 };
 
 export const QUICK: Sizes = {
@@ -54,6 +62,9 @@ export const QUICK: Sizes = {
   backlogSamples: 30,
   slowSeconds: 1.5,
   neighbourBacklog: 5_000,
+  slowNeighbourRate: 300,
+  slowNeighbourSeconds: 8,
+  slowNeighbourWaitSeconds: 3,
 };
 
 export interface Target {

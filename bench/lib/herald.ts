@@ -198,7 +198,8 @@ export async function setupOrg(
   return { orgId: boot.organization.id as string, key, appIds, endpointIds, secrets };
 }
 
-export function emitBody(appId: string, n: number): string {
+/** Emit number n to the application: an invoice payload, with `more` fields (an emit time, say) at its end. */
+export function emitBody(appId: string, n: number, more: Record<string, unknown> = {}): string {
   return JSON.stringify({
     app_id: appId,
     event_type: 'invoice.paid',
@@ -208,6 +209,7 @@ export function emitBody(appId: string, n: number): string {
       currency: 'usd',
       customer: 'cus_8Dj2kL',
       lines: [{ sku: 'pro-monthly', qty: 1 }],
+      ...more,
     },
   });
 }

@@ -30,6 +30,33 @@ export interface LoadResult {
   maxSendLagMs?: number;
 }
 
+/**
+ * The open loop's clock: calls `fire(n, scheduled)` for n = 0, 1, … at `rate` per second for `durationMs`,
+ * each at its scheduled time (`performance.now()` units) whatever earlier calls are doing, and resolves once
+ * the last has been fired with the seconds taken and the largest delay of a call past its scheduled time.
+ */
+export async function paced(
+  rate: number,
+  durationMs: number,
+  fire: (n: number, scheduled: number) => void,
+): Promise<{ seconds: number; maxSendLagMs: number }> {
+  const start = performance.now();
+  const total = Math.round((rate * durationMs) / 1000);
+  let maxSendLagMs = 0;
+  let n = 0;
+  while (n < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
+    while (n < due) {
+      const scheduled = start + (n * 1000) / rate;
+      maxSendLagMs = Math.max(maxSendLagMs, performance.now() - scheduled);
+      fire(n++, scheduled);
+    }
+    // Sleep until the next call is due (timers have ~1 ms resolution; the loop above catches up).
+    await sleep(Math.max(0, start + (n * 1000) / rate - performance.now() - 0.5));
+  }
+  return { seconds: (performance.now() - start) / 1000, maxSendLagMs };
+}
+
 async function one(target: Target, body: string, keepBody: boolean): Promise<Sent> {
   const at = nowMs();
   const started = performance.now();
@@ -60,32 +87,17 @@ export async function openLoop(
   bodyOf: (n: number) => string,
   keepBodies = false,
 ): Promise<LoadResult> {
-  const start = performance.now();
-  const total = Math.round((rate * durationMs) / 1000);
   const pending: Promise<Sent>[] = [];
-  let maxLag = 0;
-  let n = 0;
-  while (n < total) {
-    const elapsed = performance.now() - start;
-    const due = Math.min(total, Math.floor((elapsed * rate) / 1000) + 1);
-    while (n < due) {
-      const scheduled = start + (n * 1000) / rate;
-      maxLag = Math.max(maxLag, performance.now() - scheduled);
-      pending.push(one(targets[n % targets.length]!, bodyOf(n), keepBodies));
-      n++;
-    }
-    // Sleep until the next request is due (timers have ~1 ms resolution; the loop above catches up).
-    const nextAt = start + (n * 1000) / rate;
-    await sleep(Math.max(0, nextAt - performance.now() - 0.5));
-  }
-  const seconds = (performance.now() - start) / 1000;
+  const { seconds, maxSendLagMs } = await paced(rate, durationMs, (n) =>
+    pending.push(one(targets[n % targets.length]!, bodyOf(n), keepBodies)),
+  );
   // Answers still missing 30 s after the last send count as errors (the service fell behind).
   const settled: (Sent | undefined)[] = new Array(pending.length);
   pending.forEach((p, i) => void p.then((r) => (settled[i] = r)));
   await Promise.race([Promise.all(pending), sleep(30_000)]);
   const results = settled.filter((r): r is Sent => r !== undefined);
   const ok = results.filter((r) => r.status >= 200 && r.status < 300);
-  return { sent: ok, errors: pending.length - ok.length, seconds, maxSendLagMs: maxLag };
+  return { sent: ok, errors: pending.length - ok.length, seconds, maxSendLagMs };
 }
 
 const headerLines = (headers: Record<string, string>) =>
@@ -228,25 +240,15 @@ export async function rawOpenLoop(
   });
   await Promise.all(sockets.map((s) => new Promise((resolve) => s.once('connect', resolve))));
 
-  const start = performance.now();
-  let maxLag = 0;
-  let n = 0;
-  while (n < total) {
-    const due = Math.min(total, Math.floor(((performance.now() - start) * rate) / 1000) + 1);
-    while (n < due) {
-      const scheduled = start + (n * 1000) / rate;
-      maxLag = Math.max(maxLag, performance.now() - scheduled);
-      const job = { n: n++, scheduled, at: nowMs() };
-      const connection = idle.pop();
-      if (connection) connection(job);
-      else waiting.push(job);
-    }
-    await sleep(Math.max(0, start + (n * 1000) / rate - performance.now() - 0.5));
-  }
-  const seconds = (performance.now() - start) / 1000;
+  const { seconds, maxSendLagMs } = await paced(rate, durationMs, (n, scheduled) => {
+    const job = { n, scheduled, at: nowMs() };
+    const connection = idle.pop();
+    if (connection) connection(job);
+    else waiting.push(job);
+  });
   // Answers still missing 30 s after the last send count as errors (the service fell behind).
   await Promise.race([finished, sleep(30_000)]);
   errors += total - answered;
   for (const socket of sockets) socket.destroy();
-  return { sent, errors, seconds, maxSendLagMs: maxLag };
+  return { sent, errors, seconds, maxSendLagMs };
 }

@@ -1,7 +1,8 @@
 import { benchFile, spawnNode, type Child } from './procs.js';
 
 // The bench side of the receiver process (bench/receiver.ts).
-export type Arrival = [id: string, at: number, path: string];
+/** A request's webhook-id, its arrival time, its path and, when its body carries one, its emit time. */
+export type Arrival = [id: string, at: number, path: string, emittedAt?: number];
 
 export class ReceiverProcess {
   private nextId = 1;
@@ -54,8 +55,14 @@ export class ReceiverProcess {
     await this.call('reset');
   }
 
-  async count(): Promise<number> {
-    return (await this.call('count')).count;
+  /** Requests arrived since the last reset (only those whose path starts with `prefix`, when given). */
+  async count(prefix?: string): Promise<number> {
+    return (await this.call('count', prefix ? { prefix } : {})).count;
+  }
+
+  /** Cuts off the slow answers still waiting, and every slow request until the next reset. */
+  async cutSlow(): Promise<void> {
+    await this.call('cut');
   }
 
   /** Resolves with the arrival time of the count-th request, or rejects after timeoutMs. */

@@ -1,6 +1,6 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { DeliveryJob, JobSender } from './job.js';
+import type { DeliveryJob, JobProducer, JobSender } from './job.js';
 
 // BullMQ as the peers scenario runs it: one queue under a key prefix of its own (so the bench removes its
 // keys and nothing else on the Redis server), filled with addBulk, drained by one Worker in its documented
@@ -33,6 +33,15 @@ export async function bullmqEnqueue(prefix: string, jobs: DeliveryJob[]): Promis
   } finally {
     await queue.close();
   }
+}
+
+/** Adds each job as the application emits it (`Queue.add`, the queue's default job options). */
+export function bullmqProducer(prefix: string): JobProducer {
+  const queue = new Queue(QUEUE, { connection: connection(), prefix });
+  return {
+    add: async (job) => void (await queue.add('deliver', job)),
+    close: () => queue.close(),
+  };
 }
 
 export function bullmqWorker(prefix: string, concurrency: number, sender: JobSender): { close(): Promise<void> } {

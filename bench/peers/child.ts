@@ -3,22 +3,24 @@ import { graphileEnqueue, graphileWorker } from './graphile.js';
 import { jobSender, peerJob } from './job.js';
 
 // One peer's worker in a process of its own (as Herald's worker is), so its CPU time is its own. The bench
-// drives it over IPC: `enqueue` fills the queue (untimed), `start` starts the worker and notes the time and
-// the CPU used so far, `finish` answers with the CPU used since `start`, then stops the worker and exits.
+// drives it over IPC: `enqueue` fills the queue with PEER_COUNT jobs (untimed), `start` starts the worker
+// and notes the time and the CPU used so far, `finish` answers with the CPU used since `start`, then stops
+// the worker and exits. Without PEER_COUNT the queue is the bench's to fill (it adds jobs as they are
+// emitted, each with its endpoint's URL).
 //
-// Environment: PEER (bullmq | graphile-worker), PEER_COUNT, PEER_URL (the endpoint), PEER_CONCURRENCY,
-// PEER_REDIS_PREFIX (bullmq), PEER_DATABASE_URL (graphile-worker).
+// Environment: PEER (bullmq | graphile-worker), PEER_COUNT, PEER_URL (the endpoint of jobs without one),
+// PEER_CONCURRENCY, PEER_REDIS_PREFIX (bullmq), PEER_DATABASE_URL (graphile-worker).
 
 type Command = { cmd: 'enqueue' | 'start' | 'finish' };
 
 const peer = process.env.PEER;
-const count = Number(process.env.PEER_COUNT);
+const count = Number(process.env.PEER_COUNT ?? 0);
 const concurrency = Number(process.env.PEER_CONCURRENCY);
 const url = process.env.PEER_URL ?? '';
 const prefix = process.env.PEER_REDIS_PREFIX ?? '';
 const databaseUrl = process.env.PEER_DATABASE_URL ?? '';
-if ((peer !== 'bullmq' && peer !== 'graphile-worker') || !(count > 0) || !(concurrency > 0) || !url) {
-  console.error('peer child: PEER, PEER_COUNT, PEER_CONCURRENCY and PEER_URL are required');
+if ((peer !== 'bullmq' && peer !== 'graphile-worker') || !(count >= 0) || !(concurrency > 0) || !url) {
+  console.error('peer child: PEER, PEER_CONCURRENCY and PEER_URL are required, and PEER_COUNT is a count');
   process.exit(2);
 }
 

@@ -1,6 +1,6 @@
-import { Logger, run, runMigrations } from 'graphile-worker';
+import { Logger, makeWorkerUtils, run, runMigrations } from 'graphile-worker';
 import pg from 'pg';
-import type { DeliveryJob, JobSender } from './job.js';
+import type { DeliveryJob, JobProducer, JobSender } from './job.js';
 
 // graphile-worker 0.17 as the peers scenario runs it, in a database of its own: its schema migrated, the
 // backlog added through its add_jobs() SQL function, drained by one runner in the configuration of its
@@ -46,6 +46,16 @@ export async function graphileEnqueue(connectionString: string, jobs: DeliveryJo
   } finally {
     await client.end();
   }
+}
+
+/** Adds each job as the application emits it (`WorkerUtils.addJob`), its schema migrated first. */
+export async function graphileProducer(connectionString: string): Promise<JobProducer> {
+  const utils = await makeWorkerUtils({ connectionString, logger: new Logger(() => () => {}) });
+  await utils.migrate();
+  return {
+    add: async (job) => void (await utils.addJob(TASK, job)),
+    close: async () => await utils.release(),
+  };
 }
 
 export async function graphileWorker(

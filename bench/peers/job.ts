@@ -5,7 +5,8 @@ import { emitBody } from '../lib/herald.js';
 
 // The delivery job both peers run: the body Herald would send for the same emitted payload, signed with
 // Herald's own signing function (Standard Webhooks, HMAC-SHA256 over `{id}.{timestamp}.{body}`), POSTed
-// with an undici Agent capped at the same number of connections per origin as a Herald worker.
+// to the job's endpoint with an undici Agent capped at the same number of connections per origin as a
+// Herald worker.
 
 /** What one queued job carries: the message, as an application would hand it to its queue. */
 export interface DeliveryJob {
@@ -13,15 +14,17 @@ export interface DeliveryJob {
   type: string;
   createdAt: number;
   payload: unknown;
+  /** The endpoint's URL; without one, the sender's own. */
+  url?: string;
 }
 
 /** The endpoint's signing secret (one fixed secret: the peers look no endpoint up). */
 export const PEER_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const USER_AGENT = 'Herald-Bench-Peer/1';
 
-/** Message n of the backlog: the payload of Herald's emit number n (the same size and shape). */
-export function peerJob(n: number, createdAt: number): DeliveryJob {
-  const { payload } = JSON.parse(emitBody('app', n)) as { payload: unknown };
+/** Message n: the payload of Herald's emit number n (the same size and shape, and the same `more` fields). */
+export function peerJob(n: number, createdAt: number, more: Record<string, unknown> = {}): DeliveryJob {
+  const { payload } = JSON.parse(emitBody('app', n, more)) as { payload: unknown };
   return { id: `evt_peer${String(n).padStart(22, '0')}`, type: 'invoice.paid', createdAt, payload };
 }
 
@@ -31,11 +34,18 @@ export interface JobSender {
   close(): Promise<void>;
 }
 
+/** How the application hands a job to its queue, one at a time, as each message is emitted. */
+export interface JobProducer {
+  add(job: DeliveryJob): Promise<void>;
+  close(): Promise<void>;
+}
+
 export function jobSender(url: string, connections: number, secret = PEER_SECRET): JobSender {
-  const { origin, pathname } = new URL(url);
+  const endpoint = new URL(url);
   const agent = new Agent({ connections, keepAliveTimeout: 4_000 });
   return {
     async deliver(job) {
+      const { origin, pathname } = job.url ? new URL(job.url) : endpoint;
       const body = outboundBody(job.type, job.createdAt, JSON.stringify(job.payload));
       const timestamp = Math.floor(Date.now() / 1000);
       const response = await agent.request({

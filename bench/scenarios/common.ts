@@ -29,6 +29,14 @@ export async function closeTargets(targets: LoadTarget[]): Promise<void> {
   await Promise.all(targets.map((t) => t.pool.close().catch(() => {})));
 }
 
+/** One emit; resolves with the message's id (the webhook-id of its deliveries), rejects unless answered 201. */
+export async function emitOne(target: LoadTarget, body: string): Promise<string> {
+  const response = await target.pool.request({ method: 'POST', path: target.path, headers: target.headers, body });
+  const text = await response.body.text();
+  if (response.statusCode !== 201) throw new Error(`emit: ${response.statusCode} ${text.slice(0, 200)}`);
+  return (JSON.parse(text) as { id: string }).id;
+}
+
 /** Sends exactly `count` emits, `concurrency` at a time; returns the message ids. */
 export async function emitCount(
   targets: LoadTarget[],
@@ -43,15 +51,7 @@ export async function emitCount(
       const target = targets[worker % targets.length]!;
       while (next < count) {
         const n = next++;
-        const response = await target.pool.request({
-          method: 'POST',
-          path: target.path,
-          headers: target.headers,
-          body: bodyOf(n),
-        });
-        const text = await response.body.text();
-        if (response.statusCode !== 201) throw new Error(`emit: ${response.statusCode} ${text.slice(0, 200)}`);
-        ids[n] = (JSON.parse(text) as { id: string }).id;
+        ids[n] = await emitOne(target, bodyOf(n));
       }
     }),
   );

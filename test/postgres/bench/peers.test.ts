@@ -51,6 +51,21 @@ test('a peer job is signed as Herald signs, in Herald body shape, on at most the
   assert.equal(r.headers['content-type'], 'application/json');
 });
 
+test("a peer job that carries its endpoint's URL goes there, with the sender's signature", async (t) => {
+  const receiver = await new Receiver().start();
+  t.after(() => receiver.stop());
+  const sender = jobSender(`${receiver.url}/hook/default`, 2);
+  t.after(() => sender.close());
+  await sender.deliver({ ...peerJob(1, Date.now(), { emitted_at: 12.5 }), url: `${receiver.url}/hook/own` });
+  await sender.deliver(peerJob(2, Date.now()));
+  assert.deepEqual(
+    receiver.received.map((r) => r.path),
+    ['/hook/own', '/hook/default'],
+  );
+  const body = JSON.parse(receiver.received[0]!.body) as { data: { invoice_id: string; emitted_at: number } };
+  assert.deepEqual(body.data, { ...body.data, invoice_id: 'inv_1', emitted_at: 12.5 });
+});
+
 test('a non-2xx answer fails the peer job', async (t) => {
   const receiver = await new Receiver().start();
   t.after(() => receiver.stop());
