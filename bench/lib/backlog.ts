@@ -4,8 +4,8 @@ import pg from 'pg';
 
 // Fills an embedded store (already migrated, service stopped) with `count` pending deliveries whose only
 // attempt is scheduled far in the future, or (`due`) due already, one per millisecond before now as after
-// an outage: rows in `deliveries` and `delivery_tasks`, as the emit path writes them, all for one message
-// and one endpoint of the org set up through the API.
+// an outage: rows in `deliveries`, each with its first attempt queued on it, as the emit path writes them,
+// all for one message and one endpoint of the org set up through the API.
 export function insertBacklog(
   dataDir: string,
   count: number,
@@ -28,19 +28,16 @@ export function insertBacklog(
     now,
   );
   const delivery = db.prepare(
-    `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, created_at, updated_at)
-     values (?, ?, 0, ?, ?, ?, 'pending', 0, 1, 0, ?, ?)`,
-  );
-  const task = db.prepare(
-    `insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner) values (?, ?, ?, 'scheduled', 1, ?, null)`,
+    `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, created_at, updated_at,
+       run_at, next_trigger, next_attempt, lease_owner, lease_until, queued_after)
+     values (?, ?, 0, ?, ?, ?, 'pending', 0, 1, 0, ?, ?, ?, 'scheduled', 1, null, null, null)`,
   );
   // Ids sort before anything made now (prefix "0"), spread over the month so the due index is realistic.
   const batch = db.transaction((from: number, to: number) => {
     for (let i = from; i < to; i++) {
       const suffix = String(i).padStart(12, '0');
       const runAt = when === 'due' ? now - count + i : future + (i % 100_000) * 1000;
-      delivery.run(`dlv_0backlog${suffix}`, ids.orgId, ids.appId, messageId, ids.endpointId, now, now);
-      task.run(`tsk_0backlog${suffix}`, `dlv_0backlog${suffix}`, ids.endpointId, runAt);
+      delivery.run(`dlv_0backlog${suffix}`, ids.orgId, ids.appId, messageId, ids.endpointId, now, now, runAt);
     }
   });
   for (let from = 0; from < count; from += 50_000) batch(from, Math.min(count, from + 50_000));
@@ -59,7 +56,7 @@ export async function setBacklogRunAt(runAt: number, dataDir: string, databaseUr
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
-      await client.query('update delivery_tasks set run_at = $1', [runAt]);
+      await client.query('update deliveries set run_at = $1 where run_at is not null', [runAt]);
     } finally {
       await client.end();
     }
@@ -68,7 +65,7 @@ export async function setBacklogRunAt(runAt: number, dataDir: string, databaseUr
   const db = new SQLite(join(dataDir, 'herald.db'));
   try {
     db.pragma('busy_timeout = 10000');
-    db.prepare('update delivery_tasks set run_at = ?').run(runAt);
+    db.prepare('update deliveries set run_at = ? where run_at is not null').run(runAt);
   } finally {
     db.close();
   }

@@ -128,7 +128,7 @@ console.log(
 );
 if (storeKind === 'postgres') {
   const { rows } = await store.pool!.query(
-    "select relname, n_tup_upd, n_tup_hot_upd, n_tup_del, n_tup_ins from pg_stat_user_tables where relname in ('deliveries','delivery_tasks','attempts') order by relname",
+    "select relname, n_tup_upd, n_tup_hot_upd, n_tup_del, n_tup_ins from pg_stat_user_tables where relname in ('deliveries','attempts') order by relname",
   );
   if (process.env.QCPU_STATS) console.log(rows);
 }

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { AttemptInput, ClaimedTask, WorkerQueue } from '../store/queue.js';
+import type { AttemptInput, ClaimedTask, WorkerQueue } from '../store/queue/index.js';
 import { ClaimWindow } from './claim-window.js';
 import { isTransient, storeErrorCause } from '../store/errors.js';
 import type { Lane, Lanes } from './lanes.js';

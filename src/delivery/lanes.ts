@@ -1,4 +1,4 @@
-import type { ClaimedTask } from '../store/queue.js';
+import type { ClaimedTask } from '../store/queue/index.js';
 import { intervalUs } from '../domain/rate.js';
 
 // One lane per endpoint this worker holds work for: its claimed attempts waiting for a slot, its attempts in

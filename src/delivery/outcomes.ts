@@ -1,6 +1,6 @@
 import { traceOf } from '../tracing/tracer.js';
 import type { Logger } from 'pino';
-import type { AttemptInput, AttemptResult, WorkerQueue } from '../store/queue.js';
+import type { AttemptInput, AttemptResult, WorkerQueue } from '../store/queue/index.js';
 import { GroupCommit } from '../store/group-commit.js';
 import type { Store } from '../store/index.js';
 import { storeErrorCause, storeErrorKind } from '../store/errors.js';

@@ -1,7 +1,7 @@
 import { signPayload } from '../domain/secrets.js';
 import { outboundBody } from '../domain/envelope.js';
-import type { AttemptInput } from '../store/queue.js';
-import type { SigningSecrets } from '../store/endpoints.js';
+import type { AttemptInput } from '../store/queue/index.js';
+import type { SigningSecrets } from '../domain/secrets.js';
 import type { SendRequest } from './sender.js';
 import type { ReceiverTls } from '../domain/pem.js';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';

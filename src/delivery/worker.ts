@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
-import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue.js';
+import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue/index.js';
 import { randomToken } from '../domain/ids.js';
 import { Sender } from './sender.js';
 import { shownRequestHeaders, signedRequest } from './request.js';

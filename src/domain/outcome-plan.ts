@@ -1,6 +1,14 @@
 import { type EndpointHealth, type EndpointStatus, nextEndpointHealth } from './endpoint-state.js';
 import { idFrom } from './ids.js';
-import { heldBy, pick, type QueueColumns, type WaitingAttempt, waitingOf, withoutHead } from './queue-slot.js';
+import {
+  heldBy,
+  pick,
+  type QueueColumns,
+  sameQueue,
+  type WaitingAttempt,
+  waitingOf,
+  withoutHead,
+} from './queue-slot.js';
 import { endpointPauseMs, nextDelayAfterFailure } from './retry.js';
 import type { AttemptStatus, AttemptTrigger, DeliveryStatus } from './states.js';
 
@@ -285,7 +293,10 @@ export function outcomePlan(
     // Each attempt written now counts once.
     if (state.written.has(attempts[i]!.id)) {
       if (result.ok) {
-        if (announcedTrouble(delivery, rules.retryScheduleMs.length))
+        // Trouble announced before this batch, or by it: a failure here of a delivery delivered here
+        // announced no delivery.failing (below), so its count is the one read, not the one counted here.
+        const before = state.deliveries.get(id)!;
+        if (announcedTrouble({ ...delivery, attempt_count: before.attempt_count }, rules.retryScheduleMs.length))
           events.push({ type: 'delivery.recovered', deliveryId: id, endpointId: task.endpoint_id, at });
       } else if (delivery.status !== 'success' && !delivered.has(id) && delivery.attempt_count + 1 === FAILING_AFTER) {
         // Not delivered, here or before: all its attempts failed, and they are as many as it counts.
@@ -296,16 +307,19 @@ export function outcomePlan(
     }
 
     // A 2xx delivers, ours or not: the delivery's scheduled attempts go (manual ones were asked for).
+    // Only what changes is written: the same 2xx recorded again changes nothing, updated_at included.
     if (result.ok) {
-      delivery.status = 'success';
-      change(id, { status: 'success', updated_at: now });
+      if (delivery.status !== 'success') {
+        delivery.status = 'success';
+        change(id, { status: 'success', updated_at: now });
+      }
       const headGoes = ours || delivery.next_trigger === 'scheduled';
       if (headGoes || delivery.queued_after !== null) {
         const waiting = waitingOf(delivery);
         const queue = headGoes
           ? withoutHead(waiting, now, { dropScheduled: true, fifo })
           : { ...pick(delivery), queued_after: keepManual(waiting) };
-        setQueue(id, delivery, queue, now);
+        if (!sameQueue(queue, pick(delivery))) setQueue(id, delivery, queue, now);
       }
       return;
     }

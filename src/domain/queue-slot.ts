@@ -70,8 +70,9 @@ export function hasQueued(queue: QueueColumns): boolean {
 
 /**
  * The queue once its head is gone: the waiting attempt due soonest becomes the head (a manual one is due
- * at `now`); `dropScheduled` leaves out the scheduled ones (the delivery was delivered). A parked attempt
- * is due at once when its endpoint is no longer FIFO.
+ * at `now`, and goes before any scheduled one, however overdue: a manual retry waits for no scheduled
+ * attempt, and is numbered before it, withManual); `dropScheduled` leaves out the scheduled ones (the
+ * delivery was delivered). A parked attempt is due at once when its endpoint is no longer FIFO.
  */
 export function withoutHead(
   waiting: readonly WaitingAttempt[],
@@ -81,8 +82,9 @@ export function withoutHead(
   const kept = waiting.filter((w) => !(dropScheduled && w.trigger === 'scheduled'));
   if (kept.length === 0) return EMPTY_QUEUE;
   const due = (w: WaitingAttempt) => (w.runAt === null || (!fifo && isParked(w.runAt)) ? now : w.runAt);
+  const rank = (w: WaitingAttempt) => (w.trigger === 'manual' ? Number.NEGATIVE_INFINITY : due(w));
   let next = 0;
-  for (let i = 1; i < kept.length; i++) if (due(kept[i]!) < due(kept[next]!)) next = i;
+  for (let i = 1; i < kept.length; i++) if (rank(kept[i]!) < rank(kept[next]!)) next = i;
   const head = kept[next]!;
   const rest = kept.filter((_, i) => i !== next);
   return {
@@ -98,25 +100,47 @@ export function withAttempt(queue: QueueColumns, attempt: WaitingAttempt, now: n
 }
 
 /**
- * A manual attempt asked for (a retry, a recovery), numbered after every attempt made or queued. When
+ * A manual attempt asked for (a retry, a recovery), numbered after every attempt made (`madeUpTo`, the
+ * highest number recorded) or queued: the number of a queued attempt that was dropped (a 410, a disabled
+ * or deleted endpoint) is handed out again. When
  * the head is a scheduled attempt no worker holds (waiting for its time, or parked), the manual one takes
  * its place and its number, and the scheduled one waits behind it, numbered next: a manual retry waits
- * for nothing, and does not use up the schedule. Otherwise the manual attempt waits behind the head.
+ * for nothing, and does not use up the schedule. Otherwise the manual attempt waits behind the head; if
+ * the scheduled attempt waits there too (behind a held or manual head), the manual one takes its number
+ * the same way, as it goes before it (withoutHead): attempts are made in the order of their numbers.
  * A `failed` or `disabled` delivery is `pending` again.
  */
 export function withManual(
-  delivery: QueueColumns & { status: DeliveryStatus; attempt_seq: number },
+  delivery: QueueColumns & { status: DeliveryStatus },
   now: number,
+  madeUpTo: number,
 ): { queue: QueueColumns; number: number; attempt_seq: number; status: DeliveryStatus } {
-  const seq = delivery.attempt_seq + 1;
-  const status = delivery.status === 'failed' || delivery.status === 'disabled' ? 'pending' : delivery.status;
   const queue = pick(delivery);
+  const queued = [
+    ...(queue.next_attempt === null ? [] : [queue.next_attempt]),
+    ...waitingOf(queue).map((w) => w.number),
+  ];
+  const seq = Math.max(madeUpTo, ...queued) + 1;
+  const status = delivery.status === 'failed' || delivery.status === 'disabled' ? 'pending' : delivery.status;
   if (queue.run_at !== null && queue.next_trigger === 'scheduled' && !isHeld(queue, now)) {
     const number = Number(queue.next_attempt);
     const scheduled: WaitingAttempt = { number: seq, trigger: 'scheduled', runAt: Number(queue.run_at) };
     const waiting = [scheduled, ...waitingOf(queue)];
     return {
       queue: { ...queuedHead(number, 'manual', now), queued_after: JSON.stringify(waiting) },
+      number,
+      attempt_seq: seq,
+      status,
+    };
+  }
+  const waiting = waitingOf(queue);
+  const scheduled = waiting.findIndex((w) => w.trigger === 'scheduled');
+  if (queue.run_at !== null && scheduled >= 0) {
+    const number = waiting[scheduled]!.number;
+    const renumbered = waiting.map((w, i) => (i === scheduled ? { ...w, number: seq } : w));
+    const manual: WaitingAttempt = { number, trigger: 'manual', runAt: null };
+    return {
+      queue: { ...queue, queued_after: JSON.stringify([...renumbered, manual]) },
       number,
       attempt_seq: seq,
       status,

@@ -205,3 +205,10 @@ export class SecretBox {
     return Buffer.concat([decipher.update(Buffer.from(body, 'base64')), decipher.final()]).toString('utf8');
   }
 }
+
+/** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
+export interface SigningSecrets {
+  current: string;
+  /** Newest first. */
+  previous: string[];
+}

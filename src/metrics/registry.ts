@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { idTime } from '../domain/ids.js';
-import type { AttemptResult } from '../store/queue.js';
+import type { AttemptResult } from '../store/queue/index.js';
 import type { MetricsReads } from '../store/metrics.js';
 import { StoreGauges } from './store-gauges.js';
 import type { CompilerStats } from '../event-schemas/compiler.js';

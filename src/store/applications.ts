@@ -4,7 +4,7 @@ import { hashToken } from '../domain/secrets.js';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { ApplicationRow } from './schema.js';
 import { forgetEndpoints } from './endpoints.js';
-import { stopEndpoints } from './queue/book.js';
+import { book } from './queue/index.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { type RaisePolicy, raiseOccurrences } from './operational.js';
 
@@ -186,7 +186,7 @@ export class Applications {
       if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
       const endpointIds = (await endpoints.execute()).map((r) => r.id);
       const now = this.ctx.now();
-      await stopEndpoints(trx, endpointIds, 'failed', now);
+      await book.stopEndpoints(trx, endpointIds, 'failed', now);
       await forgetEndpoints(trx, endpointIds);
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('portal_links').where('app_id', '=', current.id).execute();

@@ -1,6 +1,6 @@
 import { FilterBudget } from '../domain/content-filter.js';
 import { idFloor, newId } from '../domain/ids.js';
-import { enqueueManual, firstAttempt } from './queue/book.js';
+import { book } from './queue/index.js';
 import { insertTogether } from './insert-rows.js';
 import {
   envelopeOnce,
@@ -183,7 +183,7 @@ export class BackgroundTasks {
       if (task.cursor !== null) batch = batch.where('deliveries.id', '>', task.cursor);
       const ids = (await batch.execute()).map((row) => row.id);
       // Only deliveries still failed or disabled now: one given an attempt meanwhile is pending.
-      const queued = await enqueueManual(trx, this.ctx.dialect, ids, now, ['failed', 'disabled']);
+      const queued = await book.enqueueManual(trx, this.ctx.dialect, ids, now, ['failed', 'disabled']);
       return { read: ids.length, last: ids.at(-1), queued: queued.size };
     });
   }
@@ -263,7 +263,7 @@ export class BackgroundTasks {
             new FilterBudget(this.filterBudget),
           ),
       );
-      const made = missing.map((m) => firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
+      const made = missing.map((m) => book.firstAttempt(m, endpoint!, now, now, endpoint!.ordering === 'fifo'));
       await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: made.map((x) => x.delivery) }]);
       return { read: messages.length, last: messages.at(-1)?.id, queued: made.length };
     });

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow, DeliveryRow } from './schema.js';
-import { enqueueManual, nextAttemptAt } from './queue/book.js';
+import { book } from './queue/index.js';
 import type { DeliveryStatus } from '../domain/states.js';
 import { hiddenApplication } from './operational.js';
 
@@ -19,7 +19,7 @@ export interface DeliveryFilter {
 
 /**
  * A delivery as reads show it: its row, its message's event type (null once the message is gone) and when
- * its next attempt is due (the queue's nextAttemptAt).
+ * its next attempt is due (the queue's book.nextAttemptAt).
  */
 export type DeliveryRead = DeliveryRow & { event_type: string | null; next_attempt_at: number | null };
 
@@ -51,7 +51,7 @@ export class Deliveries {
           .select('messages.event_type')
           .whereRef('messages.id', '=', 'deliveries.message_id')
           .as('event_type'),
-        sql<number | null>`${nextAttemptAt(this.ctx.now())}`.as('next_attempt_at'),
+        sql<number | null>`${book.nextAttemptAt(this.ctx.now())}`.as('next_attempt_at'),
       ]);
   }
 
@@ -113,7 +113,7 @@ export class Deliveries {
 
   /**
    * Queues exactly one manual attempt of a delivery, whatever its status, without touching its retry
-   * schedule (the queue's enqueueManual numbers it). Returns the number the attempt will carry, or
+   * schedule (the queue's book.enqueueManual numbers it). Returns the number the attempt will carry, or
    * undefined when there is no such delivery.
    */
   async retry(scope: Scope, id: string): Promise<number | undefined> {
@@ -128,7 +128,7 @@ export class Deliveries {
       if (!delivery) return undefined;
       // Two retries of one delivery, or a retry and an outcome being recorded, take turns on its row
       // (PostgreSQL; SQLite writes one transaction at a time): each numbers its attempt after the other's.
-      return (await enqueueManual(trx, this.ctx.dialect, [id], this.ctx.now())).get(id);
+      return (await book.enqueueManual(trx, this.ctx.dialect, [id], this.ctx.now())).get(id);
     });
     if (attemptNumber !== undefined) this.onQueued();
     return attemptNumber;

@@ -1,7 +1,13 @@
-import { stopEndpoints, unparkAll } from './queue/book.js';
+import { book } from './queue/index.js';
 import { isUniqueViolation } from './errors.js';
 import { newId } from '../domain/ids.js';
-import { generateSigningKey, publicKeyOf, type SecretBox, type SignatureType } from '../domain/secrets.js';
+import {
+  generateSigningKey,
+  publicKeyOf,
+  type SecretBox,
+  type SignatureType,
+  type SigningSecrets,
+} from '../domain/secrets.js';
 import {
   type EndpointHeaders,
   headersFromText,
@@ -24,7 +30,7 @@ import {
   type Scope,
   type StoreContext,
 } from './common.js';
-import type { EndpointRow } from './schema.js';
+import type { EndpointRow, SecretColumns } from './schema.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { operationalApplication, type RaisePolicy, raiseOccurrences } from './operational.js';
 
@@ -95,13 +101,6 @@ export interface EndpointChanges {
   auth?: EndpointAuth | null | undefined;
 }
 
-/** The signing secrets an attempt signs with: the current one, and the rotated-out ones still in their grace. */
-export interface SigningSecrets {
-  current: string;
-  /** Newest first. */
-  previous: string[];
-}
-
 /**
  * Rotated-out secrets kept signing at most: each keeps signing until the end of the grace its rotation
  * promised, unless this many newer rotations came in that grace (then the oldest stops early). One
@@ -114,12 +113,6 @@ interface RetiredSecret {
   secret: string;
   validUntil: number;
 }
-
-/** The columns an endpoint's signing secrets are read from. */
-export type SecretColumns = Pick<
-  EndpointRow,
-  'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'
->;
 
 /**
  * Removes what is kept about these endpoints outside their rows, in the transaction that deletes them:
@@ -440,10 +433,11 @@ export class Endpoints {
           .where('id', '=', id)
           .execute(),
       );
-      if (next.status === 'disabled' && current.status !== 'disabled') await stopEndpoints(trx, [id], 'disabled', now);
+      if (next.status === 'disabled' && current.status !== 'disabled')
+        await book.stopEndpoints(trx, [id], 'disabled', now);
       // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
       // deliveries from now on wait their turn.)
-      if (current.ordering === 'fifo' && next.ordering !== 'fifo') await unparkAll(trx, id, now);
+      if (current.ordering === 'fifo' && next.ordering !== 'fifo') await book.unparkAll(trx, id, now);
       const disabledHere = next.status === 'disabled' && current.status !== 'disabled';
       queued = await this.raiseAbout(
         trx,
@@ -478,7 +472,7 @@ export class Endpoints {
         .executeTakeFirst();
       if (!row) return false;
       const now = this.ctx.now();
-      await stopEndpoints(trx, [id], 'failed', now);
+      await book.stopEndpoints(trx, [id], 'failed', now);
       await forgetEndpoints(trx, [id]);
       queued = await this.raiseAbout(trx, row, await this.appUid(trx, row.app_id), [{ type: 'endpoint.deleted' }], now);
       return true;
@@ -671,6 +665,6 @@ export class Endpoints {
       .where('id', '=', id)
       .where('status', '!=', 'disabled')
       .execute();
-    if (health.status === 'disabled') await stopEndpoints(db, [id], 'disabled', now);
+    if (health.status === 'disabled') await book.stopEndpoints(db, [id], 'disabled', now);
   }
 }

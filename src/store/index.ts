@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { ConfigError, type Config } from '../config.js';
 import { SecretBox } from '../domain/secrets.js';
 import { randomToken } from '../domain/ids.js';
-import { raisePolicy } from './operational.js';
+import { outcomeEventSink, raisePolicy } from './operational.js';
 import { migrate, openPostgres, openSqlite, type OpenedDatabase } from './db.js';
 import type { StoreContext } from './common.js';
 import { Organizations } from './organizations.js';
@@ -14,7 +14,7 @@ import { Messages } from './messages.js';
 import { Deliveries } from './deliveries.js';
 import { Attempts } from './attempts.js';
 import { RequestReplays } from './request-replays.js';
-import { openQueue, type Queue } from './queue.js';
+import { openQueue, type Queue } from './queue/index.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
 import { MetricsReads } from './metrics.js';
@@ -89,7 +89,14 @@ export class Store {
     this.deliveries = new Deliveries(this.ctx, onQueued);
     this.attempts = new Attempts(this.ctx);
     this.requestReplays = new RequestReplays(this.ctx, config.idempotencyTtlMs);
-    this.queue = openQueue({ ...this.ctx, db: opened.queueDb }, this.endpoints, config, onQueued, opened.queuePool);
+    const queueCtx = { ...this.ctx, db: opened.queueDb };
+    this.queue = openQueue(
+      queueCtx,
+      { endpoints: this.endpoints, events: outcomeEventSink(queueCtx.db, raise) },
+      config,
+      onQueued,
+      opened.queuePool,
+    );
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb }, raise);
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued, config.filterBudget);
     this.metrics = new MetricsReads(this.ctx);

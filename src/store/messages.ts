@@ -20,7 +20,7 @@ import {
 } from './common.js';
 import type { DeliveryRow, EndpointRow, MessageRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
-import { firstAttempt } from './queue/book.js';
+import { book } from './queue/index.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -507,7 +507,7 @@ export class Messages {
         if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope, budget)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
         const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-        const made = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
+        const made = book.firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
         deliveries.push(made.delivery);
         ids.push(made.delivery.id);
         if (made.queued) queued++;
@@ -543,7 +543,7 @@ export class Messages {
       created_at: now,
     };
     const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
-    const { delivery, queued } = firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
+    const { delivery, queued } = book.firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
     await insertTogether(this.ctx.db, this.ctx.dialect, [
       { table: 'messages', rows: [message] },
       { table: 'payloads', rows: [{ message_id: message.id, body: payloadJson, created_at: now, expires_at: null }] },

@@ -1,4 +1,4 @@
-import { dueReading } from './queue/book.js';
+import { book } from './queue/index.js';
 import type { StoreContext } from './common.js';
 
 // What the metrics' store-read gauges read (src/metrics/store-gauges.ts): two small aggregate queries, read
@@ -16,10 +16,10 @@ export class MetricsReads {
   constructor(private readonly ctx: StoreContext) {}
 
   /**
-   * The due attempts and the earliest of them (the queue book's dueReading).
+   * The due attempts and the earliest of them (the queue book's book.dueReading).
    */
   async queue(now = this.ctx.now()): Promise<QueueReading> {
-    return dueReading(this.ctx.db, now);
+    return book.dueReading(this.ctx.db, now);
   }
 
   /** Endpoints per status (active, failing, disabled), over every organization and environment. */

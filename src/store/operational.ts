@@ -6,7 +6,7 @@ import type { Dialect } from './db.js';
 import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './common.js';
 import { insertRows } from './insert-rows.js';
 import { scheduledDelay } from '../domain/retry.js';
-import { firstAttempt } from './queue/book.js';
+import { book, type OutcomeEventSink } from './queue/index.js';
 import type { Database, DeliveryRow, MessageRow, PayloadRow } from './schema.js';
 import type { Kysely } from 'kysely';
 
@@ -134,7 +134,7 @@ export async function raiseOccurrences(
       expires_at: null,
     });
     for (const endpoint of to) {
-      const made = firstAttempt(message, endpoint, runAt, now);
+      const made = book.firstAttempt(message, endpoint, runAt, now);
       deliveries.push(made.delivery);
       if (made.queued) queued++;
     }
@@ -218,4 +218,12 @@ export async function raiseStoredEvents(db: Kysely<Database>, policy: RaisePolic
     const caused = rows.sort((x, y) => (x.id < y.id ? -1 : 1)).map((row) => JSON.parse(row.body) as CausedEvent);
     return raiseOutcomeEvents(trx, policy, caused, now);
   });
+}
+
+/** The queue's sink for the operational events of outcomes (src/store/queue/index.ts, OutcomeEventSink). */
+export function outcomeEventSink(db: Kysely<Database>, policy: RaisePolicy): OutcomeEventSink {
+  return {
+    raise: (trx, caused, now) => raiseOutcomeEvents(trx, policy, caused, now),
+    raiseStored: (now) => raiseStoredEvents(db, policy, now),
+  };
 }

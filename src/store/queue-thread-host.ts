@@ -2,10 +2,10 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { SecretBox } from '../domain/secrets.js';
 import { connectSqlite } from './db.js';
 import { Endpoints } from './endpoints.js';
-import { openQueue } from './queue.js';
+import { openQueue } from './queue/index.js';
 import { PURGE_BATCH, purgeExpired } from './retention.js';
 import { Workers } from './workers.js';
-import { raisePolicy } from './operational.js';
+import { outcomeEventSink, raisePolicy } from './operational.js';
 import type { StoreContext } from './common.js';
 import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 
@@ -17,10 +17,14 @@ const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
 const port = parentPort!;
 // Attempts of operational webhooks queued with outcomes wake the service's worker (QueueThread's onQueued).
-const queue = openQueue(ctx, new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), policy, () =>
-  port.postMessage({ queued: true } satisfies QueueReply),
+const raise = raisePolicy('sqlite', policy.retryScheduleMs);
+const queue = openQueue(
+  ctx,
+  { endpoints: new Endpoints(ctx, new SecretBox(secretKey, previousSecretKeys)), events: outcomeEventSink(db, raise) },
+  policy,
+  () => port.postMessage({ queued: true } satisfies QueueReply),
 );
-const workers = new Workers(ctx, raisePolicy('sqlite', policy.retryScheduleMs));
+const workers = new Workers(ctx, raise);
 const underWay = new Set<Promise<void>>();
 let closing = false;
 

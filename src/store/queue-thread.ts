@@ -5,8 +5,8 @@ import { sqliteFile } from './db.js';
 import { endThread } from './end-thread.js';
 import type { PurgeCounts } from './retention.js';
 import type { WorkerRegistry } from './workers.js';
-import type { SigningSecrets } from './endpoints.js';
-import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue.js';
+import type { SigningSecrets } from '../domain/secrets.js';
+import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue/index.js';
 
 /**
  * The thread's young generation (V8's default is several times this). What a call allocates is garbage

@@ -1,5 +1,5 @@
 import { idFloor } from '../domain/ids.js';
-import { hasQueued } from './queue/book.js';
+import { book } from './queue/index.js';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor, StoreContext } from './common.js';
@@ -63,7 +63,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
             .select('id')
             .where('created_at', '<', cutoff)
             .where('status', '!=', 'pending')
-            .where(sql<boolean>`not ${hasQueued}`)
+            .where(sql<boolean>`not ${book.hasQueued}`)
             .limit(limit),
         )
         .executeTakeFirst(),
@@ -184,7 +184,7 @@ const unsettled = (trx: Executor) =>
   trx
     .selectFrom('deliveries')
     .select('deliveries.message_id')
-    .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), hasQueued]));
+    .where((eb) => eb.or([eb('deliveries.status', '=', 'pending'), book.hasQueued]));
 
 /**
  * Removes what is older than the retention period (see STEPS), in transactions of at most `batch` rows.

@@ -125,6 +125,12 @@ export interface EndpointRow {
   updated_at: number;
 }
 
+/** The columns an endpoint's signing secrets are read from. */
+export type SecretColumns = Pick<
+  EndpointRow,
+  'secret_sealed' | 'previous_secret_sealed' | 'previous_valid_until' | 'earlier_secrets_sealed' | 'earlier_valid_until'
+>;
+
 export interface MessageRow {
   id: string;
   org_id: string;

@@ -1,4 +1,4 @@
-import { releaseSilentWorkers } from './queue/book.js';
+import { book } from './queue/index.js';
 import { type RaisePolicy, raiseStoredEvents } from './operational.js';
 import type { StoreContext } from './common.js';
 
@@ -53,7 +53,7 @@ export class Workers implements WorkerRegistry {
     const dead = await this.ctx.db.selectFrom('workers').select('id').where('beat_at', '<', cutoff).execute();
     if (dead.length === 0) return 0;
     return this.ctx.db.transaction().execute(async (trx) => {
-      const released = await releaseSilentWorkers(trx, cutoff, now);
+      const released = await book.releaseSilentWorkers(trx, cutoff, now);
       await trx.deleteFrom('workers').where('beat_at', '<', cutoff).execute();
       return released;
     });

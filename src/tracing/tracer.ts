@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { formatTraceparent, messageTrace, newSpanId } from '../domain/trace-context.js';
-import type { AttemptInput } from '../store/queue.js';
+import type { AttemptInput } from '../store/queue/index.js';
 import { headerContext, type Tracer } from './port.js';
 
 // The tracer a process uses (src/tracing/port.ts says what one is). Without the OTEL_* variables

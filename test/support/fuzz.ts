@@ -77,7 +77,6 @@ const TABLES = [
   'payloads',
   'idempotency_keys',
   'deliveries',
-  'delivery_tasks',
   'attempts',
 ] as const;
 

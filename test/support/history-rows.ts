@@ -1,3 +1,4 @@
+import { EMPTY_QUEUE } from '../../src/domain/queue-slot.js';
 import type { AttemptRow, DeliveryRow, MessageRow } from '../../src/store/schema.js';
 
 // Rows of a tenant's history written straight to a store, for tests of reads over more traffic than the
@@ -39,6 +40,7 @@ export function historyRows(entry: HistoryEntry): { message: MessageRow; deliver
       attempt_seq: 1,
       schedule_step: 1,
       updated_at: entry.at,
+      ...EMPTY_QUEUE,
     },
     attempt: {
       id: entry.attemptId,

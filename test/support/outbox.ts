@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { AttemptInput, Queue } from '../../src/store/queue.js';
+import type { AttemptInput, Queue } from '../../src/store/queue/index.js';
 
 // For the operational outbox's tests: test/contract/store/operational-outbox.test.ts and
 // test/postgres/store/operational-outbox.test.ts.

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
-import type { AttemptResult } from '../../src/store/queue.js';
+import type { AttemptResult } from '../../src/store/queue/index.js';
 import { BASE_ENV } from './child.js';
 import { createTestDatabase } from './service.js';
 

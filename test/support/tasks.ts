@@ -1,4 +1,5 @@
-import type { ClaimedTask } from '../../src/store/queue.js';
+import { taskKey } from '../../src/domain/outcome-plan.js';
+import type { ClaimedTask } from '../../src/store/queue/index.js';
 
 // Claimed tasks made up for the tests of the worker's parts on their own (lanes, the claim loop).
 
@@ -8,13 +9,11 @@ let ids = 0;
 export function task(endpointId: string): ClaimedTask {
   ids++;
   return {
-    id: `tsk_${ids}`,
+    id: taskKey(`dlv_${ids}`, 1),
     delivery_id: `dlv_${ids}`,
     endpoint_id: endpointId,
     trigger: 'scheduled',
     attempt_number: 1,
-    run_at: 0,
-    lease_owner: 'wrk_test',
     leaseUntil: Date.now() + 60_000,
   };
 }

@@ -98,3 +98,74 @@ function carried(tasks: OldTask[], now: number) {
           ),
   };
 }
+
+/**
+ * Back to a table of tasks, one per queued attempt (the head, held or waiting, and each attempt behind
+ * it), for a rollback to the release before.
+ */
+export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema
+    .createTable('delivery_tasks')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('delivery_id', 'text', (c) => c.notNull())
+    .addColumn('endpoint_id', 'text', (c) => c.notNull())
+    .addColumn('trigger', 'text', (c) => c.notNull())
+    .addColumn('attempt_number', 'integer', (c) => c.notNull())
+    .addColumn('run_at', 'bigint', (c) => c.notNull())
+    .addColumn('lease_owner', 'text')
+    .execute();
+  const now = Date.now();
+  let after = '';
+  for (;;) {
+    const rows = await db
+      .selectFrom('deliveries')
+      .select(['id', 'endpoint_id', ...COLUMNS.map(([name]) => name)])
+      .where('run_at', 'is not', null)
+      .where('id', '>', after)
+      .orderBy('id')
+      .limit(BATCH)
+      .execute();
+    if (rows.length === 0) break;
+    after = rows[rows.length - 1]!.id;
+    const tasks = rows.flatMap((row) => {
+      const held = row.lease_owner !== null && Number(row.lease_until) > now;
+      const task = (n: number, trigger: string, runAt: number, owner: string | null, i: number) => ({
+        id: `tsk_${row.id}_${i}`,
+        delivery_id: row.id,
+        endpoint_id: row.endpoint_id,
+        trigger,
+        attempt_number: n,
+        run_at: runAt,
+        lease_owner: owner,
+      });
+      const waiting = row.queued_after === null ? [] : (JSON.parse(row.queued_after) as WaitingRow[]);
+      return [
+        task(
+          Number(row.next_attempt),
+          row.next_trigger,
+          held ? Number(row.lease_until) : Number(row.run_at),
+          held ? row.lease_owner : null,
+          0,
+        ),
+        ...waiting.map((w, i) => task(w.number, w.trigger, w.runAt ?? now, null, i + 1)),
+      ];
+    });
+    await db.insertInto('delivery_tasks').values(tasks).execute();
+  }
+  await db.schema.createIndex('delivery_tasks_due').on('delivery_tasks').columns(['run_at', 'id']).execute();
+  await db.schema.createIndex('delivery_tasks_by_delivery').on('delivery_tasks').column('delivery_id').execute();
+  await db.schema
+    .createIndex('delivery_tasks_by_endpoint_due')
+    .on('delivery_tasks')
+    .columns(['endpoint_id', 'run_at'])
+    .execute();
+  await db.schema.dropIndex('deliveries_due').execute();
+  await db.schema.dropIndex('deliveries_due_by_endpoint').execute();
+  for (const [name] of COLUMNS) await db.schema.alterTable('deliveries').dropColumn(name).execute();
+}
+
+interface WaitingRow {
+  number: number;
+  trigger: string;
+  runAt: number | null;
+}

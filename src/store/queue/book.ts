@@ -9,6 +9,7 @@ import type { Dialect } from '../db.js';
 import type { DeliveryRow, MessageRow } from '../schema.js';
 import { QUEUE_COLUMNS } from './columns.js';
 import { notHeld } from './lease.js';
+import { rule, STOPPABLE, STOPPED } from './rules.js';
 
 // The queue's book: every change to a delivery's queue columns (src/domain/queue-slot.ts) that is not the
 // worker's own (claims, leases and outcomes, in the drivers beside this file) is one of these
@@ -64,12 +65,25 @@ export async function enqueueManual(
   for (const part of chunks([...deliveryIds].sort())) {
     let read = trx
       .selectFrom('deliveries')
-      .select(['id', 'status', 'attempt_seq', ...QUEUE_COLUMNS])
+      .select(['id', 'status', ...QUEUE_COLUMNS])
       .where('id', 'in', part);
     if (only) read = read.where('status', 'in', only);
     if (dialect === 'postgres') read = read.orderBy('id').forUpdate();
-    for (const delivery of await read.execute()) {
-      const next = withManual(delivery, now);
+    const deliveries = await read.execute();
+    if (deliveries.length === 0) continue;
+    const made = await trx
+      .selectFrom('attempts')
+      .select((eb) => ['delivery_id', eb.fn.max('attempt_number').as('n')])
+      .where(
+        'delivery_id',
+        'in',
+        deliveries.map((d) => d.id),
+      )
+      .groupBy('delivery_id')
+      .execute();
+    const madeUpTo = new Map(made.map((row) => [row.delivery_id, Number(row.n ?? 0)]));
+    for (const delivery of deliveries) {
+      const next = withManual(delivery, now, madeUpTo.get(delivery.id) ?? 0);
       numbers.set(delivery.id, next.number);
       await trx
         .updateTable('deliveries')
@@ -93,23 +107,8 @@ export async function stopEndpoints(
   now: number,
 ): Promise<void> {
   for (const part of chunks([...endpointIds])) {
-    await db
-      .updateTable('deliveries')
-      .set((eb) => ({
-        ...EMPTY_QUEUE,
-        status: eb
-          .case()
-          .when('status', '=', 'pending')
-          .then(eb.val<DeliveryStatus>(status))
-          .else(eb.ref('status'))
-          .end(),
-        updated_at: now,
-      }))
-      .where('endpoint_id', 'in', part)
-      .where((eb) =>
-        eb.or([eb('status', '=', 'pending'), eb('run_at', 'is not', null), eb('queued_after', 'is not', null)]),
-      )
-      .execute();
+    await sql`update deliveries set ${rule(STOPPED('deliveries'), { stopped: status, at: now })}
+      where endpoint_id in (${sql.join(part)}) and ${rule(STOPPABLE('deliveries'))}`.execute(db);
   }
 }
 

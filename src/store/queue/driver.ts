@@ -14,16 +14,23 @@ import {
 } from '../../domain/outcome-plan.js';
 import { EMPTY_QUEUE, pick } from '../../domain/queue-slot.js';
 import { chunks, type Executor, type StoreContext } from '../common.js';
-import type { Endpoints } from '../endpoints.js';
 import { insertNewRows } from '../insert-rows.js';
-import { type RaisePolicy, raiseOutcomeEvents, raisePolicy } from '../operational.js';
 import { eventCauses } from '../../domain/operational.js';
 import { grantStarts } from '../../domain/rate.js';
-import type { AttemptInput, AttemptResult, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
+import type {
+  AttemptInput,
+  AttemptResult,
+  ClaimedTask,
+  ClaimScope,
+  EndpointAccess,
+  OutcomeEventSink,
+  QueueDeps,
+  QueuePolicy,
+} from './types.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
 import { markHealthy } from './statements.js';
-import { byLeaseEnd, heldUnder, notHeld } from './lease.js';
+import { byLeaseEnd, headsAre, heldUnder, notHeld } from './lease.js';
 import { QUEUE_COLUMNS } from './columns.js';
 
 /** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
@@ -36,19 +43,25 @@ export type Recorded = { input: AttemptInput; result: AttemptResult };
  * What the two queue drivers (sqlite.ts, postgres.ts) share: the statements that read and write the same
  * way on both, and recording outcomes: read the state they depend on, have the planner decide
  * (src/domain/outcome-plan.ts), apply its plan. A driver supplies the statements its database needs
- * written its own way (the claim, the take of finished tasks, the locks), and decides nothing about outcomes.
+ * written its own way (the claim, the locks), and decides nothing about outcomes.
  */
 export abstract class QueueDriver {
+  protected readonly endpoints: EndpointAccess;
+  protected readonly events: OutcomeEventSink;
+
   constructor(
     protected readonly ctx: StoreContext,
-    protected readonly endpoints: Endpoints,
+    deps: QueueDeps,
     protected readonly policy: QueuePolicy,
     /**
      * Called after a commit of outcomes that queued attempts of operational webhooks, so that a worker
      * claims them at once instead of at its next poll.
      */
     protected readonly onQueued: () => void = () => {},
-  ) {}
+  ) {
+    this.endpoints = deps.endpoints;
+    this.events = deps.events;
+  }
 
   /**
    * Claims up to `limit` due attempts for `owner`, within `scope` (all due attempts when it is empty): the
@@ -160,13 +173,12 @@ export abstract class QueueDriver {
    */
   async release(tasks: ClaimedTask[], owner: string, dueAt?: number): Promise<void> {
     // Attempts of one claim share their lease end, so this is one statement per claim.
-    for (const [leaseUntil, ids] of byLeaseEnd(tasks)) {
-      for (const part of chunks(ids)) {
+    for (const [leaseUntil, leases] of byLeaseEnd(tasks)) {
+      for (const part of chunks(leases, 200)) {
         await this.ctx.db
           .updateTable('deliveries')
           .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null, lease_until: null })
-          .where('id', 'in', part)
-          .where((eb) => heldUnder(eb, owner, leaseUntil))
+          .where((eb) => eb.and([headsAre(eb, part), heldUnder(eb, owner, leaseUntil)]))
           .execute();
       }
     }
@@ -321,12 +333,8 @@ export abstract class QueueDriver {
     );
     await this.apply(trx, plan);
     // Operational events are written with the outcomes that raise them (src/store/operational.ts).
-    const raised = await raiseOutcomeEvents(trx, this.raisePolicy(), eventCauses(plan.events, attempts), now);
+    const raised = await this.events.raise(trx, eventCauses(plan.events, attempts), now);
     return { plan, raised };
-  }
-
-  protected raisePolicy(): RaisePolicy {
-    return raisePolicy(this.ctx.dialect, this.policy.retryScheduleMs);
   }
 
   /**

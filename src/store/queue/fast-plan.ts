@@ -6,7 +6,7 @@ import {
   endpointsToRead,
   outcomePlan,
 } from '../../domain/outcome-plan.js';
-import { EMPTY_QUEUE, sameQueue } from '../../domain/queue-slot.js';
+import { EMPTY_QUEUE, hasQueued, sameQueue } from '../../domain/queue-slot.js';
 import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import type { QueuePolicy } from './types.js';
@@ -71,7 +71,9 @@ export function fastPlan(
       updated_at: change?.updated_at ?? now,
     };
     const stoppedAt = stops.get(endpointOf.get(id)!);
-    if (stoppedAt === undefined) return { id, expect: before, after: pickState(after) };
+    // As stopEndpoints stops them: only deliveries pending or with an attempt queued.
+    const stopped = stoppedAt !== undefined && (after.status === 'pending' || hasQueued(after));
+    if (!stopped) return { id, expect: before, after: pickState(after) };
     return {
       id,
       expect: before,

@@ -1,10 +1,10 @@
-import type { Ordering } from '../../domain/fifo.js';
 import type { TestNetwork } from '../../config.js';
 import { sql } from 'kysely';
 import type { EndpointStatus } from '../../domain/endpoint-state.js';
 import type { Executor } from '../common.js';
-import type { Endpoints, SecretColumns, SigningSecrets } from '../endpoints.js';
-import type { AttemptInput, ClaimedTask } from './types.js';
+import type { Database, DeliveryRow, EndpointRow, MessageRow, SecretColumns } from '../schema.js';
+import type { SigningSecrets } from '../../domain/secrets.js';
+import type { AttemptInput, ClaimedTask, EndpointAccess } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import { markedNames } from '../../domain/headers.js';
@@ -19,39 +19,58 @@ import { markedNames } from '../../domain/headers.js';
  */
 export const CLAIMED_PAYLOAD_LIMIT = 16 * 1024;
 
-/** The columns of an attempt's input other than its payload (inputColumns). */
+/**
+ * The columns sending an attempt reads, by table: the one definition from which the load's selection
+ * (inputColumns), the endpoints' reload (loadEndpoints), the PostgreSQL claim's SQL
+ * (postgres-statements.ts) and the row type (LoadedRow) are made. Ids come aliased (`d_id`, `m_id`,
+ * `e_id`) because a claimed attempt has an `id` of its own, and an endpoint's status as `endpoint_status`.
+ */
+export const SEND_COLUMNS = {
+  deliveries: ['message_id', 'livemode'],
+  messages: ['event_type', 'created_at', 'traceparent', 'tracestate'],
+  endpoints: [
+    'url',
+    'public_only',
+    'secret_sealed',
+    'previous_secret_sealed',
+    'previous_valid_until',
+    'earlier_secrets_sealed',
+    'earlier_valid_until',
+    'headers_sealed',
+    'rate_limit',
+    'ordering',
+    'svix_headers',
+    'tls_client_cert',
+    'tls_client_key_sealed',
+    'tls_ca',
+    'auth',
+    'auth_secret_sealed',
+  ],
+} as const satisfies { [T in 'deliveries' | 'messages' | 'endpoints']: readonly (keyof Database[T])[] };
+
+type SendColumn<T extends keyof typeof SEND_COLUMNS> = (typeof SEND_COLUMNS)[T][number];
+
+/** The selection of SEND_COLUMNS, qualified by table, with the ids and the endpoint's status aliased. */
 const INPUT_COLUMNS = [
   'deliveries.id as d_id',
-  'deliveries.message_id',
-  'deliveries.livemode',
+  ...SEND_COLUMNS.deliveries.map((c) => `deliveries.${c}` as const),
   'messages.id as m_id',
-  'messages.event_type',
-  'messages.created_at',
-  'messages.traceparent',
-  'messages.tracestate',
+  ...SEND_COLUMNS.messages.map((c) => `messages.${c}` as const),
   'endpoints.id as e_id',
-  'endpoints.url',
-  'endpoints.public_only',
   'endpoints.status as endpoint_status',
-  'endpoints.secret_sealed',
-  'endpoints.previous_secret_sealed',
-  'endpoints.previous_valid_until',
-  'endpoints.earlier_secrets_sealed',
-  'endpoints.earlier_valid_until',
-  'endpoints.headers_sealed',
-  'endpoints.rate_limit',
-  'endpoints.ordering',
-  'endpoints.svix_headers',
-  'endpoints.tls_client_cert',
-  'endpoints.tls_client_key_sealed',
-  'endpoints.tls_ca',
-  'endpoints.auth',
-  'endpoints.auth_secret_sealed',
+  ...SEND_COLUMNS.endpoints.map((c) => `endpoints.${c}` as const),
 ] as const;
+
+/** SEND_COLUMNS as SQL text, for statements written by hand: `alias.column`, comma separated. */
+export function sendColumnsSql(alias: Record<keyof typeof SEND_COLUMNS, string>): string {
+  return (Object.keys(SEND_COLUMNS) as (keyof typeof SEND_COLUMNS)[])
+    .flatMap((table) => SEND_COLUMNS[table].map((c) => `${alias[table]}.${c}`))
+    .join(', ');
+}
 
 /**
  * What sending an attempt needs: its delivery, message, payload and endpoint. One selection for `load`
- * and `claimLoaded`, so the two cannot drift apart; ids are aliased because the claimed task has an `id`.
+ * and `claimLoaded`, so the two cannot drift apart.
  * With `payloadLimit`, a longer payload is left out: its body is null while `payload_id` says it exists
  * (`octet_length` reads the stored length, not the text).
  */
@@ -63,37 +82,21 @@ export function inputColumns(payloadLimit: number | null) {
   return [...INPUT_COLUMNS, body.as('body'), 'payloads.message_id as payload_id'] as const;
 }
 
+type Nullable<T> = { [K in keyof T]: T[K] | null };
+
 /** A row of inputColumns (nullable where a left join may find nothing). */
-export interface LoadedRow {
-  d_id: string | null;
-  message_id: string | null;
-  livemode: number | boolean | null;
-  m_id: string | null;
-  event_type: string | null;
-  created_at: number | null;
-  traceparent: string | null;
-  tracestate: string | null;
-  body: string | null;
-  payload_id: string | null;
-  e_id: string | null;
-  url: string | null;
-  public_only: number | null;
-  endpoint_status: EndpointStatus | null;
-  secret_sealed: string | null;
-  previous_secret_sealed: string | null;
-  previous_valid_until: number | null;
-  earlier_secrets_sealed: string | null;
-  earlier_valid_until: number | null;
-  headers_sealed: string | null;
-  rate_limit: number | null;
-  ordering: Ordering | null;
-  svix_headers: number | null;
-  tls_client_cert: string | null;
-  tls_client_key_sealed: string | null;
-  tls_ca: string | null;
-  auth: string | null;
-  auth_secret_sealed: string | null;
-}
+export type LoadedRow = Nullable<
+  Pick<DeliveryRow, SendColumn<'deliveries'>> &
+    Pick<MessageRow, SendColumn<'messages'>> &
+    Pick<EndpointRow, SendColumn<'endpoints'>> & {
+      d_id: string;
+      m_id: string;
+      e_id: string;
+      endpoint_status: EndpointStatus;
+      body: string;
+      payload_id: string;
+    }
+>;
 
 /** The columns of an endpoint's TLS settings and OAuth2 client. */
 type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
@@ -123,7 +126,7 @@ export class InputReader {
   private readonly enterprise = new Map<string, Enterprise | null>();
 
   constructor(
-    private readonly endpoints: Endpoints,
+    private readonly endpoints: EndpointAccess,
     private readonly now: number,
     private readonly testNetwork: TestNetwork,
   ) {}
@@ -306,27 +309,7 @@ export async function loadEndpoints(
   if (ids.length === 0) return [];
   const rows = await db
     .selectFrom('endpoints')
-    .select([
-      'id',
-      'url',
-      'livemode',
-      'public_only',
-      'status',
-      'secret_sealed',
-      'previous_secret_sealed',
-      'previous_valid_until',
-      'earlier_secrets_sealed',
-      'earlier_valid_until',
-      'headers_sealed',
-      'rate_limit',
-      'ordering',
-      'svix_headers',
-      'tls_client_cert',
-      'tls_client_key_sealed',
-      'tls_ca',
-      'auth',
-      'auth_secret_sealed',
-    ])
+    .select(['id', 'livemode', 'status', ...SEND_COLUMNS.endpoints])
     .where('id', 'in', ids)
     .execute();
   return rows.map((row) => reader.endpointInput(row.id, row.status, row));

@@ -3,6 +3,9 @@
 // or per outcome. Tests run and EXPLAIN them through these functions.
 
 import type { DeliveryState, PlannedAttempt } from '../../domain/outcome-plan.js';
+import { QUEUE_COLUMNS } from './columns.js';
+import { CHANGED_BY_SUCCESS, NOT_HELD, STOPPABLE, STOPPED } from './rules.js';
+import { SEND_COLUMNS, sendColumnsSql } from './inputs.js';
 
 /** A statement as node-postgres takes it: a name prepares it once per connection. */
 export interface Statement {
@@ -16,15 +19,12 @@ export interface Statement {
  * outcome's plan starts from), and what sending needs (message, payload when short enough, endpoint with
  * its sealed secrets and its health).
  */
-const CLAIMED_COLUMNS = `c.id, c.endpoint_id, c.next_trigger, c.next_attempt,
-  c.id as d_id, c.message_id, c.livemode, c.status as d_status, c.attempt_count, c.schedule_step, c.attempt_seq,
+const CLAIMED_COLUMNS = `c.id, c.next_trigger, c.next_attempt,
+  c.id as d_id, c.status as d_status, c.attempt_count, c.schedule_step, c.attempt_seq,
   c.run_at, c.lease_owner, c.lease_until, c.queued_after,
-  m.id as m_id, m.event_type, m.created_at, m.traceparent, m.tracestate,
-  case when octet_length(p.body) <= $7 then p.body end as body, p.message_id as payload_id,
-  e.id as e_id, e.url, e.public_only, e.status as endpoint_status, e.failing_since, e.exhausted_at,
-  e.secret_sealed, e.previous_secret_sealed, e.previous_valid_until, e.earlier_secrets_sealed,
-  e.earlier_valid_until, e.headers_sealed, e.rate_limit, e.ordering, e.svix_headers,
-  e.tls_client_cert, e.tls_client_key_sealed, e.tls_ca, e.auth, e.auth_secret_sealed`;
+  m.id as m_id, case when octet_length(p.body) <= $7 then p.body end as body, p.message_id as payload_id,
+  e.id as e_id, e.status as endpoint_status, e.failing_since, e.exhausted_at,
+  c.endpoint_id, ${sendColumnsSql({ deliveries: 'c', messages: 'm', endpoints: 'e' })}`;
 
 const CLAIMED_JOINS = `from claimed c
   left join messages m on m.id = c.message_id
@@ -34,8 +34,8 @@ const CLAIMED_JOINS = `from claimed c
 /** The claim's update of the due deliveries: their lease, columns no index covers (a HOT update). */
 const CLAIMED = `claimed as (
     update deliveries set lease_owner = $2, lease_until = $1 where id = any(array(select id from due))
-    returning id, endpoint_id, message_id, livemode, status, attempt_count, schedule_step, attempt_seq,
-      run_at, next_trigger, next_attempt, lease_owner, lease_until, queued_after
+    returning id, endpoint_id, status, attempt_count, schedule_step, attempt_seq,
+      ${[...SEND_COLUMNS.deliveries, ...QUEUE_COLUMNS].join(', ')}
   )`;
 
 /**
@@ -108,8 +108,7 @@ const COMPLETE = `with
   e_lock as (
     select e.id, e.status, e.failing_since, e.exhausted_at from endpoints e
     where e.id = any(array(select unnest({h_id}::text[]) union all select unnest({healthy}::text[])))
-      and (e.id = any({h_id}::text[]) or (e.status <> 'disabled'
-        and (e.status <> 'active' or e.failing_since is not null or e.exhausted_at is not null)))
+      and (e.id = any({h_id}::text[]) or ${CHANGED_BY_SUCCESS('e')})
     order by e.id for update
   ),
   e_ok as (
@@ -157,7 +156,7 @@ const COMPLETE = `with
     update deliveries d set run_at = h.until
     from unnest({hold_endpoint}::text[], {hold_until}::bigint[]) as h(endpoint_id, until)
     where d.endpoint_id = any(array(select unnest({hold_endpoint}::text[]))) and d.endpoint_id = h.endpoint_id
-      and d.run_at < h.until and (d.lease_owner is null or d.lease_until <= {now})
+      and d.run_at < h.until and ${NOT_HELD('d')}
       and d.id <> all({d_id}::text[]) and (select ok from checked)
   ),
   health as (
@@ -171,12 +170,10 @@ const COMPLETE = `with
     where e.id in (select id from e_lock where id = any({healthy}::text[])) and (select ok from checked)
   ),
   stopped as (
-    update deliveries d set status = case when d.status = 'pending' then 'disabled' else d.status end,
-      updated_at = s.at, run_at = null, next_trigger = null, next_attempt = null, lease_owner = null,
-      lease_until = null, queued_after = null
+    update deliveries d set ${STOPPED('d').replace('{stopped}', "'disabled'").replace('{at}', 's.at')}
     from unnest({stop_endpoint}::text[], {stop_at}::bigint[]) as s(endpoint_id, at)
     where d.endpoint_id = any(array(select unnest({stop_endpoint}::text[]))) and d.endpoint_id = s.endpoint_id
-      and (d.status = 'pending' or d.run_at is not null or d.queued_after is not null)
+      and ${STOPPABLE('d')}
       and d.id <> all({d_id}::text[]) and (select ok from checked)
   ),
   stored as (

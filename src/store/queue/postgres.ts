@@ -4,14 +4,12 @@ import type { DeliveryState } from '../../domain/outcome-plan.js';
 import { pick, type QueueColumns } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import type { Executor, StoreContext } from '../common.js';
-import type { Endpoints } from '../endpoints.js';
-import type { AttemptInput, ClaimedTask, ClaimScope, QueuePolicy } from './types.js';
+import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
 import { claimedTask, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
 import { changedBySuccess } from './statements.js';
-import { raiseStoredEvents } from '../operational.js';
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -40,13 +38,13 @@ import { raiseStoredEvents } from '../operational.js';
 export class PostgresQueue extends QueueDriver {
   constructor(
     ctx: StoreContext,
-    endpoints: Endpoints,
+    deps: QueueDeps,
     policy: QueuePolicy,
     onQueued: () => void,
     /** The pool of ctx.db's connections: the hot statements run on it, prepared (postgres-statements.ts). */
     private readonly pool: pg.Pool,
   ) {
-    super(ctx, endpoints, policy, onQueued);
+    super(ctx, deps, policy, onQueued);
   }
 
   private async run<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]> {
@@ -128,7 +126,7 @@ export class PostgresQueue extends QueueDriver {
    */
   private async raiseStored(): Promise<void> {
     try {
-      if ((await raiseStoredEvents(this.ctx.db, this.raisePolicy(), this.ctx.now())) > 0) this.onQueued();
+      if ((await this.events.raiseStored(this.ctx.now())) > 0) this.onQueued();
     } catch (error) {
       process.emitWarning(`raising stored operational events failed: ${(error as Error)?.message ?? String(error)}`);
     }
@@ -158,7 +156,7 @@ export class PostgresQueue extends QueueDriver {
       .selectFrom('endpoints')
       .select('id')
       .where('id', 'in', ids)
-      .where((eb) => (failed.length > 0 ? eb.or([eb('id', 'in', failed), changedBySuccess(eb)]) : changedBySuccess(eb)))
+      .where((eb) => (failed.length > 0 ? eb.or([eb('id', 'in', failed), changedBySuccess()]) : changedBySuccess()))
       .orderBy('id')
       .forUpdate()
       .execute();

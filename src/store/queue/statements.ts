@@ -1,4 +1,5 @@
-import type { Expression, ExpressionBuilder, SelectQueryBuilder } from 'kysely';
+import type { Expression, SelectQueryBuilder } from 'kysely';
+import { CHANGED_BY_SUCCESS, rule } from './rules.js';
 import type { Executor } from '../common.js';
 import type { Database } from '../schema.js';
 
@@ -17,11 +18,10 @@ export function markHealthy(
     .updateTable('endpoints')
     .set({ status: 'active', failing_since: null, exhausted_at: null, updated_at: at })
     .where('id', 'in', endpointIds)
-    .where('status', '!=', 'disabled')
-    .where(changedBySuccess);
+    .where(changedBySuccess());
 }
 
-/** Endpoints a success writes to (markHealthy): not `active`, or still carrying a run of failures. */
-export function changedBySuccess(eb: ExpressionBuilder<Database, 'endpoints'>) {
-  return eb.or([eb('status', '!=', 'active'), eb('failing_since', 'is not', null)]);
+/** Endpoints a success writes to (markHealthy; rules.ts, CHANGED_BY_SUCCESS). */
+export function changedBySuccess() {
+  return rule(CHANGED_BY_SUCCESS('endpoints'));
 }

@@ -3,7 +3,11 @@ import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state
 import type { DeliveryState, OutcomeResult, OutcomeTask } from '../../domain/outcome-plan.js';
 import type { OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
-import type { SigningSecrets } from '../endpoints.js';
+import type { SigningSecrets } from '../../domain/secrets.js';
+import type { EndpointHeaders } from '../../domain/headers.js';
+import type { CausedEvent } from '../../domain/operational.js';
+import type { Executor } from '../common.js';
+import type { EndpointRow, SecretColumns } from '../schema.js';
 
 // The types of the queue's port (src/store/queue.ts, which exports them to the worker) that its drivers
 // take and give: here, so that the drivers need nothing of the port that opens them.
@@ -88,4 +92,33 @@ export interface ClaimScope {
    * past every due task of the skipped endpoints.
    */
   dueAfter?: number;
+}
+
+/**
+ * What the queue needs of the endpoints' module (src/store/endpoints.ts, Endpoints): an endpoint's sealed
+ * settings opened, and its health written with what that implies (a disabled endpoint's queue stopped).
+ */
+export interface EndpointAccess {
+  signingSecrets(row: SecretColumns, now: number): SigningSecrets;
+  headers(row: Pick<EndpointRow, 'headers_sealed'>): EndpointHeaders;
+  tlsKey(row: Pick<EndpointRow, 'tls_client_key_sealed'>): string | null;
+  authSecret(row: Pick<EndpointRow, 'auth_secret_sealed'>): string | null;
+  recordHealth(db: Executor, id: string, health: EndpointHealth, now: number): Promise<void>;
+}
+
+/** Where the operational events of outcomes go (src/store/operational.ts, outcomeEventSink). */
+export interface OutcomeEventSink {
+  /**
+   * Raises these events in the transaction recording their outcomes; returns how many attempts of
+   * operational webhooks they queued.
+   */
+  raise(trx: Executor, caused: readonly CausedEvent[], now: number): Promise<number>;
+  /** Raises the events a one-statement batch stored (outcome_events); the same count. */
+  raiseStored(now: number): Promise<number>;
+}
+
+/** What a queue is opened with besides its database and policy. */
+export interface QueueDeps {
+  endpoints: EndpointAccess;
+  events: OutcomeEventSink;
 }

@@ -2,7 +2,7 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { DeliveryWorker, wavesHeld } from '../../../src/delivery/worker.js';
-import type { WorkerQueue } from '../../../src/store/queue.js';
+import type { WorkerQueue } from '../../../src/store/queue/index.js';
 import type { Store } from '../../../src/store/index.js';
 import { eventually, Receiver } from '../../support/receiver.js';
 import { openStore } from '../../support/store.js';
@@ -119,8 +119,9 @@ test('general claims read their window, and every 5 s the whole queue, which tak
   await eventually(async () => generals.length >= 3, 5_000, 'three general claims');
   // Stamped due 5 s ago, with no wake: what a commit later than the window's margin leaves behind it.
   await store.ctx.db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 5_000 })
+    .where('run_at', 'is not', null)
     .execute();
   await receiver.waitFor(1, 10_000);
   const taking = generals.find((claim) => claim.taken > 0)!;
@@ -203,15 +204,16 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
       [0, hungEndpoint],
       [1, endpointId],
     ] as const) {
-      const tasks = await trx
-        .selectFrom('delivery_tasks')
+      const queued = await trx
+        .selectFrom('deliveries')
         .select('id')
         .where('endpoint_id', '=', endpoint)
+        .where('run_at', 'is not', null)
         .orderBy('id')
         .execute();
-      for (const [i, { id }] of tasks.entries())
+      for (const [i, { id }] of queued.entries())
         await trx
-          .updateTable('delivery_tasks')
+          .updateTable('deliveries')
           .set({ run_at: now - 600 + 2 * i + offset })
           .where('id', '=', id)
           .execute();
@@ -219,9 +221,10 @@ async function drainedWhileFull(t: TestContext, options: { failFirstTopUp: boole
   });
   await eventually(async () => quick.requests.length >= 1, 5_000, "the quick endpoint's first attempt");
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 60_000 })
     .where('endpoint_id', '=', endpointId)
+    .where('run_at', 'is not', null)
     .where('lease_owner', 'is', null)
     .execute();
   // The quick endpoint's first claim took one share; the attempt after it needs the top-up.

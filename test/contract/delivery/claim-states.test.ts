@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import { assertClaimTransition, ClaimLoop, type ClaimMode, type ClaimHost } from '../../../src/delivery/claim-loop.js';
 import { Lanes } from '../../../src/delivery/lanes.js';
-import type { ClaimedTask, WorkerQueue } from '../../../src/store/queue.js';
+import type { ClaimedTask, WorkerQueue } from '../../../src/store/queue/index.js';
 import { task } from '../../support/tasks.js';
 import { eventually } from '../../support/receiver.js';
 

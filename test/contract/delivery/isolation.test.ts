@@ -99,14 +99,16 @@ test('a backlog for a stuck endpoint does not fill the worker: a healthy endpoin
     // Both due within the last second, so the next claim reads them all (its window starts a second before
     // the last claim), the stuck ones first.
     await trx
-      .updateTable('delivery_tasks')
+      .updateTable('deliveries')
       .set({ run_at: now - 600 })
       .where('endpoint_id', '=', stuckEndpoint.id)
+      .where('run_at', 'is not', null)
       .execute();
     await trx
-      .updateTable('delivery_tasks')
+      .updateTable('deliveries')
       .set({ run_at: now - 500 })
       .where('endpoint_id', '!=', stuckEndpoint.id)
+      .where('run_at', 'is not', null)
       .execute();
   });
   await eventually(async () => healthy.requests.length >= 5, 20_000, 'healthy endpoint served despite the backlog');
@@ -135,9 +137,10 @@ test('a backlog for one endpoint drains without waiting for the idle poll betwee
   queue.claimLoaded = slow(queue.claimLoaded);
   const db = s.service.store.ctx.db;
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 500 })
     .where('endpoint_id', '=', endpoint.id)
+    .where('run_at', 'is not', null)
     .execute();
   // The first claim may wait for one idle poll (nothing announced the released backlog).
   await eventually(async () => receiver.requests.length >= 1, 5_000, 'the first attempt');
@@ -164,15 +167,17 @@ test("a backlog draining through top-ups does not hold back another endpoint's a
   await s.emit({ other: true }, 'invoice.paid');
   const db = s.service.store.ctx.db;
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 500 })
     .where('endpoint_id', '=', backlogEndpoint.id)
+    .where('run_at', 'is not', null)
     .execute();
   await eventually(async () => receiver.count('/backlog') >= 10, 10_000, 'the backlog draining');
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 100 })
     .where('endpoint_id', '=', otherEndpoint.id)
+    .where('run_at', 'is not', null)
     .execute();
   await eventually(async () => receiver.count('/other') >= 1, 10_000, "the other endpoint's attempt");
   // At 30 ms an attempt the backlog takes over 4.5 s; the idle poll (500 ms) comes well before it is done.
@@ -197,17 +202,23 @@ test('a worker full of backlogged endpoints still serves a new endpoint before t
     await Promise.all(Array.from({ length: 10 }, (_, j) => s.emit({ i: i + j }, 'customer.created')));
   const db = s.service.store.ctx.db;
   await db
-    .updateTable('delivery_tasks')
+    .updateTable('deliveries')
     .set({ run_at: Date.now() - 500 })
     .where(
       'endpoint_id',
       'in',
       backlogged.map((e) => e.id),
     )
+    .where('run_at', 'is not', null)
     .execute();
   await eventually(async () => receiver.requests.length >= 12, 10_000, 'the backlogs draining');
   await s.emit({ fresh: true }, 'invoice.paid');
-  await db.updateTable('delivery_tasks').set({ run_at: Date.now() }).where('endpoint_id', '=', fresh.id).execute();
+  await db
+    .updateTable('deliveries')
+    .set({ run_at: Date.now() })
+    .where('endpoint_id', '=', fresh.id)
+    .where('run_at', 'is not', null)
+    .execute();
   await eventually(async () => receiver.count('/new') >= 1, 10_000, "the new endpoint's message");
   const before = receiver.requests.findIndex((r) => r.path.startsWith('/new'));
   // 12 were out before the emit and the worker held 8 more; the general claim runs within the idle poll
@@ -232,14 +243,16 @@ test('new work that fills a full worker does not starve an endpoint with a backl
   await db.transaction().execute(async (trx) => {
     // Within the general claim's window, the backlog's first.
     await trx
-      .updateTable('delivery_tasks')
+      .updateTable('deliveries')
       .set({ run_at: now - 600 })
       .where('endpoint_id', '=', backlogged.id)
+      .where('run_at', 'is not', null)
       .execute();
     await trx
-      .updateTable('delivery_tasks')
+      .updateTable('deliveries')
       .set({ run_at: now - 500 })
       .where('endpoint_id', '!=', backlogged.id)
+      .where('run_at', 'is not', null)
       .execute();
   });
   await eventually(async () => receiver.count('/other') >= 40, 20_000, 'every other endpoint served');

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { EMPTY_QUEUE } from '../../../src/domain/queue-slot.js';
 import { setup, startReceiver } from '../../support/delivery.js';
 import { assertError } from '../../support/api.js';
 import { eventually } from '../../support/receiver.js';
@@ -87,9 +88,17 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   const { store, emit, scope, endpointId } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s' });
   const since = Date.now() - 1;
   await emit(5);
-  // As if every attempt failed: the deliveries are `failed`, their tasks gone.
-  await store.ctx.db.deleteFrom('delivery_tasks').execute();
-  await store.ctx.db.updateTable('deliveries').set({ status: 'failed' }).execute();
+  // As if every attempt failed: the deliveries are `failed`, nothing queued.
+  await store.ctx.db
+    .updateTable('deliveries')
+    .set({ status: 'failed', ...EMPTY_QUEUE })
+    .execute();
+  const queues = () =>
+    store.ctx.db
+      .selectFrom('deliveries')
+      .select(['id', 'status', 'attempt_seq', 'run_at', 'next_trigger', 'next_attempt', 'queued_after'])
+      .orderBy('id')
+      .execute();
   const { task } = await store.backgroundTasks.startRecover(scope, { endpointId, since, until: null });
 
   // A worker takes it, runs one batch of two, and dies holding it.
@@ -107,11 +116,18 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   const read = await store.backgroundTasks.get(scope, task.id);
   assert.equal(read!.status, 'finished');
   assert.equal(read!.enqueued, 5);
-  const tasks = await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute();
-  assert.equal(tasks.length, 5, 'one manual attempt each, none twice');
-  // Numbered after every attempt made or queued: here none was (the fixture removed the tasks unmade).
-  assert.ok(tasks.every((x) => x.trigger === 'manual' && x.attempt_number === 1));
-  const deliveries = await store.ctx.db.selectFrom('deliveries').select('status').execute();
+  const deliveries = await queues();
+  assert.equal(deliveries.length, 5);
+  assert.ok(
+    deliveries.every((d) => d.run_at !== null && d.queued_after === null),
+    'one manual attempt each, none twice',
+  );
+  // Numbered after every attempt made or queued: here none was (the fixture emptied the queues unmade),
+  // so the dropped number is handed out again.
+  assert.ok(
+    deliveries.every((d) => d.next_trigger === 'manual' && Number(d.next_attempt) === 1 && Number(d.attempt_seq) === 1),
+    JSON.stringify(deliveries),
+  );
   assert.ok(
     deliveries.every((d) => d.status === 'pending'),
     'a delivery whose recovery attempt waits is pending',
@@ -123,7 +139,7 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
   const leased = await store.backgroundTasks.lease('bg_live', 10_000);
   assert.equal(await store.backgroundTasks.recoverBatch(leased!, 'bg_live', 10_000, 10), 'done');
   assert.equal((await store.backgroundTasks.get(scope, again.task.id))!.enqueued, 0);
-  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').selectAll().execute()).length, 5);
+  assert.deepEqual(await queues(), deliveries, 'nothing queued behind them, nothing renumbered');
 });
 
 test('one recovery of an endpoint runs at a time: concurrent starts make one task', async (t) => {

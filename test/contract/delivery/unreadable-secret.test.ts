@@ -34,20 +34,22 @@ test("a secret sealed under another key holds up only its endpoint's attempts, w
   // Its own: handed back (not held under a lease), not attempted, nothing recorded, still pending.
   const tasksOfSealed = () =>
     db
-      .selectFrom('delivery_tasks')
-      .select(['id', 'lease_owner', 'run_at'])
+      .selectFrom('deliveries')
+      .select(['id', 'next_attempt', 'lease_owner', 'lease_until', 'run_at'])
       .where('endpoint_id', '=', sealedElsewhere.id)
       .orderBy('id')
       .execute();
   const handedBack = await eventually(
     async () => {
       const tasks = await tasksOfSealed();
-      return tasks.length === 20 && tasks.every((task) => task.lease_owner === null) ? tasks : null;
+      return tasks.length === 20 && tasks.every((task) => task.run_at !== null && task.lease_owner === null)
+        ? tasks
+        : null;
     },
     10_000,
     'its tasks handed back',
   );
-  // A claim moves run_at and a release sets it again: unchanged, they were not claimed over and over.
+  // A claim writes the lease and a release sets run_at again: unchanged, they were not claimed over and over.
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   assert.deepEqual(await tasksOfSealed(), handedBack, 'and left alone by this worker since');
   assert.equal(arrivedAt('/sealed-elsewhere').length, 0);

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
+import { taskKey } from '../../../src/domain/outcome-plan.js';
 import { openStore } from '../../support/store.js';
 
 // The worker's reads of the due queue start from its window instead of the oldest task, so that they do
@@ -16,12 +17,24 @@ async function twoEndpoints(t: TestContext, messages: number) {
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
   await emit(messages);
   const db = store.ctx.db;
+  // A task's key (its delivery and attempt number, as a claim names it) to its delivery.
+  const deliveryOf = new Map<string, string>();
   const tasksOf = async (endpointId: string) =>
     (
-      await db.selectFrom('delivery_tasks').select('id').where('endpoint_id', '=', endpointId).orderBy('id').execute()
-    ).map((row) => row.id);
-  const setRunAt = (id: string, runAt: number) =>
-    db.updateTable('delivery_tasks').set({ run_at: runAt }).where('id', '=', id).execute();
+      await db
+        .selectFrom('deliveries')
+        .select(['id', 'next_attempt'])
+        .where('endpoint_id', '=', endpointId)
+        .where('run_at', 'is not', null)
+        .orderBy('id')
+        .execute()
+    ).map((row) => {
+      const key = taskKey(row.id, Number(row.next_attempt));
+      deliveryOf.set(key, row.id);
+      return key;
+    });
+  const setRunAt = (key: string, runAt: number) =>
+    db.updateTable('deliveries').set({ run_at: runAt }).where('id', '=', deliveryOf.get(key)!).execute();
   return { store, busy, other, tasksOf, setRunAt };
 }
 

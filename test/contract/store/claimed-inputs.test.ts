@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLAIMED_PAYLOAD_LIMIT } from '../../../src/store/queue.js';
+import { CLAIMED_PAYLOAD_LIMIT } from '../../../src/store/queue/index.js';
 import { openStore } from '../../support/store.js';
 
 // A delivery worker holds what it claims until a slot is free, so a claim brings payloads only up to

@@ -9,7 +9,7 @@ import { openStore } from '../../support/store.js';
 
 test('a batch whose rows pass the bound-parameter limit is written whole', { timeout: 120_000 }, async (t) => {
   const { store, scope, appId } = await openStore(t);
-  // 1,100 endpoints (one made by openStore) and 10 emits in one batch: 11,000 deliveries and tasks, 143,000
+  // 1,100 endpoints (one made by openStore) and 10 emits in one batch: 11,000 deliveries, 143,000
   // values for the deliveries alone (PostgreSQL binds at most 65,535 parameters per statement), and more
   // rows than one JSON parameter of insertTogether takes.
   for (let i = 1; i < 1_100; i++) await store.endpoints.create(scope, { appId, url: `http://127.0.0.1:9/hook/${i}` });
@@ -23,7 +23,7 @@ test('a batch whose rows pass the bound-parameter limit is written whole', { tim
     assert.equal(result.deliveryIds.length, 1_100);
   }
   const db = store.ctx.db;
-  const count = async (table: 'messages' | 'payloads' | 'deliveries' | 'delivery_tasks') =>
+  const count = async (table: 'messages' | 'payloads' | 'deliveries') =>
     Number(
       (
         await db
@@ -35,7 +35,17 @@ test('a batch whose rows pass the bound-parameter limit is written whole', { tim
   assert.equal(await count('messages'), 10);
   assert.equal(await count('payloads'), 10);
   assert.equal(await count('deliveries'), 11_000);
-  assert.equal(await count('delivery_tasks'), 11_000);
+  // Each delivery with its first attempt queued on its row (no row of its own).
+  const queued = await db
+    .selectFrom('deliveries')
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('run_at', 'is not', null)
+    .where('next_trigger', '=', 'scheduled')
+    .where('next_attempt', '=', 1)
+    .where('lease_owner', 'is', null)
+    .where('queued_after', 'is', null)
+    .executeTakeFirstOrThrow();
+  assert.equal(Number(queued.n), 11_000);
   const stored = await db
     .selectFrom('payloads')
     .select('body')
@@ -48,21 +58,11 @@ test('rows written together are all written or none, without a transaction', { t
   const { store, emit } = await openStore(t);
   await emit(1);
   const db = store.ctx.db;
-  const taken = await db.selectFrom('delivery_tasks').select('id').executeTakeFirstOrThrow();
   const [delivery] = await db.selectFrom('deliveries').selectAll().execute();
   const stored = await db.selectFrom('messages').selectAll().executeTakeFirstOrThrow();
   const now = Date.now();
   const message = { ...stored, id: newId('message', now) };
   const newDelivery = { ...delivery!, id: newId('delivery', now), message_id: message.id };
-  const task = (id: string) => ({
-    id,
-    delivery_id: newDelivery.id,
-    endpoint_id: newDelivery.endpoint_id,
-    trigger: 'scheduled' as const,
-    attempt_number: 1,
-    run_at: now,
-    lease_owner: null,
-  });
   const count = async (table: 'messages' | 'payloads' | 'deliveries') =>
     (
       await db
@@ -71,13 +71,14 @@ test('rows written together are all written or none, without a transaction', { t
         .executeTakeFirstOrThrow()
     ).n;
 
-  // The last table's row repeats an existing task id: that part fails, and so must the parts before it.
+  // The last part's row repeats an existing delivery id: that part fails, and so must the parts before it
+  // (a new delivery among them).
   await assert.rejects(
     insertTogether(db, store.dialect, [
       { table: 'messages', rows: [message] },
       { table: 'payloads', rows: [{ message_id: message.id, body: '{"a":1}', created_at: now, expires_at: null }] },
       { table: 'deliveries', rows: [newDelivery] },
-      { table: 'delivery_tasks', rows: [task(taken.id)] },
+      { table: 'deliveries', rows: [delivery!] },
     ]),
     /duplicate key|UNIQUE constraint/,
   );
@@ -93,11 +94,10 @@ test('rows written together are all written or none, without a transaction', { t
     'nothing of either write is left',
   );
 
-  // The same rows with a new task id go in, as they were given.
+  // The same rows without the repeat go in, as they were given (the delivery's queue columns too).
   await insertTogether(db, store.dialect, [
     { table: 'messages', rows: [message] },
     { table: 'deliveries', rows: [newDelivery] },
-    { table: 'delivery_tasks', rows: [task(newId('task', now))] },
   ]);
   assert.deepEqual(
     await db.selectFrom('messages').selectAll().where('id', '=', message.id).executeTakeFirstOrThrow(),

@@ -1,9 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import { PARKED_AT } from '../../../src/domain/fifo.js';
 import { newId } from '../../../src/domain/ids.js';
 import {
   attemptRow,
+  type DeliveryState,
   deliveriesToRead,
   endpointsToRead,
   type OutcomeEvent,
@@ -11,20 +13,25 @@ import {
   outcomePlan,
   recordingPlan,
 } from '../../../src/domain/outcome-plan.js';
+import { EMPTY_QUEUE, pick, type WaitingAttempt } from '../../../src/domain/queue-slot.js';
 import { enqueueManual, stopEndpoints } from '../../../src/store/queue/book.js';
-import { openQueue, type AttemptInput, type AttemptResult } from '../../../src/store/queue.js';
+import { openQueue, type AttemptInput, type AttemptResult } from '../../../src/store/queue/index.js';
 import { PostgresQueue } from '../../../src/store/queue/postgres.js';
-import type { DeliveryRow, EndpointRow, TaskRow } from '../../../src/store/schema.js';
+import { outcomeEventSink, raisePolicy } from '../../../src/store/operational.js';
+import type { DeliveryRow, EndpointRow } from '../../../src/store/schema.js';
 import { openStore } from '../../support/store.js';
 
 // Random batches of outcomes, recorded by the queue of the store under test, leave exactly the rows the
 // planner (src/domain/outcome-plan.ts) says: its plan is made here from the rows as they were before the
 // batch, applied to them in memory, and compared with the rows after. Batches mix 2xx and failures (with
 // and without Retry-After, a 410, no answer), scheduled and manual attempts, deliveries with earlier
-// failures and queued manual attempts, and what can change between a claim and its outcome: the lease
-// lost to another worker, a manual attempt queued meanwhile, the outcome recorded already, the endpoint
-// disabled. On PostgreSQL this covers both ways a batch is written (one checked statement, or the
-// transaction that reads first, when what the claim read no longer holds).
+// failures and attempts waiting behind the head (manual, scheduled, parked on a FIFO endpoint), and what
+// can change between a claim and its outcome: the lease lost to another worker, a manual attempt queued
+// meanwhile, the outcome recorded already, the endpoint disabled. Beside the batch, each endpoint has a
+// delivery waiting for a later attempt, one whose head another worker holds and one with nothing queued:
+// what a hold moves (or must not), and what a disabling stops (or must leave alone). On PostgreSQL this
+// covers both ways a batch is written (one checked statement, or the transaction that reads first, when
+// what the claim read no longer holds).
 
 const A = 'wrk_prop_a';
 const B = 'wrk_prop_b';
@@ -32,36 +39,41 @@ const SCHEDULE = '0s,0s,0s,0s';
 const SCHEDULE_LENGTH = 4;
 
 type Twist = 'none' | 'lease-lost' | 'retried' | 'recorded' | 'endpoint-disabled';
+/** What waits behind the head: nothing, a manual attempt, or a scheduled one a manual head jumped (due later, or parked). */
+type Behind = 'none' | 'manual' | 'scheduled' | 'parked';
 interface Case {
   endpoint: 0 | 1 | 2;
   failures: number;
-  manualQueued: boolean;
   trigger: 'scheduled' | 'manual';
+  behind: Behind;
   status: number | null;
   retryAfterMs: number | null;
   twist: Twist;
 }
 
-const caseArb: fc.Arbitrary<Case> = fc.record({
-  endpoint: fc.constantFrom(0 as const, 1 as const, 2 as const),
-  failures: fc.integer({ min: 0, max: SCHEDULE_LENGTH - 1 }),
-  manualQueued: fc.boolean(),
-  trigger: fc.constantFrom('scheduled' as const, 'manual' as const),
-  status: fc.constantFrom(200, 204, 500, 503, 429, 410, null),
-  retryAfterMs: fc.constantFrom(null, 2_000),
-  twist: fc.oneof(
-    { weight: 4, arbitrary: fc.constant('none' as const) },
-    { weight: 1, arbitrary: fc.constantFrom('lease-lost' as const, 'retried' as const, 'recorded' as const) },
-    { weight: 1, arbitrary: fc.constant('endpoint-disabled' as const) },
-  ),
-});
+const caseArb: fc.Arbitrary<Case> = fc
+  .record({
+    endpoint: fc.constantFrom(0 as const, 1 as const, 2 as const),
+    failures: fc.integer({ min: 0, max: SCHEDULE_LENGTH - 1 }),
+    trigger: fc.constantFrom('scheduled' as const, 'manual' as const),
+    behind: fc.constantFrom<Behind>('none', 'manual', 'scheduled', 'parked'),
+    status: fc.constantFrom(200, 204, 500, 503, 429, 410, null),
+    retryAfterMs: fc.constantFrom(null, 2_000),
+    twist: fc.oneof(
+      { weight: 4, arbitrary: fc.constant('none' as const) },
+      { weight: 1, arbitrary: fc.constantFrom('lease-lost' as const, 'retried' as const, 'recorded' as const) },
+      { weight: 1, arbitrary: fc.constant('endpoint-disabled' as const) },
+    ),
+  })
+  // A scheduled attempt waits behind a manual head only: the schedule has one attempt queued at a time.
+  .map((c) => (c.trigger === 'scheduled' && c.behind !== 'none' ? { ...c, behind: 'manual' as const } : c));
 
 /** A case with nothing out of the ordinary: a first scheduled attempt and nothing changed meanwhile. */
 const QUIET: Case = {
   endpoint: 0,
   failures: 0,
-  manualQueued: false,
   trigger: 'scheduled',
+  behind: 'none',
   status: 200,
   retryAfterMs: null,
   twist: 'none',
@@ -70,21 +82,30 @@ const QUIET: Case = {
 interface Rows {
   attempts: Map<string, Record<string, unknown>>;
   deliveries: Map<string, DeliveryRow>;
-  tasks: TaskRow[];
   endpoints: Map<string, EndpointRow>;
 }
 
 test('random outcome batches leave the rows the planner says', { timeout: 240_000 }, async (t) => {
   const { store, scope, appId, endpointId, config } = await openStore(t, { HERALD_RETRY_SCHEDULE: SCHEDULE });
   const db = store.ctx.db;
-  const failingId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing' })).row.id;
+  // The failing endpoint is FIFO: a parked attempt behind a head stays parked there, elsewhere it is due.
+  const failingId = (
+    await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/failing', ordering: 'fifo' })
+  ).row.id;
   const disabledId = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/disabled' })).row.id;
   const endpointIds = [endpointId, failingId, disabledId];
   // Subscribed to every operational event: what each batch raises is compared with the planner's events.
   const { row: ops } = await store.endpoints.createOperational(scope, { url: 'http://127.0.0.1:9/ops' });
   let clock = Date.now();
   // The queue under test, with a clock of the test's: the plan made here uses the same `now`.
-  const queue = openQueue({ ...store.ctx, now: () => clock }, store.endpoints, config, () => {}, store.pool);
+  const events = outcomeEventSink(store.ctx.db, raisePolicy(store.dialect, config.retryScheduleMs));
+  const queue = openQueue(
+    { ...store.ctx, now: () => clock },
+    { endpoints: store.endpoints, events },
+    config,
+    () => {},
+    store.pool,
+  );
   const policy = { retryScheduleMs: config.retryScheduleMs, disableAfterMs: config.disableAfterMs };
 
   const read = async (): Promise<Rows> => ({
@@ -100,7 +121,6 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
         row,
       ]),
     ),
-    tasks: await db.selectFrom('delivery_tasks').selectAll().where('endpoint_id', '<>', ops.id).execute(),
     endpoints: new Map((await db.selectFrom('endpoints').selectAll().execute()).map((row) => [row.id, row])),
   });
   /** The operational events raised, as `type subject` (the delivery's id, or the endpoint's). */
@@ -126,7 +146,6 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       clock += 10_000;
       const now = clock;
       await db.deleteFrom('attempts').execute();
-      await db.deleteFrom('delivery_tasks').execute();
       await db.deleteFrom('deliveries').execute();
       await db.deleteFrom('payloads').execute();
       await db.deleteFrom('messages').execute();
@@ -153,86 +172,71 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
         })
         .execute();
 
-      // The deliveries as the cases describe them, each with its task due now, then claimed by A.
+      // The deliveries as the cases describe them, each with its head due now, then claimed by A.
+      const row = (id: string, endpoint: string, over: Partial<DeliveryRow>): DeliveryRow => ({
+        id,
+        org_id: scope.orgId,
+        livemode: 0,
+        app_id: appId,
+        message_id: messageId,
+        endpoint_id: endpoint,
+        status: 'pending',
+        attempt_count: 0,
+        attempt_seq: 1,
+        schedule_step: 0,
+        created_at: now,
+        updated_at: now,
+        ...EMPTY_QUEUE,
+        ...over,
+      });
       const deliveryIds: string[] = [];
       for (const c of cases) {
         const id = newId('delivery', now);
         deliveryIds.push(id);
+        const number = c.failures + 1;
+        const behind: WaitingAttempt[] =
+          c.behind === 'none'
+            ? []
+            : [
+                {
+                  number: number + 1,
+                  trigger: c.behind === 'manual' ? 'manual' : 'scheduled',
+                  runAt: c.behind === 'manual' ? null : c.behind === 'parked' ? PARKED_AT : now + 60_000,
+                },
+              ];
         await db
           .insertInto('deliveries')
-          .values({
-            id,
-            org_id: scope.orgId,
-            livemode: 0,
-            app_id: appId,
-            message_id: messageId,
-            endpoint_id: endpointIds[c.endpoint]!,
-            status: 'pending',
-            attempt_count: c.failures,
-            attempt_seq: c.failures + 1 + (c.manualQueued ? 1 : 0),
-            schedule_step: c.trigger === 'scheduled' ? c.failures : Math.min(c.failures + 1, SCHEDULE_LENGTH),
-            created_at: now,
-            updated_at: now,
-          })
+          .values(
+            row(id, endpointIds[c.endpoint]!, {
+              attempt_count: c.failures,
+              attempt_seq: number + behind.length,
+              schedule_step: c.trigger === 'scheduled' ? c.failures : Math.min(c.failures + 1, SCHEDULE_LENGTH),
+              run_at: now - 1_000,
+              next_trigger: c.trigger,
+              next_attempt: number,
+              queued_after: behind.length === 0 ? null : JSON.stringify(behind),
+            }),
+          )
           .execute();
-        await db
-          .insertInto('delivery_tasks')
-          .values({
-            id: newId('task', now),
-            delivery_id: id,
-            endpoint_id: endpointIds[c.endpoint]!,
-            trigger: c.trigger,
-            attempt_number: c.failures + 1,
-            run_at: now - 1_000,
-            lease_owner: null,
-          })
-          .execute();
-        if (c.manualQueued)
-          await db
-            .insertInto('delivery_tasks')
-            .values({
-              id: newId('task', now),
-              delivery_id: id,
-              endpoint_id: endpointIds[c.endpoint]!,
-              trigger: 'manual',
-              attempt_number: c.failures + 2,
-              run_at: now + 60_000,
-              lease_owner: null,
-            })
-            .execute();
       }
-      // A delivery per endpoint waiting for a later attempt, outside the batch: what a hold moves and a
-      // disabling stops.
+      // Per endpoint, outside the batch: a delivery waiting for a later attempt (what a hold moves and a
+      // disabling stops), one whose head another worker holds (a hold leaves it, a disabling stops it) and
+      // one with nothing queued (a disabling leaves it).
       for (const endpoint of endpointIds) {
-        const id = newId('delivery', now);
+        const later = { attempt_count: 1, attempt_seq: 2, schedule_step: 1, next_trigger: 'scheduled' as const };
         await db
           .insertInto('deliveries')
-          .values({
-            id,
-            org_id: scope.orgId,
-            livemode: 0,
-            app_id: appId,
-            message_id: messageId,
-            endpoint_id: endpoint,
-            status: 'pending',
-            attempt_count: 1,
-            attempt_seq: 2,
-            schedule_step: 1,
-            created_at: now,
-            updated_at: now,
-          })
-          .execute();
-        await db
-          .insertInto('delivery_tasks')
-          .values({
-            id: newId('task', now),
-            delivery_id: id,
-            endpoint_id: endpoint,
-            trigger: 'scheduled',
-            attempt_number: 2,
-            run_at: now + 1_000,
-            lease_owner: null,
-          })
+          .values([
+            row(newId('delivery', now), endpoint, { ...later, run_at: now + 1_000, next_attempt: 2 }),
+            row(newId('delivery', now), endpoint, {
+              ...later,
+              run_at: now - 1_000,
+              next_attempt: 2,
+              lease_owner: B,
+              lease_until: now + 60_000,
+            }),
+            row(newId('delivery', now), endpoint, { status: 'failed', attempt_count: 1, schedule_step: 1 }),
+          ])
           .execute();
       }
       const claimed = await queue.claimLoaded(A, 100);
@@ -260,9 +264,9 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
         const { task } = items[i]!.input;
         if (c.twist === 'lease-lost')
           await db
-            .updateTable('delivery_tasks')
-            .set({ lease_owner: B, run_at: task.leaseUntil + 5 })
-            .where('id', '=', task.id)
+            .updateTable('deliveries')
+            .set({ lease_owner: B, lease_until: task.leaseUntil + 5 })
+            .where('id', '=', task.delivery_id)
             .execute();
         if (c.twist === 'retried')
           await db.transaction().execute((trx) => enqueueManual(trx, store.dialect, [task.delivery_id], now + 1));
@@ -284,10 +288,19 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
       const ways = queue instanceof PostgresQueue ? { ...queue.batches } : null;
       const owned = await queue.completeMany(items, A);
       const after = await read();
+      // Ours unless another worker took the lease, or a disabling of its endpoint emptied its queue.
+      assert.deepEqual(
+        expected.owned,
+        cases.map(
+          (c) =>
+            c.twist !== 'lease-lost' &&
+            !cases.some((other) => other.twist === 'endpoint-disabled' && other.endpoint === c.endpoint),
+        ),
+        'owned, as the planner says',
+      );
       assert.deepEqual(owned, expected.owned, 'owned');
       assert.deepEqual(sortedAttempts(after), sortedAttempts(expected.rows), 'attempts');
       assert.deepEqual(after.deliveries, expected.rows.deliveries, 'deliveries');
-      assert.deepEqual(taskShapes(after.tasks), taskShapes(expected.rows.tasks), 'tasks');
       assert.deepEqual(healthOf(after), healthOf(expected.rows), 'endpoints');
       assert.deepEqual(
         await raised(),
@@ -347,55 +360,43 @@ function applyPlan(
   const rows: Rows = {
     attempts: new Map(before.attempts),
     deliveries: new Map([...before.deliveries].map(([id, d]) => [id, { ...d }])),
-    tasks: before.tasks.map((task) => ({ ...task })),
     endpoints: new Map([...before.endpoints].map(([id, e]) => [id, { ...e }])),
   };
-  const { attempts, take, pauses } = recordingPlan(items, A);
+  const { attempts, pauses } = recordingPlan(items, A);
   const written = new Set(attempts.filter((a) => !rows.attempts.has(a.id)).map((a) => a.id));
   for (const a of attempts) if (written.has(a.id)) rows.attempts.set(a.id, { ...a });
-  const owned = new Set<string>();
-  for (const task of take.tasks) {
-    const row = rows.tasks.find((r) => r.id === task.id);
-    if (row && row.lease_owner === A && Number(row.run_at) === task.leaseUntil) owned.add(task.id);
-  }
-  rows.tasks = rows.tasks.filter(
-    (r) => !owned.has(r.id) && !(take.delivered.has(r.delivery_id) && r.trigger === 'scheduled'),
-  );
+  // A pause holds back the endpoint's queued attempts no worker holds.
   for (const { endpointId, until } of pauses)
-    for (const r of rows.tasks)
-      if (r.endpoint_id === endpointId && r.run_at < until && (r.lease_owner === null || r.run_at <= now))
-        r.run_at = until;
-  const deliveries = new Map(
-    deliveriesToRead(items, attempts, written, owned).flatMap((id) => {
+    for (const d of rows.deliveries.values())
+      if (
+        d.endpoint_id === endpointId &&
+        d.run_at !== null &&
+        d.run_at < until &&
+        (d.lease_owner === null || d.lease_until! <= now)
+      )
+        d.run_at = until;
+  const deliveries = new Map<string, DeliveryState>(
+    deliveriesToRead(items).flatMap((id) => {
       const d = rows.deliveries.get(id);
-      return d ? [[id, d] as const] : [];
+      if (!d) return [];
+      const { status, schedule_step, attempt_seq, attempt_count } = d;
+      return [[id, { status, schedule_step, attempt_seq, attempt_count, ...pick(d) }] as const];
     }),
   );
   const endpoints = new Map(
-    endpointsToRead(items, owned).flatMap((id) => {
+    endpointsToRead(items).flatMap((id) => {
       const e = rows.endpoints.get(id);
       return e ? [[id, { status: e.status, failingSince: e.failing_since, exhaustedAt: e.exhausted_at }] as const] : [];
     }),
   );
-  const plan = outcomePlan(
-    items,
-    A,
-    {
-      written,
-      owned,
-      deliveries,
-      queued: new Set(rows.tasks.map((r) => r.delivery_id)),
-      endpoints,
-    },
-    { ...policy, now, taskId: (at) => newId('task', at) },
-  );
-  for (const task of plan.queue) rows.tasks.push({ ...task });
+  const plan = outcomePlan(items, A, { written, deliveries, endpoints }, { ...policy, now });
   for (const change of plan.deliveries) {
     const d = rows.deliveries.get(change.id)!;
     d.attempt_count += change.attemptsAdded;
     if (change.status !== undefined) d.status = change.status;
     if (change.schedule_step !== undefined) d.schedule_step = change.schedule_step;
     if (change.attempt_seq !== undefined) d.attempt_seq = change.attempt_seq;
+    if (change.queue !== undefined) Object.assign(d, change.queue);
     d.updated_at = change.updated_at;
   }
   if (plan.healthy)
@@ -407,32 +408,24 @@ function applyPlan(
     }
   for (const { id, health, at } of plan.health) {
     const e = rows.endpoints.get(id)!;
-    if (e.status === 'disabled') continue;
-    Object.assign(e, {
-      status: health.status,
-      failing_since: health.failingSince,
-      exhausted_at: health.exhaustedAt,
-      updated_at: at,
-    });
-    if (health.status === 'disabled') {
-      rows.tasks = rows.tasks.filter((r) => r.endpoint_id !== id);
+    if (e.status !== 'disabled')
+      Object.assign(e, {
+        status: health.status,
+        failing_since: health.failingSince,
+        exhausted_at: health.exhaustedAt,
+        updated_at: at,
+      });
+    // A disabled endpoint's deliveries stop: those pending or with an attempt queued, whoever holds it.
+    if (health.status === 'disabled')
       for (const d of rows.deliveries.values())
-        if (d.endpoint_id === id && d.status === 'pending') Object.assign(d, { status: 'disabled', updated_at: at });
-    }
+        if (d.endpoint_id === id && (d.status === 'pending' || d.run_at !== null || d.queued_after !== null))
+          Object.assign(d, EMPTY_QUEUE, { status: d.status === 'pending' ? 'disabled' : d.status, updated_at: at });
   }
-  return { owned: items.map(({ input }) => owned.has(input.task.id)), rows, events: plan.events };
+  return { owned: plan.owned, rows, events: plan.events };
 }
 
 const sortedAttempts = (rows: Rows) =>
   [...rows.attempts.values()].sort((a, b) => (String(a.id) < String(b.id) ? -1 : 1));
-
-/** Tasks without their ids (a planned task's id is made when it is written). */
-const taskShapes = (tasks: TaskRow[]) =>
-  tasks
-    .map(
-      (t) => `${t.delivery_id} ${t.endpoint_id} ${t.trigger} ${t.attempt_number} ${Number(t.run_at)} ${t.lease_owner}`,
-    )
-    .sort();
 
 const healthOf = (rows: Rows) =>
   [...rows.endpoints.values()]

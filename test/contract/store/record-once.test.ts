@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { EMPTY_QUEUE, pick } from '../../../src/domain/queue-slot.js';
 import { openStore, outcome } from '../../support/store.js';
 
 // An outcome can be recorded twice: its first commit went through but the answer never came back (the
@@ -9,7 +10,7 @@ import { openStore, outcome } from '../../support/store.js';
 
 const OWNER = 'wrk_record_once';
 
-test('outcomes recorded a second time add no attempt and count nothing twice', { timeout: 60_000 }, async (t) => {
+test('outcomes recorded a second time add no attempt and change nothing', { timeout: 60_000 }, async (t) => {
   const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(3);
 
@@ -29,21 +30,25 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
       await store.queue.completeMany(batch, OWNER),
       batch.map(() => true),
     );
+  const db = store.ctx.db;
+  const rows = async () => ({
+    deliveries: await db.selectFrom('deliveries').selectAll().orderBy('id').execute(),
+    endpoints: await db.selectFrom('endpoints').selectAll().orderBy('id').execute(),
+  });
+  const once = await rows();
+  // Later than the first write, so that anything written again would show in updated_at.
+  await new Promise((resolve) => setTimeout(resolve, 5));
   for (const batch of batches)
     assert.deepEqual(
       await store.queue.completeMany(batch, OWNER),
       batch.map(() => false),
-      'the tasks are gone after the first write',
+      'the leases are gone after the first write',
     );
+  assert.deepEqual(await rows(), once, 'the second write changed no delivery and no endpoint');
 
-  const db = store.ctx.db;
   const attempts = await db.selectFrom('attempts').select(['delivery_id', 'status']).execute();
   assert.equal(attempts.length, 3, 'one attempt per outcome in the history');
-  const deliveries = await db
-    .selectFrom('deliveries')
-    .select(['id', 'status', 'attempt_count'])
-    .orderBy('id')
-    .execute();
+  const deliveries = once.deliveries;
   assert.deepEqual(
     deliveries.map((d) => d.attempt_count),
     [1, 1, 1],
@@ -51,32 +56,38 @@ test('outcomes recorded a second time add no attempt and count nothing twice', {
   );
   const failed = deliveries.find((d) => d.id === third!.task.delivery_id)!;
   assert.equal(failed.status, 'pending');
-  const next = await db.selectFrom('delivery_tasks').select(['delivery_id', 'attempt_number']).execute();
+  const next = pick(failed);
   assert.deepEqual(
-    next,
-    [{ delivery_id: failed.id, attempt_number: 2 }],
-    'one next attempt for the failure, none for the successes',
+    [next.next_trigger, next.next_attempt, next.lease_owner, next.queued_after],
+    ['scheduled', 2, null, null],
+    'one next attempt for the failure',
+  );
+  const delivered = deliveries.filter((d) => d.id !== failed.id);
+  assert.deepEqual(
+    delivered.map((d) => d.status),
+    ['success', 'success'],
   );
   assert.deepEqual(
-    deliveries.filter((d) => d.id !== failed.id).map((d) => d.status),
-    ['success', 'success'],
+    delivered.map((d) => pick(d)),
+    [EMPTY_QUEUE, EMPTY_QUEUE],
+    'none for the successes',
   );
 });
 
 test('two workers that made the same attempt in the same millisecond both keep their row', {
   timeout: 60_000,
 }, async (t) => {
-  // The first worker's lease ran out while it was sending, the second claimed the task and sent it too:
+  // The first worker's lease ran out while it was sending, the second claimed the attempt and sent it too:
   // two requests were made, so the history has two attempts, even when both finished in one millisecond.
   const { store, emit } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,1h' });
   await emit(1);
   const [stale] = await store.queue.claimLoaded('wrk_first', 10);
   await store.ctx.db
-    .updateTable('delivery_tasks')
-    .set({ run_at: Date.now() - 1_000 })
+    .updateTable('deliveries')
+    .set({ lease_until: Date.now() - 1_000 })
     .execute();
   const [current] = await store.queue.claimLoaded('wrk_second', 10);
-  assert.equal(current!.task.id, stale!.task.id, 'the second worker claimed the same task');
+  assert.equal(current!.task.id, stale!.task.id, 'the second worker claimed the same attempt');
   const at = Date.now();
   assert.deepEqual(await store.queue.completeMany([{ input: stale!.input!, result: outcome(500, at) }], 'wrk_first'), [
     false,
@@ -87,12 +98,12 @@ test('two workers that made the same attempt in the same millisecond both keep t
   );
 
   const db = store.ctx.db;
-  const attempts = await db.selectFrom('attempts').select('status').orderBy('status').execute();
-  assert.deepEqual(
-    attempts.map((a) => a.status),
-    ['failed', 'success'],
-  );
-  const [delivery] = await db.selectFrom('deliveries').select(['status', 'attempt_count']).execute();
-  assert.deepEqual(delivery, { status: 'success', attempt_count: 2 });
-  assert.equal((await db.selectFrom('delivery_tasks').select('id').execute()).length, 0, 'nothing left to send');
+  const attempts = await db.selectFrom('attempts').select(['status', 'attempt_number']).orderBy('status').execute();
+  assert.deepEqual(attempts, [
+    { status: 'failed', attempt_number: 1 },
+    { status: 'success', attempt_number: 1 },
+  ]);
+  const [delivery] = await db.selectFrom('deliveries').selectAll().execute();
+  assert.deepEqual([delivery!.status, delivery!.attempt_count], ['success', 2]);
+  assert.deepEqual(pick(delivery!), EMPTY_QUEUE, 'nothing left to send');
 });

@@ -23,15 +23,21 @@ test('the claimed attempts of a worker whose beat is stale are handed back, and 
     .where('id', '=', 'wrk_dead')
     .execute();
   assert.equal(await store.workers.reapDead(DEAD_AFTER), 2);
-  const tasks = await store.ctx.db.selectFrom('delivery_tasks').selectAll().orderBy('id').execute();
+  const queues = await store.ctx.db.selectFrom('deliveries').selectAll().orderBy('id').execute();
+  assert.equal(queues.length, 4);
   const now = Date.now();
-  for (const task of tasks) {
-    if (dead.some((d) => d.id === task.id)) {
-      assert.equal(task.lease_owner, null, 'handed back');
-      assert.ok(Number(task.run_at) <= now, 'due again at once');
+  for (const queue of queues) {
+    if (dead.some((d) => d.delivery_id === queue.id)) {
+      assert.equal(queue.lease_owner, null, 'handed back');
+      assert.equal(queue.lease_until, null, 'handed back');
+      assert.ok(queue.run_at !== null && Number(queue.run_at) <= now, 'due again at once');
     } else {
-      assert.equal(task.lease_owner, 'wrk_live', "the live worker's claim stands");
-      assert.ok(Number(task.run_at) > now);
+      assert.ok(
+        live.some((l) => l.delivery_id === queue.id),
+        'claimed by one of the two',
+      );
+      assert.equal(queue.lease_owner, 'wrk_live', "the live worker's claim stands");
+      assert.ok(Number(queue.lease_until) > now);
     }
   }
   const rows = await store.ctx.db.selectFrom('workers').select('id').execute();

@@ -2,10 +2,11 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { sql } from 'kysely';
-import type { AttemptResult } from '../../../src/store/queue.js';
+import type { AttemptResult } from '../../../src/store/queue/index.js';
 import type { Store } from '../../../src/store/index.js';
 import { eventually } from '../../support/receiver.js';
 import { openStore } from '../../support/store.js';
+import { EMPTY_QUEUE, pick, waitingOf } from '../../../src/domain/queue-slot.js';
 
 // Two workers (or two completion lanes) can record failures of one endpoint at the same time. Endpoint
 // health is read, changed and written back, so without taking turns on the endpoint's row the second
@@ -133,9 +134,9 @@ test('a failure recorded while the endpoint is being disabled: both complete, ne
     { status: 'disabled', attempt_count: 1 },
     'the failure counted, then the delivery stopped with its endpoint',
   );
-  assert.equal(
-    (await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length,
-    0,
+  assert.deepEqual(
+    pick(await store.ctx.db.selectFrom('deliveries').selectAll().executeTakeFirstOrThrow()),
+    EMPTY_QUEUE,
     'its next attempt went with the disabling',
   );
 });
@@ -148,7 +149,8 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   // Failing, so the success would mark it healthy: a write to its row.
   const claimed = await claimedOfFailingEndpoint(store, endpointId);
 
-  // The API's order, by hand: the endpoint's row, then (once the recording has started) its tasks.
+  // The API's order, by hand: the endpoint's row, then (once the recording has started) its deliveries'
+  // queues, as stopEndpoints empties them.
   const api = await sessionInTransaction(config.databaseUrl!, closeFirst);
   await api.query("update endpoints set status = 'disabled' where id = $1", [endpointId]);
   const ok: AttemptResult = {
@@ -162,9 +164,9 @@ test('a success recorded while its failing endpoint is being disabled: both comp
   };
   const recording = store.queue.completeMany([{ input: claimed.input, result: ok }], 'wrk_health');
   await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the recording waits for the endpoint');
-  await api.query('delete from delivery_tasks where endpoint_id = $1', [endpointId]);
+  await api.query(`update deliveries set ${STOPPED} where endpoint_id = $1`, [endpointId]);
   await api.query('commit');
-  assert.deepEqual(await recording, [false], 'its task went with the disabling');
+  assert.deepEqual(await recording, [false], 'its lease went with the disabling');
 
   const delivery = await store.ctx.db
     .selectFrom('deliveries')
@@ -178,6 +180,10 @@ test('a success recorded while its failing endpoint is being disabled: both comp
     .executeTakeFirstOrThrow();
   assert.equal(endpoint.status, 'disabled', 'the success did not undo the disabling');
 });
+
+/** What stopEndpoints (src/store/queue/book.ts) writes to a delivery: its queue empty, `disabled` if pending. */
+const STOPPED = `status = case when status = 'pending' then 'disabled' else status end,
+  run_at = null, next_trigger = null, next_attempt = null, lease_owner = null, lease_until = null, queued_after = null`;
 
 /** A delivery whose first attempt failed, its next scheduled attempt waiting an hour. */
 async function failedOnceWithRetryWaiting(t: TestContext) {
@@ -202,32 +208,71 @@ test('a manual retry while an outcome holding the delivery drops its waiting sch
   await eventually(async () => (await waitingOnLocks(store)) === 1, 10_000, 'the retry waits for the delivery');
   // Waiting on the retry here, while the retry waits on this session, would be a deadlock (one of the two
   // aborted by PostgreSQL after a second).
-  const dropped = await outcome.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [
+  const dropped = await outcome.query(`update deliveries set ${STOPPED} where id = $1 and next_trigger = 'scheduled'`, [
     deliveryId,
   ]);
   assert.equal(dropped.rowCount, 1);
   await outcome.query('commit');
+  // Numbered after every attempt made or queued: the dropped scheduled attempt's number is free again.
   assert.equal(await retried, 2, 'numbered after the one attempt made');
-  const tasks = await store.ctx.db
-    .selectFrom('delivery_tasks')
-    .select(['trigger', 'attempt_number'])
-    .where('delivery_id', '=', deliveryId)
-    .execute();
-  assert.deepEqual(tasks, [{ trigger: 'manual', attempt_number: 2 }]);
+  const delivery = await store.ctx.db
+    .selectFrom('deliveries')
+    .selectAll()
+    .where('id', '=', deliveryId)
+    .executeTakeFirstOrThrow();
+  assert.deepEqual(
+    [delivery.status, delivery.next_trigger, delivery.next_attempt, delivery.queued_after, delivery.lease_owner],
+    ['pending', 'manual', 2, null, null],
+    'the retry, read after the drop, is all that is queued',
+  );
 });
 
-test('a manual retry while an endpoint change holds the waiting scheduled attempt and then the delivery: both complete', {
+test("a manual retry and the held head's failure recorded at once: in either order, the retry goes next and the schedule after it", {
   timeout: 60_000,
 }, async (t) => {
-  const { store, scope, config, closeFirst, deliveryId } = await failedOnceWithRetryWaiting(t);
-
-  // A third session plays an endpoint being disabled: tasks first, then their deliveries.
-  const change = await sessionInTransaction(config.databaseUrl!, closeFirst);
-  await change.query("delete from delivery_tasks where delivery_id = $1 and trigger = 'scheduled'", [deliveryId]);
-  // The retry does not wait for the task the change holds (it counts as ahead of the manual attempt) …
-  const number = await store.deliveries.retry(scope, deliveryId);
-  assert.equal(number, 3, 'after the scheduled attempt that may still go out');
-  // … so the change gets the delivery next.
-  await change.query('update deliveries set updated_at = updated_at where id = $1', [deliveryId]);
-  await change.query('commit');
+  for (const first of ['outcome', 'retry'] as const) {
+    // The retry schedule's next attempt is due at once: the manual one goes first all the same.
+    const { store, emit, scope, config, closeFirst } = await openStore(t, { HERALD_RETRY_SCHEDULE: '0s,0s' });
+    await emit(1);
+    const [claimed] = await store.queue.claimLoaded('wrk_race', 10);
+    assert.ok(claimed?.input);
+    const deliveryId = claimed.task.delivery_id;
+    // A third session holds the delivery's row, so both queue up behind it in the order started.
+    const holder = await sessionInTransaction(config.databaseUrl!, closeFirst);
+    await holder.query('update deliveries set updated_at = updated_at where id = $1', [deliveryId]);
+    const record = () => store.queue.completeMany([{ input: claimed.input!, result: failure(Date.now()) }], 'wrk_race');
+    const retry = () => store.deliveries.retry(scope, deliveryId);
+    const waiting = (n: number, what: string) =>
+      eventually(async () => (await waitingOnLocks(store)) === n, 10_000, `${what} waits for the delivery`);
+    let recorded: Promise<boolean[]>;
+    let retried: Promise<number | undefined>;
+    if (first === 'outcome') {
+      recorded = record();
+      await waiting(1, 'the recording');
+      retried = retry();
+    } else {
+      retried = retry();
+      await waiting(1, 'the retry');
+      recorded = record();
+    }
+    await waiting(2, 'the other');
+    await holder.query('commit');
+    assert.deepEqual(await recorded, [true], `${first} first: the failure was the worker's`);
+    assert.equal(await retried, 2, `${first} first: the retry is the next attempt`);
+    const delivery = await store.ctx.db
+      .selectFrom('deliveries')
+      .selectAll()
+      .where('id', '=', deliveryId)
+      .executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [delivery.status, delivery.attempt_count, delivery.attempt_seq, delivery.next_trigger, delivery.next_attempt],
+      ['pending', 1, 3, 'manual', 2],
+      `${first} first: the manual attempt is the head`,
+    );
+    assert.deepEqual(
+      waitingOf(pick(delivery)).map((w) => [w.trigger, w.number]),
+      [['scheduled', 3]],
+      `${first} first: the next scheduled attempt waits behind it`,
+    );
+  }
 });

@@ -133,7 +133,7 @@ test('2 API + 3 worker processes deliver 2,000 messages exactly once, and surviv
     );
   const settled = async (expected: number) => {
     const { rows } = await sql.query(
-      `select (select count(*) from delivery_tasks) as tasks, (select count(*) from deliveries where status = 'success') as done`,
+      `select (select count(*) from deliveries where run_at is not null or queued_after is not null) as tasks, (select count(*) from deliveries where status = 'success') as done`,
     );
     return Number(rows[0].tasks) === 0 && Number(rows[0].done) === expected;
   };
@@ -174,7 +174,7 @@ test('2 API + 3 worker processes deliver 2,000 messages exactly once, and surviv
   await eventually(async () => receiver.received.length - before >= 100, 120_000, 'phase-2 deliveries under way');
   const leased = Number(
     (
-      await sql.query(`select count(*) as n from delivery_tasks where lease_owner is not null and run_at > $1`, [
+      await sql.query(`select count(*) as n from deliveries where lease_owner is not null and lease_until > $1`, [
         Date.now(),
       ])
     ).rows[0].n,

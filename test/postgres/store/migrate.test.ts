@@ -57,11 +57,20 @@ test('`migrate` run three times at once on an empty database succeeds every time
     const { rows } = await sql.query('select name, count(*)::int as n from kysely_migration group by name');
     assert.ok(rows.length >= 1);
     for (const row of rows) assert.equal(row.n, 1, `${row.name} recorded once`);
-    // The schema is complete: the newest tables exist.
+    // The schema is complete: the newest tables exist, and the newest migration moved the queue onto the
+    // deliveries (its table gone).
     const tables = await sql.query(
-      `select count(*)::int as n from information_schema.tables where table_name in ('delivery_tasks', 'payloads', 'idempotency_keys')`,
+      `select count(*)::int as n from information_schema.tables where table_name in ('payloads', 'idempotency_keys')`,
     );
-    assert.equal(tables.rows[0].n, 3);
+    assert.equal(tables.rows[0].n, 2);
+    const columns = await sql.query(
+      `select count(*)::int as n from information_schema.columns where table_name = 'deliveries' and column_name in ('run_at', 'lease_until', 'queued_after')`,
+    );
+    assert.equal(columns.rows[0].n, 3);
+    const gone = await sql.query(
+      `select count(*)::int as n from information_schema.tables where table_name = 'delivery_tasks'`,
+    );
+    assert.equal(gone.rows[0].n, 0);
   } finally {
     await sql.end();
   }

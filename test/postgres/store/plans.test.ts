@@ -6,15 +6,19 @@ import type { Store } from '../../../src/store/index.js';
 import type { PostgresQueue } from '../../../src/store/queue/postgres.js';
 import { claimStatement, completeStatement, type Statement } from '../../../src/store/queue/postgres-statements.js';
 import { fastPlan } from '../../../src/store/queue/fast-plan.js';
-import { CLAIMED_PAYLOAD_LIMIT, type ClaimScope } from '../../../src/store/queue.js';
+import { taskKey } from '../../../src/domain/outcome-plan.js';
+import { queuedHead } from '../../../src/domain/queue-slot.js';
+import { CLAIMED_PAYLOAD_LIMIT, type ClaimScope } from '../../../src/store/queue/index.js';
 import { openStore } from '../../support/store.js';
 
 // Statements that run with every emit batch or claim must not read whole tables, whatever the planner
 // expects of them, with or without statistics on the tables (autovacuum analyzes them in time; a new
 // database, or a server with autovacuum off, has none). The claim expected to take its whole limit (100;
-// a claim takes a dozen or so): as `id in (…)` it hashed the due ids against a scan of every task row,
-// dead ones included, and read the whole deliveries table to join them to their inputs. The
-// idempotency-key lookup named no scope, so it could not use the primary key and read every unexpired key.
+// a claim takes a dozen or so): as `id in (…)` it hashed the due ids against a scan of every queued row,
+// dead ones included, and read the whole deliveries table to join them to their inputs. The due attempts
+// are read through the partial indexes of the deliveries' queue (src/domain/queue-slot.ts): deliveries_due
+// on (run_at, id) and deliveries_due_by_endpoint on (endpoint_id, run_at), both where run_at is not null.
+// The idempotency-key lookup named no scope, so it could not use the primary key and read every unexpired key.
 
 interface PlanNode {
   'Node Type': string;
@@ -148,8 +152,8 @@ const claim = (owner: string, limit: number, scope: ClaimScope, now: number, lea
 
 /**
  * `count` queued messages for the tests' own organization and application: message msg_<prefix>g with
- * payload {"n":g}, delivery dlv_<prefix>g and its first attempt tsk_<prefix>g (g = 1…count), where
- * `endpointOf` and `runAtOf` are SQL expressions of g. Written with a few statements, not emits.
+ * payload {"n":g} and delivery dlv_<prefix>g, its first attempt at the head of its queue (g = 1…count),
+ * where `endpointOf` and `runAtOf` are SQL expressions of g. Written with a few statements, not emits.
  */
 async function seedQueued(
   db: Kysely<Database>,
@@ -174,26 +178,44 @@ async function seedQueued(
     )
     .execute(db);
   await sql
-    .raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq, schedule_step, created_at, updated_at)
-    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 0, 0, ${now}, ${now} from ${rows}`)
-    .execute(db);
-  await sql
-    .raw(`insert into delivery_tasks (id, delivery_id, endpoint_id, trigger, attempt_number, run_at, lease_owner)
-    select 'tsk_${prefix}' || g, 'dlv_${prefix}' || g, ${endpointOf}, 'scheduled', 1, ${runAtOf}, null from ${rows}`)
+    .raw(`insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq,
+      schedule_step, created_at, updated_at, run_at, next_trigger, next_attempt)
+    select 'dlv_${prefix}' || g, '${orgId}', 0, '${appId}', 'msg_${prefix}' || g, ${endpointOf}, 'pending', 0, 1, 0,
+      ${now}, ${now}, ${runAtOf}, 'scheduled', 1 from ${rows}`)
     .execute(db);
 }
+
+/** The indexes a plan reads deliveries through (by an index scan, or a bitmap of one). */
+const deliveryIndexes = (plan: PlanNode[]) =>
+  [
+    ...new Set(plan.filter((node) => node['Index Name']?.startsWith('deliveries_')).map((node) => node['Index Name']!)),
+  ].sort();
+
+/**
+ * Whether a claim read its due attempts through a due index and the rows it claimed by id: a top-up may
+ * read either due index (walking all due attempts in order is as short when the endpoint has most of them).
+ */
+const claimIndexes = (plan: PlanNode[], topUp: boolean) => {
+  const read = deliveryIndexes(plan);
+  const due = read.filter((index) => index !== 'deliveries_pkey');
+  return (
+    read.includes('deliveries_pkey') &&
+    due.length === 1 &&
+    (topUp ? ['deliveries_due', 'deliveries_due_by_endpoint'] : ['deliveries_due']).includes(due[0]!)
+  );
+};
 
 const DELIVERIES = 6_000;
 const DUE = 20;
 
-test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the planner expects it to take', {
+test('a claim on PostgreSQL reads due attempts and inputs through indexes, whatever the planner expects it to take', {
   timeout: 60_000,
 }, async (t) => {
   const { store, scope, appId, endpointId } = await openStore(t);
   const db = store.ctx.db;
   const now = Date.now();
   // A few thousand messages with one delivery each, DUE of them queued now, the rest in a month; then
-  // tasks of finished attempts deleted, as the worker does (dead rows until a vacuum).
+  // the queues of finished attempts emptied, as the worker does (dead rows until a vacuum).
   await seedQueued(db, {
     orgId: scope.orgId,
     appId,
@@ -203,9 +225,8 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
     runAtOf: `case when g <= ${DUE} then ${now - 1000} else ${now + 30 * 86_400_000} end`,
     now,
   });
-  await sql`delete from delivery_tasks where id in (select 'tsk_plan' || g from generate_series(${DUE + 1}::int, ${DELIVERIES / 2}::int) g)`.execute(
-    db,
-  );
+  await sql`update deliveries set run_at = null, next_trigger = null, next_attempt = null, status = 'success'
+    where id in (select 'dlv_plan' || g from generate_series(${DUE + 1}::int, ${DELIVERIES / 2}::int) g)`.execute(db);
 
   const queue = postgresQueue(store);
   const queueDb = queueSessions(store);
@@ -218,57 +239,52 @@ test('a claim on PostgreSQL reads tasks and inputs through indexes, whatever the
   for (const statistics of ['without statistics', 'with statistics']) {
     if (statistics === 'with statistics') await sql`analyze`.execute(db);
     for (const [name, query] of Object.entries(claims)) {
-      const reads = wholeTableReads(await planNodes(queueDb, query), [
-        'delivery_tasks',
-        'deliveries',
-        'messages',
-        'payloads',
-      ]);
+      const plan = await planNodes(queueDb, query);
+      const reads = wholeTableReads(plan, ['deliveries', 'messages', 'payloads']);
       assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's plan`);
+      assert.ok(
+        claimIndexes(plan, name === 'top-up of one endpoint'),
+        `${name}, ${statistics}: the indexes of deliveries read: ${deliveryIndexes(plan)}`,
+      );
     }
     for (const [name, statement] of Object.entries({
       general: claimOf('wrk_plan', 100, {}, now, leaseUntil),
       'top-up of one endpoint': claimOf('wrk_plan', 48, { only: endpointId }, now, leaseUntil),
     })) {
-      const reads = wholeTableReads(await genericPlanNodes(queueDb, statement), [
-        'delivery_tasks',
-        'deliveries',
-        'messages',
-        'payloads',
-      ]);
+      const reads = wholeTableReads(await genericPlanNodes(queueDb, statement), ['deliveries', 'messages', 'payloads']);
       assert.deepEqual(reads, [], `${name}, ${statistics}: whole-table reads in the claim's generic plan`);
     }
   }
 
-  // And the claim still takes the due tasks, at most its limit, leased to the worker, each with its input.
+  // And the claim still takes the due attempts, at most its limit, leased to the worker, each with its input.
   const first = await queue.claimLoaded('wrk_plan', 5);
   const rest = await queue.claimLoaded('wrk_plan', 100);
   assert.deepEqual([first.length, rest.length], [5, DUE - 5]);
   const leased = await db
-    .selectFrom('delivery_tasks')
-    .select(['id', 'lease_owner', 'run_at'])
-    .where('run_at', '<', now + 86_400_000)
+    .selectFrom('deliveries')
+    .select(['id', 'lease_owner', 'lease_until', 'next_attempt'])
+    .where('lease_owner', 'is not', null)
     .execute();
   assert.equal(leased.length, DUE);
   for (const { task, input } of [...first, ...rest]) {
     assert.deepEqual(
-      leased.find((row) => row.id === task.id),
-      { id: task.id, lease_owner: 'wrk_plan', run_at: task.leaseUntil },
+      leased.find((row) => row.id === task.delivery_id),
+      { id: task.delivery_id, lease_owner: 'wrk_plan', lease_until: task.leaseUntil, next_attempt: 1 },
     );
     assert.equal(input?.delivery.id, task.delivery_id);
-    assert.equal(input?.payloadJson, `{"n":${task.id.slice('tsk_plan'.length)}}`);
+    assert.equal(input?.payloadJson, `{"n":${task.delivery_id.slice('dlv_plan'.length)}}`);
     assert.equal(input?.endpoint?.id, endpointId);
   }
-  assert.deepEqual(await queue.claimLoaded('wrk_plan', 100), [], 'claimed tasks are leased');
+  assert.deepEqual(await queue.claimLoaded('wrk_plan', 100), [], 'claimed attempts are leased');
 });
 
 test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in proportion to what they take', {
   timeout: 120_000,
 }, async (t) => {
-  // Thousands of due tasks on one endpoint (a receiver back from an outage), a tenth as many on another.
+  // Thousands of due attempts on one endpoint (a receiver back from an outage), a tenth as many on another.
   // Without statistics the planner took a top-up for a few dozen of them to match 0.5% of the table: it read
-  // and sorted all of the endpoint's due tasks. A batch of outcomes named its deliveries in a long list
-  // and read the whole task table to delete their tasks.
+  // and sorted all of the endpoint's due attempts. A batch of outcomes named its deliveries in a long list
+  // and read the whole table to write them.
   for (const total of [3_000, 30_000]) {
     const { store, scope, appId, endpointId, config } = await openStore(t);
     const db = store.ctx.db;
@@ -286,23 +302,21 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       runAtOf: `${now - 100_000} + g`,
       now,
     });
-    // As many attempts as tasks made before (a first attempt each): the batch checks its attempts are new.
+    // As many attempts as deliveries made before (a first attempt each): the batch checks its attempts are new.
     await sql
       .raw(`insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status, response_body, error, duration_ms, created_at)
       select 'atm_seed' || g, 'dlv_b' || g, ${endpointOf}, 1, 'scheduled', 'failed', 500, null, 'HTTP 500', 1, ${now - 200_000} from generate_series(1, ${total}) g`)
       .execute(db);
-    // The endpoint's earliest tasks (every tenth is the other endpoint's), in the order a top-up takes them.
+    // The endpoint's earliest attempts (every tenth is the other endpoint's), in the order a top-up takes them.
     const earliest = (count: number) => Array.from({ length: count }, (_, i) => i + 1 + Math.floor(i / 9));
     const leaseUntil = now + 60_000;
     const delivered = (g: number) => {
       const task = {
-        id: `tsk_b${g}`,
+        id: taskKey(`dlv_b${g}`, 1),
         delivery_id: `dlv_b${g}`,
         endpoint_id: endpointId,
         trigger: 'scheduled' as const,
         attempt_number: 1,
-        run_at: leaseUntil,
-        lease_owner: 'wrk_plan',
         leaseUntil,
       };
       const input = {
@@ -326,9 +340,17 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
         },
         payloadJson: null,
         payloadLater: false,
-        // As the claim reads it (seedQueued's rows): the plan's write checks it still holds.
+        // As the claim leaves it (seedQueued's rows, leased): the plan's write checks it still holds.
         claimedState: {
-          delivery: { status: 'pending' as const, attempt_count: 0, schedule_step: 0, attempt_seq: 0, tasks: 1 },
+          delivery: {
+            status: 'pending' as const,
+            attempt_count: 0,
+            schedule_step: 0,
+            attempt_seq: 1,
+            ...queuedHead(1, 'scheduled', now - 100_000 + g),
+            lease_owner: 'wrk_plan',
+            lease_until: leaseUntil,
+          },
           endpoint: { status: 'active' as const, failingSince: null, exhaustedAt: null },
         },
       };
@@ -347,18 +369,19 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
     };
     for (const statistics of ['without statistics', 'with statistics']) {
       if (statistics === 'with statistics') await sql`analyze`.execute(db);
-      const where = `${total} tasks, ${statistics}`;
+      const where = `${total} queued, ${statistics}`;
       const topUp = await executedPlan(queueDb, claim('wrk_plan', 48, { only: endpointId }, now, leaseUntil));
-      // Two reads per task taken (the due tasks, then the update's lookup of them), with as much again to spare.
+      // Two reads per attempt taken (the due ones, then the update's lookup of them), with as much again to spare.
       assert.ok(
-        rowsRead(topUp, 'delivery_tasks') <= 4 * 48,
-        `${where}: a top-up of 48 read ${rowsRead(topUp, 'delivery_tasks')} task rows`,
+        rowsRead(topUp, 'deliveries') <= 4 * 48,
+        `${where}: a top-up of 48 read ${rowsRead(topUp, 'deliveries')} delivery rows`,
       );
+      assert.ok(claimIndexes(topUp, true), `${where}: the indexes of deliveries read: ${deliveryIndexes(topUp)}`);
       for (const count of [100, 500]) {
-        // The outcomes of a top-up's tasks, leased to the worker as the top-up leaves them (in the transaction
-        // the plan runs in, so rolled back with it).
+        // The outcomes of a top-up's attempts, leased to the worker as the top-up leaves them (in the
+        // transaction the plan runs in, so rolled back with it).
         const outcomes = earliest(count).map(delivered);
-        const lease = sql`update delivery_tasks set lease_owner = 'wrk_plan', run_at = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.id))})`;
+        const lease = sql`update deliveries set lease_owner = 'wrk_plan', lease_until = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.delivery_id))})`;
         const statement = completeStatement(fastPlan(outcomes, 'wrk_plan', config, now)!);
         const batch = await executedPlan(queueDb, asQuery(statement), lease.compile(queueDb));
         assert.equal(
@@ -367,24 +390,24 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
           'the statement answers (outside the plan, its leases not taken: it writes nothing)',
         );
         assert.deepEqual(
-          wholeTableReads(await genericPlanNodes(queueDb, statement), ['delivery_tasks', 'deliveries', 'attempts']),
+          wholeTableReads(await genericPlanNodes(queueDb, statement), ['deliveries', 'attempts']),
           [],
           `${where}: whole-table reads in the generic plan of a batch of ${count} outcomes`,
         );
-        // Four reads per outcome (its task by id, its delivery's tasks counted, its delivery's scheduled
-        // tasks, the delivery's row is not a task read).
-        const read = rowsRead(batch, 'delivery_tasks');
-        assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} task rows`);
+        // Two reads per outcome (its delivery locked and checked, then written), with as much again to spare.
+        const read = rowsRead(batch, 'deliveries');
+        assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} delivery rows`);
+        assert.ok(rowsRead(batch, 'attempts') <= 4 * count, `${where}: a batch of ${count} outcomes read attempts`);
       }
     }
 
-    // And the statements do their work: a top-up takes the endpoint's earliest due tasks, and their
-    // outcomes delete exactly those tasks and count their deliveries as delivered.
+    // And the statements do their work: a top-up takes the endpoint's earliest due attempts, and their
+    // outcomes empty exactly those deliveries' queues and count them as delivered.
     const claimed = await queue.claimLoaded('wrk_plan', 48, { only: endpointId });
     assert.deepEqual(
       claimed.map(({ task }) => task.id).sort(),
       earliest(48)
-        .map((g) => `tsk_b${g}`)
+        .map((g) => taskKey(`dlv_b${g}`, 1))
         .sort(),
     );
     const recorded = claimed.map(({ task, input }) => ({ input: { ...input!, task }, result: delivered(0).result }));
@@ -393,8 +416,9 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       claimed.map(() => true),
     );
     const left = await db
-      .selectFrom('delivery_tasks')
+      .selectFrom('deliveries')
       .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('run_at', 'is not', null)
       .executeTakeFirstOrThrow();
     assert.equal(Number(left.n), total - 48);
     const done = await db
@@ -414,7 +438,7 @@ test('after a claim, the next claim and the next due attempt are read from the c
   const db = store.ctx.db;
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
   const now = Date.now();
-  // 3,000 tasks of the busy endpoint due before everything else, then the other endpoint's first attempt,
+  // 3,000 attempts of the busy endpoint due before everything else, then the other endpoint's first attempt,
   // due half a second ago, and its retry in 5 s.
   await seedQueued(db, {
     orgId: scope.orgId,
@@ -434,18 +458,19 @@ test('after a claim, the next claim and the next due attempt are read from the c
       claim('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom }, now, now + 60_000),
     );
     assert.ok(
-      rowsRead(claimed, 'delivery_tasks') <= 10,
-      `${statistics}: a claim in a window read ${rowsRead(claimed, 'delivery_tasks')} task rows`,
+      rowsRead(claimed, 'deliveries') <= 10,
+      `${statistics}: a claim in a window read ${rowsRead(claimed, 'deliveries')} delivery rows`,
     );
     const plan = await executedPlan(queueDb, store.queue.nextDueQuery([busy], now).compile());
     assert.ok(
-      rowsRead(plan, 'delivery_tasks') <= 10,
-      `${statistics}: the next due attempt read ${rowsRead(plan, 'delivery_tasks')} task rows`,
+      rowsRead(plan, 'deliveries') <= 10,
+      `${statistics}: the next due attempt read ${rowsRead(plan, 'deliveries')} delivery rows`,
     );
+    assert.deepEqual(deliveryIndexes(plan), ['deliveries_due'], `${statistics}: the next due attempt's index`);
   }
   assert.deepEqual(
     (await store.queue.claimLoaded('wrk_plan', 100, { skip: [busy], dueAfter: windowFrom })).map(({ task }) => task.id),
-    ['tsk_n3002'],
+    [taskKey('dlv_n3002', 1)],
   );
   assert.equal(await store.queue.nextDueAt([busy], now), now + 5_000);
 });

@@ -1,4 +1,5 @@
 import { isTransient } from '../../../src/store/errors.js';
+import { EMPTY_QUEUE, pick } from '../../../src/domain/queue-slot.js';
 import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -7,7 +8,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../../src/config.js';
 import { Store } from '../../../src/store/index.js';
 import { QueueThread } from '../../../src/store/queue-thread.js';
-import type { AttemptResult } from '../../../src/store/queue.js';
+import type { AttemptResult } from '../../../src/store/queue/index.js';
 import { wavesHeld } from '../../../src/delivery/worker.js';
 import { PURGE_BATCH } from '../../../src/store/retention.js';
 import { BASE_ENV } from '../../support/child.js';
@@ -78,12 +79,16 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   );
   assert.deepEqual(owned, [true, true, true]);
 
-  const statuses = await store.ctx.db.selectFrom('deliveries').select('status').execute();
+  const deliveries = await store.ctx.db.selectFrom('deliveries').selectAll().execute();
   assert.deepEqual(
-    statuses.map((row) => row.status),
+    deliveries.map((row) => row.status),
     ['success', 'success', 'success'],
   );
-  assert.equal((await store.ctx.db.selectFrom('delivery_tasks').select('id').execute()).length, 0);
+  assert.deepEqual(
+    deliveries.map((row) => pick(row)),
+    [EMPTY_QUEUE, EMPTY_QUEUE, EMPTY_QUEUE],
+    'nothing queued',
+  );
 });
 
 test("outcomes on the thread that queue an operational webhook's attempt tell the service (onQueued)", {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { afterRefusal, Outcomes, RECORD_TRIES } from '../../../src/delivery/outcomes.js';
-import type { AttemptInput, AttemptResult, WorkerQueue } from '../../../src/store/queue.js';
+import type { AttemptInput, AttemptResult, WorkerQueue } from '../../../src/store/queue/index.js';
 
 // Recording outcomes when the store refuses: what it tries again (the database was away or busy), what it
 // records without the receiver's answer (a value refused), and what it leaves to the attempt's lease;

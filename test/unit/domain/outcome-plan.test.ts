@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AttemptTrigger } from '../../../src/domain/states.js';
 import type { EndpointHealth } from '../../../src/domain/endpoint-state.js';
+import { PARKED_AT } from '../../../src/domain/fifo.js';
 import {
   announcedTrouble,
   attemptRow,
@@ -13,33 +14,54 @@ import {
   type OutcomeState,
   outcomePlan,
   recordingPlan,
+  taskKey,
 } from '../../../src/domain/outcome-plan.js';
+import { EMPTY_QUEUE, queuedHead, type WaitingAttempt } from '../../../src/domain/queue-slot.js';
 
-// The outcome planner, case by case: what a batch of attempt outcomes does to deliveries, the queue and
-// endpoints, and the events it reports. The planner reads nothing; each case hands it the state.
+// The outcome planner, case by case: what a batch of attempt outcomes does to deliveries (their counters,
+// status and queue columns) and endpoints, and the events it reports. The planner reads nothing; each case
+// hands it the state, and it decides from each delivery's lease whether an outcome's attempt was still ours.
 
 const OWNER = 'wrk_plan';
 const NOW = 1_000_000;
 const HOUR = 3_600_000;
+/** The lease end a claim wrote. */
+const LEASE = NOW + 60_000;
 const RULES = {
   retryScheduleMs: [0, HOUR, 2 * HOUR],
   disableAfterMs: 24 * HOUR,
   now: NOW,
-  taskId: (at: number) => `tsk_next_${at}`,
   // The middle of the jitter: each delay is the schedule's own.
   random: () => 0.5,
 };
 
+interface ItemOptions {
+  trigger?: AttemptTrigger;
+  at?: number;
+  endpoint?: string | null;
+  endpointStatus?: 'active' | 'failing' | 'disabled';
+  retryAfterMs?: number | null;
+  /** The attempt's number (1). */
+  number?: number;
+  /** The lease end its claim wrote (LEASE). */
+  leaseUntil?: number;
+  fifo?: boolean;
+}
+
+/** An outcome of delivery dlv_<n>'s attempt, claimed under LEASE unless told otherwise. */
 function item(
   n: number,
   status: number,
-  { trigger = 'scheduled', at = NOW - 10, endpoint = 'ep_1', endpointStatus = 'active', retryAfterMs = null } = {} as {
-    trigger?: AttemptTrigger;
-    at?: number;
-    endpoint?: string | null;
-    endpointStatus?: 'active' | 'failing' | 'disabled';
-    retryAfterMs?: number | null;
-  },
+  {
+    trigger = 'scheduled',
+    at = NOW - 10,
+    endpoint = 'ep_1',
+    endpointStatus = 'active',
+    retryAfterMs = null,
+    number = 1,
+    leaseUntil = LEASE,
+    fifo,
+  }: ItemOptions = {},
 ): OutcomeItem {
   const ok = status >= 200 && status < 300;
   const result: OutcomeResult = {
@@ -54,14 +76,14 @@ function item(
   return {
     input: {
       task: {
-        id: `tsk_${n}_${trigger}`,
+        id: taskKey(`dlv_${n}`, number),
         delivery_id: `dlv_${n}`,
         endpoint_id: endpoint ?? 'ep_gone',
         trigger,
-        attempt_number: 1,
-        leaseUntil: NOW + 60_000,
+        attempt_number: number,
+        leaseUntil,
       },
-      endpoint: endpoint === null ? null : { id: endpoint, status: endpointStatus },
+      endpoint: endpoint === null ? null : { id: endpoint, status: endpointStatus, fifo },
     },
     result,
   };
@@ -72,17 +94,37 @@ const fresh = (over: Partial<DeliveryState> = {}): DeliveryState => ({
   schedule_step: 0,
   attempt_seq: 1,
   attempt_count: 0,
+  ...EMPTY_QUEUE,
   ...over,
 });
 
-/** The state after a first recording of `items`: every attempt new, every task ours, unless told otherwise. */
+/** A delivery whose head is `item`'s attempt, held by `owner` under the item's lease (as its claim left it). */
+const held = (of: OutcomeItem, over: Partial<DeliveryState> = {}, owner = OWNER): DeliveryState => {
+  const { task } = of.input;
+  return fresh({
+    run_at: NOW - 60_000,
+    next_trigger: task.trigger,
+    next_attempt: task.attempt_number,
+    lease_owner: owner,
+    lease_until: task.leaseUntil,
+    ...over,
+  });
+};
+
+const behind = (...waiting: WaitingAttempt[]) => JSON.stringify(waiting);
+
+/**
+ * The state after a first recording of `items`: every attempt new, each delivery's head the attempt of its
+ * first item, held by us, unless told otherwise.
+ */
 function state(items: OutcomeItem[], over: Partial<OutcomeState> = {}): OutcomeState {
   const { attempts } = recordingPlan(items, OWNER);
+  const deliveries = new Map<string, DeliveryState>();
+  for (const of of items)
+    if (!deliveries.has(of.input.task.delivery_id)) deliveries.set(of.input.task.delivery_id, held(of));
   return {
     written: new Set(attempts.map((a) => a.id)),
-    owned: new Set(items.map(({ input }) => input.task.id)),
-    deliveries: new Map(items.map(({ input }) => [input.task.delivery_id, fresh()])),
-    queued: new Set(),
+    deliveries,
     endpoints: new Map(),
     ...over,
   };
@@ -90,46 +132,105 @@ function state(items: OutcomeItem[], over: Partial<OutcomeState> = {}): OutcomeS
 
 const healthy: EndpointHealth = { status: 'active', failingSince: null, exhaustedAt: null };
 
-test('recordingPlan: one attempt row per outcome, ours and the delivered deliveries scheduled tasks taken', () => {
+test('recordingPlan: one attempt row per outcome, the same row for the same outcome of the same claim only', () => {
   const items = [item(1, 200), item(2, 500)];
-  const { attempts, take } = recordingPlan(items, OWNER);
+  const { attempts, pauses } = recordingPlan(items, OWNER);
   assert.deepEqual(
-    attempts.map((a) => [a.delivery_id, a.status, a.response_status]),
+    attempts.map((a) => [a.delivery_id, a.attempt_number, a.status, a.response_status]),
     [
-      ['dlv_1', 'success', 200],
-      ['dlv_2', 'failed', 500],
+      ['dlv_1', 1, 'success', 200],
+      ['dlv_2', 1, 'failed', 500],
     ],
   );
-  assert.equal(attempts[0]!.id, attemptRow(items[0]!.input.task, items[0]!.result, OWNER).id);
-  assert.notEqual(attempts[0]!.id, attemptRow(items[0]!.input.task, items[0]!.result, 'wrk_other').id);
-  assert.deepEqual([...take.delivered], ['dlv_1']);
-  assert.equal(take.tasks.length, 2);
+  assert.deepEqual(pauses, []);
+  const [first] = items;
+  assert.equal(attempts[0]!.id, attemptRow(first!.input.task, first!.result, OWNER).id, 'recorded again: the same row');
+  assert.notEqual(attempts[0]!.id, attemptRow(first!.input.task, first!.result, 'wrk_other').id, 'another worker');
+  assert.notEqual(
+    attempts[0]!.id,
+    attemptRow({ ...first!.input.task, leaseUntil: LEASE + 1 }, first!.result, OWNER).id,
+    'the same attempt claimed again after its lease ran out: a request of its own',
+  );
+  // Every outcome's delivery is read, once: whether its attempt was ours is known from its lease.
+  assert.deepEqual(deliveriesToRead([...items, item(1, 500, { leaseUntil: LEASE - 1 })]), ['dlv_1', 'dlv_2']);
 });
 
-test('a 2xx: the delivery is a success, also with a manual attempt still queued, its endpoint healthy', () => {
-  const items = [item(1, 200), item(2, 204, { at: NOW - 5 })];
-  const plan = outcomePlan(items, OWNER, state(items, { queued: new Set(['dlv_2']) }), RULES);
-  assert.deepEqual(plan.owned, [true, true]);
-  assert.deepEqual(plan.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, status: 'success', updated_at: NOW },
-    { id: 'dlv_2', attemptsAdded: 1, status: 'success', updated_at: NOW },
+test('a 2xx: the delivery is a success, its scheduled attempts gone and its manual ones kept, its endpoint healthy', () => {
+  const items = [item(1, 200), item(2, 204, { at: NOW - 5 }), item(3, 200, { trigger: 'manual', at: NOW - 7 })];
+  const deliveries = new Map([
+    ['dlv_1', held(items[0]!)],
+    // A manual attempt asked while the head was under way waits behind it: it is the head now, due at once.
+    ['dlv_2', held(items[1]!, { attempt_seq: 2, queued_after: behind({ number: 2, trigger: 'manual', runAt: null }) })],
+    // A manual head that jumped a scheduled one: the scheduled one goes, the manual one behind it stays.
+    [
+      'dlv_3',
+      held(items[2]!, {
+        attempt_seq: 3,
+        queued_after: behind(
+          { number: 2, trigger: 'scheduled', runAt: NOW + HOUR },
+          { number: 3, trigger: 'manual', runAt: null },
+        ),
+      }),
+    ],
   ]);
-  assert.deepEqual(plan.queue, []);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.owned, [true, true, true]);
+  assert.deepEqual(plan.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 1, status: 'success', queue: EMPTY_QUEUE, updated_at: NOW },
+    { id: 'dlv_2', attemptsAdded: 1, status: 'success', queue: queuedHead(2, 'manual', NOW), updated_at: NOW },
+    { id: 'dlv_3', attemptsAdded: 1, status: 'success', queue: queuedHead(3, 'manual', NOW), updated_at: NOW },
+  ]);
   assert.deepEqual(plan.healthy, { ids: ['ep_1'], at: NOW - 5 });
   assert.deepEqual(plan.health, []);
   assert.deepEqual(plan.events, [], 'a first attempt that succeeds recovers nothing');
 });
 
+test("a 2xx of an attempt no longer ours delivers too: another worker's scheduled head goes, a manual one stays", () => {
+  // Our lease ran out and another worker claimed the delivery's head meanwhile.
+  const items = [item(1, 200, { leaseUntil: LEASE - 1 }), item(2, 200, { trigger: 'manual', leaseUntil: LEASE - 1 })];
+  const manualBehind = behind(
+    { number: 2, trigger: 'scheduled', runAt: NOW + HOUR },
+    { number: 3, trigger: 'manual', runAt: null },
+  );
+  const deliveries = new Map([
+    ['dlv_1', held(items[0]!, { lease_until: LEASE }, 'wrk_other')],
+    ['dlv_2', held(items[1]!, { lease_until: LEASE, attempt_seq: 3, queued_after: manualBehind }, 'wrk_other')],
+  ]);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.owned, [false, false]);
+  assert.deepEqual(plan.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 1, status: 'success', queue: EMPTY_QUEUE, updated_at: NOW },
+    {
+      id: 'dlv_2',
+      attemptsAdded: 1,
+      status: 'success',
+      // The other worker keeps its manual head and its lease; only the scheduled attempt behind it goes.
+      queue: {
+        ...onlyQueue(deliveries.get('dlv_2')!),
+        queued_after: behind({ number: 3, trigger: 'manual', runAt: null }),
+      },
+      updated_at: NOW,
+    },
+  ]);
+  assert.equal(plan.healthy, null, 'an outcome not ours moves no endpoint');
+});
+
+/** The queue columns of a delivery state. */
+function onlyQueue(d: DeliveryState) {
+  const { run_at, next_trigger, next_attempt, lease_owner, lease_until, queued_after } = d;
+  return { run_at, next_trigger, next_attempt, lease_owner, lease_until, queued_after };
+}
+
 test('a 2xx of a delivery that was failing or exhausted is a recovery; after fewer failures or a success it is not', () => {
   const items = [item(1, 200), item(2, 200), item(3, 200), item(4, 200, { trigger: 'manual' })];
   const deliveries = new Map([
     // Three failed attempts: delivery.failing was sent.
-    ['dlv_1', fresh({ attempt_count: 3, schedule_step: 3 })],
-    ['dlv_2', fresh({ status: 'success', attempt_count: 3 })],
+    ['dlv_1', held(items[0]!, { attempt_count: 3, schedule_step: 3 })],
+    ['dlv_2', held(items[1]!, { status: 'success', attempt_count: 3 })],
     // Two failures: nothing was sent, so nothing recovers.
-    ['dlv_3', fresh({ attempt_count: 2, schedule_step: 2 })],
+    ['dlv_3', held(items[2]!, { attempt_count: 2, schedule_step: 2 })],
     // Its last scheduled attempt failed (delivery.exhausted), on a schedule of three.
-    ['dlv_4', fresh({ status: 'failed', attempt_count: 3, schedule_step: 3 })],
+    ['dlv_4', held(items[3]!, { status: 'failed', attempt_count: 3, schedule_step: 3 })],
   ]);
   const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
   assert.deepEqual(plan.events, [
@@ -137,8 +238,8 @@ test('a 2xx of a delivery that was failing or exhausted is a recovery; after few
     { type: 'delivery.recovered', deliveryId: 'dlv_4', endpointId: 'ep_1', at: NOW - 10 },
   ]);
   const short = { ...RULES, retryScheduleMs: [0] };
-  const exhaustedOnce = new Map([['dlv_1', fresh({ status: 'failed', attempt_count: 1, schedule_step: 1 })]]);
   const one = [item(1, 200, { trigger: 'manual' })];
+  const exhaustedOnce = new Map([['dlv_1', held(one[0]!, { status: 'failed', attempt_count: 1, schedule_step: 1 })]]);
   assert.deepEqual(
     outcomePlan(one, OWNER, state(one, { deliveries: exhaustedOnce }), short).events.map((e) => e.type),
     ['delivery.recovered'],
@@ -157,21 +258,13 @@ test('announcedTrouble: failing from the third failed attempt, or exhausted; nev
 test('a failure with the schedule left queues the next scheduled attempt, Retry-After when it asks for longer', () => {
   const items = [item(1, 500, { at: NOW }), item(2, 503, { at: NOW, retryAfterMs: 5 * HOUR })];
   const plan = outcomePlan(items, OWNER, state(items, { endpoints: new Map([['ep_1', healthy]]) }), RULES);
-  assert.deepEqual(
-    plan.queue.map((t) => [t.delivery_id, t.attempt_number, t.run_at, t.trigger, t.lease_owner]),
-    [
-      ['dlv_1', 2, NOW + HOUR, 'scheduled', null],
-      ['dlv_2', 2, NOW + 5 * HOUR, 'scheduled', null],
-    ],
-  );
-  assert.deepEqual(plan.deliveries[0], {
-    id: 'dlv_1',
-    attemptsAdded: 1,
-    updated_at: NOW,
-    status: 'pending',
-    schedule_step: 1,
-    attempt_seq: 2,
-  });
+  assert.deepEqual(plan.owned, [true, true]);
+  const after = { attemptsAdded: 1, updated_at: NOW, status: 'pending', schedule_step: 1, attempt_seq: 2 };
+  assert.deepEqual(plan.deliveries, [
+    // The lease is gone with the attempt: the next one waits for its time, held by no one.
+    { id: 'dlv_1', ...after, queue: queuedHead(2, 'scheduled', NOW + HOUR) },
+    { id: 'dlv_2', ...after, queue: queuedHead(2, 'scheduled', NOW + 5 * HOUR) },
+  ]);
   assert.deepEqual(plan.health, [
     { id: 'ep_1', health: { status: 'failing', failingSince: NOW, exhaustedAt: null }, at: NOW },
   ]);
@@ -179,21 +272,42 @@ test('a failure with the schedule left queues the next scheduled attempt, Retry-
   assert.deepEqual(plan.events, []);
 });
 
-test('the last scheduled attempt failing exhausts the delivery and, past HERALD_DISABLE_AFTER, disables the endpoint', () => {
+test('a failure behind which a manual attempt waits: the manual one is due first, the next scheduled one waits behind', () => {
   const items = [item(1, 500, { at: NOW })];
+  const deliveries = new Map([
+    ['dlv_1', held(items[0]!, { attempt_seq: 2, queued_after: behind({ number: 2, trigger: 'manual', runAt: null }) })],
+  ]);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.deliveries, [
+    {
+      id: 'dlv_1',
+      attemptsAdded: 1,
+      updated_at: NOW,
+      status: 'pending',
+      schedule_step: 1,
+      attempt_seq: 3,
+      queue: {
+        ...queuedHead(2, 'manual', NOW),
+        queued_after: behind({ number: 3, trigger: 'scheduled', runAt: NOW + HOUR }),
+      },
+    },
+  ]);
+});
+
+test('the last scheduled attempt failing exhausts the delivery and, past HERALD_DISABLE_AFTER, disables the endpoint', () => {
+  const items = [item(1, 500, { at: NOW, number: 3 })];
   const failing: EndpointHealth = { status: 'failing', failingSince: NOW - 25 * HOUR, exhaustedAt: null };
   const plan = outcomePlan(
     items,
     OWNER,
     state(items, {
-      deliveries: new Map([['dlv_1', fresh({ schedule_step: 2, attempt_seq: 3, attempt_count: 2 })]]),
+      deliveries: new Map([['dlv_1', held(items[0]!, { schedule_step: 2, attempt_seq: 3, attempt_count: 2 })]]),
       endpoints: new Map([['ep_1', failing]]),
     }),
     RULES,
   );
-  assert.deepEqual(plan.queue, []);
   assert.deepEqual(plan.deliveries, [
-    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', schedule_step: 3 },
+    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', schedule_step: 3, queue: EMPTY_QUEUE },
   ]);
   assert.deepEqual(plan.health, [
     { id: 'ep_1', health: { status: 'disabled', failingSince: NOW - 25 * HOUR, exhaustedAt: NOW }, at: NOW },
@@ -205,17 +319,18 @@ test('the last scheduled attempt failing exhausts the delivery and, past HERALD_
   ]);
 });
 
-test('a 410 disables the endpoint (gone); its delivery keeps its schedule for stopDeliveries to end', () => {
+test('a 410 disables the endpoint (gone); its delivery keeps its schedule for stopEndpoints to end', () => {
   const items = [item(1, 410, { at: NOW })];
   const plan = outcomePlan(items, OWNER, state(items, { endpoints: new Map([['ep_1', healthy]]) }), RULES);
   assert.equal(plan.health[0]!.health.status, 'disabled');
+  assert.deepEqual(plan.deliveries[0]!.queue, queuedHead(2, 'scheduled', NOW + HOUR));
   assert.deepEqual(plan.events, [{ type: 'endpoint.disabled', endpointId: 'ep_1', trigger: 'gone', at: NOW }]);
 });
 
 test('a delivery never delivered is failing at its third failed attempt, once', () => {
   const after = (count: number) => {
-    const items = [item(1, 500)];
-    const deliveries = new Map([['dlv_1', fresh({ attempt_count: count, schedule_step: count })]]);
+    const items = [item(1, 500, { number: count + 1 })];
+    const deliveries = new Map([['dlv_1', held(items[0]!, { attempt_count: count, schedule_step: count })]]);
     return outcomePlan(items, OWNER, state(items, { deliveries, endpoints: new Map([['ep_1', healthy]]) }), {
       ...RULES,
       retryScheduleMs: [0, 0, 0, 0, 0],
@@ -224,78 +339,205 @@ test('a delivery never delivered is failing at its third failed attempt, once', 
   assert.deepEqual(after(1), []);
   assert.deepEqual(after(2), ['delivery.failing']);
   assert.deepEqual(after(3), []);
-  // Two failures in one batch (a scheduled and a manual attempt) that take it from 1 to 3: the second one.
-  const items = [item(1, 500, { at: NOW - 2 }), item(1, 500, { trigger: 'manual', at: NOW - 1 })];
-  const deliveries = new Map([['dlv_1', fresh({ attempt_count: 1, schedule_step: 1 })]]);
+  // Two failures in one batch that take it from 1 to 3: an attempt whose lease ran out (recorded, not
+  // ours) and the same attempt claimed again. The second one is the third failure.
+  const items = [
+    item(1, 500, { number: 2, at: NOW - 2, leaseUntil: LEASE - 30_000 }),
+    item(1, 500, { number: 2, at: NOW - 1 }),
+  ];
+  const deliveries = new Map([['dlv_1', held(items[1]!, { attempt_count: 1, schedule_step: 1, attempt_seq: 2 })]]);
   const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.owned, [false, true]);
   assert.deepEqual(
     plan.events.filter((e) => e.type === 'delivery.failing'),
     [{ type: 'delivery.failing', deliveryId: 'dlv_1', endpointId: 'ep_1', at: NOW - 1 }],
   );
 });
 
-test('a task another owner holds: its attempt counts, but it moves neither the delivery nor the endpoint', () => {
+test('an attempt another worker holds now: its attempt counts, but it moves neither the delivery nor the endpoint', () => {
   const items = [item(1, 500)];
-  const plan = outcomePlan(items, OWNER, state(items, { owned: new Set() }), RULES);
+  // The lease ran out and another worker claimed the same attempt.
+  const deliveries = new Map([['dlv_1', held(items[0]!, { lease_until: LEASE + 5 }, 'wrk_other')]]);
+  const endpoints = new Map([['ep_1', healthy]]);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries, endpoints }), RULES);
   assert.deepEqual(plan.owned, [false]);
   assert.deepEqual(plan.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW }]);
-  assert.deepEqual(plan.queue, []);
   assert.equal(plan.healthy, null);
   assert.deepEqual(plan.health, []);
-  assert.deepEqual(endpointsToRead(items, new Set()), []);
+  // Its endpoint is read all the same: whether an attempt was ours is known only from its delivery, read with it.
+  assert.deepEqual(endpointsToRead(items), ['ep_1']);
 });
 
-test('an outcome recorded before counts nothing, and its delivery is not read', () => {
+test('an attempt is ours only under its own lease and number: not under an older claim of ours, nor once the head moved on', () => {
+  const items = [item(1, 500)];
+  const endpoints = new Map([['ep_1', healthy]]);
+  const notOurs = (head: DeliveryState) =>
+    outcomePlan(items, OWNER, state(items, { deliveries: new Map([['dlv_1', head]]), endpoints }), RULES);
+  // Claimed again by us after the lease ran out: a later lease end.
+  const reclaimed = notOurs(held(items[0]!, { lease_until: LEASE + 1 }));
+  // Recorded, and the next attempt claimed by us in the same millisecond: the same lease end, the next number.
+  const movedOn = notOurs(held(items[0]!, { next_attempt: 2, attempt_seq: 2 }));
+  for (const plan of [reclaimed, movedOn]) {
+    assert.deepEqual(plan.owned, [false]);
+    assert.deepEqual(plan.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW }]);
+    assert.deepEqual(plan.health, []);
+  }
+  assert.deepEqual(notOurs(held(items[0]!)).owned, [true], 'under its own lease and number it is');
+});
+
+test('an outcome recorded before counts nothing: its lease went with the first recording, so it changes nothing', () => {
   const items = [item(1, 200)];
-  const { attempts } = recordingPlan(items, OWNER);
-  assert.deepEqual(deliveriesToRead(items, attempts, new Set(), new Set()), []);
-  const plan = outcomePlan(items, OWNER, state(items, { written: new Set(), owned: new Set() }), RULES);
+  const plan = outcomePlan(
+    items,
+    OWNER,
+    state(items, {
+      written: new Set(),
+      deliveries: new Map([['dlv_1', fresh({ status: 'success', attempt_count: 1 })]]),
+    }),
+    RULES,
+  );
   assert.deepEqual(plan.deliveries, []);
   assert.deepEqual(plan.owned, [false]);
+  const failed = [item(1, 500)];
+  const retrying = fresh({
+    attempt_count: 1,
+    schedule_step: 1,
+    attempt_seq: 2,
+    ...queuedHead(2, 'scheduled', NOW + HOUR),
+  });
+  const again = outcomePlan(
+    failed,
+    OWNER,
+    state(failed, {
+      written: new Set(),
+      deliveries: new Map([['dlv_1', retrying]]),
+      endpoints: new Map([['ep_1', healthy]]),
+    }),
+    RULES,
+  );
+  assert.deepEqual([again.owned, again.deliveries, again.health, again.events], [[false], [], [], []]);
+  // A 2xx recorded again after a manual retry queued two attempts: the manual ones are left as they are.
+  const manualAfter = fresh({
+    status: 'success',
+    attempt_count: 1,
+    attempt_seq: 3,
+    ...queuedHead(2, 'manual', NOW),
+    queued_after: behind({ number: 3, trigger: 'manual', runAt: null }),
+  });
+  assert.deepEqual(
+    outcomePlan(
+      items,
+      OWNER,
+      state(items, { written: new Set(), deliveries: new Map([['dlv_1', manualAfter]]) }),
+      RULES,
+    ).deliveries,
+    [],
+  );
 });
 
 test('a failed manual attempt leaves a running schedule alone; with none left the delivery is failed', () => {
-  const items = [item(1, 500, { trigger: 'manual', at: NOW })];
-  const running = outcomePlan(items, OWNER, state(items, { queued: new Set(['dlv_1']) }), RULES);
-  assert.deepEqual(running.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW }]);
-  assert.deepEqual(running.queue, []);
+  const items = [item(1, 500, { trigger: 'manual', number: 2, at: NOW })];
+  const scheduledBehind = behind({ number: 3, trigger: 'scheduled', runAt: NOW + HOUR });
+  const running = outcomePlan(
+    items,
+    OWNER,
+    state(items, {
+      deliveries: new Map([['dlv_1', held(items[0]!, { attempt_seq: 3, queued_after: scheduledBehind })]]),
+    }),
+    RULES,
+  );
+  assert.deepEqual(running.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, queue: queuedHead(3, 'scheduled', NOW + HOUR) },
+  ]);
   const done = outcomePlan(items, OWNER, state(items), RULES);
-  assert.deepEqual(done.deliveries, [{ id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed' }]);
+  assert.deepEqual(done.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', queue: EMPTY_QUEUE },
+  ]);
 });
 
-test('two failures of one delivery in a batch: the manual one sees the retry the scheduled one queued', () => {
-  const items = [item(1, 500, { at: NOW - 2 }), item(1, 500, { trigger: 'manual', at: NOW - 1 })];
-  const plan = outcomePlan(items, OWNER, state(items), RULES);
-  assert.equal(plan.queue.length, 1);
+test("a FIFO endpoint's parked attempt stays parked when it becomes the head; another endpoint's is due at once", () => {
+  const parked = behind({ number: 3, trigger: 'scheduled', runAt: PARKED_AT });
+  const head = (fifo: boolean) => {
+    const items = [item(1, 500, { trigger: 'manual', number: 2, at: NOW, fifo })];
+    const deliveries = new Map([['dlv_1', held(items[0]!, { attempt_seq: 3, queued_after: parked })]]);
+    return outcomePlan(items, OWNER, state(items, { deliveries }), RULES).deliveries[0]!.queue;
+  };
+  assert.deepEqual(head(true), queuedHead(3, 'scheduled', PARKED_AT));
+  assert.deepEqual(head(false), queuedHead(3, 'scheduled', NOW));
+});
+
+test('two outcomes of one delivery in a batch apply in order: a late 2xx drops the retry the failure before it queued', () => {
+  // Our failure of the head, then a 2xx of an earlier claim of the same delivery whose lease had run out.
+  const items = [item(1, 500, { at: NOW - 2 }), item(1, 200, { at: NOW - 1, leaseUntil: LEASE - 30_000 })];
+  const plan = outcomePlan(items, OWNER, state(items, { endpoints: new Map([['ep_1', healthy]]) }), RULES);
+  assert.deepEqual(plan.owned, [true, false]);
   assert.deepEqual(plan.deliveries, [
     {
       id: 'dlv_1',
       attemptsAdded: 2,
-      updated_at: NOW - 1,
-      status: 'pending',
+      updated_at: NOW,
+      status: 'success',
       schedule_step: 1,
       attempt_seq: 2,
+      queue: EMPTY_QUEUE,
     },
   ]);
 });
 
-test('a failure of a delivery delivered in the same batch changes nothing but its next attempt', () => {
-  const items = [item(1, 200, { trigger: 'manual', at: NOW - 2 }), item(1, 500, { at: NOW - 1 })];
-  const plan = outcomePlan(items, OWNER, state(items), RULES);
-  assert.deepEqual(plan.queue, []);
-  assert.deepEqual(plan.deliveries, [{ id: 'dlv_1', attemptsAdded: 2, status: 'success', updated_at: NOW - 1 }]);
+test('a failure of a delivery delivered in the same batch only gives up its head', () => {
+  // A 2xx of an earlier claim whose lease ran out, then our failure of the manual head.
+  const items = [
+    item(1, 200, { at: NOW - 2, leaseUntil: LEASE - 30_000 }),
+    item(1, 500, { trigger: 'manual', number: 2, at: NOW - 1 }),
+  ];
+  const deliveries = new Map([['dlv_1', held(items[1]!, { attempt_seq: 2 })]]);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.owned, [false, true]);
+  assert.deepEqual(plan.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 2, status: 'success', queue: EMPTY_QUEUE, updated_at: NOW - 1 },
+  ]);
   assert.deepEqual(plan.events, [], 'a first failure announced nothing, so its success recovers nothing');
+});
+
+test('a 2xx after a third failure in the same batch recovers nothing: the failure announced nothing', () => {
+  // Two failures before; then, in one batch, a failure of an earlier claim whose lease ran out (the third,
+  // not announced: the delivery is delivered in the batch) and our 2xx of the head.
+  const items = [item(1, 500, { number: 3, at: NOW - 2, leaseUntil: LEASE - 30_000 }), item(1, 200, { number: 3 })];
+  const deliveries = new Map([['dlv_1', held(items[1]!, { attempt_count: 2, schedule_step: 2, attempt_seq: 3 })]]);
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries }), RULES);
+  assert.deepEqual(plan.owned, [false, true]);
+  assert.deepEqual(plan.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 2, status: 'success', queue: EMPTY_QUEUE, updated_at: NOW },
+  ]);
+  assert.deepEqual(plan.events, []);
+  // Announced in the batch, it is over in the batch: an exhaustion, then a 2xx of an earlier claim.
+  const exhausting = [
+    item(2, 500, { number: 3, at: NOW - 2 }),
+    item(2, 200, { number: 2, leaseUntil: LEASE - 30_000 }),
+  ];
+  const last = new Map([['dlv_2', held(exhausting[0]!, { attempt_count: 1, schedule_step: 2, attempt_seq: 3 })]]);
+  assert.deepEqual(
+    outcomePlan(exhausting, OWNER, state(exhausting, { deliveries: last }), RULES).events.map((e) => e.type),
+    ['delivery.exhausted', 'delivery.recovered'],
+  );
 });
 
 test('with its endpoint disabled or deleted, a failure stops the delivery without exhausting it', () => {
   const disabled = [item(1, 500, { endpointStatus: 'disabled' })];
   const plan = outcomePlan(disabled, OWNER, state(disabled), RULES);
   assert.equal(plan.deliveries[0]!.status, 'disabled');
-  assert.deepEqual(plan.queue, []);
+  assert.deepEqual(plan.deliveries[0]!.queue, EMPTY_QUEUE);
   assert.deepEqual(plan.events, []);
-  assert.deepEqual(endpointsToRead(disabled, new Set([disabled[0]!.input.task.id])), []);
+  assert.deepEqual(endpointsToRead(disabled), []);
   const deleted = [item(2, 500, { endpoint: null })];
   assert.equal(outcomePlan(deleted, OWNER, state(deleted), RULES).deliveries[0]!.status, 'failed');
+  assert.deepEqual(endpointsToRead(deleted), []);
+});
+
+test('a delivery removed meanwhile: its outcome is not ours and changes nothing', () => {
+  const items = [item(1, 500)];
+  const plan = outcomePlan(items, OWNER, state(items, { deliveries: new Map() }), RULES);
+  assert.deepEqual([plan.owned, plan.deliveries, plan.health, plan.events], [[false], [], [], []]);
 });
 
 test("an endpoint's outcomes apply in order: a success after a failure leaves it active", () => {
@@ -323,8 +565,7 @@ test('endpoints with only successes here are marked healthy without being read',
     item(2, 500, { endpoint: 'ep_b' }),
     item(3, 200, { endpoint: 'ep_c', at: NOW - 1 }),
   ];
-  const owned = new Set(items.map(({ input }) => input.task.id));
-  assert.deepEqual(endpointsToRead(items, owned), ['ep_b']);
+  assert.deepEqual(endpointsToRead(items), ['ep_b']);
   const plan = outcomePlan(items, OWNER, state(items, { endpoints: new Map([['ep_b', healthy]]) }), RULES);
   assert.deepEqual(plan.healthy, { ids: ['ep_a', 'ep_c'], at: NOW - 1 });
 });
