@@ -5,8 +5,9 @@ import { assertOpen, onCleanup } from './procs.js';
 // A fresh PostgreSQL database per use, dropped at the end of the run (or on failure, through cleanup()).
 export const PG_ADMIN_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
-async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 5_000 });
+/** Runs `run` on a client of its own, connected to `url`, and ends the client after. */
+export async function withClient<T>(url: string, run: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
     return await run(client);
@@ -14,6 +15,8 @@ async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
     await client.end();
   }
 }
+
+const admin = <T>(run: (client: pg.Client) => Promise<T>) => withClient(PG_ADMIN_URL, run);
 
 export async function postgresAvailable(): Promise<boolean> {
   return admin(async (client) => (await client.query('select 1'), true)).catch(() => false);

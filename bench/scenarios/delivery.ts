@@ -6,6 +6,14 @@ import { createDatabase } from '../lib/pg.js';
 import { commandCpuMs, processCpuMs } from '../lib/cpu.js';
 import { drainFigures, LEFT_OUT } from '../lib/drain.js';
 import { setBacklogRunAt } from '../lib/backlog.js';
+import {
+  makeDue,
+  perDelivery,
+  settledTableWork,
+  type TableWork,
+  type TableWorkPerDelivery,
+  vacuumDeliveries,
+} from '../lib/table-work.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
 import { closeTargets, emitCount, emitTargets, fastest, heraldOptions, startHerald, stopAll } from './common.js';
@@ -29,17 +37,25 @@ export interface DeliveryRun {
   workerCpuMsLast80: number[];
   /** CPU time of every PostgreSQL server process over the last 80% of arrivals, ms (0 on SQLite). */
   serverCpuMsLast80: number;
+  /** PostgreSQL's rows written per delivery over the whole drain, when asked for (lib/table-work.ts). */
+  tableWork?: TableWorkPerDelivery;
 }
 
 export const DRAIN_LIMIT_MS = 120_000;
 
-/** Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain. */
+/**
+ * Emits `count` messages with the worker off, then starts `workers` worker processes and times the drain.
+ * With `tables` (PostgreSQL), also reads the database's table counters, settled, before the workers start
+ * and once they have stopped after the last arrival, leaving out the update that makes the backlog due
+ * (which is then vacuumed).
+ */
 export async function drain(
   ctx: Context,
   label: string,
   count: number,
   workers: number,
   databaseUrl?: string,
+  tables = false,
 ): Promise<DeliveryRun> {
   const dataDir = tempDir('herald-bench-delivery-');
   const env = { HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
@@ -54,6 +70,8 @@ export async function drain(
   let peak = await stopAll(api);
   // The backlog waits an hour ahead while the workers start, and is due once they all run.
   await setBacklogRunAt(Date.now() + 3_600_000, dataDir, databaseUrl);
+  const measured = tables && databaseUrl ? databaseUrl : null;
+  const before = measured ? await settledTableWork(measured) : null;
 
   await ctx.receiver.reset();
   const spawnedAt = nowMs();
@@ -73,7 +91,13 @@ export async function drain(
       started.push(worker);
     }
     for (const worker of started) cpuAtStart.push(processCpuMs(worker.child.pid));
-    await setBacklogRunAt(Date.now(), dataDir, databaseUrl);
+    let due: TableWork | null = null;
+    let vacuumed: Promise<void> | null = null;
+    if (measured) {
+      due = await makeDue(measured, Date.now());
+      // Beside the drain's first claims, as in the store-work guard test; awaited before the last reading.
+      vacuumed = vacuumDeliveries(measured).catch((error) => ctx.log(`  vacuum failed: ${(error as Error).message}`));
+    } else await setBacklogRunAt(Date.now(), dataDir, databaseUrl);
     await ctx.receiver.waitFor(Math.floor(count * LEFT_OUT) + 1, DRAIN_LIMIT_MS).catch(() => null);
     const cpuAtFifth = started.map((worker) => processCpuMs(worker.child.pid));
     const serverAtFifth = databaseUrl ? commandCpuMs('postgres') : 0;
@@ -84,6 +108,12 @@ export async function drain(
     const workerCpuMsLast80 = cpuAtLast.map((cpu, i) => cpu - cpuAtFifth[i]!);
     const figures = await drainFigures(ctx, count, spawnedAt, last, DRAIN_LIMIT_MS);
     peak = Math.max(peak, await stopAll(...started));
+    // Read once the workers have stopped: their backends report their last counters as they exit.
+    await vacuumed;
+    const tableWork =
+      measured && before && due
+        ? perDelivery(before, await settledTableWork(measured), figures.delivered, due)
+        : undefined;
     return {
       rate: figures.rate,
       rateLast80: figures.rateLast80,
@@ -94,6 +124,7 @@ export async function drain(
       workerCpuMs,
       workerCpuMsLast80,
       serverCpuMsLast80,
+      ...(tableWork ? { tableWork } : {}),
     };
   } finally {
     await stopAll(...started);

@@ -34,14 +34,29 @@ export function testObjectName(): string {
   return `herald_test_${process.pid}_${randomToken(8).toLowerCase()}`;
 }
 
-/** Runs one statement as PostgreSQL's admin (PG_ADMIN_URL), on a connection of its own. */
+/** How long adminQuery waits out a server whose checkpoints fail (below). */
+const CHECKPOINT_PATIENCE_MS = 60_000;
+
+/**
+ * Runs one statement as PostgreSQL's admin (PG_ADMIN_URL), on a connection of its own. Creating and
+ * dropping a database make the server checkpoint, and a checkpoint fails for everyone while the full-disk
+ * test's tablespace is full (test/postgres/store/full-disk.test.ts); that test frees it within its run,
+ * so such a statement is tried again until then.
+ */
 export async function adminQuery(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL });
-  try {
-    await client.connect();
-    await client.query(statement);
-  } finally {
-    await client.end().catch(() => {});
+  const until = Date.now() + CHECKPOINT_PATIENCE_MS;
+  for (;;) {
+    const client = new pg.Client({ connectionString: PG_ADMIN_URL });
+    try {
+      await client.connect();
+      await client.query(statement);
+      return;
+    } catch (error) {
+      if (!/checkpoint request failed/.test(String((error as Error)?.message)) || Date.now() > until) throw error;
+    } finally {
+      await client.end().catch(() => {});
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
 
