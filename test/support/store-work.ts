@@ -70,11 +70,18 @@ export async function storeWork(service: TestService, leaveOut: readonly string[
 }
 
 /**
- * The statements sent between two readings less the ones the readings sent. PostgreSQL's table counters
- * reach the view a moment after a transaction (each backend reports at most every second): `settled`
- * reads until two readings a second apart agree.
+ * PostgreSQL's table counters reach the view after a transaction: a backend reports at most once a
+ * second, and one that has gone idle within a second of its last report holds its counts back until
+ * it has been idle this long (PGSTAT_IDLE_INTERVAL, 10 s).
+ */
+const IDLE_REPORT_MS = 11_000;
+
+/**
+ * The store's counters once the work before has reached them: on PostgreSQL after every backend's idle
+ * report (IDLE_REPORT_MS), then read until two readings a second apart agree.
  */
 export async function settledWork(service: TestService): Promise<StoreWork> {
+  if (service.store.ctx.dialect === 'postgres') await new Promise((resolve) => setTimeout(resolve, IDLE_REPORT_MS));
   let last = await storeWork(service);
   for (let i = 0; i < 10; i++) {
     await new Promise((resolve) => setTimeout(resolve, 1_100));

@@ -131,7 +131,8 @@ export async function releaseSilentWorkers(db: Executor, cutoff: number, now: nu
   const released = await db
     .updateTable('deliveries')
     .set({ run_at: now, lease_owner: null, lease_until: null })
-    .where('run_at', 'is not', null)
+    // A held attempt was due when claimed: the due index's part up to now holds every one.
+    .where('run_at', '<=', now)
     .where('lease_until', '>', now)
     .where('lease_owner', 'in', db.selectFrom('workers').select('id').where('beat_at', '<', cutoff))
     .executeTakeFirst();

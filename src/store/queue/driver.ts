@@ -135,20 +135,19 @@ export abstract class QueueDriver {
   }
 
   /**
-   * nextDueAt's statement (test/postgres/plans.test.ts plans it). A held attempt comes due when its lease
-   * ends, if its worker has not recorded it by then.
+   * nextDueAt's statement (test/postgres/plans.test.ts plans it): the due index read in order from `since`,
+   * stopping at the first attempt no worker holds. An attempt held by a worker that dies comes back through
+   * the heartbeat (handed back due now, which wakes the workers) or, without one, the next claim over the
+   * whole queue; reading lease ends here would read every queued row, as no index orders them.
    */
   nextDueQuery(excludeEndpoints: readonly string[], since: number) {
     const query = this.ctx.db
       .selectFrom('deliveries')
-      .select(
-        sql<
-          number | null
-        >`min(case when ${sql.ref('lease_until')} > ${sql.ref('run_at')} then ${sql.ref('lease_until')} else ${sql.ref('run_at')} end)`.as(
-          'due',
-        ),
-      )
-      .where('run_at', '>', since);
+      .select('run_at as due')
+      .where('run_at', '>', since)
+      .where(notHeld(this.ctx.now()))
+      .orderBy('run_at')
+      .limit(1);
     return excludeEndpoints.length > 0 ? query.where(this.endpointNotAmong(excludeEndpoints)) : query;
   }
 

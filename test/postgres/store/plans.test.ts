@@ -439,14 +439,15 @@ test('after a claim, the next claim and the next due attempt are read from the c
   const other = (await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/other' })).row.id;
   const now = Date.now();
   // 3,000 attempts of the busy endpoint due before everything else, then the other endpoint's first attempt,
-  // due half a second ago, and its retry in 5 s.
+  // due half a second ago, its retry in 5 s, and 1,000 more due after that (which a read of the next due
+  // time must not walk).
   await seedQueued(db, {
     orgId: scope.orgId,
     appId,
     prefix: 'n',
-    count: 3002,
+    count: 4002,
     endpointOf: `case when g > 3000 then '${other}' else '${busy}' end`,
-    runAtOf: `case when g = 3001 then ${now + 5_000} when g = 3002 then ${now - 500} else ${now - 100_000} + g end`,
+    runAtOf: `case when g = 3001 then ${now + 5_000} when g = 3002 then ${now - 500} when g > 3002 then ${now + 10_000} + g else ${now - 100_000} + g end`,
     now,
   });
   const queueDb = queueSessions(store);
