@@ -1,4 +1,4 @@
-import { type RawBuilder, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import type { RawBuilder, UpdateQueryBuilder, UpdateResult } from 'kysely';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import { PARKED_AT } from '../../domain/fifo.js';
 import {

@@ -10,7 +10,8 @@ import { makeDue, perUnit, settledWork, type StoreWork } from '../../support/sto
 // here on a quiet machine and a busy one alike. Each budget is what the delivery log does, with less than
 // one unit of margin for what batching leaves to timing (how many attempts one claim or one outcome batch
 // carries): a delivery's claim (its lease, on PostgreSQL a HOT update), its attempt's insert and its own
-// update (its queue emptied, which rewrites its due index entry); a retry adds an attempt and an update.
+// update (its queue emptied, which rewrites its due index entry); a retry adds an attempt and an update,
+// and its second claim finds the page fuller (a HOT update when there is room, else not).
 
 const DELIVERIES = 1_000;
 
@@ -22,7 +23,7 @@ const BUDGETS: Record<'sqlite' | 'postgres', Record<'firstTry' | 'retried', Part
   },
   postgres: {
     firstTry: { statements: 0.9, inserted: 1.05, otherUpdated: 1.2, deleted: 0.05, changed: 3.5 },
-    retried: { statements: 1.0, inserted: 2.05, otherUpdated: 2.2, deleted: 0.05, changed: 6.5 },
+    retried: { statements: 1.0, inserted: 2.05, otherUpdated: 2.7, deleted: 0.05, changed: 6.5 },
   },
 };
 
