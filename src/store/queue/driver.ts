@@ -120,11 +120,11 @@ export abstract class QueueDriver {
 
   /**
    * When the next queued attempt outside `excludeEndpoints` comes due, of those due after `since` (null when
-   * there is none). The worker asks after a claim that took every due task it could, with the time the
-   * claim started: a task due before then that is still queued is another worker's or waits for its
-   * endpoint's top-up. Reading from `since` on, not from the oldest task, keeps the read from walking past
-   * every due task of the endpoints left out (a backlog of 100,000: 15–28 ms a read). What a narrow race
-   * leaves due without a wake (a retry recorded after its own due time, a task another PostgreSQL worker
+   * there is none). The worker asks after a claim that took every due attempt it could, with the time the
+   * claim started: an attempt due before then that is still queued is another worker's or waits for its
+   * endpoint's top-up. Reading from `since` on, not from the oldest attempt, keeps the read from walking past
+   * every due attempt of the endpoints left out (a backlog of 100,000: 15–28 ms a read). What a narrow race
+   * leaves due without a wake (a retry recorded after its own due time, an attempt another PostgreSQL worker
    * released or failed to claim meanwhile) waits for the next general claim, at most 500 ms, not 10; up to
    * the worker's next claim over the whole queue (5 s) if it was due more than a second before it could be
    * seen (src/delivery/worker.ts).
