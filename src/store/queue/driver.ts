@@ -422,15 +422,19 @@ export function deliveryStatesById(
   rows: (DeliveryState & { id: string })[],
   into: Map<string, DeliveryState> = new Map(),
 ): Map<string, DeliveryState> {
-  for (const { id, status, schedule_step, attempt_seq, attempt_count, ...queue } of rows)
-    into.set(id, {
-      status,
-      schedule_step: Number(schedule_step),
-      attempt_seq: Number(attempt_seq),
-      attempt_count: Number(attempt_count),
-      ...pick(queue),
-    });
+  for (const row of rows) into.set(row.id, deliveryState(row, row.status));
   return into;
+}
+
+/** A delivery's state as the planner takes it, from a row read with it (numbers as numbers). */
+export function deliveryState(row: Omit<DeliveryState, 'status'>, status: DeliveryState['status']): DeliveryState {
+  return {
+    status,
+    schedule_step: Number(row.schedule_step),
+    attempt_seq: Number(row.attempt_seq),
+    attempt_count: Number(row.attempt_count),
+    ...pick(row),
+  };
 }
 
 /** A claimed delivery's head as the worker holds it. */

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { DeliveryState } from '../../domain/outcome-plan.js';
-import { pick, type QueueColumns } from '../../domain/queue-slot.js';
+import type { QueueColumns } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import type { Executor, StoreContext } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
-import { claimedTask, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
+import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
@@ -69,13 +69,7 @@ export class PostgresQueue extends QueueDriver {
         const input = reader.toInput(task, row);
         if (input)
           input.claimedState = {
-            delivery: {
-              status: row.d_status,
-              attempt_count: Number(row.attempt_count),
-              schedule_step: Number(row.schedule_step),
-              attempt_seq: Number(row.attempt_seq),
-              ...pick(row),
-            },
+            delivery: deliveryState(row, row.d_status),
             endpoint:
               row.e_id === null
                 ? null

@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from 'kysely';
+import { QUEUE_COLUMNS } from './columns.js';
 
 // The queue's rules that SQL applies, each written once as text over a table name or alias, with `{name}`
 // for its values: the hand-written PostgreSQL statements (postgres-statements.ts) put the text in and bind
@@ -25,7 +26,7 @@ export const STOPPABLE = (t: string) =>
  */
 export const STOPPED = (t: string) =>
   `status = case when ${t}.status = 'pending' then {stopped} else ${t}.status end, updated_at = {at},
-  run_at = null, next_trigger = null, next_attempt = null, lease_owner = null, lease_until = null, queued_after = null`;
+  ${QUEUE_COLUMNS.map((column) => `${column} = null`).join(', ')}`;
 
 /** A rule's text as a kysely expression, its `{name}` values bound as parameters. */
 export function rule<T = boolean>(text: string, values: Record<string, unknown> = {}): RawBuilder<T> {

@@ -24,6 +24,11 @@ async function waitingOnLocks(store: Store): Promise<number> {
 }
 
 /** A session of its own on the test database, in a transaction, ended before the database is dropped. */
+/** A delivery's row as it is now. */
+function deliveryRow(store: Store, id: string) {
+  return store.ctx.db.selectFrom('deliveries').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+}
+
 async function sessionInTransaction(url: string, closeFirst: (close: () => Promise<void>) => void): Promise<pg.Client> {
   const session = new pg.Client({ connectionString: url });
   await session.connect();
@@ -215,11 +220,7 @@ test('a manual retry while an outcome holding the delivery drops its waiting sch
   await outcome.query('commit');
   // Numbered after every attempt made or queued: the dropped scheduled attempt's number is free again.
   assert.equal(await retried, 2, 'numbered after the one attempt made');
-  const delivery = await store.ctx.db
-    .selectFrom('deliveries')
-    .selectAll()
-    .where('id', '=', deliveryId)
-    .executeTakeFirstOrThrow();
+  const delivery = await deliveryRow(store, deliveryId);
   assert.deepEqual(
     [delivery.status, delivery.next_trigger, delivery.next_attempt, delivery.queued_after, delivery.lease_owner],
     ['pending', 'manual', 2, null, null],
@@ -259,11 +260,7 @@ test("a manual retry and the held head's failure recorded at once: in either ord
     await holder.query('commit');
     assert.deepEqual(await recorded, [true], `${first} first: the failure was the worker's`);
     assert.equal(await retried, 2, `${first} first: the retry is the next attempt`);
-    const delivery = await store.ctx.db
-      .selectFrom('deliveries')
-      .selectAll()
-      .where('id', '=', deliveryId)
-      .executeTakeFirstOrThrow();
+    const delivery = await deliveryRow(store, deliveryId);
     assert.deepEqual(
       [delivery.status, delivery.attempt_count, delivery.attempt_seq, delivery.next_trigger, delivery.next_attempt],
       ['pending', 1, 3, 'manual', 2],
