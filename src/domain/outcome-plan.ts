@@ -12,14 +12,18 @@ import {
 import { endpointPauseMs, nextDelayAfterFailure } from './retry.js';
 import type { AttemptStatus, AttemptTrigger, DeliveryStatus } from './states.js';
 
-// What a batch of attempt outcomes does, decided without I/O. Recording runs in two steps, because one
+// What a batch of attempt outcomes does, decided without I/O. Recording runs in three steps, because one
 // fact only the database can settle atomically comes between them: which attempt rows are new (the same
 // outcome may be recorded twice).
 //
-// 1. recordingPlan: the attempt rows to write (new ones only are kept) and the endpoints' pauses.
-// 2. outcomePlan: from what step 1 wrote and the deliveries and endpoints read after it (locked), whether
-//    each attempt was still its worker's (the delivery's lease, src/domain/queue-slot.ts), each delivery's
-//    change (its counters, status and queue columns), the endpoints' health and the events that happened.
+// 1. recordingPlan: the attempts and the endpoints' pauses.
+// 2. placeAttempts: from the deliveries read (locked), where each attempt is recorded. A delivery's first
+//    attempt that succeeded under its worker's lease goes on the delivery row (its `first_*` columns, read
+//    as attempt 1): the common delivery then writes no row besides its own. Every other attempt is a row
+//    of `attempts`, written only if new.
+// 3. outcomePlan: from what step 2 placed and wrote and the state read, whether each attempt was still its
+//    worker's (the delivery's lease, src/domain/queue-slot.ts), each delivery's change (its counters,
+//    status, queue columns and first attempt), the endpoints' health and the events that happened.
 //
 // Outcomes apply in the order given: a delivery with two outcomes in a batch (its head and an attempt
 // whose lease ran out) sees the first one's consequences when the second is applied.
@@ -90,12 +94,19 @@ export interface DeliveryState extends QueueColumns {
   schedule_step: number;
   attempt_seq: number;
   attempt_count: number;
+  /** The id of the first attempt recorded on the delivery row; null: none is. */
+  first_attempt_id: string | null;
 }
 
 /** The state a batch's consequences are decided from, read after recordingPlan's writes. */
 export interface OutcomeState {
-  /** Ids of the attempt rows written now (an outcome recorded before has its row already). */
+  /**
+   * Ids of the attempts recorded now, as rows or on their delivery (an outcome recorded before is
+   * recorded already).
+   */
   written: ReadonlySet<string>;
+  /** Ids of the attempts recorded now on their delivery row (placeAttempts): each delivery's change carries it. */
+  inline: ReadonlySet<string>;
   /** The deliveries of the batch (one deleted meanwhile is missing). */
   deliveries: ReadonlyMap<string, DeliveryState>;
   /** The health of the endpoints with a failure in the batch (one deleted meanwhile is missing). */
@@ -112,7 +123,8 @@ export interface OutcomeRules {
 
 /**
  * A delivery's change: `attemptsAdded` is added to its attempt_count; the other fields are set when
- * present (`queue`: every queue column, the lease cleared unless another worker's is kept).
+ * present (`queue`: every queue column, the lease cleared unless another worker's is kept; `first`: the
+ * first attempt, written into the delivery's `first_*` columns).
  */
 export interface DeliveryChange {
   id: string;
@@ -121,6 +133,7 @@ export interface DeliveryChange {
   schedule_step?: number;
   attempt_seq?: number;
   queue?: QueueColumns;
+  first?: PlannedAttempt;
   updated_at: number;
 }
 
@@ -201,6 +214,48 @@ export function recordingPlan(
     attempts: items.map(({ input, result }) => attemptRow(input.task, result, owner)),
     pauses: endpointPauses(items),
   };
+}
+
+/** Where a batch's attempts are recorded (step 2). */
+export interface AttemptPlacement {
+  /** Attempts recorded on their delivery row. */
+  inline: PlannedAttempt[];
+  /** Attempts for `attempts`, to be written if new. */
+  rows: PlannedAttempt[];
+}
+
+/**
+ * Step 2: where each attempt goes. On its delivery row when it is the delivery's first (number 1,
+ * scheduled), succeeded, is still its worker's and the row holds no first attempt yet (one per delivery:
+ * a second such outcome in the batch is a row). An outcome recorded on the row before (its id is the
+ * row's first_attempt_id) goes nowhere: recording it again adds nothing. Any other attempt is a row.
+ */
+export function placeAttempts(
+  items: readonly OutcomeItem[],
+  attempts: readonly PlannedAttempt[],
+  owner: string,
+  deliveries: ReadonlyMap<string, DeliveryState>,
+): AttemptPlacement {
+  const placement: AttemptPlacement = { inline: [], rows: [] };
+  const taken = new Set<string>();
+  items.forEach((item, i) => {
+    const attempt = attempts[i]!;
+    const delivery = deliveries.get(attempt.delivery_id);
+    if (delivery?.first_attempt_id === attempt.id) return;
+    const first =
+      item.result.ok &&
+      attempt.attempt_number === 1 &&
+      attempt.trigger === 'scheduled' &&
+      delivery !== undefined &&
+      delivery.first_attempt_id === null &&
+      !taken.has(attempt.delivery_id) &&
+      ownedNow(item, delivery, owner);
+    if (first) {
+      taken.add(attempt.delivery_id);
+      placement.inline.push(attempt);
+    } else placement.rows.push(attempt);
+  });
+  return placement;
 }
 
 /**
@@ -290,6 +345,10 @@ export function outcomePlan(
     const fifo = input.endpoint?.fifo ?? false;
     const at = result.at;
 
+    if (state.inline.has(attempts[i]!.id)) {
+      delivery.first_attempt_id = attempts[i]!.id;
+      change(id, { first: attempts[i]!, updated_at: now });
+    }
     // Each attempt written now counts once.
     if (state.written.has(attempts[i]!.id)) {
       if (result.ok) {

@@ -1,6 +1,8 @@
+import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow } from './schema.js';
 import type { AttemptStatus } from '../domain/states.js';
+import { idTime } from '../domain/ids.js';
 
 /** An attempt with what names it outside its delivery: the message it sent and its endpoint's URL now. */
 export type AttemptRead = AttemptRow & { message_id: string; endpoint_id: string; url: string | null };
@@ -15,9 +17,22 @@ export interface AttemptFilter {
 }
 
 /**
+ * The attempt is one of the message's deliveries', as a condition on `attempt_log` itself, so that each of
+ * the view's two parts reads its own index (attempts by delivery, deliveries by id). PostgreSQL plans `in
+ * (subquery)` as a join, which does not reach the view's second part (a subquery with a condition of its
+ * own): as an array computed once it is a plain condition.
+ */
+const OF_MESSAGE = {
+  sqlite: (messageId: string) =>
+    sql<boolean>`attempts.delivery_id in (select id from deliveries where message_id = ${messageId})`,
+  postgres: (messageId: string) =>
+    sql<boolean>`attempts.delivery_id = any(array(select id from deliveries where message_id = ${messageId}))`,
+};
+
+/**
  * Attempts read on their own, newest first, across deliveries (the Svix-compatible surface lists them by
- * endpoint and by message). An endpoint's are found through its (endpoint_id, created_at) index, a
- * message's through its deliveries; the page's cursor is the last attempt's id, whose time places the
+ * endpoint and by message) through `attempt_log`. An endpoint's are found through its indexes by
+ * endpoint and time, a message's through its deliveries (OF_MESSAGE); the page's cursor is the last attempt's id, whose time places the
  * next page.
  */
 export class Attempts {
@@ -25,7 +40,7 @@ export class Attempts {
 
   private read(scope: Scope) {
     return this.ctx.db
-      .selectFrom('attempts')
+      .selectFrom('attempt_log as attempts')
       .innerJoin('deliveries', 'deliveries.id', 'attempts.delivery_id')
       .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
       .selectAll('attempts')
@@ -35,19 +50,20 @@ export class Attempts {
   }
 
   async list(scope: Scope, page: PageRequest, filter: AttemptFilter): Promise<Page<AttemptRead>> {
+    return toPage((await this.listQuery(scope, page, filter).execute()) as AttemptRead[], page.limit);
+  }
+
+  /** list's statement (its plan is checked in test/postgres/store/attempt-reads.test.ts). */
+  listQuery(scope: Scope, page: PageRequest, filter: AttemptFilter) {
     let query = this.read(scope);
     if (filter.endpointId) query = query.where('attempts.endpoint_id', '=', filter.endpointId);
-    if (filter.messageId) query = query.where('deliveries.message_id', '=', filter.messageId);
+    if (filter.messageId) query = query.where(OF_MESSAGE[this.ctx.dialect](filter.messageId));
     if (filter.status) query = query.where('attempts.status', '=', filter.status);
     if (filter.before !== undefined) query = query.where('attempts.created_at', '<', filter.before);
     if (filter.after !== undefined) query = query.where('attempts.created_at', '>', filter.after);
     if (page.cursor) {
-      const last = await this.ctx.db
-        .selectFrom('attempts')
-        .select('created_at')
-        .where('id', '=', page.cursor)
-        .executeTakeFirst();
-      const at = last?.created_at ?? 0;
+      // An attempt's id carries the time it was made, its created_at (idFrom).
+      const at = idTime(page.cursor) ?? 0;
       const cursor = page.cursor;
       query = query.where((eb) =>
         eb.or([
@@ -56,19 +72,19 @@ export class Attempts {
         ]),
       );
     }
-    const rows = await query
+    return query
       .orderBy('attempts.created_at', 'desc')
       .orderBy('attempts.id', 'desc')
-      .limit(page.limit + 1)
-      .execute();
-    return toPage(rows as AttemptRead[], page.limit);
+      .limit(page.limit + 1);
   }
 
   /** One attempt of a message. */
   async get(scope: Scope, messageId: string, id: string): Promise<AttemptRead | undefined> {
-    return (await this.read(scope)
-      .where('attempts.id', '=', id)
-      .where('deliveries.message_id', '=', messageId)
-      .executeTakeFirst()) as AttemptRead | undefined;
+    return (await this.getQuery(scope, messageId, id).executeTakeFirst()) as AttemptRead | undefined;
+  }
+
+  /** get's statement (its plan is checked in test/postgres/store/attempt-reads.test.ts). */
+  getQuery(scope: Scope, messageId: string, id: string) {
+    return this.read(scope).where('attempts.id', '=', id).where(OF_MESSAGE[this.ctx.dialect](messageId));
   }
 }

@@ -29,6 +29,7 @@ import * as traceContext from './migrations/017_trace_context.js';
 import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
 import * as attemptHeaders from './migrations/019_attempt_headers.js';
 import * as queueOnDeliveries from './migrations/020_queue_on_deliveries.js';
+import * as firstAttemptOnDelivery from './migrations/021_first_attempt_on_delivery.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -69,6 +70,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '018_enterprise_receivers': enterpriseReceivers,
   '019_attempt_headers': attemptHeaders,
   '020_queue_on_deliveries': queueOnDeliveries,
+  '021_first_attempt_on_delivery': firstAttemptOnDelivery,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

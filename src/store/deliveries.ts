@@ -58,7 +58,7 @@ export class Deliveries {
   /** The most recent attempts of a delivery, newest first. */
   async recentAttempts(deliveryId: string, limit = RECENT_ATTEMPTS): Promise<AttemptRow[]> {
     return this.ctx.db
-      .selectFrom('attempts')
+      .selectFrom('attempt_log')
       .selectAll()
       .where('delivery_id', '=', deliveryId)
       .orderBy('id', 'desc')

@@ -12,7 +12,8 @@ export interface HourDurations {
 }
 
 /**
- * Attempts of one endpoint by hour, read from the index on (endpoint_id, created_at): their counts, whose
+ * Attempts of one endpoint by hour, read from the indexes on (endpoint_id, created_at) of `attempts` and
+ * (endpoint_id, first_attempt_at) of `deliveries`, through the `attempt_log` view: their counts, whose
  * SQL is the same on both databases (integer division of an integer column, count of a CASE) and so
  * written once, and their durations' percentiles, whose SQL is each database's own
  * (src/store/duration-percentiles/). Both read up to a month of attempts, so they run off the event loop
@@ -35,7 +36,7 @@ export class EndpointStats {
   attemptsByHourQuery(endpointId: string, since: number, until: number) {
     const hour = sql<number>`created_at - created_at % ${sql.lit(HOUR_MS)}`;
     return this.ctx.db
-      .selectFrom('attempts')
+      .selectFrom('attempt_log')
       .select([
         hour.as('start'),
         sql<number>`count(case when status = 'success' then 1 end)`.as('success'),

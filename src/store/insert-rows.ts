@@ -1,5 +1,5 @@
 import { CompiledQuery } from 'kysely';
-import type { Database } from './schema.js';
+import type { InsertedRows } from './schema.js';
 import type { Dialect } from './db.js';
 import { chunks, type Executor } from './common.js';
 
@@ -44,11 +44,11 @@ function insertText(
  * name, so their order in each object does not matter), one statement per `chunks` part so no statement
  * passes the drivers' parameter limits.
  */
-export async function insertRows<T extends keyof Database>(
+export async function insertRows<T extends keyof InsertedRows>(
   db: Executor,
   dialect: Dialect,
   table: T,
-  rows: readonly Database[T][],
+  rows: readonly InsertedRows[T][],
 ): Promise<void> {
   await insertChunks(db, dialect, table, rows, '');
 }
@@ -58,14 +58,14 @@ export async function insertRows<T extends keyof Database>(
  * commit went unanswered): a row whose `key` exists already is left as it is. Returns the `returning`
  * column of the rows written now.
  */
-export async function insertNewRows<T extends keyof Database, C extends keyof Database[T] & string>(
+export async function insertNewRows<T extends keyof InsertedRows, C extends keyof InsertedRows[T] & string>(
   db: Executor,
   dialect: Dialect,
   table: T,
-  rows: readonly Database[T][],
-  key: keyof Database[T] & string,
+  rows: readonly InsertedRows[T][],
+  key: keyof InsertedRows[T] & string,
   returning: C,
-): Promise<Database[T][C][]> {
+): Promise<InsertedRows[T][C][]> {
   const written = await insertChunks(
     db,
     dialect,
@@ -73,14 +73,14 @@ export async function insertNewRows<T extends keyof Database, C extends keyof Da
     rows,
     ` on conflict ("${key}") do nothing returning "${returning}"`,
   );
-  return written.map((row) => row[returning] as Database[T][C]);
+  return written.map((row) => row[returning] as InsertedRows[T][C]);
 }
 
-async function insertChunks<T extends keyof Database>(
+async function insertChunks<T extends keyof InsertedRows>(
   db: Executor,
   dialect: Dialect,
   table: T,
-  rows: readonly Database[T][],
+  rows: readonly InsertedRows[T][],
   suffix: string,
 ): Promise<Record<string, unknown>[]> {
   if (rows.length === 0) return [];
@@ -123,7 +123,9 @@ const MAX_SQLITE_PIECE = 256;
 const JSON_PARAMETER_ROWS = 10_000;
 
 /** Rows for one table of `insertTogether`. */
-export type TableRows = { [T in keyof Database]: { table: T; rows: readonly Database[T][] } }[keyof Database];
+export type TableRows = {
+  [T in keyof InsertedRows]: { table: T; rows: readonly InsertedRows[T][] };
+}[keyof InsertedRows];
 
 /**
  * Inserts rows into several tables, all or none. PostgreSQL: one statement of data-modifying CTEs,

@@ -18,7 +18,7 @@ import {
   type Scope,
   type StoreContext,
 } from './common.js';
-import type { DeliveryRow, EndpointRow, MessageRow } from './schema.js';
+import type { EndpointRow, MessageRow, NewDeliveryRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
 import { book } from './queue/index.js';
 
@@ -488,7 +488,7 @@ export class Messages {
     /** A message's payload JSON, for content filters. */
     payloadOf: (messageId: string) => string | undefined,
   ): {
-    deliveries: DeliveryRow[];
+    deliveries: NewDeliveryRow[];
     /** How many of them have an attempt queued (those to an endpoint not disabled). */
     queued: number;
     idsByMessage: Map<string, string[]>;
@@ -497,7 +497,7 @@ export class Messages {
   } {
     const idsByMessage = new Map<string, string[]>();
     const unfiltered = new Map<string, number>();
-    const deliveries: DeliveryRow[] = [];
+    const deliveries: NewDeliveryRow[] = [];
     let queued = 0;
     for (const message of messages) {
       const ids: string[] = [];

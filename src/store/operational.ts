@@ -7,7 +7,7 @@ import { chunks, type Executor, liveFlag, parseJsonList, type Scope } from './co
 import { insertRows } from './insert-rows.js';
 import { scheduledDelay } from '../domain/retry.js';
 import { book, type OutcomeEventSink } from './queue/index.js';
-import type { Database, DeliveryRow, MessageRow, PayloadRow } from './schema.js';
+import type { Database, MessageRow, NewDeliveryRow, PayloadRow } from './schema.js';
 import type { Kysely } from 'kysely';
 
 // Operational webhooks in the store. An environment's operational endpoints are endpoints of its hidden
@@ -102,7 +102,7 @@ export async function raiseOccurrences(
   if (recipients.length === 0) return 0;
   const messages: MessageRow[] = [];
   const payloads: PayloadRow[] = [];
-  const deliveries: DeliveryRow[] = [];
+  const deliveries: NewDeliveryRow[] = [];
   let queued = 0;
   const runAt = now + policy.firstDelayMs;
   for (const occurrence of occurrences) {

@@ -29,7 +29,8 @@ export const PURGE_BATCH = 1_000;
 type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promise<{ numDeletedRows: bigint }>;
 
 /**
- * What goes, in this order (each step relies on the ones before it being done): attempt history, settled
+ * What goes, in this order (each step relies on the ones before it being done): attempt history (the rows
+ * of `attempts`; a first attempt recorded on its delivery's row goes with the delivery), settled
  * deliveries, payloads, messages, idempotency keys past their window, then the rate counters of endpoints
  * that no longer exist (deleting an endpoint removes its counter, but a worker still holding its claimed
  * attempts may count one more request and so write it again). A message with a delivery still

@@ -188,10 +188,29 @@ export interface DeliveryCounters {
 }
 
 /**
- * A delivery row: its counters and status, and its queue (src/domain/queue-slot.ts): the attempt due
- * next, the lease of the worker making it, and the rare attempts waiting behind it.
+ * The delivery's first attempt, when it succeeded under its worker's lease: recorded on the delivery row
+ * instead of a row of `attempts` (src/domain/outcome-plan.ts, placeAttempts), and read as attempt 1 through
+ * the `attempt_log` view. All null otherwise.
  */
-export interface DeliveryRow extends DeliveryCounters, QueueColumns {}
+export interface FirstAttemptColumns {
+  first_attempt_id: string | null;
+  first_attempt_at: number | null;
+  first_duration_ms: number | null;
+  first_response_status: number | null;
+  first_response_body: string | null;
+  first_request_headers: string | null;
+  first_response_headers: string | null;
+}
+
+/**
+ * A delivery row: its counters and status, its queue (src/domain/queue-slot.ts): the attempt due next, the
+ * lease of the worker making it, and the rare attempts waiting behind it; and its first attempt when that
+ * one delivered.
+ */
+export interface DeliveryRow extends DeliveryCounters, QueueColumns, FirstAttemptColumns {}
+
+/** A delivery as an emit inserts it: no attempt made yet. */
+export type NewDeliveryRow = DeliveryCounters & QueueColumns;
 
 /** Work run in the background in batches (src/store/background-tasks.ts). */
 export interface BackgroundTaskRow {
@@ -293,10 +312,17 @@ export interface Database {
   idempotency_keys: IdempotencyRow;
   deliveries: DeliveryRow;
   attempts: AttemptRow;
+  /** A view: every attempt, from `attempts` and from the deliveries' first attempts (migration 021). Read only. */
+  attempt_log: AttemptRow;
   workers: WorkerRow;
   outcome_events: OutcomeEventRow;
   endpoint_rates: EndpointRateRow;
   background_tasks: BackgroundTaskRow;
   portal_links: PortalLinkRow;
   request_replays: RequestReplayRow;
+}
+
+/** The rows the hot paths insert by hand (src/store/insert-rows.ts), by table: columns left out are null. */
+export interface InsertedRows extends Omit<Database, 'deliveries' | 'attempt_log'> {
+  deliveries: NewDeliveryRow;
 }

@@ -5,13 +5,13 @@ import type { Database } from '../schema.js';
 /**
  * PostgreSQL: the p50 and p95 of an endpoint's attempt durations per UTC hour, by the ordered-set aggregate
  * `percentile_disc`, which picks the ceil(p·n)-th smallest of the hour's n durations (nearest rank, a
- * duration some attempt took). The rows are the ones the index on (endpoint_id, created_at) selects; the
+ * duration some attempt took). The rows are the ones the indexes on (endpoint_id, time) select (`attempt_log`); the
  * database sorts each hour's durations, and only one row per hour comes back.
  */
 export function durationPercentilesQuery(db: Kysely<Database>, endpointId: string, since: number, until: number) {
   const hour = sql<number>`created_at - created_at % ${sql.lit(HOUR_MS)}`;
   return db
-    .selectFrom('attempts')
+    .selectFrom('attempt_log')
     .select([
       hour.as('start'),
       sql<number>`percentile_disc(0.5) within group (order by duration_ms)`.as('p50'),

@@ -7,13 +7,13 @@ import type { Database } from '../schema.js';
  * aggregate, so window functions number each hour's durations in order (`position`, from 1) and count
  * them (`hour_total`, n), and the p-th percentile is the duration at position ceil(p·n), written in
  * integer arithmetic as (100·p·n + 99) / 100: the same nearest rank PostgreSQL's `percentile_disc` picks.
- * The rows are the ones the index on (endpoint_id, created_at) selects; SQLite sorts them in its own
+ * The rows are the ones the indexes on (endpoint_id, time) select (`attempt_log`); SQLite sorts them in its own
  * temporary storage, and only one row per hour comes back.
  */
 export function durationPercentilesQuery(db: Kysely<Database>, endpointId: string, since: number, until: number) {
   const hour = sql<number>`created_at - created_at % ${sql.lit(HOUR_MS)}`;
   const ranked = db
-    .selectFrom('attempts')
+    .selectFrom('attempt_log')
     .select([
       hour.as('start'),
       'duration_ms',

@@ -6,7 +6,7 @@ import { EMPTY_QUEUE, queuedHead, withManual } from '../../domain/queue-slot.js'
 import type { DeliveryStatus } from '../../domain/states.js';
 import { chunks, type Executor } from '../common.js';
 import type { Dialect } from '../db.js';
-import type { DeliveryRow, MessageRow } from '../schema.js';
+import type { MessageRow, NewDeliveryRow } from '../schema.js';
 import { QUEUE_COLUMNS } from './columns.js';
 import { notHeld } from './lease.js';
 import { rule, STOPPABLE, STOPPED } from './rules.js';
@@ -27,9 +27,9 @@ export function firstAttempt(
   runAt: number,
   now: number,
   parked = false,
-): { delivery: DeliveryRow; queued: boolean } {
+): { delivery: NewDeliveryRow; queued: boolean } {
   const disabled = endpoint.status === 'disabled';
-  const delivery: DeliveryRow = {
+  const delivery: NewDeliveryRow = {
     id: newId('delivery', now),
     org_id: message.org_id,
     livemode: message.livemode,
@@ -72,7 +72,7 @@ export async function enqueueManual(
     const deliveries = await read.execute();
     if (deliveries.length === 0) continue;
     const made = await trx
-      .selectFrom('attempts')
+      .selectFrom('attempt_log')
       .select((eb) => ['delivery_id', eb.fn.max('attempt_number').as('n')])
       .where(
         'delivery_id',

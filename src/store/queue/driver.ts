@@ -1,4 +1,4 @@
-import type { RawBuilder, UpdateQueryBuilder, UpdateResult } from 'kysely';
+import { type RawBuilder, sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import { PARKED_AT } from '../../domain/fifo.js';
 import {
@@ -9,6 +9,8 @@ import {
   endpointsToRead,
   type OutcomePlan,
   outcomePlan,
+  placeAttempts,
+  type PlannedAttempt,
   recordingPlan,
   taskKey,
 } from '../../domain/outcome-plan.js';
@@ -316,16 +318,20 @@ export abstract class QueueDriver {
     await this.lockForOutcomes(trx, items);
     const now = this.ctx.now();
     const { attempts, pauses } = recordingPlan(items, owner);
-    // Which attempt rows are new is settled by the write itself (a conditional insert), so it comes first.
-    const written = new Set(await insertNewRows(trx, this.ctx.dialect, 'attempts', attempts, 'id', 'id'));
     // The paused endpoints' waiting attempts move before the batch's deliveries are locked (the lock order).
     for (const pause of pauses) await this.pauseEndpoint(trx, pause, now);
+    const deliveries = await this.readDeliveries(trx, deliveriesToRead(items));
+    const placement = placeAttempts(items, attempts, owner, deliveries);
+    // Which attempt rows are new is settled by the write itself (a conditional insert).
+    const inserted = await insertNewRows(trx, this.ctx.dialect, 'attempts', placement.rows, 'id', 'id');
+    const inline = new Set(placement.inline.map((a) => a.id));
     const plan = outcomePlan(
       items,
       owner,
       {
-        written,
-        deliveries: await this.readDeliveries(trx, deliveriesToRead(items)),
+        written: new Set([...inserted, ...inline]),
+        inline,
+        deliveries,
         endpoints: await this.readHealth(trx, endpointsToRead(items)),
       },
       { retryScheduleMs: this.policy.retryScheduleMs, disableAfterMs: this.policy.disableAfterMs, now },
@@ -360,8 +366,14 @@ export abstract class QueueDriver {
   protected deliveryStates(trx: Executor) {
     return trx
       .selectFrom('deliveries')
-      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count', ...QUEUE_COLUMNS]);
+      .select(['id', 'status', 'schedule_step', 'attempt_seq', 'attempt_count', 'first_attempt_id', ...QUEUE_COLUMNS]);
   }
+
+  /**
+   * A JSON array's elements as rows of one column, `value` (each an object): the rows an update of
+   * deliveries joins to set each its own first attempt.
+   */
+  protected abstract jsonRows(json: string): RawBuilder<unknown>;
 
   /** The endpoints' health, keyed by id. */
   private async readHealth(trx: Executor, ids: string[]): Promise<Map<string, EndpointHealth>> {
@@ -387,16 +399,38 @@ export abstract class QueueDriver {
    * successes is one), then the endpoints' health.
    */
   private async apply(trx: Executor, plan: OutcomePlan): Promise<void> {
-    for (const { change, ids } of sameChanges(plan.deliveries)) {
+    for (const { change, ids, firsts } of sameChanges(plan.deliveries)) {
       const { attemptsAdded, queue, ...counters } = change;
       const fields = { ...counters, ...queue };
-      for (const part of chunks(ids)) {
+      const counted = attemptsAdded > 0 ? { attempt_count: sql<number>`attempt_count + ${attemptsAdded}` } : {};
+      if (firsts.length === 0) {
+        for (const part of chunks(ids))
+          await trx
+            .updateTable('deliveries')
+            .set({ ...fields, ...counted })
+            .where('id', 'in', part)
+            .execute();
+        continue;
+      }
+      // Each delivery its own first attempt, from a JSON array joined by delivery id: still one statement.
+      for (const part of chunks(firsts)) {
+        const value = (key: keyof PlannedAttempt, type: 'text' | 'bigint') =>
+          sql<never>`cast(j.value ->> ${sql.lit(key)} as ${sql.raw(type)})`;
         await trx
           .updateTable('deliveries')
-          .set((eb) =>
-            attemptsAdded > 0 ? { ...fields, attempt_count: eb('attempt_count', '+', attemptsAdded) } : fields,
-          )
-          .where('id', 'in', part)
+          .from(this.jsonRows(JSON.stringify(part)).as('j'))
+          .set({
+            ...fields,
+            ...counted,
+            first_attempt_id: value('id', 'text'),
+            first_attempt_at: value('created_at', 'bigint'),
+            first_duration_ms: value('duration_ms', 'bigint'),
+            first_response_status: value('response_status', 'bigint'),
+            first_response_body: value('response_body', 'text'),
+            first_request_headers: value('request_headers', 'text'),
+            first_response_headers: value('response_headers', 'text'),
+          })
+          .whereRef('deliveries.id', '=', sql<string>`cast(j.value ->> 'delivery_id' as text)`)
           .execute();
       }
     }
@@ -433,6 +467,7 @@ export function deliveryState(row: Omit<DeliveryState, 'status'>, status: Delive
     schedule_step: Number(row.schedule_step),
     attempt_seq: Number(row.attempt_seq),
     attempt_count: Number(row.attempt_count),
+    first_attempt_id: row.first_attempt_id,
     ...pick(row),
   };
 }
@@ -453,14 +488,20 @@ export function claimedTask(
   };
 }
 
-/** Delivery changes grouped by what they set, each group with the ids it applies to. */
-function sameChanges(changes: DeliveryChange[]): { change: Omit<DeliveryChange, 'id'>; ids: string[] }[] {
-  const groups = new Map<string, { change: Omit<DeliveryChange, 'id'>; ids: string[] }>();
-  for (const { id, ...change } of changes) {
-    const key = JSON.stringify(change);
-    const group = groups.get(key);
-    if (group) group.ids.push(id);
-    else groups.set(key, { change, ids: [id] });
+type ChangeGroup = { change: Omit<DeliveryChange, 'id' | 'first'>; ids: string[]; firsts: PlannedAttempt[] };
+
+/**
+ * Delivery changes grouped by what they set, each group with the ids it applies to; a group of changes
+ * that record first attempts (`firsts`, one per delivery) has only such changes.
+ */
+function sameChanges(changes: DeliveryChange[]): ChangeGroup[] {
+  const groups = new Map<string, ChangeGroup>();
+  for (const { id, first, ...change } of changes) {
+    const key = `${first ? 'first' : ''}${JSON.stringify(change)}`;
+    const group = groups.get(key) ?? { change, ids: [], firsts: [] };
+    group.ids.push(id);
+    if (first) group.firsts.push(first);
+    groups.set(key, group);
   }
   return [...groups.values()];
 }

@@ -5,8 +5,9 @@ import {
   endpointPauses,
   endpointsToRead,
   outcomePlan,
+  placeAttempts,
 } from '../../domain/outcome-plan.js';
-import { EMPTY_QUEUE, hasQueued, sameQueue } from '../../domain/queue-slot.js';
+import { EMPTY_QUEUE, hasQueued, pick, sameQueue } from '../../domain/queue-slot.js';
 import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
 import type { QueuePolicy } from './types.js';
@@ -47,11 +48,13 @@ export function fastPlan(
   const attempts = items.map(({ input, result }) => attemptRow(input.task, result, owner));
   const read = endpointsToRead(items);
   if (read.some((id) => !endpoints.has(id))) return null;
+  const placement = placeAttempts(items, attempts, owner, deliveries);
   const plan = outcomePlan(
     items,
     owner,
     {
       written: new Set(attempts.map((a) => a.id)),
+      inline: new Set(placement.inline.map((a) => a.id)),
       deliveries,
       endpoints: new Map(read.map((id) => [id, endpoints.get(id)!])),
     },
@@ -67,16 +70,19 @@ export function fastPlan(
       attempt_count: before.attempt_count + (change?.attemptsAdded ?? 0),
       schedule_step: change?.schedule_step ?? before.schedule_step,
       attempt_seq: change?.attempt_seq ?? before.attempt_seq,
-      ...(change?.queue ?? before),
+      first_attempt_id: change?.first?.id ?? before.first_attempt_id,
+      ...pick(change?.queue ?? before),
       updated_at: change?.updated_at ?? now,
     };
+    const first = change?.first ?? null;
     const stoppedAt = stops.get(endpointOf.get(id)!);
     // As stopEndpoints stops them: only deliveries pending or with an attempt queued.
     const stopped = stoppedAt !== undefined && (after.status === 'pending' || hasQueued(after));
-    if (!stopped) return { id, expect: before, after: pickState(after) };
+    if (!stopped) return { id, expect: before, after: pickState(after), first };
     return {
       id,
       expect: before,
+      first,
       after: {
         ...pickState(after),
         ...EMPTY_QUEUE,
@@ -87,7 +93,7 @@ export function fastPlan(
   });
   return {
     now,
-    attempts,
+    attempts: placement.rows,
     deliveries: writes,
     holds: endpointPauses(items).filter((hold) => !stops.has(hold.endpointId)),
     stops: [...stops].map(([id, at]) => ({ endpointId: id, at })),
@@ -121,6 +127,7 @@ function pickState(d: DeliveryState & { updated_at: number }): DeliveryState & {
     attempt_count: d.attempt_count,
     schedule_step: d.schedule_step,
     attempt_seq: d.attempt_seq,
+    first_attempt_id: d.first_attempt_id,
     run_at: d.run_at,
     next_trigger: d.next_trigger,
     next_attempt: d.next_attempt,
@@ -136,6 +143,7 @@ const sameDelivery = (a: DeliveryState, b: DeliveryState) =>
   a.attempt_count === b.attempt_count &&
   a.schedule_step === b.schedule_step &&
   a.attempt_seq === b.attempt_seq &&
+  a.first_attempt_id === b.first_attempt_id &&
   sameQueue(a, b);
 
 const sameHealth = (a: EndpointHealth, b: EndpointHealth) =>

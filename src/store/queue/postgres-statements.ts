@@ -20,7 +20,7 @@ export interface Statement {
  * its sealed secrets and its health).
  */
 const CLAIMED_COLUMNS = `c.id, c.next_trigger, c.next_attempt,
-  c.id as d_id, c.status as d_status, c.attempt_count, c.schedule_step, c.attempt_seq,
+  c.id as d_id, c.status as d_status, c.attempt_count, c.schedule_step, c.attempt_seq, c.first_attempt_id,
   c.run_at, c.lease_owner, c.lease_until, c.queued_after,
   m.id as m_id, case when octet_length(p.body) <= $7 then p.body end as body, p.message_id as payload_id,
   e.id as e_id, e.status as endpoint_status, e.failing_since, e.exhausted_at,
@@ -34,7 +34,7 @@ const CLAIMED_JOINS = `from claimed c
 /** The claim's update of the due deliveries: their lease, columns no index covers (a HOT update). */
 const CLAIMED = `claimed as (
     update deliveries set lease_owner = $2, lease_until = $1 where id = any(array(select id from due))
-    returning id, endpoint_id, status, attempt_count, schedule_step, attempt_seq,
+    returning id, endpoint_id, status, attempt_count, schedule_step, attempt_seq, first_attempt_id,
       ${[...SEND_COLUMNS.deliveries, ...QUEUE_COLUMNS].join(', ')}
   )`;
 
@@ -120,10 +120,12 @@ const COMPLETE = `with
   d_lock as (
     select d.id from deliveries d
     join unnest({d_id}::text[], {was_st}::text[], {was_ac}::int[], {was_ss}::int[], {was_seq}::int[],
-      {was_ra}::bigint[], {was_nt}::text[], {was_na}::int[], {was_lo}::text[], {was_lu}::bigint[], {was_qa}::text[])
-      as x(id, st, ac, ss, seq, ra, nt, na, lo, lu, qa) on d.id = x.id
+      {was_ra}::bigint[], {was_nt}::text[], {was_na}::int[], {was_lo}::text[], {was_lu}::bigint[], {was_qa}::text[],
+      {was_fa}::text[])
+      as x(id, st, ac, ss, seq, ra, nt, na, lo, lu, qa, fa) on d.id = x.id
     where d.id = any(array(select unnest({d_id}::text[])))
       and d.status = x.st and d.attempt_count = x.ac and d.schedule_step = x.ss and d.attempt_seq = x.seq
+      and d.first_attempt_id is not distinct from x.fa
       and d.run_at is not distinct from x.ra and d.next_trigger is not distinct from x.nt
       and d.next_attempt is not distinct from x.na and d.lease_owner is not distinct from x.lo
       and d.lease_until is not distinct from x.lu and d.queued_after is not distinct from x.qa
@@ -146,10 +148,19 @@ const COMPLETE = `with
   counted as (
     update deliveries d set status = x.st, attempt_count = x.ac, schedule_step = x.ss, attempt_seq = x.seq,
       updated_at = x.at, run_at = x.ra, next_trigger = x.nt, next_attempt = x.na, lease_owner = x.lo,
-      lease_until = x.lu, queued_after = x.qa
+      lease_until = x.lu, queued_after = x.qa, first_attempt_id = x.fa,
+      first_attempt_at = coalesce(x.f_at, d.first_attempt_at),
+      first_duration_ms = coalesce(x.f_duration, d.first_duration_ms),
+      first_response_status = coalesce(x.f_status, d.first_response_status),
+      first_response_body = coalesce(x.f_body, d.first_response_body),
+      first_request_headers = coalesce(x.f_request_headers, d.first_request_headers),
+      first_response_headers = coalesce(x.f_response_headers, d.first_response_headers)
     from unnest({d_id}::text[], {st}::text[], {ac}::int[], {ss}::int[], {seq}::int[], {at}::bigint[],
-      {ra}::bigint[], {nt}::text[], {na}::int[], {lo}::text[], {lu}::bigint[], {qa}::text[])
-      as x(id, st, ac, ss, seq, at, ra, nt, na, lo, lu, qa)
+      {ra}::bigint[], {nt}::text[], {na}::int[], {lo}::text[], {lu}::bigint[], {qa}::text[], {fa}::text[],
+      {f_at}::bigint[], {f_duration}::int[], {f_status}::int[], {f_body}::text[], {f_request_headers}::text[],
+      {f_response_headers}::text[])
+      as x(id, st, ac, ss, seq, at, ra, nt, na, lo, lu, qa, fa, f_at, f_duration, f_status, f_body,
+        f_request_headers, f_response_headers)
     where d.id = any(array(select unnest({d_id}::text[]))) and d.id = x.id and (select ok from checked)
   ),
   held as (
@@ -194,6 +205,8 @@ export interface DeliveryWrite {
   id: string;
   expect: DeliveryState;
   after: DeliveryState & { updated_at: number };
+  /** The first attempt the batch records on the delivery row (its id is after.first_attempt_id); null: none. */
+  first: PlannedAttempt | null;
 }
 
 /**
@@ -242,6 +255,7 @@ function deliveryArrays(prefix: string, states: readonly DeliveryState[]): Recor
     [`${prefix}lo`]: column(states, 'lease_owner'),
     [`${prefix}lu`]: column(states, 'lease_until'),
     [`${prefix}qa`]: column(states, 'queued_after'),
+    [`${prefix}fa`]: column(states, 'first_attempt_id'),
   };
 }
 
@@ -266,6 +280,12 @@ export function completeStatement(p: CompleteParams): Statement {
     ...deliveryArrays('was_', column(d, 'expect')),
     ...deliveryArrays('', column(d, 'after')),
     at: d.map((x) => x.after.updated_at),
+    f_at: d.map((x) => x.first?.created_at ?? null),
+    f_duration: d.map((x) => x.first?.duration_ms ?? null),
+    f_status: d.map((x) => x.first?.response_status ?? null),
+    f_body: d.map((x) => x.first?.response_body ?? null),
+    f_request_headers: d.map((x) => x.first?.request_headers ?? null),
+    f_response_headers: d.map((x) => x.first?.response_headers ?? null),
     hold_endpoint: column(p.holds, 'endpointId'),
     hold_until: column(p.holds, 'until'),
     h_id: column(h, 'id'),

@@ -89,6 +89,10 @@ export class PostgresQueue extends QueueDriver {
       .where(sql<boolean>`${sql.ref('id')} = any(array(${due}))`);
   }
 
+  protected jsonRows(json: string) {
+    return sql`jsonb_array_elements(${json}::jsonb)`;
+  }
+
   /** PostgreSQL plans `<> all(array)` as it plans a `not in` list. */
   protected endpointNotAmong(ids: readonly string[]) {
     return sql<boolean>`${sql.ref('endpoint_id')} <> all(${ids}::text[])`;
@@ -180,6 +184,7 @@ interface ClaimedRow extends LoadedRow, QueueColumns {
   attempt_count: number;
   schedule_step: number;
   attempt_seq: number;
+  first_attempt_id: string | null;
   failing_since: number | null;
   exhausted_at: number | null;
 }

@@ -34,6 +34,10 @@ export class SqliteQueue extends QueueDriver {
     return sql<boolean>`${sql.ref('endpoint_id')} not in (select value from json_each(${JSON.stringify(ids)}))`;
   }
 
+  protected jsonRows(json: string) {
+    return sql`json_each(${json})`;
+  }
+
   protected async lockForOutcomes(): Promise<void> {
     // Nothing to lock: the transaction has the database to itself.
   }

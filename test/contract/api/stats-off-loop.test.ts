@@ -64,7 +64,7 @@ before(async () => {
       .execute();
     await db
       .insertInto('attempts')
-      .values(batch.map((rows) => rows.attempt))
+      .values(batch.flatMap((rows) => (rows.attempt ? [rows.attempt] : [])))
       .execute();
   }
 });

@@ -106,9 +106,9 @@ async function sigtermDrains(t: TestContext, split: boolean): Promise<void> {
   // Every request the service made before exiting was answered and recorded: none was abandoned.
   const store = await Store.open(loadConfig({ ...BASE_ENV, ...env }));
   try {
-    const row = await sql<{ n: number | string }>`select count(*) as n from attempts where status = 'success'`.execute(
-      store.ctx.db,
-    );
+    const row = await sql<{
+      n: number | string;
+    }>`select count(*) as n from attempt_log where status = 'success'`.execute(store.ctx.db);
     assert.equal(Number(row.rows[0]!.n), requestsMade, 'each in-flight attempt was recorded as a success before exit');
   } finally {
     await store.close();

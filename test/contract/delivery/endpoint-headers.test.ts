@@ -93,7 +93,7 @@ test("an attempt keeps the headers it sent, credentials redacted, and the receiv
   assert.equal(attempt.response_headers?.['set-cookie'], '<redacted>');
   // The credential is nowhere in the stored attempt.
   const [row] = await s.service.store.ctx.db
-    .selectFrom('attempts')
+    .selectFrom('attempt_log')
     .selectAll()
     .where('delivery_id', '=', deliveryIds[0]!)
     .execute();

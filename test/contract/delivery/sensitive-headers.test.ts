@@ -43,7 +43,7 @@ test('X-Password reaches the receiver, and reads, the Svix headers route and att
   assert.equal(attempt.response_headers?.['x-auth-token'], '<redacted>');
   assert.equal(attempt.response_headers?.['x-receiver'], 'r1');
   const [row] = await s.service.store.ctx.db
-    .selectFrom('attempts')
+    .selectFrom('attempt_log')
     .selectAll()
     .where('delivery_id', '=', delivery.id)
     .execute();

@@ -99,6 +99,6 @@ test("a live worker's attempt that outlasts the dead-worker bound is not taken f
   // Waited out past another beat or two of both workers: nothing was handed to the other worker and sent again.
   await new Promise((resolve) => setTimeout(resolve, 2_000));
   assert.equal(hooks.received.length, accepted.length, 'each message was sent once');
-  const { rows } = await sql<{ n: number | string }>`select count(*) as n from attempts`.execute(store.ctx.db);
+  const { rows } = await sql<{ n: number | string }>`select count(*) as n from attempt_log`.execute(store.ctx.db);
   assert.equal(Number(rows[0]!.n), accepted.length, 'one attempt each');
 });

@@ -110,6 +110,73 @@ test('a store whose deliveries have tasks migrates onto the delivery rows: same 
   assert.equal(receiver.received.length, 3);
 });
 
+// Migration 021 records a first attempt that delivered on its delivery row. A rollback writes each such
+// attempt back as a row of `attempts`, and migrating again reads them there: every delivery reads the same
+// attempts through the API before, between and after.
+test('first attempts on delivery rows roll back to attempt rows and read the same either way', {
+  timeout: 120_000,
+}, async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  const receiver = await new Receiver().start();
+  t.after(() => receiver.stop());
+  let calls = 0;
+  // The first delivery's first attempt fails (a row of its own), its retry and the others deliver.
+  receiver.respond = () => (calls++ === 0 ? { status: 500 } : { status: 204 });
+  const env = { HERALD_RETRY_SCHEDULE: '0s,0s' };
+  const service = await startTestService(env, database);
+  const { test: api } = await bootstrap(service.url);
+  const app = await api.post('/api/v1/applications', { name: 'Acme' });
+  await api.post('/api/v1/endpoints', { app_id: app.body.id, url: `${receiver.url}/hook` });
+  const ids: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const sent = await api.post('/api/v1/messages', {
+      app_id: app.body.id,
+      event_type: 'invoice.paid',
+      payload: { i },
+    });
+    ids.push(sent.body.delivery_ids[0]);
+  }
+  const read = async (client: { get(path: string): Promise<{ body: any }> }) =>
+    Promise.all(
+      ids.map(async (id) =>
+        ((await client.get(`/api/v1/deliveries/${id}`)).body.attempts as Record<string, unknown>[]).map((a) => [
+          a.id,
+          a.attempt_number,
+          a.status,
+          a.response_status,
+          a.duration_ms,
+        ]),
+      ),
+    );
+  await eventually(
+    async () => ((await read(api)).every((attempts) => attempts.some((a) => a[2] === 'success')) ? true : undefined),
+    20_000,
+    'all delivered',
+  );
+  const before = await read(api);
+  assert.deepEqual(
+    before.map((attempts) => attempts.length),
+    [2, 1, 1],
+  );
+  await service.close();
+
+  await withDatabase(database.env, async (db) => {
+    const onRows = await db.selectFrom('deliveries').select('id').where('first_attempt_id', 'is not', null).execute();
+    assert.equal(onRows.length, 2, 'the two first attempts that delivered are on their delivery rows');
+    const back = await new Migrator({ db, provider: { getMigrations: async () => MIGRATIONS } }).migrateTo(
+      '020_queue_on_deliveries',
+    );
+    assert.equal(back.error, undefined, String(back.error));
+    const rows = await db.selectFrom('attempts').select(['id', 'attempt_number', 'status']).execute();
+    assert.equal(rows.length, 4, 'every attempt is a row');
+  });
+  const again = await startTestService(env, database);
+  const client = new Client(again.url, api.key);
+  assert.deepEqual(await read(client), before);
+  await again.close();
+});
+
 async function withDatabase(env: Record<string, string>, use: (db: Kysely<any>) => Promise<void>): Promise<void> {
   const opened = env.HERALD_DATABASE_URL ? openPostgres(env.HERALD_DATABASE_URL) : openSqlite(env.HERALD_DATA_DIR!);
   try {

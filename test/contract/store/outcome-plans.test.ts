@@ -11,6 +11,7 @@ import {
   type OutcomeEvent,
   type OutcomeItem,
   outcomePlan,
+  placeAttempts,
   recordingPlan,
 } from '../../../src/domain/outcome-plan.js';
 import { EMPTY_QUEUE, pick, type WaitingAttempt } from '../../../src/domain/queue-slot.js';
@@ -18,7 +19,7 @@ import { enqueueManual, stopEndpoints } from '../../../src/store/queue/book.js';
 import { openQueue, type AttemptInput, type AttemptResult } from '../../../src/store/queue/index.js';
 import { PostgresQueue } from '../../../src/store/queue/postgres.js';
 import { outcomeEventSink, raisePolicy } from '../../../src/store/operational.js';
-import type { DeliveryRow, EndpointRow } from '../../../src/store/schema.js';
+import type { DeliveryRow, EndpointRow, NewDeliveryRow } from '../../../src/store/schema.js';
 import { openStore } from '../../support/store.js';
 
 // Random batches of outcomes, recorded by the queue of the store under test, leave exactly the rows the
@@ -173,7 +174,7 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
         .execute();
 
       // The deliveries as the cases describe them, each with its head due now, then claimed by A.
-      const row = (id: string, endpoint: string, over: Partial<DeliveryRow>): DeliveryRow => ({
+      const row = (id: string, endpoint: string, over: Partial<NewDeliveryRow>): NewDeliveryRow => ({
         id,
         org_id: scope.orgId,
         livemode: 0,
@@ -270,11 +271,23 @@ test('random outcome batches leave the rows the planner says', { timeout: 240_00
             .execute();
         if (c.twist === 'retried')
           await db.transaction().execute((trx) => enqueueManual(trx, store.dialect, [task.delivery_id], now + 1));
-        if (c.twist === 'recorded')
-          await db
-            .insertInto('attempts')
-            .values(attemptRow(task, items[i]!.result, A))
-            .execute();
+        // Recorded where a first recording puts it: a first attempt that delivered on its delivery row.
+        if (c.twist === 'recorded') {
+          const attempt = attemptRow(task, items[i]!.result, A);
+          if (attempt.status === 'success' && attempt.attempt_number === 1 && attempt.trigger === 'scheduled')
+            await db
+              .updateTable('deliveries')
+              .set({
+                first_attempt_id: attempt.id,
+                first_attempt_at: attempt.created_at,
+                first_duration_ms: attempt.duration_ms,
+                first_response_status: attempt.response_status,
+                first_response_body: attempt.response_body,
+              })
+              .where('id', '=', task.delivery_id)
+              .execute();
+          else await db.insertInto('attempts').values(attempt).execute();
+        }
         if (c.twist === 'endpoint-disabled')
           await db.transaction().execute(async (trx) => {
             await trx.updateTable('endpoints').set({ status: 'disabled' }).where('id', '=', task.endpoint_id).execute();
@@ -363,8 +376,6 @@ function applyPlan(
     endpoints: new Map([...before.endpoints].map(([id, e]) => [id, { ...e }])),
   };
   const { attempts, pauses } = recordingPlan(items, A);
-  const written = new Set(attempts.filter((a) => !rows.attempts.has(a.id)).map((a) => a.id));
-  for (const a of attempts) if (written.has(a.id)) rows.attempts.set(a.id, { ...a });
   // A pause holds back the endpoint's queued attempts no worker holds.
   for (const { endpointId, until } of pauses)
     for (const d of rows.deliveries.values())
@@ -379,17 +390,23 @@ function applyPlan(
     deliveriesToRead(items).flatMap((id) => {
       const d = rows.deliveries.get(id);
       if (!d) return [];
-      const { status, schedule_step, attempt_seq, attempt_count } = d;
-      return [[id, { status, schedule_step, attempt_seq, attempt_count, ...pick(d) }] as const];
+      const { status, schedule_step, attempt_seq, attempt_count, first_attempt_id } = d;
+      return [[id, { status, schedule_step, attempt_seq, attempt_count, first_attempt_id, ...pick(d) }] as const];
     }),
   );
+  // A first attempt that delivered goes on its delivery row; the others are rows, written if new.
+  const placement = placeAttempts(items, attempts, A, deliveries);
+  const written = new Set(placement.rows.filter((a) => !rows.attempts.has(a.id)).map((a) => a.id));
+  for (const a of placement.rows) if (written.has(a.id)) rows.attempts.set(a.id, { ...a });
+  const inline = new Set(placement.inline.map((a) => a.id));
+  for (const a of inline) written.add(a);
   const endpoints = new Map(
     endpointsToRead(items).flatMap((id) => {
       const e = rows.endpoints.get(id);
       return e ? [[id, { status: e.status, failingSince: e.failing_since, exhaustedAt: e.exhausted_at }] as const] : [];
     }),
   );
-  const plan = outcomePlan(items, A, { written, deliveries, endpoints }, { ...policy, now });
+  const plan = outcomePlan(items, A, { written, inline, deliveries, endpoints }, { ...policy, now });
   for (const change of plan.deliveries) {
     const d = rows.deliveries.get(change.id)!;
     d.attempt_count += change.attemptsAdded;
@@ -397,6 +414,16 @@ function applyPlan(
     if (change.schedule_step !== undefined) d.schedule_step = change.schedule_step;
     if (change.attempt_seq !== undefined) d.attempt_seq = change.attempt_seq;
     if (change.queue !== undefined) Object.assign(d, change.queue);
+    if (change.first !== undefined)
+      Object.assign(d, {
+        first_attempt_id: change.first.id,
+        first_attempt_at: change.first.created_at,
+        first_duration_ms: change.first.duration_ms,
+        first_response_status: change.first.response_status,
+        first_response_body: change.first.response_body,
+        first_request_headers: change.first.request_headers,
+        first_response_headers: change.first.response_headers,
+      });
     d.updated_at = change.updated_at;
   }
   if (plan.healthy)

@@ -255,7 +255,7 @@ test('the same outcome recorded twice counts once', { timeout: 60_000 }, async (
   const batch = [{ input, result: outcome(503) }];
   assert.deepEqual(await store.queue.completeMany(batch, A), [true]);
   assert.deepEqual(await store.queue.record(batch, A), { owned: [false], events: [] });
-  assert.equal((await db.selectFrom('attempts').select('id').execute()).length, 1);
+  assert.equal((await db.selectFrom('attempt_log').select('id').execute()).length, 1);
   const delivery = await deliveryOf(db, input.task.delivery_id);
   assert.deepEqual([delivery.attempt_count, delivery.schedule_step], [1, 1]);
   const queue = await queueOf(db, input.task.delivery_id);

@@ -46,7 +46,7 @@ test('outcomes recorded a second time add no attempt and change nothing', { time
     );
   assert.deepEqual(await rows(), once, 'the second write changed no delivery and no endpoint');
 
-  const attempts = await db.selectFrom('attempts').select(['delivery_id', 'status']).execute();
+  const attempts = await db.selectFrom('attempt_log').select(['delivery_id', 'status']).execute();
   assert.equal(attempts.length, 3, 'one attempt per outcome in the history');
   const deliveries = once.deliveries;
   assert.deepEqual(
@@ -98,7 +98,7 @@ test('two workers that made the same attempt in the same millisecond both keep t
   );
 
   const db = store.ctx.db;
-  const attempts = await db.selectFrom('attempts').select(['status', 'attempt_number']).orderBy('status').execute();
+  const attempts = await db.selectFrom('attempt_log').select(['status', 'attempt_number']).orderBy('status').execute();
   assert.deepEqual(attempts, [
     { status: 'failed', attempt_number: 1 },
     { status: 'success', attempt_number: 1 },

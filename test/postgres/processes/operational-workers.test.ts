@@ -95,7 +95,7 @@ test('two worker processes, one SIGKILLed midway, raise each operational event o
     'every flaky delivery delivered',
   );
   const { rows: failedBefore } = await sql.query(
-    `select delivery_id as id, count(*)::int as failed from attempts where delivery_id = any($1) and status = 'failed' group by 1`,
+    `select delivery_id as id, count(*)::int as failed from attempt_log where delivery_id = any($1) and status = 'failed' group by 1`,
     [flaky],
   );
   for (const { id, failed } of failedBefore)

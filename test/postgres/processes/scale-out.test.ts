@@ -111,7 +111,7 @@ test('2 API + 3 worker processes deliver 2,000 messages exactly once, and surviv
   };
   const attemptSummary = async () =>
     JSON.stringify(
-      (await sql.query(`select status, error, count(*)::int as n from attempts group by 1, 2 order by 3 desc`)).rows,
+      (await sql.query(`select status, error, count(*)::int as n from attempt_log group by 1, 2 order by 3 desc`)).rows,
     );
   /** Message ids that reached the receiver more often than their delivery's failed attempts explain. */
   const repeatsWithoutFailedAttempt = async (ids: string[]) => {
@@ -127,7 +127,7 @@ test('2 API + 3 worker processes deliver 2,000 messages exactly once, and surviv
     Number(
       (
         await sql.query(
-          `select count(*) as n from (select delivery_id from attempts where status = 'success' group by 1 having count(*) > 1) twice`,
+          `select count(*) as n from (select delivery_id from attempt_log where status = 'success' group by 1 having count(*) > 1) twice`,
         )
       ).rows[0].n,
     );

@@ -347,6 +347,7 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
             attempt_count: 0,
             schedule_step: 0,
             attempt_seq: 1,
+            first_attempt_id: null,
             ...queuedHead(1, 'scheduled', now - 100_000 + g),
             lease_owner: 'wrk_plan',
             lease_until: leaseUntil,

@@ -164,7 +164,8 @@ test('the retention purge runs on the thread', { timeout }, async (t) => {
   );
   await new Promise((resolve) => setTimeout(resolve, 1_100));
   const counts = await thread.purgeExpired();
-  assert.deepEqual([counts.attempts, counts.deliveries, counts.messages], [2, 2, 2]);
+  // First attempts that delivered are on their deliveries' rows, and go with them.
+  assert.deepEqual([counts.attempts, counts.deliveries, counts.messages], [0, 2, 2]);
   assert.equal((await store.ctx.db.selectFrom('messages').select('id').execute()).length, 0);
 });
 

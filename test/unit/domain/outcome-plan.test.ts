@@ -13,6 +13,7 @@ import {
   type OutcomeResult,
   type OutcomeState,
   outcomePlan,
+  placeAttempts,
   recordingPlan,
   taskKey,
 } from '../../../src/domain/outcome-plan.js';
@@ -94,6 +95,7 @@ const fresh = (over: Partial<DeliveryState> = {}): DeliveryState => ({
   schedule_step: 0,
   attempt_seq: 1,
   attempt_count: 0,
+  first_attempt_id: null,
   ...EMPTY_QUEUE,
   ...over,
 });
@@ -124,6 +126,7 @@ function state(items: OutcomeItem[], over: Partial<OutcomeState> = {}): OutcomeS
     if (!deliveries.has(of.input.task.delivery_id)) deliveries.set(of.input.task.delivery_id, held(of));
   return {
     written: new Set(attempts.map((a) => a.id)),
+    inline: new Set(),
     deliveries,
     endpoints: new Map(),
     ...over,
@@ -153,6 +156,50 @@ test('recordingPlan: one attempt row per outcome, the same row for the same outc
   );
   // Every outcome's delivery is read, once: whether its attempt was ours is known from its lease.
   assert.deepEqual(deliveriesToRead([...items, item(1, 500, { leaseUntil: LEASE - 1 })]), ['dlv_1', 'dlv_2']);
+});
+
+test('placeAttempts: a first attempt that delivered under its lease goes on its delivery row, every other is a row', () => {
+  const items = [
+    item(1, 200),
+    item(2, 500),
+    item(3, 200, { number: 2 }),
+    item(4, 204, { trigger: 'manual', number: 2 }),
+    item(5, 200, { leaseUntil: LEASE - 1 }),
+    item(6, 200),
+  ];
+  const { attempts } = recordingPlan(items, OWNER);
+  const deliveries = new Map<string, DeliveryState>(items.map((of) => [of.input.task.delivery_id, held(of)]));
+  // dlv_5's lease is another claim's: not ours. dlv_6 holds a first attempt already (another worker's).
+  deliveries.set('dlv_5', held(items[4]!, { lease_until: LEASE }));
+  deliveries.set('dlv_6', held(items[5]!, { first_attempt_id: 'att_other' }));
+  const placement = placeAttempts(items, attempts, OWNER, deliveries);
+  assert.deepEqual(
+    placement.inline.map((a) => a.delivery_id),
+    ['dlv_1'],
+    'only a first scheduled attempt, delivered, ours, on a row with none',
+  );
+  assert.deepEqual(
+    placement.rows.map((a) => a.delivery_id),
+    ['dlv_2', 'dlv_3', 'dlv_4', 'dlv_5', 'dlv_6'],
+  );
+
+  // Recorded again: the row holds it, so it goes nowhere and is not written again.
+  const recorded = new Map([
+    ['dlv_1', fresh({ status: 'success', attempt_count: 1, first_attempt_id: attempts[0]!.id })],
+  ]);
+  assert.deepEqual(placeAttempts([items[0]!], [attempts[0]!], OWNER, recorded), { inline: [], rows: [] });
+  // Two outcomes of one delivery's first attempt (its own and an older claim's): one first attempt only.
+  const twice = [item(1, 200), item(1, 200, { at: NOW - 5 })];
+  const both = recordingPlan(twice, OWNER).attempts;
+  const one = placeAttempts(twice, both, OWNER, new Map([['dlv_1', held(twice[0]!)]]));
+  assert.deepEqual([one.inline.length, one.rows.length], [1, 1]);
+
+  // The plan carries the placed attempt in its delivery's change, counted once.
+  const plan = outcomePlan([items[0]!], OWNER, state([items[0]!], { inline: new Set([attempts[0]!.id]) }), RULES);
+  assert.equal(plan.deliveries.length, 1);
+  assert.deepEqual(plan.deliveries[0]!.first, attempts[0]);
+  assert.equal(plan.deliveries[0]!.attemptsAdded, 1);
+  assert.equal(plan.deliveries[0]!.status, 'success');
 });
 
 test('a 2xx: the delivery is a success, its scheduled attempts gone and its manual ones kept, its endpoint healthy', () => {

@@ -329,6 +329,7 @@ function step(life: Life, s: Step, fifo: boolean): void {
         owner,
         {
           written: new Set([attemptRow(task, result, owner).id]),
+          inline: new Set(),
           deliveries: new Map([['dlv_life', { ...delivery }]]),
           endpoints: new Map([['ep_life', { status: 'active', failingSince: null, exhaustedAt: null }]]),
         },
@@ -376,6 +377,7 @@ test("a delivery's life: numbers unique and made in order, a manual retry ahead 
           schedule_step: 0,
           attempt_seq: 1,
           attempt_count: 0,
+          first_attempt_id: null,
           ...queuedHead(1, 'scheduled', fifo ? PARKED_AT : NOW),
         },
         made: [],
