@@ -370,10 +370,15 @@ export abstract class QueueDriver {
   }
 
   /**
-   * A JSON array's elements as rows of one column, `value` (each an object): the rows an update of
-   * deliveries joins to set each its own first attempt.
+   * Sets `fields` on the deliveries of `firsts`, adds `attemptsAdded` to their attempt_count, and records each
+   * its own first attempt (its `first_*` columns): the statements are the database's own.
    */
-  protected abstract jsonRows(json: string): RawBuilder<unknown>;
+  protected abstract writeFirsts(
+    trx: Executor,
+    fields: Record<string, unknown>,
+    attemptsAdded: number,
+    firsts: readonly PlannedAttempt[],
+  ): Promise<void>;
 
   /** The endpoints' health, keyed by id. */
   private async readHealth(trx: Executor, ids: string[]): Promise<Map<string, EndpointHealth>> {
@@ -412,27 +417,7 @@ export abstract class QueueDriver {
             .execute();
         continue;
       }
-      // Each delivery its own first attempt, from a JSON array joined by delivery id: still one statement.
-      for (const part of chunks(firsts)) {
-        const value = (key: keyof PlannedAttempt, type: 'text' | 'bigint') =>
-          sql<never>`cast(j.value ->> ${sql.lit(key)} as ${sql.raw(type)})`;
-        await trx
-          .updateTable('deliveries')
-          .from(this.jsonRows(JSON.stringify(part)).as('j'))
-          .set({
-            ...fields,
-            ...counted,
-            first_attempt_id: value('id', 'text'),
-            first_attempt_at: value('created_at', 'bigint'),
-            first_duration_ms: value('duration_ms', 'bigint'),
-            first_response_status: value('response_status', 'bigint'),
-            first_response_body: value('response_body', 'text'),
-            first_request_headers: value('request_headers', 'text'),
-            first_response_headers: value('response_headers', 'text'),
-          })
-          .whereRef('deliveries.id', '=', sql<string>`cast(j.value ->> 'delivery_id' as text)`)
-          .execute();
-      }
+      await this.writeFirsts(trx, fields, attemptsAdded, firsts);
     }
     if (plan.healthy) await markHealthy(trx, plan.healthy.ids, plan.healthy.at).execute();
     for (const { id, health, at } of plan.health) await this.endpoints.recordHealth(trx, id, health, at);

@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type pg from 'pg';
-import type { DeliveryState } from '../../domain/outcome-plan.js';
+import type { DeliveryState, PlannedAttempt } from '../../domain/outcome-plan.js';
 import type { QueueColumns } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
-import type { Executor, StoreContext } from '../common.js';
+import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
 import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
@@ -89,8 +89,32 @@ export class PostgresQueue extends QueueDriver {
       .where(sql<boolean>`${sql.ref('id')} = any(array(${due}))`);
   }
 
-  protected jsonRows(json: string) {
-    return sql`jsonb_array_elements(${json}::jsonb)`;
+  /** One statement per 500: the first attempts as a JSON array joined by delivery id. */
+  protected async writeFirsts(
+    trx: Executor,
+    fields: Record<string, unknown>,
+    attemptsAdded: number,
+    firsts: readonly PlannedAttempt[],
+  ) {
+    const value = (key: keyof PlannedAttempt, type: 'text' | 'bigint') =>
+      sql<never>`cast(j.value ->> ${sql.lit(key)} as ${sql.raw(type)})`;
+    for (const part of chunks([...firsts]))
+      await trx
+        .updateTable('deliveries')
+        .from(sql`jsonb_array_elements(${JSON.stringify(part)}::jsonb)`.as('j'))
+        .set({
+          ...fields,
+          attempt_count: sql<number>`attempt_count + ${attemptsAdded}`,
+          first_attempt_id: value('id', 'text'),
+          first_attempt_at: value('created_at', 'bigint'),
+          first_duration_ms: value('duration_ms', 'bigint'),
+          first_response_status: value('response_status', 'bigint'),
+          first_response_body: value('response_body', 'text'),
+          first_request_headers: value('request_headers', 'text'),
+          first_response_headers: value('response_headers', 'text'),
+        })
+        .whereRef('deliveries.id', '=', sql<string>`cast(j.value ->> 'delivery_id' as text)`)
+        .execute();
   }
 
   /** PostgreSQL plans `<> all(array)` as it plans a `not in` list. */

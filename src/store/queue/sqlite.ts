@@ -1,9 +1,23 @@
-import { sql } from 'kysely';
-import type { DeliveryState } from '../../domain/outcome-plan.js';
+import { CompiledQuery, sql } from 'kysely';
+import type { DeliveryState, PlannedAttempt } from '../../domain/outcome-plan.js';
 import { chunks, type Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from './types.js';
 import { deliveryStatesById, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
+
+/** The first-attempt columns of a delivery, each with the attempt's field it takes. */
+const FIRST_COLUMNS: [column: string, from: keyof PlannedAttempt][] = [
+  ['first_attempt_id', 'id'],
+  ['first_attempt_at', 'created_at'],
+  ['first_duration_ms', 'duration_ms'],
+  ['first_response_status', 'response_status'],
+  ['first_response_body', 'response_body'],
+  ['first_request_headers', 'request_headers'],
+  ['first_response_headers', 'response_headers'],
+];
+
+/** writeFirsts' statement text by the fields it sets (a handful of shapes: the plan's changes of a success). */
+const FIRST_TEXTS = new Map<string, string>();
 
 /**
  * The queue on the embedded SQLite store. SQLite runs one write transaction at a time (each takes the
@@ -34,8 +48,33 @@ export class SqliteQueue extends QueueDriver {
     return sql<boolean>`${sql.ref('endpoint_id')} not in (select value from json_each(${JSON.stringify(ids)}))`;
   }
 
-  protected jsonRows(json: string) {
-    return sql`json_each(${json})`;
+  /**
+   * One update per delivery, its text made once per set of fields: SQLite keeps it prepared (db.ts), and
+   * binding a row's values costs less than building and parsing them as JSON.
+   */
+  protected async writeFirsts(
+    trx: Executor,
+    fields: Record<string, unknown>,
+    attemptsAdded: number,
+    firsts: readonly PlannedAttempt[],
+  ) {
+    const names = Object.keys(fields);
+    const key = names.join(',');
+    let text = FIRST_TEXTS.get(key);
+    if (text === undefined) {
+      const set = [
+        ...names.map((name) => `"${name}" = ?`),
+        '"attempt_count" = "attempt_count" + ?',
+        ...FIRST_COLUMNS.map(([column]) => `"${column}" = ?`),
+      ];
+      text = `update "deliveries" set ${set.join(', ')} where "id" = ?`;
+      FIRST_TEXTS.set(key, text);
+    }
+    const common = [...names.map((name) => fields[name]), attemptsAdded];
+    for (const first of firsts)
+      await trx.executeQuery(
+        CompiledQuery.raw(text, [...common, ...FIRST_COLUMNS.map(([, from]) => first[from]), first.delivery_id]),
+      );
   }
 
   protected async lockForOutcomes(): Promise<void> {
