@@ -206,7 +206,8 @@ export class DeliveryWorker {
     for (const { task } of claimed) this.lanes.reachedShare(task.endpoint_id);
     // Start what we kept before giving the rest back.
     this.pump();
-    if (excess.length > 0) await this.queue.release(excess, this.owner);
+    // Their endpoint reached its share: its top-ups take them again, so their due time stays.
+    if (excess.length > 0) await this.queue.release(excess, this.owner, 'as-queued');
     for (const [lane, tasks] of heldBack) await this.queue.release(tasks, this.owner, pauseEnd(lane));
   }
 

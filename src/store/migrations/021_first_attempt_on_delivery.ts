@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, PostgresAdapter, sql } from 'kysely';
 
 /**
  * A delivery's first attempt, when it succeeded and its worker still held it, is recorded on the delivery
@@ -14,6 +14,14 @@ const COLUMNS = [
   ['first_request_headers', 'text'],
   ['first_response_headers', 'text'],
 ] as const;
+
+/**
+ * PostgreSQL: the share of each new page of deliveries filled. A delivery gets a version when claimed (its
+ * lease: HOT when its page has room) and one when its outcome is recorded, which now carries the first
+ * attempt's headers and answer: with a third of each page filled, the outcomes written into a page leave
+ * room for the claims of its other rows; at half, one claim in twenty found none and was not HOT.
+ */
+const FILLFACTOR = 35;
 
 /**
  * Every attempt, wherever it is recorded: reads name this view, never `attempts` alone. A condition on the
@@ -38,6 +46,8 @@ export async function up(db: Kysely<any>): Promise<void> {
   await sql`create index deliveries_first_attempts on deliveries (endpoint_id, first_attempt_at)
     where first_attempt_at is not null`.execute(db);
   await ATTEMPT_LOG.execute(db);
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await sql`alter table deliveries set (fillfactor = ${sql.lit(FILLFACTOR)})`.execute(db);
 }
 
 /** Deliveries whose first attempts are carried back at a time. */
@@ -80,5 +90,7 @@ export async function down(db: Kysely<any>): Promise<void> {
       .execute();
   }
   await sql`drop index deliveries_first_attempts`.execute(db);
+  if (db.getExecutor().adapter instanceof PostgresAdapter)
+    await sql`alter table deliveries set (fillfactor = 50)`.execute(db);
   for (const [name] of COLUMNS) await db.schema.alterTable('deliveries').dropColumn(name).execute();
 }

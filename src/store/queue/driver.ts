@@ -38,6 +38,9 @@ import { QUEUE_COLUMNS } from './columns.js';
 /** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
 const TAKE_STARTS_TRIES = 5;
 
+/** When released attempts are due again (QueueDriver.release). */
+export type ReleaseDue = 'now' | 'as-queued' | number;
+
 /** An outcome to record: the attempt's input as claimed and what sending it gave. */
 export type Recorded = { input: AttemptInput; result: AttemptResult };
 
@@ -169,16 +172,20 @@ export abstract class QueueDriver {
   }
 
   /**
-   * Gives claimed tasks back, due again at `dueAt` (at once by default: a worker that stops, or claimed too
-   * many; later for an endpoint that asked for a pause).
+   * Gives claimed tasks back, due again at `due`: `now` by default (a worker that stops, an attempt it
+   * cannot make); a time (an endpoint that asked for a pause); or `as-queued`, due when they were, for the
+   * attempts a claim took beyond their endpoint's share, which the worker's top-ups of that endpoint take
+   * again: only the lease changes, which no index covers, so on PostgreSQL the update is HOT.
    */
-  async release(tasks: ClaimedTask[], owner: string, dueAt?: number): Promise<void> {
+  async release(tasks: ClaimedTask[], owner: string, due: ReleaseDue = 'now'): Promise<void> {
+    const free = { lease_owner: null, lease_until: null };
+    const set = due === 'as-queued' ? free : { ...free, run_at: due === 'now' ? this.ctx.now() : due };
     // Attempts of one claim share their lease end, so this is one statement per claim.
     for (const [leaseUntil, leases] of byLeaseEnd(tasks)) {
       for (const part of chunks(leases, 200)) {
         await this.ctx.db
           .updateTable('deliveries')
-          .set({ run_at: dueAt ?? this.ctx.now(), lease_owner: null, lease_until: null })
+          .set(set)
           .where((eb) => eb.and([headsAre(eb, part), heldUnder(eb, owner, leaseUntil)]))
           .execute();
       }

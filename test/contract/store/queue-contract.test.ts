@@ -102,6 +102,18 @@ test('a claim leases due attempts to one owner: others see none until it release
     [first!.id, second!.id],
     'the same attempts',
   );
+  // Released as queued (a claim's excess over its endpoint's share): the lease goes, the due time stays.
+  const dueBefore = await queuesOf(db);
+  await store.queue.release(
+    reclaimed.map(({ task }) => task),
+    B,
+    'as-queued',
+  );
+  assert.deepEqual(
+    [...(await queuesOf(db))],
+    [...dueBefore].map(([id, q]) => [id, { ...q, lease_owner: null, lease_until: null }]),
+  );
+  assert.equal((await store.queue.claimLoaded(A, 10)).length, 2, 'due again');
 });
 
 test('an outcome of an attempt another owner holds now is recorded and counted, but not "owned"', {
