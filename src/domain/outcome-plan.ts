@@ -226,9 +226,10 @@ export interface AttemptPlacement {
 
 /**
  * Step 2: where each attempt goes. On its delivery row when it is the delivery's first (number 1,
- * scheduled), succeeded, is still its worker's and the row holds no first attempt yet (one per delivery:
- * a second such outcome in the batch is a row). An outcome recorded on the row before (its id is the
- * row's first_attempt_id) goes nowhere: recording it again adds nothing. Any other attempt is a row.
+ * scheduled), succeeded with nothing to note (`error` null: the row keeps no error), is still its worker's
+ * and the row holds no first attempt yet (one per delivery: a second such outcome in the batch is a row).
+ * An outcome recorded on the row, before or earlier in the batch (its id is the row's first attempt's),
+ * goes nowhere: recording it again adds nothing. Any other attempt is a row.
  */
 export function placeAttempts(
   items: readonly OutcomeItem[],
@@ -237,13 +238,15 @@ export function placeAttempts(
   deliveries: ReadonlyMap<string, DeliveryState>,
 ): AttemptPlacement {
   const placement: AttemptPlacement = { inline: [], rows: [] };
-  const taken = new Set<string>();
+  /** The first attempt placed on each delivery's row in this batch. */
+  const taken = new Map<string, string>();
   items.forEach((item, i) => {
     const attempt = attempts[i]!;
     const delivery = deliveries.get(attempt.delivery_id);
-    if (delivery?.first_attempt_id === attempt.id) return;
+    if (delivery?.first_attempt_id === attempt.id || taken.get(attempt.delivery_id) === attempt.id) return;
     const first =
       item.result.ok &&
+      attempt.error === null &&
       attempt.attempt_number === 1 &&
       attempt.trigger === 'scheduled' &&
       delivery !== undefined &&
@@ -251,7 +254,7 @@ export function placeAttempts(
       !taken.has(attempt.delivery_id) &&
       ownedNow(item, delivery, owner);
     if (first) {
-      taken.add(attempt.delivery_id);
+      taken.set(attempt.delivery_id, attempt.id);
       placement.inline.push(attempt);
     } else placement.rows.push(attempt);
   });

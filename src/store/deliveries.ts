@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
-import type { AttemptRow, DeliveryRow } from './schema.js';
-import { book } from './queue/index.js';
+import type { AttemptRow, NewDeliveryRow } from './schema.js';
+import { book, QUEUE_COLUMNS } from './queue/index.js';
 import type { DeliveryStatus } from '../domain/states.js';
 import { hiddenApplication } from './operational.js';
 
@@ -21,7 +21,24 @@ export interface DeliveryFilter {
  * A delivery as reads show it: its row, its message's event type (null once the message is gone) and when
  * its next attempt is due (the queue's book.nextAttemptAt).
  */
-export type DeliveryRead = DeliveryRow & { event_type: string | null; next_attempt_at: number | null };
+export type DeliveryRead = NewDeliveryRow & { event_type: string | null; next_attempt_at: number | null };
+
+/** The columns a delivery read shows: not its first attempt's (read as an attempt, `attempt_log`). */
+const READ_COLUMNS = [
+  'id',
+  'org_id',
+  'livemode',
+  'app_id',
+  'message_id',
+  'endpoint_id',
+  'status',
+  'attempt_count',
+  'attempt_seq',
+  'schedule_step',
+  'created_at',
+  'updated_at',
+  ...QUEUE_COLUMNS,
+] as const satisfies readonly (keyof NewDeliveryRow)[];
 
 /** How many recent attempts a delivery read carries. */
 export const RECENT_ATTEMPTS = 20;
@@ -44,7 +61,7 @@ export class Deliveries {
   private read() {
     return this.ctx.db
       .selectFrom('deliveries')
-      .selectAll('deliveries')
+      .select(READ_COLUMNS.map((column) => `deliveries.${column}` as const))
       .select((eb) => [
         eb
           .selectFrom('messages')

@@ -26,6 +26,7 @@ import type { QueueDeps, QueuePolicy } from './types.js';
 
 export type { OutcomeEvent } from '../../domain/outcome-plan.js';
 export { CLAIMED_PAYLOAD_LIMIT } from './inputs.js';
+export { QUEUE_COLUMNS } from './columns.js';
 export type {
   AttemptInput,
   AttemptResult,

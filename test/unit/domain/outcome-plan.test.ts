@@ -188,6 +188,21 @@ test('placeAttempts: a first attempt that delivered under its lease goes on its 
     ['dlv_1', fresh({ status: 'success', attempt_count: 1, first_attempt_id: attempts[0]!.id })],
   ]);
   assert.deepEqual(placeAttempts([items[0]!], [attempts[0]!], OWNER, recorded), { inline: [], rows: [] });
+  // A success recorded with a note (its answer could not be stored) keeps its error: it is a row.
+  const noted = [item(1, 200)];
+  const [withNote] = recordingPlan(noted, OWNER).attempts;
+  const notedPlacement = placeAttempts(
+    noted,
+    [{ ...withNote!, error: "the receiver's answer could not be stored" }],
+    OWNER,
+    new Map([['dlv_1', held(noted[0]!)]]),
+  );
+  assert.deepEqual([notedPlacement.inline.length, notedPlacement.rows.length], [0, 1]);
+  // The same outcome twice in one batch: placed once.
+  assert.deepEqual(
+    placeAttempts([items[0]!, items[0]!], [attempts[0]!, attempts[0]!], OWNER, new Map([['dlv_1', held(items[0]!)]])),
+    { inline: [attempts[0]!], rows: [] },
+  );
   // Two outcomes of one delivery's first attempt (its own and an older claim's): one first attempt only.
   const twice = [item(1, 200), item(1, 200, { at: NOW - 5 })];
   const both = recordingPlan(twice, OWNER).attempts;
