@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config.js';
 import { Store } from '../../src/store/index.js';
 import { commandCpuMs } from '../lib/cpu.js';
 import { headerBlock } from '../../src/domain/headers.js';
-import { USER_AGENT } from '../../src/delivery/request.js';
+import { USER_AGENT } from '../../src/domain/request-headers.js';
 
 const [storeKind = 'sqlite', nText = '20000', claimText = '48', batchText = '24'] = process.argv.slice(2);
 const N = Number(nText);

@@ -64,7 +64,11 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
         store.messages.get(scope, row.message_id),
       ]);
       const trace = messageTrace(row.message_id, message?.traceparent ?? null, message?.tracestate ?? null);
-      return { ...deliveryToApi(row), trace_id: trace.traceId, attempts: attempts.map(attemptToApi) };
+      return {
+        ...deliveryToApi(row),
+        trace_id: trace.traceId,
+        attempts: attempts.map((a) => attemptToApi(a, row.message_id)),
+      };
     },
   );
 

@@ -12,6 +12,7 @@ import type { DeliveryRead } from '../store/deliveries.js';
 import { KEY_PREFIX } from '../domain/secrets.js';
 import { messageTrace } from '../domain/trace-context.js';
 import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
+import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
@@ -107,10 +108,14 @@ export const attemptSummaryToApi = (a: AttemptRow) => ({
   created_at: iso(a.created_at),
 });
 
-/** An attempt with what was sent and what came back: its headers (secrets redacted) and the receiver's answer. */
-export const attemptToApi = (a: AttemptRow) => ({
+/**
+ * An attempt of the message `messageId` with what was sent and what came back: its headers (secrets
+ * redacted; those an attempt keeps by name only read back, sentRequestHeaders) and the receiver's answer.
+ */
+export const attemptToApi = (a: AttemptRow, messageId: string) => ({
   ...attemptSummaryToApi(a),
-  request_headers: a.request_headers === null ? null : parseHeaderBlock(a.request_headers),
+  request_headers:
+    a.request_headers === null ? null : parseHeaderBlock(sentRequestHeaders(a.request_headers, messageId)),
   response_headers: a.response_headers === null ? null : parseHeaderBlock(a.response_headers),
   response_body: a.response_body,
 });

@@ -6,8 +6,7 @@ import type { SendRequest } from './sender.js';
 import type { ReceiverTls } from '../domain/pem.js';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';
 import { headerBlock, REDACTED } from '../domain/headers.js';
-
-export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
+import { CONTENT_TYPE, keptByName, USER_AGENT } from '../domain/request-headers.js';
 
 /**
  * The Standard Webhooks request for one attempt: `webhook-id` is the message id (the same on every
@@ -50,7 +49,7 @@ export function signedRequest(
     // The endpoint's own first: its names never collide with these (reserved names are refused).
     headers: {
       ...endpoint.headers,
-      'content-type': 'application/json',
+      'content-type': CONTENT_TYPE,
       'user-agent': USER_AGENT,
       'webhook-id': msgId,
       'webhook-timestamp': String(timestamp),
@@ -65,12 +64,13 @@ export function signedRequest(
 }
 
 /**
- * The headers a request is sent with, as its attempt keeps them (headerBlock): sensitive values (those
- * that look like credentials and those the endpoint marks, `marked`) redacted, and the bearer token an
- * OAuth2 endpoint's request carries (added as it is sent) named, redacted.
+ * The headers a request of message `messageId` is sent with, as its attempt keeps them (headerBlock):
+ * sensitive values (those that look like credentials and those the endpoint marks, `marked`) redacted, the
+ * bearer token an OAuth2 endpoint's request carries (added as it is sent) named, redacted, and the lines
+ * that derive from the message and the release kept by name (src/domain/request-headers.ts).
  */
-export function shownRequestHeaders(request: SendRequest, marked?: ReadonlySet<string>): string {
+export function shownRequestHeaders(request: SendRequest, messageId: string, marked?: ReadonlySet<string>): string {
   const pairs = Object.entries(request.headers);
   if (request.auth) pairs.push(['authorization', REDACTED]);
-  return headerBlock(pairs, true, marked);
+  return headerBlock(pairs, true, marked, keptByName(messageId));
 }

@@ -431,7 +431,8 @@ export class DeliveryWorker {
     );
     const result = await this.sender.send(request);
     span.end(result);
-    return { ...result, requestHeaders: shownRequestHeaders(request, input.endpoint.sensitiveHeaders), at: Date.now() };
+    const requestHeaders = shownRequestHeaders(request, input.delivery.messageId, input.endpoint.sensitiveHeaders);
+    return { ...result, requestHeaders, at: Date.now() };
   }
 }
 

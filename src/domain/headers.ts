@@ -211,17 +211,20 @@ const cut = (text: string, limit: number) => (text.length > limit ? text.slice(0
  * line end, so the lines read back as written), in the order given, each name and value cut to its limit
  * (marked TRUNCATED), and at most STORED_HEADERS_LIMIT characters of whole lines. `redact` shows sensitive
  * values as REDACTED (isSensitiveHeader, with the endpoint's `marked` names): the request's headers and the
- * receiver's answer are shown to whoever reads the attempt, and neither's credentials may be.
+ * receiver's answer are shown to whoever reads the attempt, and neither's credentials may be. A line
+ * `byName` accepts (given its value as shown) is written as `@name`, its value left to the reader.
  */
 export function headerBlock(
   pairs: Iterable<readonly [string, string]>,
   redact: boolean,
   marked?: ReadonlySet<string>,
+  byName?: (name: string, shown: string) => boolean,
 ): string {
   let block = '';
   for (const [name, value] of pairs) {
     const shown = redact && isSensitiveHeader(name, marked) ? REDACTED : cut(value, STORED_HEADER_VALUE_LIMIT);
-    const line = `${cut(name, STORED_HEADER_NAME_LIMIT)}: ${shown}\n`;
+    // A line that its reader can tell again is kept by name only (src/domain/request-headers.ts).
+    const line = byName?.(name, shown) ? `@${name}\n` : `${cut(name, STORED_HEADER_NAME_LIMIT)}: ${shown}\n`;
     if (block.length + line.length > STORED_HEADERS_LIMIT) break;
     block += line;
   }

@@ -390,7 +390,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       const ctx = await context(request);
       const delivery = await ownDelivery(ctx, request.params.id);
       const attempts = await store.deliveries.recentAttempts(delivery.id, ATTEMPTS_WITH_ANSWERS);
-      return { ...deliveryToApi(delivery), attempts: attempts.map(attemptToApi) };
+      return { ...deliveryToApi(delivery), attempts: attempts.map((a) => attemptToApi(a, delivery.message_id)) };
     },
   );
 
