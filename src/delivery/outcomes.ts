@@ -12,7 +12,7 @@ import { storeErrorCause, storeErrorKind } from '../store/errors.js';
  * its request ends, so the wait delays only when its outcome shows in the API, never a send. SQLite records
  * on the queue thread, where a batch costs little more than its rows: no wait there.
  */
-const POSTGRES_OUTCOME_SPACING_MS = 5;
+const POSTGRES_OUTCOME_SPACING_MS = 15;
 
 /** Times an outcome is written before the attempt is left to its lease. */
 export const RECORD_TRIES = 4;
