@@ -201,6 +201,9 @@ export const STORED_HEADERS_LIMIT = 8 * 1024;
 export const STORED_HEADER_VALUE_LIMIT = 1_024;
 /** Most characters of one stored header name; a longer one is cut the same way. */
 export const STORED_HEADER_NAME_LIMIT = 256;
+/** Begins a line kept by name only, its value left to the reader (`@name`): a header name never holds it. */
+export const BY_NAME = '@';
+
 /** What ends a name or value cut to fit. */
 export const TRUNCATED = '…';
 
@@ -224,7 +227,7 @@ export function headerBlock(
   for (const [name, value] of pairs) {
     const shown = redact && isSensitiveHeader(name, marked) ? REDACTED : cut(value, STORED_HEADER_VALUE_LIMIT);
     // A line that its reader can tell again is kept by name only (src/domain/request-headers.ts).
-    const line = byName?.(name, shown) ? `@${name}\n` : `${cut(name, STORED_HEADER_NAME_LIMIT)}: ${shown}\n`;
+    const line = byName?.(name, shown) ? `${BY_NAME}${name}\n` : `${cut(name, STORED_HEADER_NAME_LIMIT)}: ${shown}\n`;
     if (block.length + line.length > STORED_HEADERS_LIMIT) break;
     block += line;
   }

@@ -1,19 +1,18 @@
+import { BY_NAME } from './headers.js';
+
 // What an attempt keeps of the headers it sent: the lines that cannot be told again when it is read. A
 // request's headers (src/delivery/request.ts) repeat what the message and the release already say: the
 // content type and user agent are the release's, `webhook-id` is the message id, and the svix-* names copy
 // the three webhook-* values. Each such line, when it holds exactly that value, is kept as `@name` (no
 // `: `, so a reader of whole blocks, parseHeaderBlock, passes over it) and read back in its place with the
 // value it stands for: a delivery's header blocks cost their timestamps, signatures, trace context and the
-// endpoint's own headers, about half of the whole.
+// endpoint's own headers, about two thirds of the whole.
 
 /** The user agent every request is sent with. */
 export const USER_AGENT = 'Herald-Webhooks/0.1 (+https://github.com/herald-webhooks/herald)';
 
 /** The JSON body's content type. */
 export const CONTENT_TYPE = 'application/json';
-
-/** Marks a line kept by name only. A header name is an HTTP token, which never holds `@`. */
-const DERIVED = '@';
 
 /** What a derivable header's value is, from the message id and the block's own webhook-* values. */
 function derivedValue(name: string, messageId: string, own: ReadonlyMap<string, string>): string | undefined {
@@ -53,13 +52,13 @@ export function keptByName(messageId: string): (name: string, shown: string) => 
  * copies from the webhook-* lines before them (as keptByName judged them).
  */
 export function sentRequestHeaders(kept: string, messageId: string): string {
-  if (!kept.includes(DERIVED)) return kept;
+  if (!kept.includes(BY_NAME)) return kept;
   const own = new Map<string, string>();
   return kept
     .split('\n')
     .map((line) => {
-      if (line.startsWith(DERIVED)) {
-        const name = line.slice(DERIVED.length);
+      if (line.startsWith(BY_NAME)) {
+        const name = line.slice(BY_NAME.length);
         const value = derivedValue(name.toLowerCase(), messageId, own);
         return value === undefined ? line : `${name}: ${value}`;
       }

@@ -414,8 +414,8 @@ export abstract class QueueDriver {
     for (const { change, ids, firsts } of sameChanges(plan.deliveries)) {
       const { attemptsAdded, queue, ...counters } = change;
       const fields = { ...counters, ...queue };
-      const counted = attemptsAdded > 0 ? { attempt_count: sql<number>`attempt_count + ${attemptsAdded}` } : {};
       if (firsts.length === 0) {
+        const counted = attemptsAdded > 0 ? { attempt_count: sql<number>`attempt_count + ${attemptsAdded}` } : {};
         for (const part of chunks(ids))
           await trx
             .updateTable('deliveries')

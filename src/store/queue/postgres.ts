@@ -7,6 +7,7 @@ import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
 import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
+import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
 import { changedBySuccess } from './statements.js';
@@ -96,8 +97,12 @@ export class PostgresQueue extends QueueDriver {
     attemptsAdded: number,
     firsts: readonly PlannedAttempt[],
   ) {
-    const value = (key: keyof PlannedAttempt, type: 'text' | 'bigint') =>
-      sql<never>`cast(j.value ->> ${sql.lit(key)} as ${sql.raw(type)})`;
+    const recorded = Object.fromEntries(
+      FIRST_ATTEMPT_COLUMNS.map(([column, from, type]) => [
+        column,
+        sql<never>`cast(j.value ->> ${sql.lit(from)} as ${sql.raw(type)})`,
+      ]),
+    );
     for (const part of chunks([...firsts]))
       await trx
         .updateTable('deliveries')
@@ -105,13 +110,7 @@ export class PostgresQueue extends QueueDriver {
         .set({
           ...fields,
           attempt_count: sql<number>`attempt_count + ${attemptsAdded}`,
-          first_attempt_id: value('id', 'text'),
-          first_attempt_at: value('created_at', 'bigint'),
-          first_duration_ms: value('duration_ms', 'bigint'),
-          first_response_status: value('response_status', 'bigint'),
-          first_response_body: value('response_body', 'text'),
-          first_request_headers: value('request_headers', 'text'),
-          first_response_headers: value('response_headers', 'text'),
+          ...recorded,
         })
         .whereRef('deliveries.id', '=', sql<string>`cast(j.value ->> 'delivery_id' as text)`)
         .execute();

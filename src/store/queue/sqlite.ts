@@ -4,17 +4,7 @@ import { chunks, type Executor } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope } from './types.js';
 import { deliveryStatesById, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, loadInputs } from './inputs.js';
-
-/** The first-attempt columns of a delivery, each with the attempt's field it takes. */
-const FIRST_COLUMNS: [column: string, from: keyof PlannedAttempt][] = [
-  ['first_attempt_id', 'id'],
-  ['first_attempt_at', 'created_at'],
-  ['first_duration_ms', 'duration_ms'],
-  ['first_response_status', 'response_status'],
-  ['first_response_body', 'response_body'],
-  ['first_request_headers', 'request_headers'],
-  ['first_response_headers', 'response_headers'],
-];
+import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 
 /** writeFirsts' statement text by the fields it sets (a handful of shapes: the plan's changes of a success). */
 const FIRST_TEXTS = new Map<string, string>();
@@ -65,7 +55,7 @@ export class SqliteQueue extends QueueDriver {
       const set = [
         ...names.map((name) => `"${name}" = ?`),
         '"attempt_count" = "attempt_count" + ?',
-        ...FIRST_COLUMNS.map(([column]) => `"${column}" = ?`),
+        ...FIRST_ATTEMPT_COLUMNS.map(([column]) => `"${column}" = ?`),
       ];
       text = `update "deliveries" set ${set.join(', ')} where "id" = ?`;
       FIRST_TEXTS.set(key, text);
@@ -73,7 +63,11 @@ export class SqliteQueue extends QueueDriver {
     const common = [...names.map((name) => fields[name]), attemptsAdded];
     for (const first of firsts)
       await trx.executeQuery(
-        CompiledQuery.raw(text, [...common, ...FIRST_COLUMNS.map(([, from]) => first[from]), first.delivery_id]),
+        CompiledQuery.raw(text, [
+          ...common,
+          ...FIRST_ATTEMPT_COLUMNS.map(([, from]) => first[from]),
+          first.delivery_id,
+        ]),
       );
   }
 
