@@ -79,6 +79,11 @@ export interface Config {
   metricsToken: string | null;
   /** HERALD_METRICS_PORT: where a `worker` process serves /metrics (0: any free port); null: not served. */
   metricsPort: number | null;
+  /**
+   * HERALD_KAFKA_IDEMPOTENT: Kafka destinations publish with an idempotent producer (true, the default); false
+   * for clusters that do not grant it (IDEMPOTENT_WRITE) or cannot answer its producer id.
+   */
+  kafkaIdempotent: boolean;
   /** HERALD_OUTBOUND_PROXY: the forward proxy every delivery leaves through (http://[user:pass@]host:port); null: direct. */
   outboundProxy: string | null;
   /** HERALD_NO_PROXY: receivers reached directly although a proxy is set (hosts, domain suffixes, addresses, CIDRs). */
@@ -433,6 +438,7 @@ export function loadConfig(env: Env = process.env): Config {
     authFailureLimit: integer(env, 'HERALD_AUTH_FAILURE_LIMIT', 20, 1, 1_000_000),
     metricsToken: metricsToken(env),
     metricsPort: metricsPort(env),
+    kafkaIdempotent: oneOf(env, 'HERALD_KAFKA_IDEMPOTENT', 'true', ['true', 'false']) === 'true',
     outboundProxy: outboundProxy(env),
     noProxy: noProxy(env),
     trustProxy: trustProxy(env),

@@ -2960,6 +2960,8 @@ export interface paths {
                          *             "audience": null,
                          *             "client_auth": "basic"
                          *           },
+                         *           "type": "http",
+                         *           "config": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -3027,6 +3029,12 @@ export interface paths {
                                     scope: string | null;
                                     audience: string | null;
                                     client_auth: "basic" | "post";
+                                } | null;
+                                /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                                type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                                /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                                config: {
+                                    [key: string]: unknown;
                                 } | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -3140,7 +3148,7 @@ export interface paths {
                      */
                     "application/json": {
                         app_id: string;
-                        /** @description Receiver URL; https in Live mode */
+                        /** @description Receiver URL; https in Live mode. For a destination, the broker's or bucket's address */
                         url: string;
                         description?: string;
                         /** @description Event types to receive; omitted or empty receives every event type */
@@ -3186,6 +3194,12 @@ export interface paths {
                             audience?: string | null;
                             /** @description basic (default): client_secret_basic; post: the id and secret in the form body */
                             client_auth?: "basic" | "post";
+                        } | null;
+                        /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                        type?: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                        /** @description A destination's settings by its type (docs/destinations.md); secrets sent back as "<redacted>" keep the stored ones. Not for http */
+                        config?: {
+                            [key: string]: unknown;
                         } | null;
                     };
                 };
@@ -3236,6 +3250,8 @@ export interface paths {
                          *         "audience": null,
                          *         "client_auth": "basic"
                          *       },
+                         *       "type": "http",
+                         *       "config": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -3297,6 +3313,12 @@ export interface paths {
                                 scope: string | null;
                                 audience: string | null;
                                 client_auth: "basic" | "post";
+                            } | null;
+                            /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                            type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                            /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                            config: {
+                                [key: string]: unknown;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3547,6 +3569,8 @@ export interface paths {
                          *         "audience": null,
                          *         "client_auth": "basic"
                          *       },
+                         *       "type": "http",
+                         *       "config": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -3607,6 +3631,12 @@ export interface paths {
                                 scope: string | null;
                                 audience: string | null;
                                 client_auth: "basic" | "post";
+                            } | null;
+                            /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                            type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                            /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                            config: {
+                                [key: string]: unknown;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3904,7 +3934,7 @@ export interface paths {
                      *     }
                      */
                     "application/json": {
-                        /** @description Receiver URL; https in Live mode */
+                        /** @description Receiver URL; https in Live mode. For a destination, the broker's or bucket's address */
                         url?: string;
                         description?: string;
                         /** @description Event types to receive; omitted or empty receives every event type */
@@ -3951,6 +3981,12 @@ export interface paths {
                             audience?: string | null;
                             /** @description basic (default): client_secret_basic; post: the id and secret in the form body */
                             client_auth?: "basic" | "post";
+                        } | null;
+                        /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                        type?: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                        /** @description A destination's settings by its type (docs/destinations.md); secrets sent back as "<redacted>" keep the stored ones. Not for http */
+                        config?: {
+                            [key: string]: unknown;
                         } | null;
                     };
                 };
@@ -4001,6 +4037,8 @@ export interface paths {
                          *         "audience": null,
                          *         "client_auth": "basic"
                          *       },
+                         *       "type": "http",
+                         *       "config": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -4061,6 +4099,12 @@ export interface paths {
                                 scope: string | null;
                                 audience: string | null;
                                 client_auth: "basic" | "post";
+                            } | null;
+                            /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                            type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                            /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                            config: {
+                                [key: string]: unknown;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -4717,6 +4761,8 @@ export interface paths {
                          *           "public_key": null,
                          *           "tls": null,
                          *           "auth": null,
+                         *           "type": "http",
+                         *           "config": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -4784,6 +4830,12 @@ export interface paths {
                                     scope: string | null;
                                     audience: string | null;
                                     client_auth: "basic" | "post";
+                                } | null;
+                                /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                                type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                                /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                                config: {
+                                    [key: string]: unknown;
                                 } | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -4891,7 +4943,7 @@ export interface paths {
                      *     }
                      */
                     "application/json": {
-                        /** @description Receiver URL; https in Live mode */
+                        /** @description Receiver URL; https in Live mode. For a destination, the broker's or bucket's address */
                         url: string;
                         description?: string;
                         /** @description Operational events to receive; omitted or empty receives all of them */
@@ -4935,6 +4987,8 @@ export interface paths {
                          *       "public_key": null,
                          *       "tls": null,
                          *       "auth": null,
+                         *       "type": "http",
+                         *       "config": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -4996,6 +5050,12 @@ export interface paths {
                                 scope: string | null;
                                 audience: string | null;
                                 client_auth: "basic" | "post";
+                            } | null;
+                            /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                            type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                            /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                            config: {
+                                [key: string]: unknown;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -5357,7 +5417,7 @@ export interface paths {
                      *     }
                      */
                     "application/json": {
-                        /** @description Receiver URL; https in Live mode */
+                        /** @description Receiver URL; https in Live mode. For a destination, the broker's or bucket's address */
                         url?: string;
                         description?: string;
                         /** @description Operational events to receive; omitted or empty receives all of them */
@@ -5402,6 +5462,8 @@ export interface paths {
                          *       "public_key": null,
                          *       "tls": null,
                          *       "auth": null,
+                         *       "type": "http",
+                         *       "config": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5462,6 +5524,12 @@ export interface paths {
                                 scope: string | null;
                                 audience: string | null;
                                 client_auth: "basic" | "post";
+                            } | null;
+                            /** @description http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation */
+                            type: "http" | "rabbitmq" | "nats" | "redis" | "mqtt" | "kafka" | "sqs" | "s3";
+                            /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
+                            config: {
+                                [key: string]: unknown;
                             } | null;
                             /** Format: date-time */
                             created_at: string;

@@ -8,12 +8,14 @@ import { Filter, ListOf, pageQuery } from './schemas/pagination.js';
 import { Description } from './schemas/fields.js';
 import {
   ContentFilter,
+  DestinationConfig,
   Endpoint,
   EndpointAuthInput,
   EndpointChannels,
   EndpointHeaders,
   EndpointSensitiveHeaders,
   EndpointTlsInput,
+  EndpointTypeField,
   EndpointUid,
   EndpointWithSecret,
   FilterTestAnswer,
@@ -26,10 +28,15 @@ import {
   SignatureType,
 } from './schemas/endpoints.js';
 import { iso, list } from './serialize.js';
-import { checkEndpointInput, createEndpoint, enterpriseSettings, uidChecked } from './shared/endpoint-input.js';
+import {
+  checkEndpointInput,
+  createEndpoint,
+  destinationSettings,
+  enterpriseSettings,
+  uidChecked,
+} from './shared/endpoint-input.js';
 import { endpointView, withSecret } from './shared/endpoint-view.js';
 import { filterTest } from './shared/filter-test.js';
-import { REDACTED } from '../domain/headers.js';
 
 export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
   const view = endpointView(store);
@@ -72,6 +79,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             filter: Type.Optional(Nullable(ContentFilter)),
             tls: Type.Optional(Nullable(EndpointTlsInput)),
             auth: Type.Optional(Nullable(EndpointAuthInput)),
+            type: Type.Optional(EndpointTypeField),
+            config: Type.Optional(Nullable(DestinationConfig)),
           },
           {
             examples: [
@@ -94,6 +103,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       const scope = scopeOf(request);
       const body = request.body;
       await checkEndpointInput(store, config, scope, body);
+      const destination = destinationSettings(store, config, scope, body, undefined);
       const { tls, auth } = enterpriseSettings(store, config, scope, body, undefined);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
@@ -112,6 +122,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         filter: body.filter,
         tls,
         auth,
+        destination,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -158,6 +169,8 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             filter: Type.Optional(Nullable(ContentFilter)),
             tls: Type.Optional(Nullable(EndpointTlsInput)),
             auth: Type.Optional(Nullable(EndpointAuthInput)),
+            type: Type.Optional(EndpointTypeField),
+            config: Type.Optional(Nullable(DestinationConfig)),
           },
           { examples: [{ event_types: ['invoice.paid', 'invoice.refunded'], rate_limit: 100 }] },
         ),
@@ -166,7 +179,9 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
     },
     async (request) => {
       const scope = scopeOf(request);
-      await checkEndpointInput(store, config, scope, request.body);
+      const current = await store.endpoints.get(scope, request.params.id);
+      if (!current) throw notFound(`endpoint ${request.params.id}`);
+      await checkEndpointInput(store, config, scope, { ...request.body, type: current.type });
       const {
         url,
         description,
@@ -184,14 +199,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       // Receivers verify one kind of signature: a change of kind is a new endpoint, not an update.
       if (signature_type !== undefined)
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
-      // The stored key or secret is read only when a "<redacted>" stands for it.
-      const keeps = request.body.tls?.client_key === REDACTED || request.body.auth?.client_secret === REDACTED;
-      const current = keeps ? await store.endpoints.get(scope, request.params.id) : undefined;
-      if (keeps && !current) throw notFound(`endpoint ${request.params.id}`);
+      const destination = destinationSettings(store, config, scope, request.body, current);
       const { tls, auth } = enterpriseSettings(store, config, scope, request.body, current);
       const row = await uidChecked(() =>
         store.endpoints.update(scope, request.params.id, {
-          url,
+          // A destination's URL comes checked, without its password, with its settings.
+          url: current.type === 'http' ? url : undefined,
           description,
           eventTypes: event_types,
           status,
@@ -204,6 +217,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           filter,
           tls,
           auth,
+          destination: destination?.checked,
         }),
       );
       if (!row) throw notFound(`endpoint ${request.params.id}`);

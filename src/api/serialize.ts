@@ -14,6 +14,8 @@ import { messageTrace } from '../domain/trace-context.js';
 import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
 import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
+import { isDestinationType, shownConfig, shownUrl } from '../domain/destinations.js';
+import type { StoredDestination } from '../store/endpoints.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
@@ -68,7 +70,7 @@ export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, s
   object: 'endpoint' as const,
   app_id: e.app_id,
   uid: e.uid,
-  url: e.url,
+  url: shownEndpointUrl(e),
   status: e.status,
   event_types: JSON.parse(e.event_types) as string[],
   channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
@@ -82,9 +84,24 @@ export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, s
   public_key: e.public_key,
   tls: tlsToApi(e),
   auth: e.auth === null ? null : shownAuth(JSON.parse(e.auth) as AuthSettings),
+  type: e.type,
+  config: destinationToApi(e),
   created_at: iso(e.created_at),
   updated_at: iso(e.updated_at),
 });
+
+/** A destination's settings as reads show them: every field, its secrets redacted. */
+function destinationToApi(e: EndpointRow) {
+  if (e.destination === null || !isDestinationType(e.type)) return null;
+  const { settings, sealed } = JSON.parse(e.destination) as StoredDestination;
+  return shownConfig(e.type, settings, sealed);
+}
+
+/** An endpoint's URL as reads show it: a destination's stored password as "<redacted>". */
+function shownEndpointUrl(e: EndpointRow): string {
+  if (e.destination === null) return e.url;
+  return shownUrl(e.url, (JSON.parse(e.destination) as StoredDestination).sealed.includes('password'));
+}
 
 /** An endpoint's TLS settings as reads show them: the client key redacted, the certificate's expiry added. */
 function tlsToApi(e: EndpointRow) {

@@ -3,7 +3,9 @@ import type { Config } from '../config.js';
 import type { Store } from '../store/index.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue/index.js';
 import { randomToken } from '../domain/ids.js';
-import { Sender } from './sender.js';
+import { Sender, type SendResult } from './sender.js';
+import { Publishers } from './destinations/index.js';
+import { namesAppUid } from '../domain/destinations.js';
 import { shownRequestHeaders, signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
 import { type Lane, Lanes } from './lanes.js';
@@ -58,6 +60,10 @@ export function wavesHeld(config: Config): number {
 export class DeliveryWorker {
   readonly owner = `wrk_${randomToken(12)}`;
   private readonly sender: Sender;
+  /** Connections to the destinations that are not HTTP receivers (src/delivery/destinations/). */
+  private readonly publishers: Publishers;
+  /** Applications' uids as read for destination templates, each for ENDPOINT_FRESH_MS. */
+  private readonly appUids = new Map<string, { at: number; read: Promise<string | null> }>();
   private readonly outcomes: Outcomes;
   /** A lane per endpoint this worker holds attempts of, is topping up, or has paused. */
   private readonly lanes: Lanes;
@@ -111,6 +117,11 @@ export class DeliveryWorker {
       outboundProxy: config.outboundProxy,
       noProxy: config.noProxy,
     });
+    this.publishers = new Publishers({
+      attemptTimeoutMs: config.attemptTimeoutMs,
+      ssrfAllow: config.ssrfAllow,
+      kafkaIdempotent: config.kafkaIdempotent,
+    });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
   }
 
@@ -158,7 +169,7 @@ export class DeliveryWorker {
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
     while (this.claimed > 0 && Date.now() < deadline)
       await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
-    await this.sender.close();
+    await Promise.all([this.sender.close(), this.publishers.close()]);
   }
 
   /** Attempts claimed and not yet recorded (for tests and metrics). */
@@ -336,7 +347,7 @@ export class DeliveryWorker {
         if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null)
           return await this.cannotSign(task, lane);
         result = await this.send(input);
-        this.metrics?.attempted(result, input.delivery.messageId);
+        this.metrics?.attempted(result, input.delivery.messageId, input.endpoint?.destination?.type ?? 'http');
         const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
         if (pauseMs !== null) this.pauseLane(lane, pauseMs);
         // Recording needs no payload: let it go now rather than when the outcome's batch is written.
@@ -380,6 +391,18 @@ export class DeliveryWorker {
       this.endpointReads.set(claimed.id, entry);
     }
     return cached.read.catch(() => claimed);
+  }
+
+  /** An application's uid (a destination template names it), read at most once per ENDPOINT_FRESH_MS. */
+  private appUid(appId: string): Promise<string | null> {
+    const now = performance.now();
+    let cached = this.appUids.get(appId);
+    if (!cached || now - cached.at > ENDPOINT_FRESH_MS) {
+      if (this.appUids.size >= 1_000) this.appUids.clear();
+      cached = { at: now, read: this.store.applications.uidOf(appId).catch(() => null) };
+      this.appUids.set(appId, cached);
+    }
+    return cached.read;
   }
 
   /**
@@ -429,7 +452,20 @@ export class DeliveryWorker {
       Date.now(),
       { traceparent: span.traceparent, tracestate: trace.tracestate },
     );
-    const result = await this.sender.send(request);
+    const destination = input.endpoint.destination;
+    const result: SendResult = destination
+      ? await this.publishers.publish(destination, request, {
+          id: input.delivery.messageId,
+          eventType: input.delivery.eventType,
+          values: {
+            event_type: input.delivery.eventType,
+            app_id: input.endpoint.appId ?? '',
+            app_uid: namesAppUid(destination.settings) ? ((await this.appUid(input.endpoint.appId ?? '')) ?? '') : '',
+            endpoint_id: input.endpoint.id,
+            message_id: input.delivery.messageId,
+          },
+        })
+      : await this.sender.send(request);
     span.end(result);
     const requestHeaders = shownRequestHeaders(request, input.delivery.messageId, input.endpoint.sensitiveHeaders);
     return { ...result, requestHeaders, at: Date.now() };

@@ -40,6 +40,8 @@ export interface OperationalData {
   app_id: string;
   app_uid: string | null;
   endpoint_id: string;
+  /** `http`, or the destination's type. */
+  endpoint_type: string;
   message_id?: string;
   delivery_id?: string;
   trigger?: DisableTrigger;
@@ -63,6 +65,8 @@ export interface Subject {
   appId: string;
   appUid: string | null;
   endpointId: string;
+  /** `http`, or the kind of destination (src/domain/destinations.ts): every event about it says which. */
+  endpointType: string;
 }
 
 /** The public name of each of the outcome planner's events. */
@@ -98,6 +102,7 @@ export function endpointOccurrence(
       app_id: subject.appId,
       app_uid: subject.appUid,
       endpoint_id: subject.endpointId,
+      endpoint_type: subject.endpointType,
       ...(trigger ? { trigger } : {}),
     },
   };
@@ -159,6 +164,7 @@ export function outcomeOccurrences(
         app_id: subject.appId,
         app_uid: subject.appUid,
         endpoint_id: subject.endpointId,
+        endpoint_type: subject.endpointType,
         message_id: messageId,
         delivery_id: event.deliveryId,
         ...(lastAttempt ? { last_attempt: lastAttempt } : {}),

@@ -34,17 +34,33 @@ export function endpointUrlProblem(
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'url must use http or https';
   if (livemode && url.protocol !== 'https:') return 'url must use https in Live mode';
   if (url.username !== '' || url.password !== '') return 'url must not contain a user name or password';
+  return hostProblem(url.hostname, 'url', livemode, allowList, publicOnly, testNetwork);
+}
+
+/**
+ * Checks a host an endpoint connects to (its URL's, or a broker's) when it is written, and returns why it is
+ * refused (or null), naming `field`: under `publicOnly` (Live, a portal's choice, or HERALD_TEST_NETWORK=public)
+ * not localhost nor a non-public address; otherwise not link-local. Names are checked again at connect time.
+ */
+export function hostProblem(
+  hostname: string,
+  field: string,
+  livemode: boolean,
+  allowList: string[],
+  publicOnly = livemode,
+  testNetwork: TestNetwork = 'private',
+): string | null {
   // A trailing dot names the same host (`localhost.` is localhost), so it is judged without it.
-  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
+  const host = hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (allowList.includes(host)) return null;
   // Only the test network's rule holds this endpoint to public addresses: the answer names that rule.
   const byTestNetwork = !publicOnly && testNetwork === 'public';
   if ((publicOnly || byTestNetwork) && (host === 'localhost' || host.endsWith('.localhost'))) {
-    return `url must not point at localhost ${livemode ? 'in Live mode' : byTestNetwork ? `(${TEST_NETWORK_RULE})` : '(endpoints added in a customer portal must reach public addresses)'}`;
+    return `${field} must not point at localhost ${livemode ? 'in Live mode' : byTestNetwork ? `(${TEST_NETWORK_RULE})` : '(endpoints added in a customer portal must reach public addresses)'}`;
   }
   // WHATWG URL parsing already turned numeric forms such as 2130706433 or 0x7f.1 into dotted IPv4.
   const refused = isIP(host) ? refusedAddress(host, host, publicOnly || byTestNetwork, allowList) : null;
   if (refused && byTestNetwork)
-    return `url must not point at a non-public (private or reserved) address ${host} (${TEST_NETWORK_RULE})`;
-  return refused && `url must not point at a ${refused}`;
+    return `${field} must not point at a non-public (private or reserved) address ${host} (${TEST_NETWORK_RULE})`;
+  return refused && `${field} must not point at a ${refused}`;
 }

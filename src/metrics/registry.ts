@@ -31,7 +31,8 @@ function processMetrics(): Registry {
 
 /** What the delivery worker reports: each attempt made, as it is made. */
 export interface AttemptMetrics {
-  attempted(result: AttemptResult, messageId: string): void;
+  /** `type`: the endpoint's (`http`, or a destination's). */
+  attempted(result: AttemptResult, messageId: string, type: string): void;
 }
 
 /** `2xx` … `5xx` for an answer, `error` when there was none (timeout, refused connection, nothing sent). */
@@ -57,8 +58,8 @@ export class Metrics implements AttemptMetrics {
   });
   readonly deliveryAttempts = new Counter({
     name: 'herald_delivery_attempts_total',
-    help: 'Delivery attempts made, by outcome and by class of the HTTP status (error: no answer)',
-    labelNames: ['outcome', 'status_class'] as const,
+    help: "Delivery attempts made, by outcome, by class of the HTTP status (error: no answer; none: a destination's, which has no HTTP status) and by endpoint type",
+    labelNames: ['outcome', 'status_class', 'type'] as const,
     registers: this.registers,
   });
   readonly attemptDuration = new Histogram({
@@ -112,10 +113,11 @@ export class Metrics implements AttemptMetrics {
     (livemode ? this.emittedIn.live : this.emittedIn.test).inc();
   }
 
-  attempted(result: AttemptResult, messageId: string): void {
+  attempted(result: AttemptResult, messageId: string, type: string): void {
     this.deliveryAttempts.inc({
       outcome: result.ok ? 'success' : 'failure',
-      status_class: statusClass(result.responseStatus),
+      status_class: type === 'http' ? statusClass(result.responseStatus) : 'none',
+      type,
     });
     this.attemptDuration.observe(result.durationMs / 1000);
     if (!result.ok) return;

@@ -83,6 +83,12 @@ export class Applications {
       .executeTakeFirst();
   }
 
+  /** An application's uid by its id (null: none set, or the application is gone). */
+  async uidOf(id: string): Promise<string | null> {
+    const row = await this.ctx.db.selectFrom('applications').select('uid').where('id', '=', id).executeTakeFirst();
+    return row?.uid ?? null;
+  }
+
   /** The application a portal token opens: its own token, or a portal link's that has not expired. */
   async getByPortalToken(token: string): Promise<ApplicationRow | undefined> {
     const hash = hashToken(token);
@@ -182,9 +188,10 @@ export class Applications {
     await this.ctx.db.transaction().execute(async (trx) => {
       // Endpoints first, in id order, then their tasks and deliveries: the store's lock order
       // (src/store/queue/postgres.ts).
-      let endpoints = trx.selectFrom('endpoints').select('id').where('app_id', '=', current.id).orderBy('id');
+      let endpoints = trx.selectFrom('endpoints').select(['id', 'type']).where('app_id', '=', current.id).orderBy('id');
       if (this.ctx.dialect === 'postgres') endpoints = endpoints.forUpdate();
-      const endpointIds = (await endpoints.execute()).map((r) => r.id);
+      const deleted = await endpoints.execute();
+      const endpointIds = deleted.map((r) => r.id);
       const now = this.ctx.now();
       await book.stopEndpoints(trx, endpointIds, 'failed', now);
       await forgetEndpoints(trx, endpointIds);
@@ -195,10 +202,17 @@ export class Applications {
       queued = await raiseOccurrences(
         trx,
         this.raise,
-        endpointIds.map((endpointId) =>
+        deleted.map((endpoint) =>
           endpointOccurrence(
             'endpoint.deleted',
-            { orgId: current.org_id, livemode: current.livemode, appId: current.id, appUid: current.uid, endpointId },
+            {
+              orgId: current.org_id,
+              livemode: current.livemode,
+              appId: current.id,
+              appUid: current.uid,
+              endpointId: endpoint.id,
+              endpointType: endpoint.type,
+            },
             now,
           ),
         ),

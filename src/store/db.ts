@@ -30,6 +30,7 @@ import * as enterpriseReceivers from './migrations/018_enterprise_receivers.js';
 import * as attemptHeaders from './migrations/019_attempt_headers.js';
 import * as queueOnDeliveries from './migrations/020_queue_on_deliveries.js';
 import * as firstAttemptOnDelivery from './migrations/021_first_attempt_on_delivery.js';
+import * as destinations from './migrations/022_destinations.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -71,6 +72,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '019_attempt_headers': attemptHeaders,
   '020_queue_on_deliveries': queueOnDeliveries,
   '021_first_attempt_on_delivery': firstAttemptOnDelivery,
+  '022_destinations': destinations,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -18,6 +18,12 @@ import {
   shownHeaders,
 } from '../domain/headers.js';
 import type { TlsSettings } from '../domain/pem.js';
+import type {
+  CheckedDestination,
+  DestinationSecrets,
+  DestinationSettings,
+  DestinationType,
+} from '../domain/destinations.js';
 import type { AuthSettings } from '../domain/endpoint-auth.js';
 import type { Ordering } from '../domain/fifo.js';
 import type { EndpointHealth } from '../domain/endpoint-state.js';
@@ -67,6 +73,14 @@ export interface EndpointInput {
   tls?: TlsSettings | null | undefined;
   /** A checked OAuth2 client and its secret (checkedAuth); null or absent: none. */
   auth?: EndpointAuth | null | undefined;
+  /** A broker or bucket instead of an HTTP receiver (checkedDestination; its `url` replaces `url`). */
+  destination?: { type: DestinationType; checked: CheckedDestination } | undefined;
+}
+
+/** A destination's stored settings and the names of its sealed secrets (the `destination` column). */
+export interface StoredDestination {
+  settings: DestinationSettings;
+  sealed: string[];
 }
 
 /** An endpoint's OAuth2 client with its secret in plaintext, as create and update take it. */
@@ -99,6 +113,8 @@ export interface EndpointChanges {
   tls?: TlsSettings | null | undefined;
   /** The whole new OAuth2 client (checkedAuth, a kept secret already in it); null removes it. */
   auth?: EndpointAuth | null | undefined;
+  /** The destination's new URL and settings (checkedDestination, kept secrets already in them). */
+  destination?: CheckedDestination | undefined;
 }
 
 /**
@@ -132,7 +148,10 @@ const SEALED_COLUMNS = [
   'headers_sealed',
   'tls_client_key_sealed',
   'auth_secret_sealed',
+  'destination_sealed',
 ] as const;
+
+const NO_DESTINATION = { destination: null, destination_sealed: null } as const;
 
 export class EndpointUidTakenError extends Error {
   constructor(uid: string) {
@@ -175,7 +194,7 @@ export class Endpoints {
    */
   private async raiseAbout(
     trx: Executor,
-    row: Pick<EndpointRow, 'id' | 'org_id' | 'livemode' | 'app_id' | 'operational'>,
+    row: Pick<EndpointRow, 'id' | 'org_id' | 'livemode' | 'app_id' | 'operational' | 'type'>,
     appUid: string | null,
     happened: {
       type: 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.disabled';
@@ -184,7 +203,14 @@ export class Endpoints {
     now: number,
   ): Promise<number> {
     if (row.operational === 1 || happened.length === 0) return 0;
-    const subject = { orgId: row.org_id, livemode: row.livemode, appId: row.app_id, appUid, endpointId: row.id };
+    const subject = {
+      orgId: row.org_id,
+      livemode: row.livemode,
+      appId: row.app_id,
+      appUid,
+      endpointId: row.id,
+      endpointType: row.type,
+    };
     return raiseOccurrences(
       trx,
       this.raise,
@@ -243,6 +269,8 @@ export class Endpoints {
       svix_headers: input.svixHeaders ? 1 : 0,
       ...this.tlsColumns(input.tls ?? null),
       ...this.authColumns(input.auth ?? null),
+      type: input.destination?.type ?? 'http',
+      ...(input.destination ? this.destinationColumns(input.destination.checked) : NO_DESTINATION),
       created_at: now,
       updated_at: now,
     };
@@ -283,7 +311,8 @@ export class Endpoints {
   async list(
     scope: Scope,
     page: PageRequest,
-    filter: { appId?: string | undefined; operational?: boolean } = {},
+    /** `httpOnly`: HTTP receivers alone (the Svix-compatible surface serves no destination). */
+    filter: { appId?: string | undefined; operational?: boolean; httpOnly?: boolean } = {},
   ): Promise<Page<EndpointRow>> {
     let query = this.ctx.db
       .selectFrom('endpoints')
@@ -292,6 +321,7 @@ export class Endpoints {
       .where('livemode', '=', liveFlag(scope))
       .where('operational', '=', filter.operational ? 1 : 0);
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
+    if (filter.httpOnly) query = query.where('type', '=', 'http');
     const ascending = page.order === 'asc';
     if (page.cursor) query = query.where('id', ascending ? '>' : '<', page.cursor);
     return toPage(
@@ -393,6 +423,7 @@ export class Endpoints {
         svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
         ...(changes.tls === undefined ? {} : this.tlsColumns(changes.tls)),
         ...(changes.auth === undefined ? {} : this.authColumns(changes.auth)),
+        ...(changes.destination === undefined ? {} : this.destinationColumns(changes.destination)),
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -427,6 +458,8 @@ export class Endpoints {
             tls_client_cert_not_after: next.tls_client_cert_not_after,
             auth: next.auth,
             auth_secret_sealed: next.auth_secret_sealed,
+            destination: next.destination,
+            destination_sealed: next.destination_sealed,
             ...health,
             updated_at: now,
           })
@@ -468,7 +501,7 @@ export class Endpoints {
         .where('livemode', '=', liveFlag(scope))
         .where('operational', '=', operational ? 1 : 0)
         .where('id', '=', id)
-        .returning(['id', 'org_id', 'livemode', 'app_id', 'operational'])
+        .returning(['id', 'org_id', 'livemode', 'app_id', 'operational', 'type'])
         .executeTakeFirst();
       if (!row) return false;
       const now = this.ctx.now();
@@ -612,6 +645,28 @@ export class Endpoints {
       auth: auth ? JSON.stringify(auth.settings) : null,
       auth_secret_sealed: auth ? this.secrets.seal(auth.secret) : null,
     };
+  }
+
+  /** The columns of a destination: its URL without password, its settings, its secrets sealed. */
+  private destinationColumns(checked: CheckedDestination) {
+    const sealed = Object.keys(checked.secrets);
+    return {
+      url: checked.url,
+      destination: JSON.stringify({ settings: checked.settings, sealed } satisfies StoredDestination),
+      destination_sealed: sealed.length > 0 ? this.secrets.seal(JSON.stringify(checked.secrets)) : null,
+    };
+  }
+
+  /** A destination's settings and the names of its secrets; null for an HTTP endpoint. */
+  destinationOf(row: Pick<EndpointRow, 'destination'>): StoredDestination | null {
+    return row.destination === null ? null : (JSON.parse(row.destination) as StoredDestination);
+  }
+
+  /** A destination's secrets, opened (throws when sealed under another HERALD_SECRET_KEY). */
+  destinationSecrets(row: Pick<EndpointRow, 'destination_sealed'>): DestinationSecrets {
+    return row.destination_sealed === null
+      ? {}
+      : (JSON.parse(this.secrets.open(row.destination_sealed)) as DestinationSecrets);
   }
 
   /** The endpoint's client key, opened; null without one (throws when sealed under another HERALD_SECRET_KEY). */

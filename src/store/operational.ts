@@ -158,7 +158,14 @@ export async function subjectsOf(db: Executor, endpointIds: readonly string[]): 
     const rows = await db
       .selectFrom('endpoints')
       .innerJoin('applications', 'applications.id', 'endpoints.app_id')
-      .select(['endpoints.id', 'endpoints.org_id', 'endpoints.livemode', 'endpoints.app_id', 'applications.uid'])
+      .select([
+        'endpoints.id',
+        'endpoints.org_id',
+        'endpoints.livemode',
+        'endpoints.app_id',
+        'endpoints.type',
+        'applications.uid',
+      ])
       .where('endpoints.id', 'in', part)
       .where('endpoints.operational', '=', 0)
       .execute();
@@ -169,6 +176,7 @@ export async function subjectsOf(db: Executor, endpointIds: readonly string[]): 
         appId: row.app_id,
         appUid: row.uid,
         endpointId: row.id,
+        endpointType: row.type,
       });
   }
   return subjects;

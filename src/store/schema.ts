@@ -2,6 +2,7 @@ import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { Ordering } from '../domain/fifo.js';
 import type { QueueColumns } from '../domain/queue-slot.js';
 import type { SignatureType } from '../domain/secrets.js';
+import type { EndpointType } from '../domain/destinations.js';
 import type {
   AttemptStatus,
   AttemptTrigger,
@@ -121,6 +122,12 @@ export interface EndpointRow {
   auth: string | null;
   /** The OAuth2 client secret, sealed with HERALD_SECRET_KEY. */
   auth_secret_sealed: string | null;
+  /** `http`, or the kind of broker or bucket its messages are published to (src/domain/destinations.ts). */
+  type: EndpointType;
+  /** A destination's settings as JSON ({settings, sealed: the names of the secrets stored}); null for http. */
+  destination: string | null;
+  /** A destination's secrets (DestinationSecrets) as JSON, sealed with HERALD_SECRET_KEY; null: none. */
+  destination_sealed: string | null;
   created_at: number;
   updated_at: number;
 }

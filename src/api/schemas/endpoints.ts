@@ -6,11 +6,42 @@ import { ChannelName, EndpointUrl, EventTypeNames } from './fields.js';
 // (filter-test, rotate-secret).
 
 /** The endpoint URL as the native surface documents it. */
-export const ReceiverUrl = described(EndpointUrl, 'Receiver URL; https in Live mode');
+export const ReceiverUrl = described(
+  EndpointUrl,
+  "Receiver URL; https in Live mode. For a destination, the broker's or bucket's address",
+);
 /** The event types an endpoint receives, as the native surface documents them. */
 export const ReceivedEventTypes = described(
   EventTypeNames,
   'Event types to receive; omitted or empty receives every event type',
+);
+
+/** An endpoint's kind: an HTTP receiver, or a broker or bucket its messages are published to. */
+export const EndpointTypeField = Type.Union(
+  [
+    Type.Literal('http'),
+    Type.Literal('rabbitmq'),
+    Type.Literal('nats'),
+    Type.Literal('redis'),
+    Type.Literal('mqtt'),
+    Type.Literal('kafka'),
+    Type.Literal('sqs'),
+    Type.Literal('s3'),
+  ],
+  {
+    description:
+      "http (the default): a receiver URL. rabbitmq, nats, redis, mqtt, kafka, sqs, s3: `url` is the broker's address and `config` the rest (docs/destinations.md). Fixed at creation",
+  },
+);
+
+/** A destination's settings as create and update take them: each type's fields are checked by name. */
+export const DestinationConfig = Type.Object(
+  {},
+  {
+    additionalProperties: true,
+    description:
+      'A destination\'s settings by its type (docs/destinations.md); secrets sent back as "<redacted>" keep the stored ones. Not for http',
+  },
 );
 
 export const RateLimit = Type.Integer({
@@ -159,6 +190,17 @@ export const endpointFields = {
       { description: 'OAuth2 client credentials the requests carry a bearer token from; null: none' },
     ),
   ),
+  type: EndpointTypeField,
+  config: Nullable(
+    Type.Object(
+      {},
+      {
+        additionalProperties: true,
+        description:
+          'A destination\'s settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http',
+      },
+    ),
+  ),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -189,6 +231,8 @@ export const endpointExample = {
     audience: null,
     client_auth: 'basic',
   },
+  type: 'http',
+  config: null,
   created_at: EXAMPLE_TIME,
   updated_at: EXAMPLE_TIME,
 };

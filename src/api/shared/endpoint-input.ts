@@ -1,5 +1,15 @@
 import { conflict, invalid } from '../errors.js';
-import { endpointUrlProblem } from '../../domain/urls.js';
+import { endpointUrlProblem, hostProblem } from '../../domain/urls.js';
+import {
+  type CheckedDestination,
+  checkedDestination,
+  type DestinationSecrets,
+  type DestinationType,
+  destinationHosts,
+  type EndpointType,
+  shownConfig,
+  shownUrl,
+} from '../../domain/destinations.js';
 import { headersProblem, sensitiveHeadersProblem } from '../../domain/headers.js';
 import { checkedTls, type TlsInput, type TlsSettings } from '../../domain/pem.js';
 import { type AuthInput, checkedAuth } from '../../domain/endpoint-auth.js';
@@ -27,6 +37,8 @@ export async function checkEndpointInput(
     headers?: Record<string, string> | undefined;
     sensitive_headers?: string[] | undefined;
     filter?: object | null | undefined;
+    /** The endpoint's type: a destination's URL is checked by destinationSettings instead. */
+    type?: EndpointType | undefined;
   },
   publicOnly = scope.livemode,
 ) {
@@ -42,7 +54,7 @@ export async function checkEndpointInput(
     const problem = filterProblem(input.filter);
     if (problem) throw invalid(problem);
   }
-  if (input.url !== undefined) {
+  if (input.url !== undefined && (input.type ?? 'http') === 'http') {
     const problem = endpointUrlProblem(input.url, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork);
     if (problem) throw invalid(problem);
   }
@@ -87,6 +99,62 @@ export function enterpriseSettings(
     }
   }
   return settings;
+}
+
+/**
+ * An endpoint's destination as given on create or update, checked (400 naming the field) and ready to
+ * store; undefined for an HTTP endpoint, or an update that changes neither `url` nor `config`. The type
+ * is fixed at creation. On update, what is not given is the stored one: `config` given replaces the whole
+ * config, and a secret (or the URL's password) sent back as "<redacted>" keeps the stored one. Every host
+ * the destination connects to is judged as an endpoint URL's host is (hostProblem).
+ */
+export function destinationSettings(
+  store: Store,
+  config: Config,
+  scope: Scope,
+  input: {
+    type?: EndpointType | undefined;
+    url?: string | undefined;
+    config?: object | null | undefined;
+    tls?: unknown;
+    auth?: unknown;
+  },
+  current: EndpointRow | undefined,
+  publicOnly = scope.livemode,
+): { type: DestinationType; checked: CheckedDestination } | undefined {
+  if (current && input.type !== undefined && input.type !== current.type)
+    throw invalid('type is fixed at creation: create a new endpoint of the other type');
+  const type = current?.type ?? input.type ?? 'http';
+  if (type === 'http') {
+    if (input.config != null) throw invalid("config is for destinations only: this endpoint's type is http");
+    return undefined;
+  }
+  if (input.tls != null || input.auth != null)
+    throw invalid(`tls and auth are for http endpoints: a ${type} endpoint's credentials go in its url or config`);
+  if (current && input.url === undefined && input.config === undefined) return undefined;
+  const stored = current ? store.endpoints.destinationOf(current) : null;
+  let secrets: DestinationSecrets = {};
+  try {
+    if (current) secrets = store.endpoints.destinationSecrets(current);
+  } catch {
+    // Sealed under another HERALD_SECRET_KEY: a "<redacted>" given back then has nothing to keep.
+  }
+  const url = input.url ?? shownUrl(current!.url, stored?.sealed.includes('password') ?? false);
+  const given =
+    (input.config as Record<string, unknown> | null | undefined) ??
+    (stored ? shownConfig(type, stored.settings, stored.sealed) : undefined);
+  const checked = checkedDestination(
+    type,
+    url,
+    given ?? undefined,
+    current && stored ? { url: current.url, settings: stored.settings, secrets } : null,
+  );
+  if (typeof checked === 'string') throw invalid(checked);
+  for (const { host, field } of destinationHosts(type, checked.url, checked.settings)) {
+    const problem = hostProblem(host, field, scope.livemode, config.ssrfAllow, publicOnly, config.testNetwork);
+    if (problem) throw invalid(problem);
+  }
+  return { type, checked };
 }
 
 /**

@@ -75,7 +75,8 @@ export async function endpointOf(
 ): Promise<{ app: ApplicationRow; endpoint: EndpointRow }> {
   const app = await appOf(store, scope, appId);
   const endpoint = await store.endpoints.find(scope, app.id, endpointId);
-  if (!endpoint) throw notFound(`endpoint ${endpointId}`);
+  // The Svix surface serves HTTP endpoints only: a destination is not an endpoint Svix's clients can read.
+  if (endpoint?.type !== 'http') throw notFound(`endpoint ${endpointId}`);
   return { app, endpoint };
 }
 

@@ -47,7 +47,10 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
     async (request) => {
       const scope = scopeOf(request);
       const application = await appOf(store, scope, request.params.app_id);
-      const page = await store.endpoints.list(scope, pageOf(request.query, 'asc'), { appId: application.id });
+      const page = await store.endpoints.list(scope, pageOf(request.query, 'asc'), {
+        appId: application.id,
+        httpOnly: true,
+      });
       return svixList(page, endpointOut);
     },
   );

@@ -8,6 +8,7 @@ import type { AttemptInput, ClaimedTask, EndpointAccess } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import { markedNames } from '../../domain/headers.js';
+import { type Destination, isDestinationType, urlWithPassword } from '../../domain/destinations.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
 // turned into an AttemptInput, and the endpoint's signing secrets opened once per read.
@@ -45,6 +46,10 @@ export const SEND_COLUMNS = {
     'tls_ca',
     'auth',
     'auth_secret_sealed',
+    'app_id',
+    'type',
+    'destination',
+    'destination_sealed',
   ],
 } as const satisfies { [T in 'deliveries' | 'messages' | 'endpoints']: readonly (keyof Database[T])[] };
 
@@ -101,12 +106,17 @@ export type LoadedRow = Nullable<
 /** The columns of an endpoint's TLS settings and OAuth2 client. */
 type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
 
+/** The columns of an endpoint's destination (src/domain/destinations.ts). */
+type DestinationColumns = 'app_id' | 'type' | 'destination' | 'destination_sealed';
+
 /** An attempt's TLS settings and OAuth2 client, opened. */
 interface Enterprise {
   tls: ReceiverTls | null;
   auth: OAuth2Client | null;
 }
 const NO_ENTERPRISE: Enterprise = { tls: null, auth: null };
+/** What destinationOf answers for an HTTP endpoint. */
+const NO_DESTINATION: Destination = { type: 'rabbitmq', url: '', settings: {}, secrets: {} };
 
 /** An endpoint's own headers, opened, and the lowercase names it marks sensitive. */
 interface OpenedHeaders {
@@ -124,6 +134,7 @@ export class InputReader {
   private readonly secrets = new Map<string, SigningSecrets | null>();
   private readonly headers = new Map<string, OpenedHeaders | null>();
   private readonly enterprise = new Map<string, Enterprise | null>();
+  private readonly destinations = new Map<string, Destination | null>();
 
   constructor(
     private readonly endpoints: EndpointAccess,
@@ -166,6 +177,7 @@ export class InputReader {
       | 'ordering'
       | 'svix_headers'
       | EnterpriseColumns
+      | DestinationColumns
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
@@ -173,9 +185,10 @@ export class InputReader {
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only) || this.testNetwork === 'public';
     const headers = this.headersOf(row.headers_sealed);
     const enterprise = this.enterpriseOf(row);
-    // Headers, a client key or a client secret that do not open here make the endpoint unsendable here,
-    // as signing secrets that do not open do.
-    const secrets = headers === null || enterprise === null ? null : this.secretsOf(row);
+    const destination = this.destinationOf(row);
+    // Headers, a client key, a client secret or a destination's secrets that do not open here make the
+    // endpoint unsendable here, as signing secrets that do not open do.
+    const secrets = headers === null || enterprise === null || destination === null ? null : this.secretsOf(row);
     return {
       id,
       url: row.url!,
@@ -189,7 +202,30 @@ export class InputReader {
       svixHeaders: Boolean(row.svix_headers),
       tls: enterprise?.tls ?? null,
       auth: enterprise?.auth ?? null,
+      appId: row.app_id!,
+      destination: destination === NO_DESTINATION ? null : destination,
     };
+  }
+
+  /**
+   * The endpoint's destination with its secrets opened: NO_DESTINATION for an HTTP endpoint, null when
+   * its secrets do not open here (memoized by the stored texts).
+   */
+  private destinationOf(row: Pick<LoadedRow, DestinationColumns | 'url'>): Destination | null {
+    if (row.destination === null || row.type === null || !isDestinationType(row.type)) return NO_DESTINATION;
+    const key = `${row.type}|${row.url}|${row.destination}|${row.destination_sealed}`;
+    let opened = this.destinations.get(key);
+    if (opened === undefined) {
+      try {
+        const secrets = this.endpoints.destinationSecrets(row);
+        const { settings } = JSON.parse(row.destination) as { settings: Destination['settings'] };
+        opened = { type: row.type, url: urlWithPassword(row.url!, secrets.password), settings, secrets };
+      } catch {
+        opened = null;
+      }
+      this.destinations.set(key, opened);
+    }
+    return opened;
   }
 
   /**

@@ -3,6 +3,7 @@ import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state
 import type { DeliveryState, OutcomeResult, OutcomeTask } from '../../domain/outcome-plan.js';
 import type { OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
+import type { Destination, DestinationSecrets } from '../../domain/destinations.js';
 import type { SigningSecrets } from '../../domain/secrets.js';
 import type { EndpointHeaders } from '../../domain/headers.js';
 import type { CausedEvent } from '../../domain/operational.js';
@@ -52,6 +53,10 @@ export interface AttemptInput {
     tls?: ReceiverTls | null;
     /** Its OAuth2 client, with the secret opened (absent or null: no token). */
     auth?: OAuth2Client | null;
+    /** Its application (a destination's templates name it). */
+    appId?: string;
+    /** A broker or bucket its messages are published to, secrets opened (absent or null: an HTTP receiver). */
+    destination?: Destination | null;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
@@ -103,6 +108,7 @@ export interface EndpointAccess {
   headers(row: Pick<EndpointRow, 'headers_sealed'>): EndpointHeaders;
   tlsKey(row: Pick<EndpointRow, 'tls_client_key_sealed'>): string | null;
   authSecret(row: Pick<EndpointRow, 'auth_secret_sealed'>): string | null;
+  destinationSecrets(row: Pick<EndpointRow, 'destination_sealed'>): DestinationSecrets;
   recordHealth(db: Executor, id: string, health: EndpointHealth, now: number): Promise<void>;
 }
 

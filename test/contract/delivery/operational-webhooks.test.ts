@@ -183,7 +183,12 @@ test('every operational event type reaches an operational endpoint once per occu
   const gone = byKey.get(key(['endpoint.disabled', b.endpointId, 'gone']))!.event;
   assert.deepEqual([gone.data.app_uid, gone.data.last_attempt?.response_status], ['acme-b', 410]);
   const createdC = byKey.get(key(['endpoint.created', c.endpointId]))!.event;
-  assert.deepEqual(createdC.data, { app_id: c.appId, app_uid: 'acme-c', endpoint_id: c.endpointId });
+  assert.deepEqual(createdC.data, {
+    app_id: c.appId,
+    app_uid: 'acme-c',
+    endpoint_id: c.endpointId,
+    endpoint_type: 'http',
+  });
 
   // Each is an ordinary message with a delivery to the operational endpoint, readable through the API.
   const { r } = byKey.get(key(['endpoint.disabled', d.endpointId, 'failures']))!;

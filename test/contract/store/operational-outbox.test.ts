@@ -79,6 +79,7 @@ test('outcomes raise their operational events in their own transaction, once', {
     app_id: appId,
     app_uid: null,
     endpoint_id: endpointId,
+    endpoint_type: 'http',
     message_id: messageId,
     delivery_id: delivery.id,
     last_attempt: {

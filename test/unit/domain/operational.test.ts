@@ -6,7 +6,14 @@ import type { OutcomeEvent, PlannedAttempt } from '../../../src/domain/outcome-p
 // The operational events' bodies, built without I/O from the outcome planner's events.
 
 const AT = Date.UTC(2026, 0, 1);
-const subject: Subject = { orgId: 'org_1', livemode: 0, appId: 'app_1', appUid: 'acme', endpointId: 'ep_1' };
+const subject: Subject = {
+  orgId: 'org_1',
+  livemode: 0,
+  appId: 'app_1',
+  appUid: 'acme',
+  endpointId: 'ep_1',
+  endpointType: 'http',
+};
 
 function attempt(n: number, status: number, at: number, delivery = 'dlv_1'): PlannedAttempt & { endpoint_id: string } {
   return {
@@ -55,6 +62,7 @@ test('outcome events take their public names, their delivery and the attempt tha
       app_id: 'app_1',
       app_uid: 'acme',
       endpoint_id: 'ep_1',
+      endpoint_type: 'http',
       message_id: 'evt_1',
       delivery_id: 'dlv_1',
       last_attempt: {
@@ -92,11 +100,13 @@ test("an endpoint's own events carry no delivery; a manual disable says so", () 
     app_id: 'app_1',
     app_uid: 'acme',
     endpoint_id: 'ep_1',
+    endpoint_type: 'http',
     trigger: 'manual',
   });
-  assert.deepEqual(endpointOccurrence('endpoint.created', subject, AT).data, {
+  assert.deepEqual(endpointOccurrence('endpoint.created', { ...subject, endpointType: 'kafka' }, AT).data, {
     app_id: 'app_1',
     app_uid: 'acme',
     endpoint_id: 'ep_1',
+    endpoint_type: 'kafka',
   });
 });

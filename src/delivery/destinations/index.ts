@@ -1,0 +1,220 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import type { Destination, DestinationType } from '../../domain/destinations.js';
+import { refusedAddress, refusedKind } from '../../domain/addresses.js';
+import { BlockedAddressError, type SendRequest, type SendResult } from '../sender.js';
+import type { Connect, Connection, HostGuard, Publication } from './types.js';
+import { connectRabbitmq } from './rabbitmq.js';
+import { connectNats } from './nats.js';
+import { connectRedis } from './redis.js';
+import { connectMqtt } from './mqtt.js';
+import { kafkaConnector } from './kafka.js';
+import { connectSqs } from './sqs.js';
+import { connectS3 } from './s3.js';
+
+// Publishes attempts to destinations that are not HTTP receivers. A worker process keeps one connection
+// per destination (its type, address, credentials and connection settings), opened on first use, reused
+// by every attempt to it, closed after IDLE_MS unused, when it breaks, and on shutdown; at most
+// MAX_CONNECTIONS at once (the least recently used goes first). Every host is resolved and checked
+// against the endpoint's address rules before a connection is made to the address that passed.
+
+/** How a worker process connects to each type. */
+function connectors(options: PublisherOptions): Partial<Record<DestinationType, Connect>> {
+  return {
+    rabbitmq: connectRabbitmq,
+    nats: connectNats,
+    redis: connectRedis,
+    mqtt: connectMqtt,
+    kafka: kafkaConnector(options.kafkaIdempotent),
+    sqs: connectSqs,
+    s3: connectS3,
+  };
+}
+
+export interface PublisherOptions {
+  attemptTimeoutMs: number;
+  ssrfAllow: string[];
+  /** HERALD_KAFKA_IDEMPOTENT. */
+  kafkaIdempotent: boolean;
+}
+
+/** Connections one worker process holds open at most. */
+const MAX_CONNECTIONS = 256;
+/** A connection unused this long is closed. */
+const IDLE_MS = 60_000;
+
+/** The request's headers that are HTTP's own: the others travel with a published message. */
+const HTTP_ONLY = new Set(['content-type', 'user-agent']);
+
+interface Pooled {
+  connection: Promise<Connection>;
+  usedAt: number;
+}
+
+export class Publishers {
+  private readonly pool = new Map<string, Pooled>();
+  private readonly sweep: NodeJS.Timeout;
+  private readonly connectors: Partial<Record<DestinationType, Connect>>;
+
+  constructor(
+    private readonly options: PublisherOptions,
+    private readonly now: () => number = () => performance.now(),
+  ) {
+    this.connectors = connectors(options);
+    this.sweep = setInterval(() => this.closeIdle(), IDLE_MS / 4).unref();
+  }
+
+  /** Publishes one attempt's signed request to its destination; the result reads as an HTTP attempt's would. */
+  async publish(destination: Destination, request: SendRequest, message: Omit<Publication, 'body' | 'headers'>) {
+    const started = performance.now();
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(request.headers)) if (!HTTP_ONLY.has(name)) headers[name] = value;
+    const publication: Publication = { ...message, body: request.body, headers };
+    const timeoutMs = this.options.attemptTimeoutMs;
+    const key = poolKey(destination, request.publicOnly);
+    try {
+      const answer = await withDeadline(
+        this.connection(key, destination, request.publicOnly).then((c) => publishOn(c, publication, destination)),
+        timeoutMs,
+        `no acknowledgement within ${timeoutMs}ms`,
+      );
+      return result(true, answer, null, started);
+    } catch (error) {
+      // Whatever failed, the next attempt starts from a fresh connection.
+      this.drop(key);
+      return result(false, null, `${destination.type}: ${describe(error)}`, started);
+    }
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweep);
+    const open = [...this.pool.keys()];
+    await Promise.all(open.map((key) => this.drop(key)));
+  }
+
+  private connection(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
+    const pooled = this.pool.get(key);
+    if (pooled) {
+      pooled.usedAt = this.now();
+      // Moved to the end: the map's order is least recently used first.
+      this.pool.delete(key);
+      this.pool.set(key, pooled);
+      return pooled.connection.then((c) => (c.broken ? this.reopen(key, destination, publicOnly) : c));
+    }
+    return this.open(key, destination, publicOnly);
+  }
+
+  private reopen(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
+    void this.drop(key);
+    return this.open(key, destination, publicOnly);
+  }
+
+  private open(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
+    const connect = this.connectors[destination.type];
+    if (!connect) return Promise.reject(new Error(`${destination.type} destinations are not delivered yet`));
+    while (this.pool.size >= MAX_CONNECTIONS) void this.drop(this.pool.keys().next().value!);
+    const allow = this.options.ssrfAllow;
+    const network = { guard: hostGuard(publicOnly, allow), publicOnly, allow };
+    const connection = connect(destination, network, this.options.attemptTimeoutMs);
+    // A connection that failed to open is not kept: the attempt fails, and the next one tries again.
+    connection.catch(() => this.pool.get(key)?.connection === connection && this.pool.delete(key));
+    this.pool.set(key, { connection, usedAt: this.now() });
+    return connection;
+  }
+
+  private async drop(key: string): Promise<void> {
+    const pooled = this.pool.get(key);
+    if (!pooled) return;
+    this.pool.delete(key);
+    await pooled.connection.then(
+      (c) => c.close().catch(() => {}),
+      () => {},
+    );
+  }
+
+  private closeIdle(): void {
+    const before = this.now() - IDLE_MS;
+    for (const [key, pooled] of this.pool) if (pooled.usedAt < before) void this.drop(key);
+  }
+}
+
+/** Connections are shared by destinations that connect the same way under the same address rule. */
+function poolKey(destination: Destination, publicOnly: boolean): string {
+  const { type, url, secrets, settings } = destination;
+  // Settings that only shape a message (a topic, a key) do not make a connection of their own.
+  const connecting = [
+    settings.jetstream,
+    settings.sasl,
+    settings.tls,
+    settings.region,
+    settings.access_key_id,
+    settings.endpoint_url,
+  ];
+  return JSON.stringify([type, url, secrets, connecting, publicOnly]);
+}
+
+/** Waits for a publish; one that throws synchronously is a failed attempt like any other. */
+async function publishOn(connection: Connection, message: Publication, destination: Destination): Promise<string> {
+  return connection.publish(message, destination.settings);
+}
+
+/**
+ * A host's address under the endpoint's rule: an IP literal is judged as it is, a name by the addresses
+ * its lookup returns (the first allowed one is connected to, so a name that re-resolves to a private
+ * address is never reached).
+ */
+export function hostGuard(publicOnly: boolean, allow: string[]): HostGuard {
+  return async (host) => {
+    if (isIP(host)) {
+      const refused = refusedAddress(host, host, publicOnly, allow);
+      if (refused) throw new BlockedAddressError(`refused to connect to ${refused}`);
+      return host;
+    }
+    const addresses = await lookup(host, { all: true });
+    const kept = addresses.find(({ address }) => refusedAddress(address, host, publicOnly, allow) === null);
+    if (!kept) throw new BlockedAddressError(`refused to connect: ${host} resolves only to ${refusedKind(publicOnly)}`);
+    return kept.address;
+  };
+}
+
+function withDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), ms);
+  });
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** What a client's error says, in words an attempt can show (never a credential: clients do not echo them). */
+function describe(error: unknown): string {
+  const e = error as { code?: string | number; message?: string; errno?: string };
+  const code = typeof e.code === 'string' ? e.code : e.errno;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ETIMEDOUT':
+      return 'connection timed out';
+    case 'ECONNRESET':
+      return 'connection reset';
+  }
+  const text = (e.message ?? String(error))
+    .replace(/\s+/g, ' ')
+    .replace(/([a-z]+:\/\/[^:\s/@]*:)[^@\s]*@/gi, '$1<redacted>@')
+    .trim();
+  return (text || 'publish failed').slice(0, 500);
+}
+
+function result(ok: boolean, answer: string | null, error: string | null, started: number): SendResult {
+  return {
+    ok,
+    responseStatus: null,
+    responseHeaders: null,
+    responseBody: answer,
+    error,
+    retryAfterMs: null,
+    durationMs: Math.round(performance.now() - started),
+  };
+}
