@@ -67,7 +67,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <form id="add-endpoint">
         <h3>Create an endpoint</h3>
         <label>Application <select name="app_id" required></select></label>
-        <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks"></label>
+        <label>URL <input name="url" required placeholder="https://example.com/webhooks or a broker's address"></label>
         <label>Description <input name="description" maxlength="1024"></label>
         <button type="submit">Create endpoint</button>
       </form>
@@ -163,6 +163,7 @@ export const CONSOLE_HTML = `<!doctype html>
 </main>
 <script src="/console-assets/chart.js"></script>
 <script src="/console-assets/receiver-settings.js"></script>
+<script src="/console-assets/destination-settings.js"></script>
 <script src="/console-assets/console.js"></script>
 </body>
 </html>`;

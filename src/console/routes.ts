@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { RoutePlugin } from '../api/deps.js';
 import { CHART_JS } from './chart.js';
 import { RECEIVER_SETTINGS_JS } from './receiver-settings.js';
+import { DESTINATION_SETTINGS_JS } from './destination-settings.js';
 import { CONSOLE_CSS, CONSOLE_HTML } from './page.js';
 import { CONSOLE_JS } from './script.js';
 
@@ -38,6 +39,9 @@ export const consoleRoutes: RoutePlugin = async (app) => {
   );
   app.get('/console-assets/receiver-settings.js', publicRoute, async (_request, reply) =>
     privateAsset(reply, 'text/javascript; charset=utf-8').send(RECEIVER_SETTINGS_JS),
+  );
+  app.get('/console-assets/destination-settings.js', publicRoute, async (_request, reply) =>
+    privateAsset(reply, 'text/javascript; charset=utf-8').send(DESTINATION_SETTINGS_JS),
   );
   app.get('/console-assets/console.css', publicRoute, async (_request, reply) =>
     privateAsset(reply, 'text/css; charset=utf-8').send(CONSOLE_CSS),

@@ -161,7 +161,9 @@ export const VIEWS_JS = `
       endpointsById[endpoint.id] = endpoint;
       document.getElementById('endpoint-id').textContent = endpoint.id;
       var details = clear('#endpoint-details');
-      [['URL', endpoint.url], ['Application', appName(endpoint.app_id) + ' (' + endpoint.app_id + ')'],
+      [['URL', endpoint.url], ['Type', endpoint.type],
+        ['Config', endpoint.config ? JSON.stringify(endpoint.config) : '—'],
+        ['Application', appName(endpoint.app_id) + ' (' + endpoint.app_id + ')'],
         ['Status', endpoint.status], ['Description', endpoint.description || '—'],
         ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
@@ -215,13 +217,20 @@ export const VIEWS_JS = `
       );
       actions.appendChild(button('Back to endpoints', function () { go(href('endpoints')); }));
       var settings = clear('#endpoint-receiver-settings');
-      actions.appendChild(button('Receiver security', function () {
+      // A destination's URL and config (destination-settings.js); an HTTP receiver's TLS and OAuth2.
+      var destination = endpoint.type !== 'http';
+      actions.appendChild(button(destination ? 'Destination settings' : 'Receiver security', function () {
         if (settings.firstChild) return;
-        var form = window.HeraldReceiverSettings.form(endpoint, function (body) {
-          call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
-            return openEndpoint(endpoint.id).then(function () { note(actions, 'Receiver settings saved.'); });
-          }).catch(failNear(form));
-        });
+        var save = function (saved) {
+          return function (body) {
+            call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
+              return openEndpoint(endpoint.id).then(function () { note(actions, saved); });
+            }).catch(failNear(form));
+          };
+        };
+        var form = destination
+          ? window.HeraldDestinations.editor(endpoint, save('Destination saved.'))
+          : window.HeraldReceiverSettings.form(endpoint, save('Receiver settings saved.'));
         settings.appendChild(form);
       }));
       document.getElementById('endpoint-all-deliveries').href = href('deliveries', null, { endpoint_id: endpoint.id });
@@ -282,10 +291,12 @@ export const VIEWS_JS = `
     }).catch(failNear(form));
   });
 
-  document.getElementById('add-endpoint').addEventListener('submit', function (event) {
+  var addEndpoint = document.getElementById('add-endpoint');
+  var chosenDestination = window.HeraldDestinations.typeChooser(addEndpoint, addEndpoint.querySelector('button[type=submit]'));
+  addEndpoint.addEventListener('submit', function (event) {
     event.preventDefault();
     var form = event.target;
-    var body = { app_id: form.app_id.value, url: form.url.value };
+    var body = Object.assign({ app_id: form.app_id.value, url: form.url.value }, chosenDestination());
     if (form.description.value) body.description = form.description.value;
     call('POST', 'endpoints', body).then(function (endpoint) {
       form.reset();

@@ -51,7 +51,11 @@ interface TypeRule {
 
 /** MQTT: a publish topic holds no wildcard and no NUL (MQTT 5, 4.7). */
 const mqttTopic = (literal: string) =>
-  /[+#\u0000]/.test(literal) ? 'must not contain the wildcards + or # (a publish topic names one topic)' : null;
+  /[+#]/.test(literal)
+    ? 'must not contain the wildcards + or # (a publish topic names one topic)'
+    : literal.includes(String.fromCharCode(0))
+      ? 'must not contain a NUL character'
+      : null;
 /** NATS: a publish subject has no whitespace, no wildcard and no empty token. */
 const natsSubject = (literal: string) =>
   /[\s*>]/.test(literal)
@@ -328,9 +332,31 @@ export function shownConfig(
   return shown;
 }
 
-/** Which secret fields of `config` a type has (reads show them redacted when set). */
-export function secretFieldsOf(type: DestinationType): string[] {
-  return Object.entries(RULES[type].fields).flatMap(([name, f]) => (f.kind === 'string' && f.secret ? [name] : []));
+/** A config field as a form shows it: its kind, default, whether it is required or a secret. */
+export interface FormField {
+  name: string;
+  kind: 'template' | 'string' | 'boolean' | 'integer' | 'sasl';
+  default: string | number | boolean | null;
+  required: boolean;
+  secret: boolean;
+}
+
+/** Each type's URL schemes and config fields, for the console's and the portal's forms. */
+export function destinationForms(): Record<DestinationType, { schemes: string[]; fields: FormField[] }> {
+  const forms = {} as Record<DestinationType, { schemes: string[]; fields: FormField[] }>;
+  for (const type of DESTINATION_TYPES) {
+    forms[type] = {
+      schemes: RULES[type].schemes.map((s) => s.slice(0, -1)),
+      fields: Object.entries(RULES[type].fields).map(([name, f]) => ({
+        name,
+        kind: f.kind,
+        default: 'default' in f ? (f.default ?? null) : null,
+        required: 'required' in f ? Boolean(f.required) : false,
+        secret: f.kind === 'string' && Boolean(f.secret),
+      })),
+    };
+  }
+  return forms;
 }
 
 /** The URL as reads show it: a stored password as "<redacted>". */

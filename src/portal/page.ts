@@ -29,7 +29,7 @@ export function portalHtml(appName: string): string {
     <div id="endpoints-more"></div>
     <form id="add-endpoint">
       <h3>Add an endpoint</h3>
-      <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks"></label>
+      <label>URL <input name="url" required placeholder="https://example.com/webhooks or a broker's address"></label>
       <label>Description <input name="description" maxlength="1024"></label>
       <fieldset id="event-type-choices"><legend>Event types (none selected: all)</legend></fieldset>
       <button type="submit">Add endpoint</button>
@@ -55,6 +55,7 @@ export function portalHtml(appName: string): string {
 </main>
 <script src="/portal-assets/chart.js"></script>
 <script src="/portal-assets/receiver-settings.js"></script>
+<script src="/portal-assets/destination-settings.js"></script>
 <script src="/portal-assets/portal.js"></script>
 </body>
 </html>`;
@@ -185,7 +186,7 @@ ${ANSWERS_JS}
         });
       }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
     }));
-    actions.appendChild(button('Receiver security', function () { editReceiverSettings(url, endpoint); }));
+    actions.appendChild(button(endpoint.type !== 'http' ? 'Destination settings' : 'Receiver security', function () { editReceiverSettings(url, endpoint); }));
     actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));
     if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
     actions.appendChild(button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
@@ -233,14 +234,20 @@ ${ANSWERS_JS}
     cell.appendChild(form);
   }
 
-  // Mutual TLS and OAuth2 client credentials (receiver-settings.js builds the form).
+  // Mutual TLS and OAuth2 client credentials (receiver-settings.js builds the form); a destination's URL
+  // and config instead (destination-settings.js).
   function editReceiverSettings(cell, endpoint) {
-    if (cell.querySelector('.receiver-settings-form')) return;
-    var form = window.HeraldReceiverSettings.form(endpoint, function (body) {
-      call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
-        return reloadThenSay(endpoint, 'Receiver settings saved.');
-      }).catch(failNear(form));
-    });
+    if (cell.querySelector('.receiver-settings-form, .destination-settings-form')) return;
+    var save = function (saved) {
+      return function (body) {
+        call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
+          return reloadThenSay(endpoint, saved);
+        }).catch(failNear(form));
+      };
+    };
+    var form = endpoint.type !== 'http'
+      ? window.HeraldDestinations.editor(endpoint, save('Destination saved.'))
+      : window.HeraldReceiverSettings.form(endpoint, save('Receiver settings saved.'));
     cell.appendChild(form);
   }
 
@@ -368,11 +375,13 @@ ${ANSWERS_JS}
     });
   }
 
-  document.getElementById('add-endpoint').addEventListener('submit', function (event) {
+  var addEndpoint = document.getElementById('add-endpoint');
+  var chosenDestination = window.HeraldDestinations.typeChooser(addEndpoint, document.getElementById('event-type-choices'));
+  addEndpoint.addEventListener('submit', function (event) {
     event.preventDefault();
     var form = event.target;
     var chosen = Array.prototype.map.call(form.querySelectorAll('input[name=event_type]:checked'), function (box) { return box.value; });
-    var body = { url: form.url.value, event_types: chosen };
+    var body = Object.assign({ url: form.url.value, event_types: chosen }, chosenDestination());
     if (form.description.value) body.description = form.description.value;
     call('POST', 'endpoints', body).then(function (endpoint) {
       form.reset();

@@ -17,14 +17,21 @@ import { cursorOf } from '../api/schemas/pagination.js';
 import { Description, EndpointUrl, EventTypeName, EventTypeNames } from '../api/schemas/fields.js';
 import {
   ContentFilter,
+  DestinationConfig,
   EndpointAuthInput,
   EndpointHeaders,
   EndpointTlsInput,
+  EndpointTypeField,
   FilterTestBody,
   RateLimit,
 } from '../api/schemas/endpoints.js';
 import { StatsQuery } from '../api/schemas/stats.js';
-import { checkEndpointInput, createEndpoint, enterpriseSettings } from '../api/shared/endpoint-input.js';
+import {
+  checkEndpointInput,
+  createEndpoint,
+  destinationSettings,
+  enterpriseSettings,
+} from '../api/shared/endpoint-input.js';
 import { endpointView, withSecret } from '../api/shared/endpoint-view.js';
 import { filterTest } from '../api/shared/filter-test.js';
 import { messagePayload } from '../api/shared/message-payload.js';
@@ -36,6 +43,7 @@ import type { Scope, Store } from '../store/index.js';
 import { PORTAL_CSS, PORTAL_JS, portalHtml } from './page.js';
 import { CHART_JS } from '../console/chart.js';
 import { RECEIVER_SETTINGS_JS } from '../console/receiver-settings.js';
+import { DESTINATION_SETTINGS_JS } from '../console/destination-settings.js';
 
 // The customer portal: `portal_path` (/portal/<token>) opens a page for one application, and the page calls
 // the JSON routes under /portal/<token>/api. The token is the only credential and grants that one
@@ -122,6 +130,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
   app.get('/portal-assets/receiver-settings.js', publicRoute, async (_request, reply) =>
     reply.type('text/javascript; charset=utf-8').send(RECEIVER_SETTINGS_JS),
   );
+  app.get('/portal-assets/destination-settings.js', publicRoute, async (_request, reply) =>
+    reply.type('text/javascript; charset=utf-8').send(DESTINATION_SETTINGS_JS),
+  );
   app.get('/portal-assets/portal.css', publicRoute, async (_request, reply) =>
     reply.type('text/css; charset=utf-8').send(PORTAL_CSS),
   );
@@ -194,6 +205,8 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
+          type: Type.Optional(EndpointTypeField),
+          config: Type.Optional(Nullable(DestinationConfig)),
         }),
       },
     },
@@ -201,8 +214,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       privatePage(reply);
       const ctx = await context(request);
       // The customer's receiver is not on the operator's network: public addresses only, in Test too (its
-      // token server too).
+      // token server and its broker too).
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      const destination = destinationSettings(store, config, ctx.scope, request.body, undefined, true);
       const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, undefined, true);
       const { row, secret } = await createEndpoint(store, config, ctx.scope, {
         appId: ctx.app.id,
@@ -215,6 +229,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         filter: request.body.filter,
         tls,
         auth,
+        destination,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -235,6 +250,9 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
+          // A destination's address and settings; a receiver's URL is chosen once, when it is added.
+          url: Type.Optional(EndpointUrl),
+          config: Type.Optional(Nullable(DestinationConfig)),
         }),
       },
     },
@@ -242,7 +260,10 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       privatePage(reply);
       const ctx = await context(request);
       const current = await ownEndpoint(ctx, request.params.id);
-      await checkEndpointInput(store, config, ctx.scope, request.body, true);
+      if (current.type === 'http' && request.body.url !== undefined)
+        throw invalid("url: a receiver's URL is fixed here; add an endpoint with the new one");
+      await checkEndpointInput(store, config, ctx.scope, { ...request.body, type: current.type }, true);
+      const destination = destinationSettings(store, config, ctx.scope, request.body, current, true);
       const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, current, true);
       const { status, headers, rate_limit, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
@@ -252,6 +273,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         filter,
         tls,
         auth,
+        destination: destination?.checked,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);

@@ -5,6 +5,8 @@ import { Store } from '../../src/store/index.js';
 import type { AttemptResult } from '../../src/store/queue/index.js';
 import { BASE_ENV } from './child.js';
 import { createTestDatabase } from './service.js';
+import type { Kysely } from 'kysely';
+import { openPostgres, openSqlite } from '../../src/store/db.js';
 
 /**
  * A store of the store under test (SQLite, or a fresh PostgreSQL database) with one organization, one
@@ -61,4 +63,17 @@ export function outcome(status: number, at = Date.now()): AttemptResult {
     retryAfterMs: null,
     at,
   };
+}
+
+/** Opens the store a test service's `env` names, on its own connection, for `use`, and closes it. */
+export async function withDatabase(
+  env: Record<string, string>,
+  use: (db: Kysely<any>) => Promise<void>,
+): Promise<void> {
+  const opened = env.HERALD_DATABASE_URL ? openPostgres(env.HERALD_DATABASE_URL) : openSqlite(env.HERALD_DATA_DIR!);
+  try {
+    await use(opened.db as Kysely<any>);
+  } finally {
+    await opened.close();
+  }
 }

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Migrator, sql, type Kysely } from 'kysely';
-import { MIGRATIONS, openPostgres, openSqlite } from '../../../src/store/db.js';
+import { Migrator, sql } from 'kysely';
+import { MIGRATIONS } from '../../../src/store/db.js';
 import { createTestDatabase, startTestService } from '../../support/service.js';
 import { bootstrap, Client } from '../../support/client.js';
 import { eventually, Receiver } from '../../support/receiver.js';
+import { withDatabase } from '../../support/store.js';
 
 // Migration 020 moves each delivery's queued attempts from rows of their own (delivery_tasks) onto the
 // delivery row. A store written in the earlier shape (tasks waiting, due later, held by a worker, a
@@ -176,12 +177,3 @@ test('first attempts on delivery rows roll back to attempt rows and read the sam
   assert.deepEqual(await read(client), before);
   await again.close();
 });
-
-async function withDatabase(env: Record<string, string>, use: (db: Kysely<any>) => Promise<void>): Promise<void> {
-  const opened = env.HERALD_DATABASE_URL ? openPostgres(env.HERALD_DATABASE_URL) : openSqlite(env.HERALD_DATA_DIR!);
-  try {
-    await use(opened.db as Kysely<any>);
-  } finally {
-    await opened.close();
-  }
-}
