@@ -14,8 +14,7 @@ import { messageTrace } from '../domain/trace-context.js';
 import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
 import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
-import { isDestinationType, shownConfig, shownUrl } from '../domain/destinations.js';
-import type { StoredDestination } from '../store/endpoints.js';
+import { isDestinationType, shownConfig, shownUrl, type StoredDestination } from '../domain/destinations.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 

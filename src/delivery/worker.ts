@@ -4,7 +4,7 @@ import type { Store } from '../store/index.js';
 import type { AttemptInput, AttemptResult, ClaimedTask, WorkerQueue } from '../store/queue/index.js';
 import { randomToken } from '../domain/ids.js';
 import { Sender, type SendResult } from './sender.js';
-import { Publishers } from './destinations/index.js';
+import { carriedHeaders, Publishers } from './destinations/index.js';
 import { namesAppUid } from '../domain/destinations.js';
 import { shownRequestHeaders, signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
@@ -459,15 +459,17 @@ export class DeliveryWorker {
           eventType: input.delivery.eventType,
           values: {
             event_type: input.delivery.eventType,
-            app_id: input.endpoint.appId ?? '',
-            app_uid: namesAppUid(destination.settings) ? ((await this.appUid(input.endpoint.appId ?? '')) ?? '') : '',
+            app_id: destination.appId,
+            app_uid: namesAppUid(destination.settings) ? ((await this.appUid(destination.appId)) ?? '') : '',
             endpoint_id: input.endpoint.id,
             message_id: input.delivery.messageId,
           },
         })
       : await this.sender.send(request);
     span.end(result);
-    const requestHeaders = shownRequestHeaders(request, input.delivery.messageId, input.endpoint.sensitiveHeaders);
+    // A destination's message carries no HTTP headers of its own: its attempt shows what travelled.
+    const sent = destination ? { ...request, headers: carriedHeaders(request.headers) } : request;
+    const requestHeaders = shownRequestHeaders(sent, input.delivery.messageId, input.endpoint.sensitiveHeaders);
     return { ...result, requestHeaders, at: Date.now() };
   }
 }

@@ -20,9 +20,23 @@ export type DestinationSettings = Record<string, string | number | boolean | nul
 /** The secret parts: the URL's password and the secret fields of `config` (`sasl.password` as `sasl_password`). */
 export type DestinationSecrets = Partial<Record<'password' | 'token' | 'sasl_password' | 'secret_access_key', string>>;
 
+/**
+ * A destination as its `destination` column holds it: its type and application (both fixed for the
+ * endpoint's life), its settings and the names of its sealed secrets. Self-contained, so that a claim
+ * reads a destination with two columns, both null for an HTTP endpoint.
+ */
+export interface StoredDestination {
+  type: DestinationType;
+  appId: string;
+  settings: DestinationSettings;
+  sealed: string[];
+}
+
 /** A destination opened for sending: the URL with its password back in, the settings with their secrets. */
 export interface Destination {
   type: DestinationType;
+  /** The endpoint's application (templates name it). */
+  appId: string;
   url: string;
   settings: DestinationSettings;
   secrets: DestinationSecrets;

@@ -18,11 +18,12 @@ import {
   shownHeaders,
 } from '../domain/headers.js';
 import type { TlsSettings } from '../domain/pem.js';
-import type {
-  CheckedDestination,
-  DestinationSecrets,
-  DestinationSettings,
-  DestinationType,
+import {
+  type CheckedDestination,
+  type DestinationSecrets,
+  type DestinationType,
+  isDestinationType,
+  type StoredDestination,
 } from '../domain/destinations.js';
 import type { AuthSettings } from '../domain/endpoint-auth.js';
 import type { Ordering } from '../domain/fifo.js';
@@ -75,12 +76,6 @@ export interface EndpointInput {
   auth?: EndpointAuth | null | undefined;
   /** A broker or bucket instead of an HTTP receiver (checkedDestination; its `url` replaces `url`). */
   destination?: { type: DestinationType; checked: CheckedDestination } | undefined;
-}
-
-/** A destination's stored settings and the names of its sealed secrets (the `destination` column). */
-export interface StoredDestination {
-  settings: DestinationSettings;
-  sealed: string[];
 }
 
 /** An endpoint's OAuth2 client with its secret in plaintext, as create and update take it. */
@@ -270,7 +265,9 @@ export class Endpoints {
       ...this.tlsColumns(input.tls ?? null),
       ...this.authColumns(input.auth ?? null),
       type: input.destination?.type ?? 'http',
-      ...(input.destination ? this.destinationColumns(input.destination.checked) : NO_DESTINATION),
+      ...(input.destination
+        ? this.destinationColumns(input.destination.type, input.appId, input.destination.checked)
+        : NO_DESTINATION),
       created_at: now,
       updated_at: now,
     };
@@ -423,7 +420,9 @@ export class Endpoints {
         svix_headers: changes.svixHeaders === undefined ? current.svix_headers : changes.svixHeaders ? 1 : 0,
         ...(changes.tls === undefined ? {} : this.tlsColumns(changes.tls)),
         ...(changes.auth === undefined ? {} : this.authColumns(changes.auth)),
-        ...(changes.destination === undefined ? {} : this.destinationColumns(changes.destination)),
+        ...(changes.destination === undefined || !isDestinationType(current.type)
+          ? {}
+          : this.destinationColumns(current.type, current.app_id, changes.destination)),
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -648,11 +647,12 @@ export class Endpoints {
   }
 
   /** The columns of a destination: its URL without password, its settings, its secrets sealed. */
-  private destinationColumns(checked: CheckedDestination) {
+  private destinationColumns(type: DestinationType, appId: string, checked: CheckedDestination) {
     const sealed = Object.keys(checked.secrets);
+    const stored: StoredDestination = { type, appId, settings: checked.settings, sealed };
     return {
       url: checked.url,
-      destination: JSON.stringify({ settings: checked.settings, sealed } satisfies StoredDestination),
+      destination: JSON.stringify(stored),
       destination_sealed: sealed.length > 0 ? this.secrets.seal(JSON.stringify(checked.secrets)) : null,
     };
   }

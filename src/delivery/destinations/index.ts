@@ -67,21 +67,23 @@ export class Publishers {
   /** Publishes one attempt's signed request to its destination; the result reads as an HTTP attempt's would. */
   async publish(destination: Destination, request: SendRequest, message: Omit<Publication, 'body' | 'headers'>) {
     const started = performance.now();
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(request.headers)) if (!HTTP_ONLY.has(name)) headers[name] = value;
-    const publication: Publication = { ...message, body: request.body, headers };
+    const publication: Publication = { ...message, body: request.body, headers: carriedHeaders(request.headers) };
     const timeoutMs = this.options.attemptTimeoutMs;
     const key = poolKey(destination, request.publicOnly);
+    let connection: Connection | null = null;
     try {
       const answer = await withDeadline(
-        this.connection(key, destination, request.publicOnly).then((c) => publishOn(c, publication, destination)),
+        this.connection(key, destination, request.publicOnly).then((c) => {
+          connection = c;
+          return c.publish(publication, destination.settings);
+        }),
         timeoutMs,
-        `no acknowledgement within ${timeoutMs}ms`,
       );
       return result(true, answer, null, started);
     } catch (error) {
-      // Whatever failed, the next attempt starts from a fresh connection.
-      this.drop(key);
+      // A message the broker refused (a nack, no route, no stream) leaves the connection as it is; one
+      // that broke, or went unanswered, is closed, and the next attempt opens a fresh one.
+      if (connection === null || (connection as Connection).broken || error instanceof Unanswered) void this.drop(key);
       return result(false, null, `${destination.type}: ${describe(error)}`, started);
     }
   }
@@ -153,10 +155,15 @@ function poolKey(destination: Destination, publicOnly: boolean): string {
   return JSON.stringify([type, url, secrets, connecting, publicOnly]);
 }
 
-/** Waits for a publish; one that throws synchronously is a failed attempt like any other. */
-async function publishOn(connection: Connection, message: Publication, destination: Destination): Promise<string> {
-  return connection.publish(message, destination.settings);
+/** The headers of a signed request that travel with a published message: all but HTTP's own. */
+export function carriedHeaders(headers: Record<string, string>): Record<string, string> {
+  const carried: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (!HTTP_ONLY.has(name)) carried[name] = value;
+  return carried;
 }
+
+/** No acknowledgement within the attempt's time. */
+class Unanswered extends Error {}
 
 /**
  * A host's address under the endpoint's rule: an IP literal is judged as it is, a name by the addresses
@@ -177,10 +184,10 @@ export function hostGuard(publicOnly: boolean, allow: string[]): HostGuard {
   };
 }
 
-function withDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => reject(new Unanswered(`no acknowledgement within ${ms}ms`)), ms);
   });
   return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
 }

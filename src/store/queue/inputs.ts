@@ -8,7 +8,7 @@ import type { AttemptInput, ClaimedTask, EndpointAccess } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import { markedNames } from '../../domain/headers.js';
-import { type Destination, isDestinationType, urlWithPassword } from '../../domain/destinations.js';
+import { type Destination, type StoredDestination, urlWithPassword } from '../../domain/destinations.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
 // turned into an AttemptInput, and the endpoint's signing secrets opened once per read.
@@ -46,8 +46,6 @@ export const SEND_COLUMNS = {
     'tls_ca',
     'auth',
     'auth_secret_sealed',
-    'app_id',
-    'type',
     'destination',
     'destination_sealed',
   ],
@@ -106,8 +104,8 @@ export type LoadedRow = Nullable<
 /** The columns of an endpoint's TLS settings and OAuth2 client. */
 type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
 
-/** The columns of an endpoint's destination (src/domain/destinations.ts). */
-type DestinationColumns = 'app_id' | 'type' | 'destination' | 'destination_sealed';
+/** The columns of an endpoint's destination (src/domain/destinations.ts): null, null for an HTTP endpoint. */
+type DestinationColumns = 'destination' | 'destination_sealed';
 
 /** An attempt's TLS settings and OAuth2 client, opened. */
 interface Enterprise {
@@ -116,7 +114,7 @@ interface Enterprise {
 }
 const NO_ENTERPRISE: Enterprise = { tls: null, auth: null };
 /** What destinationOf answers for an HTTP endpoint. */
-const NO_DESTINATION: Destination = { type: 'rabbitmq', url: '', settings: {}, secrets: {} };
+const NO_DESTINATION: Destination = { type: 'rabbitmq', appId: '', url: '', settings: {}, secrets: {} };
 
 /** An endpoint's own headers, opened, and the lowercase names it marks sensitive. */
 interface OpenedHeaders {
@@ -202,7 +200,6 @@ export class InputReader {
       svixHeaders: Boolean(row.svix_headers),
       tls: enterprise?.tls ?? null,
       auth: enterprise?.auth ?? null,
-      appId: row.app_id!,
       destination: destination === NO_DESTINATION ? null : destination,
     };
   }
@@ -212,14 +209,14 @@ export class InputReader {
    * its secrets do not open here (memoized by the stored texts).
    */
   private destinationOf(row: Pick<LoadedRow, DestinationColumns | 'url'>): Destination | null {
-    if (row.destination === null || row.type === null || !isDestinationType(row.type)) return NO_DESTINATION;
-    const key = `${row.type}|${row.url}|${row.destination}|${row.destination_sealed}`;
+    if (row.destination === null) return NO_DESTINATION;
+    const key = `${row.url}|${row.destination}|${row.destination_sealed}`;
     let opened = this.destinations.get(key);
     if (opened === undefined) {
       try {
         const secrets = this.endpoints.destinationSecrets(row);
-        const { settings } = JSON.parse(row.destination) as { settings: Destination['settings'] };
-        opened = { type: row.type, url: urlWithPassword(row.url!, secrets.password), settings, secrets };
+        const { type, appId, settings } = JSON.parse(row.destination) as StoredDestination;
+        opened = { type, appId, url: urlWithPassword(row.url!, secrets.password), settings, secrets };
       } catch {
         opened = null;
       }

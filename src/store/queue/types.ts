@@ -53,8 +53,6 @@ export interface AttemptInput {
     tls?: ReceiverTls | null;
     /** Its OAuth2 client, with the secret opened (absent or null: no token). */
     auth?: OAuth2Client | null;
-    /** Its application (a destination's templates name it). */
-    appId?: string;
     /** A broker or bucket its messages are published to, secrets opened (absent or null: an HTTP receiver). */
     destination?: Destination | null;
   } | null;

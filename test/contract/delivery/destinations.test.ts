@@ -52,6 +52,10 @@ test('rabbitmq: a persistent, confirmed message with message_id, type and the si
   assert.equal(arrived!.headers['webhook-id'], message.id);
   const attempt = delivery.attempts[0]!;
   assert.equal(attempt.response_status, null);
+  // The attempt shows the headers that travelled: no HTTP content type or user agent.
+  assert.equal(attempt.request_headers!['webhook-id'], message.id);
+  assert.equal(attempt.request_headers!['content-type'], undefined);
+  assert.equal(attempt.request_headers!['user-agent'], undefined);
   assert.match(attempt.response_body!, new RegExp(`^rabbitmq: confirmed .*routing key "${consumer.queue}"`));
 
   // The password reads back redacted, is sealed at rest, and a URL written back with "<redacted>" keeps it.
