@@ -10,6 +10,7 @@ import { FULL, QUICK, type Context, type ScenarioResult } from './lib/context.js
 import { markdown, printTable, writeDoc, type Failure, type RunInfo } from './lib/report.js';
 import { ingest, pgIngest } from './scenarios/ingest.js';
 import { delivery, pgDelivery } from './scenarios/delivery.js';
+import { destinations } from './scenarios/destinations.js';
 import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './scenarios/e2e.js';
 import { backlog } from './scenarios/backlog.js';
 import { peers } from './scenarios/peers.js';
@@ -42,6 +43,8 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   // PostgreSQL and Redis: left out with the PostgreSQL scenarios by --skip-postgres.
   peers: { run: peers, postgres: true },
   'slow-neighbour': { run: slowNeighbour, postgres: true },
+  // The brokers, kcat and fauxqs: left out by --skip-postgres with the others that need services.
+  destinations: { run: destinations, postgres: true },
 };
 
 const { values } = parseArgs({
