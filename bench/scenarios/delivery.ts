@@ -131,41 +131,49 @@ export async function drain(
   }
 }
 
+/** Runs send(0 … count - 1) in `lanes` concurrent lanes, each taking the next number when its last is done. */
+export async function inLanes(count: number, lanes: number, send: (n: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < count) await send(next++);
+    }),
+  );
+}
+
+/** The payload of emit number n, as JSON (the `data` of its delivered body). */
+export function benchPayload(n: number): string {
+  return JSON.stringify((JSON.parse(emitBody('app', n)) as { payload: unknown }).payload);
+}
+
 /** The same number of signed POSTs of the same bodies to the same receiver, with undici, at the same concurrency. */
 export async function rawUndici(ctx: Context, count: number): Promise<number> {
   await ctx.receiver.reset();
   const secret = Buffer.from('MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', 'base64');
   const pool = new Pool(ctx.receiver.url, { connections: ENDPOINT_CONCURRENCY, keepAliveTimeout: 4_000 });
   const createdAt = new Date().toISOString();
-  let next = 0;
   const started = nowMs();
   try {
-    await Promise.all(
-      Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
-        while (next < count) {
-          const n = next++;
-          const payload = JSON.stringify((JSON.parse(emitBody('app', n)) as { payload: unknown }).payload);
-          const body = `{"type":"invoice.paid","timestamp":${JSON.stringify(createdAt)},"data":${payload}}`;
-          const id = `evt_baseline${String(n).padStart(14, '0')}`;
-          const timestamp = Math.floor(Date.now() / 1000);
-          const signature = createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64');
-          const response = await pool.request({
-            method: 'POST',
-            path: '/delivery/0',
-            headers: {
-              'content-type': 'application/json',
-              'user-agent': 'bench',
-              'webhook-id': id,
-              'webhook-timestamp': String(timestamp),
-              'webhook-signature': `v1,${signature}`,
-            },
-            body,
-          });
-          await response.body.text();
-          if (response.statusCode !== 200) throw new Error(`receiver answered ${response.statusCode}`);
-        }
-      }),
-    );
+    await inLanes(count, ENDPOINT_CONCURRENCY, async (n) => {
+      const body = `{"type":"invoice.paid","timestamp":${JSON.stringify(createdAt)},"data":${benchPayload(n)}}`;
+      const id = `evt_baseline${String(n).padStart(14, '0')}`;
+      const timestamp = Math.floor(Date.now() / 1000);
+      const signature = createHmac('sha256', secret).update(`${id}.${timestamp}.${body}`).digest('base64');
+      const response = await pool.request({
+        method: 'POST',
+        path: '/delivery/0',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'bench',
+          'webhook-id': id,
+          'webhook-timestamp': String(timestamp),
+          'webhook-signature': `v1,${signature}`,
+        },
+        body,
+      });
+      await response.body.text();
+      if (response.statusCode !== 200) throw new Error(`receiver answered ${response.statusCode}`);
+    });
     const last = await ctx.receiver.waitFor(count, 60_000);
     return round((count / (Math.max(last, nowMs()) - started)) * 1000, 0);
   } finally {

@@ -11,7 +11,7 @@ import { setBacklogRunAt } from '../lib/backlog.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
 import { closeTargets, emitCount, emitTargets, heraldOptions, startHerald, stopAll } from './common.js';
-import { ENDPOINT_CONCURRENCY } from './delivery.js';
+import { benchPayload, ENDPOINT_CONCURRENCY, inLanes } from './delivery.js';
 import { Publishers } from '../../src/delivery/destinations/index.js';
 import { checkedDestination, type Destination, type DestinationType } from '../../src/domain/destinations.js';
 import { outboundBody } from '../../src/domain/envelope.js';
@@ -81,12 +81,20 @@ async function broker(type: DestinationType): Promise<Broker> {
       };
     }
     case 'mqtt':
-      return { url: 'mqtt://127.0.0.1:1883', config: { topic: `herald-bench/${suffix()}/{event_type}` }, close: async () => {} };
+      return {
+        url: 'mqtt://127.0.0.1:1883',
+        config: { topic: `herald-bench/${suffix()}/{event_type}` },
+        close: async () => {},
+      };
     case 'kafka': {
       const topic = `herald-bench-${suffix()}`;
-      const kcat = spawn('kcat', ['-X', 'test.mock.num.brokers=3', '-b', '127.0.0.1:1', '-C', '-t', topic, '-o', 'end', '-q'], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
+      const kcat = spawn(
+        'kcat',
+        ['-X', 'test.mock.num.brokers=3', '-b', '127.0.0.1:1', '-C', '-t', topic, '-o', 'end', '-q'],
+        {
+          stdio: ['ignore', 'ignore', 'pipe'],
+        },
+      );
       const brokers = await mockBrokers(kcat);
       return {
         url: `kafka://${brokers}`,
@@ -186,39 +194,35 @@ async function rawPublish(type: DestinationType, b: Broker, count: number): Prom
     kafkaIdempotent: b.env?.HERALD_KAFKA_IDEMPOTENT !== 'false',
   });
   const createdAt = Date.now();
-  let next = 0;
   const started = nowMs();
   try {
-    await Promise.all(
-      Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
-        while (next < count) {
-          const n = next++;
-          const payload = JSON.stringify((JSON.parse(emitBody('app', n)) as { payload: unknown }).payload);
-          const body = outboundBody('invoice.paid', createdAt, payload);
-          const id = `evt_bench${String(n).padStart(17, '0')}`;
-          const timestamp = Math.floor(Date.now() / 1000);
-          const result = await publishers.publish(
-            destination,
-            {
-              url: b.url,
-              body,
-              publicOnly: false,
-              headers: {
-                'webhook-id': id,
-                'webhook-timestamp': String(timestamp),
-                'webhook-signature': signPayload(SECRET, id, timestamp, body),
-              },
-            },
-            {
-              id,
-              eventType: 'invoice.paid',
-              values: { event_type: 'invoice.paid', app_id: 'app_bench', app_uid: '', endpoint_id: 'ep_bench', message_id: id },
-            },
-          );
-          if (!result.ok) throw new Error(`raw ${type} publish failed: ${result.error}`);
-        }
-      }),
-    );
+    await inLanes(count, ENDPOINT_CONCURRENCY, async (n) => {
+      const body = outboundBody('invoice.paid', createdAt, benchPayload(n));
+      const id = `evt_bench${String(n).padStart(17, '0')}`;
+      const timestamp = Math.floor(Date.now() / 1000);
+      const values = {
+        event_type: 'invoice.paid',
+        app_id: 'app_bench',
+        app_uid: '',
+        endpoint_id: 'ep_bench',
+        message_id: id,
+      };
+      const result = await publishers.publish(
+        destination,
+        {
+          url: b.url,
+          body,
+          publicOnly: false,
+          headers: {
+            'webhook-id': id,
+            'webhook-timestamp': String(timestamp),
+            'webhook-signature': signPayload(SECRET, id, timestamp, body),
+          },
+        },
+        { id, eventType: 'invoice.paid', values },
+      );
+      if (!result.ok) throw new Error(`raw ${type} publish failed: ${result.error}`);
+    });
     return round((count / (nowMs() - started)) * 1000, 0);
   } finally {
     await publishers.close();

@@ -35,6 +35,7 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   assert.deepEqual(scripts, [
     ' src="/console-assets/chart.js"',
     ' src="/console-assets/receiver-settings.js"',
+    ' src="/console-assets/destination-settings.js"',
     ' src="/console-assets/console.js"',
   ]);
   assert.doesNotMatch(html, /\son[a-z]+=/i);
@@ -44,6 +45,7 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
     ['/console-assets/console.js', /^text\/javascript/],
     ['/console-assets/chart.js', /^text\/javascript/],
     ['/console-assets/receiver-settings.js', /^text\/javascript/],
+    ['/console-assets/destination-settings.js', /^text\/javascript/],
     ['/console-assets/console.css', /^text\/css/],
   ] as const) {
     const asset = await fetch(service.url + path);
@@ -58,7 +60,9 @@ test('the console page and its assets: a strict Content-Security-Policy, no-stor
   // It parses (compiled, not run).
   assert.doesNotThrow(() => new Script(script, { filename: 'console.js' }));
   const settingsScript = await (await fetch(`${service.url}/console-assets/receiver-settings.js`)).text();
-  for (const text of [script, settingsScript])
+  const destinationScript = await (await fetch(`${service.url}/console-assets/destination-settings.js`)).text();
+  assert.doesNotThrow(() => new Script(destinationScript, { filename: 'destination-settings.js' }));
+  for (const text of [script, settingsScript, destinationScript])
     assert.doesNotMatch(
       text,
       /localStorage|document\.cookie|innerHTML|outerHTML|insertAdjacentHTML|eval\(|new Function/,
