@@ -26,8 +26,11 @@ export const connectRedis: Connect = async (destination, { guard }, timeoutMs) =
     retryStrategy: () => null,
   });
   let broken = false;
-  client.on('error', () => {
+  /** The client's own error: its connect() rejects with "Connection is closed." whatever the cause. */
+  let cause: Error | null = null;
+  client.on('error', (error: Error) => {
     broken = true;
+    cause = error;
   });
   client.on('end', () => {
     broken = true;
@@ -36,7 +39,7 @@ export const connectRedis: Connect = async (destination, { guard }, timeoutMs) =
     await client.connect();
   } catch (error) {
     client.disconnect();
-    throw error;
+    throw cause ?? error;
   }
   const connection: Connection = {
     get broken() {

@@ -13,12 +13,16 @@ import {
 } from '../../support/brokers.js';
 import { Redis } from 'ioredis';
 import { scrape } from '../../support/scrape.js';
+import { Endpoints } from '../../../src/store/endpoints.js';
+import { SecretBox } from '../../../src/domain/secrets.js';
 
 // Destinations beyond HTTP against the brokers running on this machine: each type publishes the signed
 // bytes an HTTP receiver would get, a consumer of our own reads them and the standardwebhooks verifier
 // accepts them; the broker's acknowledgement is the attempt's answer; a broker that is down, refuses the
 // credentials or refuses the message gives failed attempts, retried on the schedule until it takes them.
 
+/** startTestService's HERALD_SECRET_KEY. */
+const TEST_SECRET_KEY = 'test-secret-key-that-is-long-enough-0123456789';
 const RETRIES = { HERALD_RETRY_SCHEDULE: '0s,300ms,600ms,1s,1s,1s,1s,1s,1s,1s' };
 
 /** The delivery of `message` to the endpoint `endpointId`. */
@@ -215,4 +219,35 @@ test('mqtt: MQTT 5 with user properties, QoS 1 answered by PUBACK and QoS 2 by P
     metrics.value('herald_delivery_attempts_total', { outcome: 'success', status_class: 'none', type: 'mqtt' }),
     2,
   );
+});
+
+test('a destination that keeps failing goes failing, then disabled, like an HTTP endpoint', async (t) => {
+  const s = await setup(t, { HERALD_RETRY_SCHEDULE: '0s,200ms,400ms', HERALD_DISABLE_AFTER: '300ms' });
+  // A closed port: every attempt fails, and counts toward the endpoint's health.
+  const gate = await brokerGate(t, '127.0.0.1:6379');
+  const endpoint = await s.endpoint(`redis://127.0.0.1:${gate.port}/0`, { type: 'redis' });
+  const emitted = await s.emit();
+  const d = await s.until(emitted.deliveryIds[0]!, (d) => d.status !== 'pending', 'delivery settled');
+  assert.equal(d.status, 'failed');
+  assert.equal(d.attempts.length, 3);
+  assert.ok(d.attempts.every((a) => a.error === 'redis: connection refused'));
+  assert.equal((await s.api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'disabled');
+});
+
+test('reseal seals a destination password and secret fields under a new master key', async (t) => {
+  const s = await setup(t);
+  const made = await s.endpoint('nats://herald:reseal-pw@127.0.0.1:4222', {
+    type: 'nats',
+    config: { token: 'reseal-token' },
+  });
+  const NEW_KEY = 'a-new-master-key-that-is-long-enough-0123456789';
+  const resealer = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY, [TEST_SECRET_KEY]));
+  assert.equal((await resealer.resealBatch(null, 10)).resealed, 1);
+  const row = await s.service.store.ctx.db
+    .selectFrom('endpoints')
+    .selectAll()
+    .where('id', '=', made.id)
+    .executeTakeFirstOrThrow();
+  const opener = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY));
+  assert.deepEqual(opener.destinationSecrets(row), { password: 'reseal-pw', token: 'reseal-token' });
 });
