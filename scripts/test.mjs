@@ -14,7 +14,7 @@
 // The store reaches the file as SUITE_STORE; test/support/service.ts reads it. SUITE_STORES (default
 // `sqlite,postgres`) narrows the stores; PATHs (files or folders) narrow the files. SUITE_BUILD names the
 // folder of the checkout the tests are compiled into (default .build), so two runs can share a checkout. Each file's duration is
-// kept in .tmp/test-times.json to order the next run. A file still running after SUITE_FILE_TIMEOUT_S
+// kept in .tmp/test-times.json to order the next run (a fresh checkout: scripts/test-times.json). A file still running after SUITE_FILE_TIMEOUT_S
 // (default 600) is stopped and counts as failed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
