@@ -14,7 +14,7 @@ import { messageTrace } from '../domain/trace-context.js';
 import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
 import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
-import { isDestinationType, shownConfig, shownUrl, type StoredDestination } from '../domain/destinations.js';
+import { isDestinationType, shownConfig, shownUrl, storedDestination } from '../domain/destinations.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
@@ -64,42 +64,42 @@ export const applicationWithPortalPath = (a: ApplicationRow & { portalToken: str
 });
 
 /** An endpoint; `headers` and `sensitive_headers` as reads show them (Endpoints.shownHeaders). */
-export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, string>; sensitive: string[] }) => ({
-  id: e.id,
-  object: 'endpoint' as const,
-  app_id: e.app_id,
-  uid: e.uid,
-  url: shownEndpointUrl(e),
-  status: e.status,
-  event_types: JSON.parse(e.event_types) as string[],
-  channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
-  filter: e.filter === null ? null : (JSON.parse(e.filter) as Record<string, unknown>),
-  description: e.description,
-  headers: shown.headers,
-  sensitive_headers: shown.sensitive,
-  rate_limit: e.rate_limit,
-  ordering: e.ordering,
-  signature_type: e.signature_type,
-  public_key: e.public_key,
-  tls: tlsToApi(e),
-  auth: e.auth === null ? null : shownAuth(JSON.parse(e.auth) as AuthSettings),
-  type: e.type,
-  config: destinationToApi(e),
-  created_at: iso(e.created_at),
-  updated_at: iso(e.updated_at),
-});
+export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, string>; sensitive: string[] }) => {
+  const destination = destinationToApi(e);
+  return {
+    id: e.id,
+    object: 'endpoint' as const,
+    app_id: e.app_id,
+    uid: e.uid,
+    url: destination.url,
+    status: e.status,
+    event_types: JSON.parse(e.event_types) as string[],
+    channels: e.channels === null ? [] : (JSON.parse(e.channels) as string[]),
+    filter: e.filter === null ? null : (JSON.parse(e.filter) as Record<string, unknown>),
+    description: e.description,
+    headers: shown.headers,
+    sensitive_headers: shown.sensitive,
+    rate_limit: e.rate_limit,
+    ordering: e.ordering,
+    signature_type: e.signature_type,
+    public_key: e.public_key,
+    tls: tlsToApi(e),
+    auth: e.auth === null ? null : shownAuth(JSON.parse(e.auth) as AuthSettings),
+    type: e.type,
+    config: destination.config,
+    created_at: iso(e.created_at),
+    updated_at: iso(e.updated_at),
+  };
+};
 
-/** A destination's settings as reads show them: every field, its secrets redacted. */
-function destinationToApi(e: EndpointRow) {
-  if (e.destination === null || !isDestinationType(e.type)) return null;
-  const { settings, sealed } = JSON.parse(e.destination) as StoredDestination;
-  return shownConfig(e.type, settings, sealed);
-}
-
-/** An endpoint's URL as reads show it: a destination's stored password as "<redacted>". */
-function shownEndpointUrl(e: EndpointRow): string {
-  if (e.destination === null) return e.url;
-  return shownUrl(e.url, (JSON.parse(e.destination) as StoredDestination).sealed.includes('password'));
+/** A destination's config and URL as reads show them: every field, its secrets redacted. */
+function destinationToApi(e: EndpointRow): { url: string; config: Record<string, unknown> | null } {
+  const stored = storedDestination(e.destination);
+  if (stored === null || !isDestinationType(e.type)) return { url: e.url, config: null };
+  return {
+    url: shownUrl(e.url, stored.sealed.includes('password')),
+    config: shownConfig(e.type, stored.settings, stored.sealed),
+  };
 }
 
 /** An endpoint's TLS settings as reads show them: the client key redacted, the certificate's expiry added. */

@@ -453,8 +453,10 @@ export class DeliveryWorker {
       { traceparent: span.traceparent, tracestate: trace.tracestate },
     );
     const destination = input.endpoint.destination;
+    // A destination's message carries no HTTP headers of its own: its attempt shows what travelled.
+    const sent = destination ? { ...request, headers: carriedHeaders(request.headers) } : request;
     const result: SendResult = destination
-      ? await this.publishers.publish(destination, request, {
+      ? await this.publishers.publish(destination, sent, {
           id: input.delivery.messageId,
           eventType: input.delivery.eventType,
           values: {
@@ -467,8 +469,6 @@ export class DeliveryWorker {
         })
       : await this.sender.send(request);
     span.end(result);
-    // A destination's message carries no HTTP headers of its own: its attempt shows what travelled.
-    const sent = destination ? { ...request, headers: carriedHeaders(request.headers) } : request;
     const requestHeaders = shownRequestHeaders(sent, input.delivery.messageId, input.endpoint.sensitiveHeaders);
     return { ...result, requestHeaders, at: Date.now() };
   }

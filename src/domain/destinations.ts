@@ -32,6 +32,11 @@ export interface StoredDestination {
   sealed: string[];
 }
 
+/** The `destination` column read; null for an HTTP endpoint. */
+export function storedDestination(text: string | null): StoredDestination | null {
+  return text === null ? null : (JSON.parse(text) as StoredDestination);
+}
+
 /** A destination opened for sending: the URL with its password back in, the settings with their secrets. */
 export interface Destination {
   type: DestinationType;

@@ -24,6 +24,7 @@ import {
   type DestinationType,
   isDestinationType,
   type StoredDestination,
+  storedDestination,
 } from '../domain/destinations.js';
 import type { AuthSettings } from '../domain/endpoint-auth.js';
 import type { Ordering } from '../domain/fifo.js';
@@ -659,7 +660,7 @@ export class Endpoints {
 
   /** A destination's settings and the names of its secrets; null for an HTTP endpoint. */
   destinationOf(row: Pick<EndpointRow, 'destination'>): StoredDestination | null {
-    return row.destination === null ? null : (JSON.parse(row.destination) as StoredDestination);
+    return storedDestination(row.destination);
   }
 
   /** A destination's secrets, opened (throws when sealed under another HERALD_SECRET_KEY). */

@@ -1,8 +1,7 @@
-import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { Destination, DestinationType } from '../../domain/destinations.js';
-import { refusedAddress, refusedKind } from '../../domain/addresses.js';
-import { BlockedAddressError, type SendRequest, type SendResult } from '../sender.js';
+import { refusedAddress } from '../../domain/addresses.js';
+import { BlockedAddressError, guardedLookup, type SendRequest, type SendResult } from '../sender.js';
 import type { Connect, Connection, HostGuard, Publication } from './types.js';
 import { connectRabbitmq } from './rabbitmq.js';
 import { connectNats } from './nats.js';
@@ -64,10 +63,13 @@ export class Publishers {
     this.sweep = setInterval(() => this.closeIdle(), IDLE_MS / 4).unref();
   }
 
-  /** Publishes one attempt's signed request to its destination; the result reads as an HTTP attempt's would. */
+  /**
+   * Publishes one attempt's signed request to its destination; the result reads as an HTTP attempt's would.
+   * The request's headers travel as they are: carriedHeaders has left out HTTP's own.
+   */
   async publish(destination: Destination, request: SendRequest, message: Omit<Publication, 'body' | 'headers'>) {
     const started = performance.now();
-    const publication: Publication = { ...message, body: request.body, headers: carriedHeaders(request.headers) };
+    const publication: Publication = { ...message, body: request.body, headers: request.headers };
     const timeoutMs = this.options.attemptTimeoutMs;
     const key = poolKey(destination, request.publicOnly);
     let connection: Connection | null = null;
@@ -171,16 +173,16 @@ class Unanswered extends Error {}
  * address is never reached).
  */
 export function hostGuard(publicOnly: boolean, allow: string[]): HostGuard {
+  const lookup = guardedLookup(publicOnly, allow);
   return async (host) => {
     if (isIP(host)) {
       const refused = refusedAddress(host, host, publicOnly, allow);
       if (refused) throw new BlockedAddressError(`refused to connect to ${refused}`);
       return host;
     }
-    const addresses = await lookup(host, { all: true });
-    const kept = addresses.find(({ address }) => refusedAddress(address, host, publicOnly, allow) === null);
-    if (!kept) throw new BlockedAddressError(`refused to connect: ${host} resolves only to ${refusedKind(publicOnly)}`);
-    return kept.address;
+    return new Promise((resolve, reject) =>
+      lookup(host, {}, (error, address) => (error ? reject(error) : resolve(address as string))),
+    );
   };
 }
 

@@ -8,7 +8,7 @@ import type { AttemptInput, ClaimedTask, EndpointAccess } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import { markedNames } from '../../domain/headers.js';
-import { type Destination, type StoredDestination, urlWithPassword } from '../../domain/destinations.js';
+import { type Destination, storedDestination, urlWithPassword } from '../../domain/destinations.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
 // turned into an AttemptInput, and the endpoint's signing secrets opened once per read.
@@ -113,8 +113,6 @@ interface Enterprise {
   auth: OAuth2Client | null;
 }
 const NO_ENTERPRISE: Enterprise = { tls: null, auth: null };
-/** What destinationOf answers for an HTTP endpoint. */
-const NO_DESTINATION: Destination = { type: 'rabbitmq', appId: '', url: '', settings: {}, secrets: {} };
 
 /** An endpoint's own headers, opened, and the lowercase names it marks sensitive. */
 interface OpenedHeaders {
@@ -200,22 +198,22 @@ export class InputReader {
       svixHeaders: Boolean(row.svix_headers),
       tls: enterprise?.tls ?? null,
       auth: enterprise?.auth ?? null,
-      destination: destination === NO_DESTINATION ? null : destination,
+      destination: destination ?? null,
     };
   }
 
   /**
-   * The endpoint's destination with its secrets opened: NO_DESTINATION for an HTTP endpoint, null when
+   * The endpoint's destination with its secrets opened: undefined for an HTTP endpoint, null when
    * its secrets do not open here (memoized by the stored texts).
    */
-  private destinationOf(row: Pick<LoadedRow, DestinationColumns | 'url'>): Destination | null {
-    if (row.destination === null) return NO_DESTINATION;
+  private destinationOf(row: Pick<LoadedRow, DestinationColumns | 'url'>): Destination | null | undefined {
+    if (row.destination === null) return undefined;
     const key = `${row.url}|${row.destination}|${row.destination_sealed}`;
     let opened = this.destinations.get(key);
     if (opened === undefined) {
       try {
         const secrets = this.endpoints.destinationSecrets(row);
-        const { type, appId, settings } = JSON.parse(row.destination) as StoredDestination;
+        const { type, appId, settings } = storedDestination(row.destination)!;
         opened = { type, appId, url: urlWithPassword(row.url!, secrets.password), settings, secrets };
       } catch {
         opened = null;
