@@ -3,7 +3,9 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import type { TestContext } from 'node:test';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { Webhook as SvixWebhook } from 'svix';
-import { startTestService, type TestService } from './service.js';
+import { startTestService, TEST_SECRET_KEY, type TestService } from './service.js';
+import { Endpoints } from '../../src/store/endpoints.js';
+import { SecretBox } from '../../src/domain/secrets.js';
 import { bootstrap, type Client } from './client.js';
 import { eventually, Receiver, type Received } from './receiver.js';
 
@@ -207,4 +209,20 @@ export class SocketReceiver {
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/**
+ * Reseals every endpoint of the service's store under a new master key (as `herald secrets reseal` does),
+ * and returns how many it resealed, the endpoint's row after it, and an Endpoints that opens with the new key only.
+ */
+export async function resealedUnderNewKey(s: Setup, endpointId: string) {
+  const NEW_KEY = 'a-new-master-key-that-is-long-enough-0123456789';
+  const resealer = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY, [TEST_SECRET_KEY]));
+  const resealed = (await resealer.resealBatch(null, 10)).resealed;
+  const row = await s.service.store.ctx.db
+    .selectFrom('endpoints')
+    .selectAll()
+    .where('id', '=', endpointId)
+    .executeTakeFirstOrThrow();
+  return { resealed, row, opener: new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY)) };
 }

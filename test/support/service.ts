@@ -18,6 +18,8 @@ function storeOfThisRun(): 'sqlite' | 'postgres' {
 }
 
 export const TEST_STORE = storeOfThisRun();
+/** The HERALD_SECRET_KEY test services seal with. */
+export const TEST_SECRET_KEY = 'test-secret-key-that-is-long-enough-0123456789';
 export const PG_ADMIN_URL = process.env.SUITE_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 export interface TestDatabase {
@@ -143,7 +145,7 @@ export async function startTestService(
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',
-    HERALD_SECRET_KEY: 'test-secret-key-that-is-long-enough-0123456789',
+    HERALD_SECRET_KEY: TEST_SECRET_KEY,
     HERALD_LOG_LEVEL: 'silent',
     HERALD_DEFAULT_PLAN: 'unlimited',
     // Tests send bad keys by the dozen from one address; test/api/auth-failures.test.ts sets its own limit.

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { setup, type Setup } from '../../support/delivery.js';
+import { resealedUnderNewKey, setup, type Setup } from '../../support/delivery.js';
 import {
   brokerGate,
   mqttConsumer,
@@ -13,16 +13,12 @@ import {
 } from '../../support/brokers.js';
 import { Redis } from 'ioredis';
 import { scrape } from '../../support/scrape.js';
-import { Endpoints } from '../../../src/store/endpoints.js';
-import { SecretBox } from '../../../src/domain/secrets.js';
 
 // Destinations beyond HTTP against the brokers running on this machine: each type publishes the signed
 // bytes an HTTP receiver would get, a consumer of our own reads them and the standardwebhooks verifier
 // accepts them; the broker's acknowledgement is the attempt's answer; a broker that is down, refuses the
 // credentials or refuses the message gives failed attempts, retried on the schedule until it takes them.
 
-/** startTestService's HERALD_SECRET_KEY. */
-const TEST_SECRET_KEY = 'test-secret-key-that-is-long-enough-0123456789';
 const RETRIES = { HERALD_RETRY_SCHEDULE: '0s,300ms,600ms,1s,1s,1s,1s,1s,1s,1s' };
 
 /** The delivery of `message` to the endpoint `endpointId`. */
@@ -240,14 +236,7 @@ test('reseal seals a destination password and secret fields under a new master k
     type: 'nats',
     config: { token: 'reseal-token' },
   });
-  const NEW_KEY = 'a-new-master-key-that-is-long-enough-0123456789';
-  const resealer = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY, [TEST_SECRET_KEY]));
-  assert.equal((await resealer.resealBatch(null, 10)).resealed, 1);
-  const row = await s.service.store.ctx.db
-    .selectFrom('endpoints')
-    .selectAll()
-    .where('id', '=', made.id)
-    .executeTakeFirstOrThrow();
-  const opener = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY));
+  const { resealed, row, opener } = await resealedUnderNewKey(s, made.id);
+  assert.equal(resealed, 1);
   assert.deepEqual(opener.destinationSecrets(row), { password: 'reseal-pw', token: 'reseal-token' });
 });

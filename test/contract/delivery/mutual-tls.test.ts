@@ -2,16 +2,13 @@ import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
-import { setup, verifies } from '../../support/delivery.js';
+import { resealedUnderNewKey, setup, verifies } from '../../support/delivery.js';
 import { assertError } from '../../support/api.js';
 import { makeCa } from '../../support/certificates.js';
 import { TlsReceiver } from '../../support/tls-receiver.js';
 import { ForwardProxy } from '../../support/forward-proxy.js';
-import { Endpoints } from '../../../src/store/endpoints.js';
-import { SecretBox } from '../../../src/domain/secrets.js';
 
 /** The master key test services run with (test/support/service.ts). */
-const TEST_SECRET_KEY = 'test-secret-key-that-is-long-enough-0123456789';
 
 // An endpoint's `tls` (decisions: "Enterprise receivers"): a client certificate and key for receivers that
 // demand mutual TLS, and a CA bundle for receivers whose certificate a private CA issued. The key is
@@ -280,15 +277,8 @@ test('reseal seals the client key and the OAuth2 client secret under a new maste
       client_secret: 'reseal-s3cret',
     },
   });
-  const NEW_KEY = 'a-new-master-key-that-is-long-enough-0123456789';
-  const resealer = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY, [TEST_SECRET_KEY]));
-  assert.equal((await resealer.resealBatch(null, 10)).resealed, 1);
-  const row = await s.service.store.ctx.db
-    .selectFrom('endpoints')
-    .selectAll()
-    .where('id', '=', made.id)
-    .executeTakeFirstOrThrow();
-  const opener = new Endpoints(s.service.store.ctx, new SecretBox(NEW_KEY));
+  const { resealed, row, opener } = await resealedUnderNewKey(s, made.id);
+  assert.equal(resealed, 1);
   assert.equal(opener.tlsKey(row), client.key);
   assert.equal(opener.authSecret(row), 'reseal-s3cret');
 });
