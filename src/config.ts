@@ -84,6 +84,12 @@ export interface Config {
    * for clusters that do not grant it (IDEMPOTENT_WRITE) or cannot answer its producer id.
    */
   kafkaIdempotent: boolean;
+  /** HERALD_TRANSFORMATION_TIMEOUT: CPU time one run of an endpoint's transformation may take. */
+  transformationTimeoutMs: number;
+  /** HERALD_TRANSFORMATION_MEMORY: the heap one endpoint's transformation may grow to, in bytes. */
+  transformationMemoryBytes: number;
+  /** HERALD_TRANSFORMATION_THREADS: threads a process runs transformations on (started on first use). */
+  transformationThreads: number;
   /** HERALD_OUTBOUND_PROXY: the forward proxy every delivery leaves through (http://[user:pass@]host:port); null: direct. */
   outboundProxy: string | null;
   /** HERALD_NO_PROXY: receivers reached directly although a proxy is set (hosts, domain suffixes, addresses, CIDRs). */
@@ -130,6 +136,26 @@ function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: r
   if (!(allowed as readonly string[]).includes(text))
     throw new ConfigError(`${name}=${text} must be one of ${allowed.join(', ')}`);
   return text as T;
+}
+
+/** A size such as `8MB`, `512KB` or a number of bytes, from `min` to `max`. */
+function byteSize(env: Env, name: string, fallback: string, min: number, max: number): number {
+  const text = read(env, name, fallback);
+  const match = /^(\d+)\s*(B|KB|MB|GB)?$/i.exec(text);
+  const unit = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[(match?.[2] ?? 'B').toUpperCase() as 'B'];
+  const bytes = match ? Number(match[1]) * unit : Number.NaN;
+  if (!(bytes >= min && bytes <= max))
+    throw new ConfigError(
+      `${name}=${text} must be a size from ${min / 1024 / 1024}MB to ${max / 1024 / 1024}MB (e.g. 8MB)`,
+    );
+  return bytes;
+}
+
+/** HERALD_TRANSFORMATION_TIMEOUT: from 1 ms to 10 s, so that no run holds a thread for long. */
+function transformationTimeout(env: Env): number {
+  const ms = duration(env, 'HERALD_TRANSFORMATION_TIMEOUT', '50ms');
+  if (ms < 1 || ms > 10_000) throw new ConfigError('HERALD_TRANSFORMATION_TIMEOUT must be from 1ms to 10s');
+  return ms;
 }
 
 /** `starter:100,growth:1000` — requests per second per organization for each plan. */
@@ -439,6 +465,9 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: metricsToken(env),
     metricsPort: metricsPort(env),
     kafkaIdempotent: oneOf(env, 'HERALD_KAFKA_IDEMPOTENT', 'true', ['true', 'false']) === 'true',
+    transformationTimeoutMs: transformationTimeout(env),
+    transformationMemoryBytes: byteSize(env, 'HERALD_TRANSFORMATION_MEMORY', '8MB', 1024 * 1024, 1024 * 1024 * 1024),
+    transformationThreads: integer(env, 'HERALD_TRANSFORMATION_THREADS', 2, 1, 64),
     outboundProxy: outboundProxy(env),
     noProxy: noProxy(env),
     trustProxy: trustProxy(env),

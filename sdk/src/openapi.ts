@@ -2962,6 +2962,7 @@ export interface paths {
                          *           },
                          *           "type": "http",
                          *           "config": null,
+                         *           "transformation": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -3035,6 +3036,13 @@ export interface paths {
                                 /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                                 config: {
                                     [key: string]: unknown;
+                                } | null;
+                                /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                                transformation: {
+                                    code: string | null;
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
                                 } | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -3201,6 +3209,19 @@ export interface paths {
                         config?: {
                             [key: string]: unknown;
                         } | null;
+                        /**
+                         * @description A field left out keeps its value; code is checked (it must compile and define handler)
+                         * @example {
+                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                         *       "enabled": true
+                         *     }
+                         */
+                        transformation?: {
+                            /** @description JavaScript that defines `function handler(webhook)` and returns the webhook changed; null: none */
+                            code?: string | null;
+                            /** @description Whether it runs on every attempt (default: true when code is given) */
+                            enabled?: boolean;
+                        } | null;
                     };
                 };
             };
@@ -3252,6 +3273,7 @@ export interface paths {
                          *       },
                          *       "type": "http",
                          *       "config": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -3319,6 +3341,13 @@ export interface paths {
                             /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                             config: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                            transformation: {
+                                code: string | null;
+                                enabled: boolean;
+                                /** Format: date-time */
+                                updated_at: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3571,6 +3600,7 @@ export interface paths {
                          *       },
                          *       "type": "http",
                          *       "config": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -3637,6 +3667,13 @@ export interface paths {
                             /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                             config: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                            transformation: {
+                                code: string | null;
+                                enabled: boolean;
+                                /** Format: date-time */
+                                updated_at: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -3988,6 +4025,19 @@ export interface paths {
                         config?: {
                             [key: string]: unknown;
                         } | null;
+                        /**
+                         * @description A field left out keeps its value; code is checked (it must compile and define handler)
+                         * @example {
+                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                         *       "enabled": true
+                         *     }
+                         */
+                        transformation?: {
+                            /** @description JavaScript that defines `function handler(webhook)` and returns the webhook changed; null: none */
+                            code?: string | null;
+                            /** @description Whether it runs on every attempt (default: true when code is given) */
+                            enabled?: boolean;
+                        } | null;
                     };
                 };
             };
@@ -4039,6 +4089,7 @@ export interface paths {
                          *       },
                          *       "type": "http",
                          *       "config": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -4105,6 +4156,13 @@ export interface paths {
                             /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                             config: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                            transformation: {
+                                code: string | null;
+                                enabled: boolean;
+                                /** Format: date-time */
+                                updated_at: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -4349,6 +4407,232 @@ export interface paths {
                         "application/json": {
                             /** @description true also when there is no filter */
                             matches: boolean;
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than HERALD_MAX_PAYLOAD_BYTES */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_too_large",
+                         *         "message": "Request body is larger than the maximum allowed size",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "Content-Type must be application/json",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/endpoints/{id}/transformation/simulate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** The request the endpoint's transformation (or a draft of it) would make for this payload; nothing is sent or saved */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                     *       "event_type": "invoice.paid",
+                     *       "payload": {
+                     *         "invoice_id": "inv_1001"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        code?: string;
+                        /** @description The payload, as `data` */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        /** @description As `type` (default `test.event`) */
+                        event_type?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "method": "POST",
+                         *       "url": "https://acme.example/webhooks",
+                         *       "headers": {
+                         *         "x-event": "invoice.paid"
+                         *       },
+                         *       "payload": {
+                         *         "text": "invoice.paid"
+                         *       },
+                         *       "cancel": false
+                         *     }
+                         */
+                        "application/json": {
+                            method: string;
+                            url: string;
+                            headers: {
+                                [key: string]: string;
+                            };
+                            /** @description The body as it would be sent (any JSON value) */
+                            payload: unknown;
+                            /** @description true: no request would be made */
+                            cancel: boolean;
                         };
                     };
                 };
@@ -4763,6 +5047,7 @@ export interface paths {
                          *           "auth": null,
                          *           "type": "http",
                          *           "config": null,
+                         *           "transformation": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "updated_at": "2026-01-01T00:00:00.000Z"
                          *         }
@@ -4836,6 +5121,13 @@ export interface paths {
                                 /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                                 config: {
                                     [key: string]: unknown;
+                                } | null;
+                                /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                                transformation: {
+                                    code: string | null;
+                                    enabled: boolean;
+                                    /** Format: date-time */
+                                    updated_at: string;
                                 } | null;
                                 /** Format: date-time */
                                 created_at: string;
@@ -4989,6 +5281,7 @@ export interface paths {
                          *       "auth": null,
                          *       "type": "http",
                          *       "config": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "signing_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -5056,6 +5349,13 @@ export interface paths {
                             /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                             config: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                            transformation: {
+                                code: string | null;
+                                enabled: boolean;
+                                /** Format: date-time */
+                                updated_at: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -5464,6 +5764,7 @@ export interface paths {
                          *       "auth": null,
                          *       "type": "http",
                          *       "config": null,
+                         *       "transformation": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "updated_at": "2026-01-01T00:00:00.000Z"
                          *     }
@@ -5530,6 +5831,13 @@ export interface paths {
                             /** @description A destination's settings (docs/destinations.md), every field shown, secrets as "<redacted>"; null for http */
                             config: {
                                 [key: string]: unknown;
+                            } | null;
+                            /** @description The endpoint's transformation (docs/transformations.md); null: none was ever set */
+                            transformation: {
+                                code: string | null;
+                                enabled: boolean;
+                                /** Format: date-time */
+                                updated_at: string;
                             } | null;
                             /** Format: date-time */
                             created_at: string;
@@ -6136,7 +6444,7 @@ export interface paths {
                             attempts: {
                                 attempt_number: number;
                                 trigger: "scheduled" | "manual";
-                                status: "success" | "failed";
+                                status: "success" | "failed" | "cancelled";
                                 response_status: number | null;
                                 /** @description The headers Herald sent, by lowercase name; credentials (the endpoint's sensitive headers, an OAuth2 bearer token) show as <redacted>, a value past 1,024 characters is cut and ends in …. Null on attempts made before headers were kept */
                                 request_headers: {
@@ -6152,6 +6460,13 @@ export interface paths {
                                 duration_ms: number;
                                 /** Format: date-time */
                                 created_at: string;
+                                /** @description The request the endpoint's transformation made (docs/transformations.md): its method, URL and body as sent. Null: the plain request, a POST of the message's envelope to the endpoint's URL */
+                                request?: {
+                                    method: string;
+                                    url: string;
+                                    /** @description The body as sent */
+                                    body: string;
+                                } | null;
                             }[];
                         };
                     };

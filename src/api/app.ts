@@ -39,6 +39,7 @@ import { favicon } from './favicon.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
 import { SchemaCompiler } from '../event-schemas/compiler.js';
+import { Transformations } from '../transformations/index.js';
 import { installTracing } from './tracing.js';
 import type { Tracer } from '../tracing/port.js';
 import { untraced } from '../tracing/tracer.js';
@@ -372,7 +373,10 @@ export async function buildApi(
   const schemas = new SchemaCompiler(config.schemaCacheBytes, config.schemaCompileDeadlineMs);
   app.addHook('onClose', () => schemas.close());
   metrics.watchSchemas(schemas);
-  const deps = { store, config, metrics, schemas, tracer };
+  // Transformations' compile checks and simulations, on threads of their own (started on first use).
+  const transformations = new Transformations(config);
+  app.addHook('onClose', () => transformations.close());
+  const deps = { store, config, metrics, schemas, tracer, transformations };
   for (const routes of [
     systemRoutes,
     messageRoutes,

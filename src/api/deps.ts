@@ -4,6 +4,7 @@ import type { Scope, Store } from '../store/index.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { SchemaCompiler } from '../event-schemas/compiler.js';
 import type { Tracer } from '../tracing/port.js';
+import type { Transformations } from '../transformations/index.js';
 import { invalid } from './errors.js';
 import { timeInput } from './shared/time-input.js';
 
@@ -17,6 +18,8 @@ export interface ApiDeps {
   schemas: SchemaCompiler;
   /** Trace context and, when OTEL_* asks, spans (src/tracing/). */
   tracer: Tracer;
+  /** Endpoints' transformations: their code checked when written, and simulated (src/transformations/). */
+  transformations: Transformations;
 }
 
 export type RoutePlugin = FastifyPluginAsyncTypebox<ApiDeps>;

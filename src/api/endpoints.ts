@@ -26,6 +26,9 @@ import {
   ReceiverUrl,
   RotatedSecret,
   SignatureType,
+  TransformationInput,
+  TransformationSimulateBody,
+  TransformationSimulated,
 } from './schemas/endpoints.js';
 import { iso, list } from './serialize.js';
 import {
@@ -33,12 +36,14 @@ import {
   createEndpoint,
   destinationSettings,
   enterpriseSettings,
+  transformationSetting,
   uidChecked,
 } from './shared/endpoint-input.js';
+import { simulateTransformation } from './shared/transformation-simulate.js';
 import { endpointView, withSecret } from './shared/endpoint-view.js';
 import { filterTest } from './shared/filter-test.js';
 
-export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
+export const endpointRoutes: RoutePlugin = async (app, { store, config, transformations }) => {
   const view = endpointView(store);
   app.get(
     '/api/v1/endpoints',
@@ -81,6 +86,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             auth: Type.Optional(Nullable(EndpointAuthInput)),
             type: Type.Optional(EndpointTypeField),
             config: Type.Optional(Nullable(DestinationConfig)),
+            transformation: Type.Optional(Nullable(TransformationInput)),
           },
           {
             examples: [
@@ -105,6 +111,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       await checkEndpointInput(store, config, scope, body);
       const destination = destinationSettings(store, config, scope, body, undefined);
       const { tls, auth } = enterpriseSettings(store, config, scope, body, undefined);
+      const transformation = await transformationSetting(transformations, body.transformation, undefined);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
       const { row, secret } = await createEndpoint(store, config, scope, {
@@ -123,6 +130,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         tls,
         auth,
         destination,
+        transformation,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -171,6 +179,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
             auth: Type.Optional(Nullable(EndpointAuthInput)),
             type: Type.Optional(EndpointTypeField),
             config: Type.Optional(Nullable(DestinationConfig)),
+            transformation: Type.Optional(Nullable(TransformationInput)),
           },
           { examples: [{ event_types: ['invoice.paid', 'invoice.refunded'], rate_limit: 100 }] },
         ),
@@ -201,6 +210,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
       const destination = destinationSettings(store, config, scope, request.body, current);
       const { tls, auth } = enterpriseSettings(store, config, scope, request.body, current);
+      const transformation = await transformationSetting(transformations, request.body.transformation, current);
       const row = await uidChecked(() =>
         store.endpoints.update(scope, request.params.id, {
           // A destination's URL comes checked, without its password, with its settings.
@@ -218,6 +228,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
           tls,
           auth,
           destination: destination?.checked,
+          transformation,
         }),
       );
       if (!row) throw notFound(`endpoint ${request.params.id}`);
@@ -258,6 +269,25 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config }) => {
       const row = await store.endpoints.get(scopeOf(request), request.params.id);
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return filterTest(row.filter, request.body, store.ctx.now(), config.filterBudget);
+    },
+  );
+
+  app.post(
+    '/api/v1/endpoints/:id/transformation/simulate',
+    {
+      schema: {
+        summary:
+          "The request the endpoint's transformation (or a draft of it) would make for this payload; nothing is sent or saved",
+        tags: ['endpoints'],
+        params: IdParams,
+        body: TransformationSimulateBody,
+        response: { 200: TransformationSimulated, ...errors(400, 401, 404, 429) },
+      },
+    },
+    async (request) => {
+      const row = await store.endpoints.get(scopeOf(request), request.params.id);
+      if (!row) throw notFound(`endpoint ${request.params.id}`);
+      return simulateTransformation(transformations, config, row, request.body, store.ctx.now());
     },
   );
 

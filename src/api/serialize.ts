@@ -1,3 +1,4 @@
+import { transformationOf } from '../store/endpoints.js';
 import type {
   ApiKeyRow,
   ApplicationRow,
@@ -87,10 +88,21 @@ export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, s
     auth: e.auth === null ? null : shownAuth(JSON.parse(e.auth) as AuthSettings),
     type: e.type,
     config: destination.config,
+    transformation: transformationToApi(e),
     created_at: iso(e.created_at),
     updated_at: iso(e.updated_at),
   };
 };
+
+/** An endpoint's transformation as reads show it (null: none was ever set). */
+export function transformationToApi(
+  e: EndpointRow,
+): { code: string | null; enabled: boolean; updated_at: string } | null {
+  const transformation = transformationOf(e);
+  return transformation === null
+    ? null
+    : { code: transformation.code, enabled: transformation.enabled, updated_at: iso(transformation.updatedAt) };
+}
 
 /** A destination's config and URL as reads show them: every field, its secrets redacted. */
 function destinationToApi(e: EndpointRow): { url: string; config: Record<string, unknown> | null } {
@@ -134,6 +146,7 @@ export const attemptToApi = (a: AttemptRow, messageId: string) => ({
     a.request_headers === null ? null : parseHeaderBlock(sentRequestHeaders(a.request_headers, messageId)),
   response_headers: a.response_headers === null ? null : parseHeaderBlock(a.response_headers),
   response_body: a.response_body,
+  request: a.request === null ? null : (JSON.parse(a.request) as { method: string; url: string; body: string }),
 });
 
 export const deliveryToApi = (d: DeliveryRead) => ({

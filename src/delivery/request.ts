@@ -6,6 +6,7 @@ import type { SendRequest } from './sender.js';
 import type { ReceiverTls } from '../domain/pem.js';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';
 import { headerBlock, REDACTED } from '../domain/headers.js';
+import type { TransformedRequest } from '../domain/transformations.js';
 import { CONTENT_TYPE, keptByName, USER_AGENT } from '../domain/request-headers.js';
 
 /**
@@ -13,7 +14,8 @@ import { CONTENT_TYPE, keptByName, USER_AGENT } from '../domain/request-headers.
  * attempt, retry and replay), `webhook-timestamp` this attempt's time, and one `v1,` signature per valid
  * secret (the current one first, then those rotated out whose grace has not ended), and the endpoint's own
  * headers, client certificate and OAuth2 client, and the attempt's W3C trace context (src/tracing/). The
- * signed body is the body sent. An endpoint of the Svix-compatible surface (`svixHeaders`)
+ * signed body is the body sent: the envelope, or what the endpoint's transformation made (`transformed`:
+ * its method, URL, headers and body). An endpoint of the Svix-compatible surface (`svixHeaders`)
  * gets the same three values under the svix-* names too, so receivers written against Svix verify them
  * unchanged.
  */
@@ -32,22 +34,26 @@ export function signedRequest(
   payloadJson: string,
   nowMs: number,
   trace: { traceparent: string; tracestate: string | null },
+  transformed: Pick<TransformedRequest, 'method' | 'url' | 'headers' | 'body'> | null = null,
 ): SendRequest {
-  const body = outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
+  const body = transformed?.body ?? outboundBody(input.delivery.eventType, input.delivery.createdAt, payloadJson);
   const timestamp = Math.floor(nowMs / 1000);
   const msgId = input.delivery.messageId;
   const signatures = [endpoint.secrets.current, ...endpoint.secrets.previous]
     .map((secret) => signPayload(secret, msgId, timestamp, body))
     .join(' ');
   return {
-    url: endpoint.url,
+    url: transformed?.url ?? endpoint.url,
+    method: transformed?.method ?? 'POST',
     body,
     publicOnly: endpoint.publicOnly,
     tls: endpoint.tls ?? null,
     // Tokens are kept per endpoint: one without an id (a sample request) shares none.
     auth: endpoint.auth ? { endpointId: endpoint.id ?? endpoint.url, client: endpoint.auth } : null,
-    // The endpoint's own first: its names never collide with these (reserved names are refused).
+    // A transformation's first, then the endpoint's own, then Herald's: the names of the last are refused
+    // in the first two, so the signature is always Herald's.
     headers: {
+      ...transformed?.headers,
       ...endpoint.headers,
       'content-type': CONTENT_TYPE,
       'user-agent': USER_AGENT,

@@ -19,6 +19,8 @@ import { headerBlock } from '../domain/headers.js';
 
 export interface SendRequest {
   url: string;
+  /** POST, or what the endpoint's transformation chose (PUT, PATCH); absent: POST. */
+  method?: string;
   body: string;
   headers: Record<string, string>;
   /** Public addresses only (Live endpoints, and those made in a portal); otherwise anything but link-local. */
@@ -529,7 +531,7 @@ export class Sender {
         {
           origin: url.origin,
           path: `${url.pathname}${url.search}`,
-          method: 'POST',
+          method: (input.method ?? 'POST') as Dispatcher.HttpMethod,
           headers: input.headers,
           body: input.body,
         },

@@ -14,6 +14,10 @@ import { endpointPauseMs } from '../domain/retry.js';
 import type { AttemptMetrics } from '../metrics/registry.js';
 import type { Tracer } from '../tracing/port.js';
 import { traceOf, untraced } from '../tracing/tracer.js';
+import { Transformations, transformationError } from '../transformations/index.js';
+import { startingWebhook, type TransformedRequest } from '../domain/transformations.js';
+import { endpointUrlProblem } from '../domain/urls.js';
+import { outboundBody } from '../domain/envelope.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
 // through a lane per endpoint with bounds per endpoint and overall (lanes.ts, and pump here), send, and record
@@ -64,6 +68,9 @@ export class DeliveryWorker {
   private readonly publishers: Publishers;
   /** Applications' uids as read for destination templates, each for ENDPOINT_FRESH_MS. */
   private readonly appUids = new Map<string, { at: number; read: Promise<string | null> }>();
+  /** Endpoints' transformations (src/transformations/), and their code by endpoint, read once per version. */
+  private readonly transformations: Transformations;
+  private readonly codes = new Map<string, { version: number; read: Promise<string | null> }>();
   private readonly outcomes: Outcomes;
   /** A lane per endpoint this worker holds attempts of, is topping up, or has paused. */
   private readonly lanes: Lanes;
@@ -123,6 +130,7 @@ export class DeliveryWorker {
       kafkaIdempotent: config.kafkaIdempotent,
     });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
+    this.transformations = new Transformations(config);
   }
 
   start(): void {
@@ -169,7 +177,7 @@ export class DeliveryWorker {
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
     while (this.claimed > 0 && Date.now() < deadline)
       await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
-    await Promise.all([this.sender.close(), this.publishers.close()]);
+    await Promise.all([this.sender.close(), this.publishers.close(), this.transformations.close()]);
   }
 
   /** Attempts claimed and not yet recorded (for tests and metrics). */
@@ -436,6 +444,16 @@ export class DeliveryWorker {
     if (!input.endpoint) return failed('endpoint was deleted');
     if (input.endpoint.status === 'disabled') return failed('endpoint is disabled');
     if (input.payloadJson === null) return failed('payload is past its retention period');
+    // The endpoint's transformation decides the request first: it may cancel it, or fail the attempt.
+    let transformed: TransformedRequest | null = null;
+    const version = input.endpoint.transformationVersion;
+    if (version !== null && version !== undefined) {
+      const outcome = await this.transform(input, version);
+      if (outcome !== null && 'problem' in outcome) return failed(transformationError(outcome.problem));
+      transformed = outcome?.request ?? null;
+      if (transformed?.cancel)
+        return { ...failed(''), ok: true, cancelled: true, error: null, at: Date.now() } satisfies AttemptResult;
+    }
     // The attempt's span is a child of the message's context; the request carries it (W3C traceparent).
     const trace = traceOf(input.delivery);
     const span = this.tracer.attempt(trace, {
@@ -451,6 +469,7 @@ export class DeliveryWorker {
       input.payloadJson,
       Date.now(),
       { traceparent: span.traceparent, tracestate: trace.tracestate },
+      transformed,
     );
     const destination = input.endpoint.destination;
     // A destination's message carries no HTTP headers of its own: its attempt shows what travelled.
@@ -470,7 +489,55 @@ export class DeliveryWorker {
       : await this.sender.send(request);
     span.end(result);
     const requestHeaders = shownRequestHeaders(sent, input.delivery.messageId, input.endpoint.sensitiveHeaders);
-    return { ...result, requestHeaders, at: Date.now() };
+    const made = transformed
+      ? JSON.stringify({ method: transformed.method, url: transformed.url, body: transformed.body })
+      : null;
+    return { ...result, requestHeaders, request: made, at: Date.now() };
+  }
+
+  /**
+   * Runs the endpoint's transformation on the request Herald would send: the request to send instead, why
+   * there is none, or null when the endpoint has no code (enabled with none, or deleted meanwhile).
+   */
+  private async transform(
+    input: AttemptInput,
+    version: number,
+  ): Promise<{ request: TransformedRequest } | { problem: string } | null> {
+    const endpoint = input.endpoint!;
+    const code = await this.transformationCode(endpoint.id, version);
+    if (code === null) return null;
+    const { delivery } = input;
+    const body = outboundBody(delivery.eventType, delivery.createdAt, input.payloadJson!);
+    const destination = endpoint.destination;
+    return this.transformations.apply(
+      endpoint.id,
+      String(version),
+      code,
+      startingWebhook(endpoint.url, delivery.eventType, body),
+      (url) =>
+        destination
+          ? `url: a ${destination.type} endpoint publishes to its own address, which its transformation cannot change`
+          : endpointUrlProblem(
+              url,
+              delivery.livemode,
+              this.config.ssrfAllow,
+              endpoint.publicOnly,
+              this.config.testNetwork,
+            ),
+    );
+  }
+
+  /** An endpoint's transformation code of this version, read once per version (null: none). */
+  private transformationCode(endpointId: string, version: number): Promise<string | null> {
+    const cached = this.codes.get(endpointId);
+    if (cached && cached.version === version) return cached.read;
+    if (this.codes.size >= 1_000) this.codes.clear();
+    const read = this.store.endpoints.transformation(endpointId).then((t) => (t?.enabled ? t.code : null));
+    const entry = { version, read };
+    // A read that failed is not reused: the next attempt reads again.
+    read.catch(() => this.codes.get(endpointId) === entry && this.codes.delete(endpointId));
+    this.codes.set(endpointId, entry);
+    return read;
   }
 }
 

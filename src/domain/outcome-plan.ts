@@ -48,6 +48,10 @@ export function taskKey(deliveryId: string, attemptNumber: number): string {
 /** What sending an attempt gave. */
 export interface OutcomeResult {
   ok: boolean;
+  /** The endpoint's transformation cancelled the attempt: nothing was sent, and the delivery ends (`ok`). */
+  cancelled?: boolean;
+  /** The request a transformation made, as JSON {method, url, body}; absent or null: the plain request. */
+  request?: string | null;
   responseStatus: number | null;
   /** The headers sent, secrets redacted, as a header block (src/domain/headers.ts); absent or null: none sent. */
   requestHeaders?: string | null;
@@ -86,6 +90,7 @@ export interface PlannedAttempt {
   error: string | null;
   duration_ms: number;
   created_at: number;
+  request: string | null;
 }
 
 /** What outcomePlan reads of a delivery (before this batch's changes): its counters and its queue. */
@@ -194,7 +199,7 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
     endpoint_id: task.endpoint_id,
     attempt_number: task.attempt_number,
     trigger: task.trigger,
-    status: result.ok ? 'success' : 'failed',
+    status: result.cancelled ? 'cancelled' : result.ok ? 'success' : 'failed',
     response_status: result.responseStatus,
     response_body: result.responseBody,
     request_headers: result.requestHeaders ?? null,
@@ -202,6 +207,7 @@ export function attemptRow(task: OutcomeTask, result: OutcomeResult, owner: stri
     error: result.error,
     duration_ms: result.durationMs,
     created_at: result.at,
+    request: result.request ?? null,
   };
 }
 
@@ -245,7 +251,8 @@ export function placeAttempts(
     const delivery = deliveries.get(attempt.delivery_id);
     if (delivery?.first_attempt_id === attempt.id || taken.get(attempt.delivery_id) === attempt.id) return;
     const first =
-      item.result.ok &&
+      attempt.status === 'success' &&
+      attempt.request === null &&
       attempt.error === null &&
       attempt.attempt_number === 1 &&
       attempt.trigger === 'scheduled' &&
@@ -293,9 +300,15 @@ function ownedNow(item: OutcomeItem, delivery: DeliveryState | undefined, owner:
   return delivery !== undefined && heldBy(delivery, owner, task.leaseUntil, task.attempt_number);
 }
 
-/** The outcomes that move their endpoint's health: ours, of an endpoint that exists and is not disabled. */
+/**
+ * The outcomes that move their endpoint's health: ours, of an endpoint that exists and is not disabled,
+ * and made (a cancelled attempt sent nothing, so it says nothing of the receiver).
+ */
 function healthItems(items: readonly OutcomeItem[], owned: readonly boolean[]): OutcomeItem[] {
-  return items.filter(({ input }, i) => owned[i] && input.endpoint !== null && input.endpoint.status !== 'disabled');
+  return items.filter(
+    ({ input, result }, i) =>
+      owned[i] && !result.cancelled && input.endpoint !== null && input.endpoint.status !== 'disabled',
+  );
 }
 
 /**

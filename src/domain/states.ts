@@ -13,8 +13,11 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 export const ATTEMPT_TRIGGERS = ['scheduled', 'manual'] as const;
 export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
 
-/** How an attempt ended: a 2xx, or anything else. */
-export const ATTEMPT_STATUSES = ['success', 'failed'] as const;
+/**
+ * How an attempt ended: a 2xx (or a broker's acknowledgement), anything else, or `cancelled` by the
+ * endpoint's transformation (no request was made; the delivery ends as delivered).
+ */
+export const ATTEMPT_STATUSES = ['success', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
 
 /** A background task: running (leased batch by batch), then finished, or failed after failures in a row. */

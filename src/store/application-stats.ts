@@ -58,7 +58,7 @@ export class ApplicationStats {
             hour.as('start'),
             'm.event_type',
             sql<number>`count(case when a.status = 'success' then 1 end)`.as('success'),
-            sql<number>`count(case when a.status <> 'success' then 1 end)`.as('failure'),
+            sql<number>`count(case when a.status = 'failed' then 1 end)`.as('failure'),
           ])
           .where(AMONG[this.ctx.dialect](endpointIds))
           .where('a.created_at', '>=', since)

@@ -31,6 +31,7 @@ import * as attemptHeaders from './migrations/019_attempt_headers.js';
 import * as queueOnDeliveries from './migrations/020_queue_on_deliveries.js';
 import * as firstAttemptOnDelivery from './migrations/021_first_attempt_on_delivery.js';
 import * as destinations from './migrations/022_destinations.js';
+import * as transformations from './migrations/023_transformations.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -73,6 +74,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '020_queue_on_deliveries': queueOnDeliveries,
   '021_first_attempt_on_delivery': firstAttemptOnDelivery,
   '022_destinations': destinations,
+  '023_transformations': transformations,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -40,7 +40,7 @@ export class EndpointStats {
       .select([
         hour.as('start'),
         sql<number>`count(case when status = 'success' then 1 end)`.as('success'),
-        sql<number>`count(case when status <> 'success' then 1 end)`.as('failure'),
+        sql<number>`count(case when status = 'failed' then 1 end)`.as('failure'),
       ])
       .where('endpoint_id', '=', endpointId)
       .where('created_at', '>=', since)

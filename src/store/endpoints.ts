@@ -1,3 +1,4 @@
+import type { TransformationSetting } from '../domain/transformations.js';
 import { book } from './queue/index.js';
 import { isUniqueViolation } from './errors.js';
 import { newId } from '../domain/ids.js';
@@ -77,6 +78,8 @@ export interface EndpointInput {
   auth?: EndpointAuth | null | undefined;
   /** A broker or bucket instead of an HTTP receiver (checkedDestination; its `url` replaces `url`). */
   destination?: { type: DestinationType; checked: CheckedDestination } | undefined;
+  /** Its transformation (transformationProblem checked); absent or null: none. */
+  transformation?: TransformationSetting | null | undefined;
 }
 
 /** An endpoint's OAuth2 client with its secret in plaintext, as create and update take it. */
@@ -111,6 +114,33 @@ export interface EndpointChanges {
   auth?: EndpointAuth | null | undefined;
   /** The destination's new URL and settings (checkedDestination, kept secrets already in them). */
   destination?: CheckedDestination | undefined;
+  /** The whole new transformation (mergedTransformation: fields left out already kept); null removes it. */
+  transformation?: TransformationSetting | null | undefined;
+}
+
+/** An endpoint's transformation columns, written at `now` (which names the code's version); null: none. */
+function transformationColumns(
+  setting: TransformationSetting | null,
+  now: number,
+): Pick<EndpointRow, 'transformation_code' | 'transformation_enabled' | 'transformation_updated_at'> {
+  if (!setting) return { transformation_code: null, transformation_enabled: 0, transformation_updated_at: null };
+  return {
+    transformation_code: setting.code,
+    transformation_enabled: setting.enabled ? 1 : 0,
+    transformation_updated_at: now,
+  };
+}
+
+/** An endpoint's transformation as its row holds it; null: none was ever written. */
+export function transformationOf(
+  row: Pick<EndpointRow, 'transformation_code' | 'transformation_enabled' | 'transformation_updated_at'>,
+): (TransformationSetting & { updatedAt: number }) | null {
+  if (row.transformation_updated_at === null) return null;
+  return {
+    code: row.transformation_code,
+    enabled: row.transformation_enabled === 1,
+    updatedAt: Number(row.transformation_updated_at),
+  };
 }
 
 /**
@@ -221,6 +251,16 @@ export class Endpoints {
   }
 
   /** Creates an endpoint; returns the row and its signing secret in plaintext (shown once). */
+  /** An endpoint's transformation (null: the endpoint is gone, or none was ever written), whatever its scope: the worker's read. */
+  async transformation(id: string): Promise<ReturnType<typeof transformationOf>> {
+    const row = await this.ctx.db
+      .selectFrom('endpoints')
+      .select(['transformation_code', 'transformation_enabled', 'transformation_updated_at'])
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row ? transformationOf(row) : null;
+  }
+
   /**
    * Creates an endpoint; throws EndpointLimitError when its application has `maxPerApp` already (the API
    * and the portal pass HERALD_MAX_ENDPOINTS_PER_APP; tools that seed a store may leave it unbounded). The
@@ -269,6 +309,7 @@ export class Endpoints {
       ...(input.destination
         ? this.destinationColumns(input.destination.type, input.appId, input.destination.checked)
         : NO_DESTINATION),
+      ...transformationColumns(input.transformation ?? null, now),
       created_at: now,
       updated_at: now,
     };
@@ -424,6 +465,7 @@ export class Endpoints {
         ...(changes.destination === undefined || !isDestinationType(current.type)
           ? {}
           : this.destinationColumns(current.type, current.app_id, changes.destination)),
+        ...(changes.transformation === undefined ? {} : transformationColumns(changes.transformation, now)),
         updated_at: now,
       };
       if (changes.status === 'disabled') next.status = 'disabled';
@@ -460,6 +502,9 @@ export class Endpoints {
             auth_secret_sealed: next.auth_secret_sealed,
             destination: next.destination,
             destination_sealed: next.destination_sealed,
+            transformation_code: next.transformation_code,
+            transformation_enabled: next.transformation_enabled,
+            transformation_updated_at: next.transformation_updated_at,
             ...health,
             updated_at: now,
           })

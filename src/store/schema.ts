@@ -128,6 +128,12 @@ export interface EndpointRow {
   destination: string | null;
   /** A destination's secrets (DestinationSecrets) as JSON, sealed with HERALD_SECRET_KEY; null: none. */
   destination_sealed: string | null;
+  /** Its transformation's code (src/domain/transformations.ts); null: none. */
+  transformation_code: string | null;
+  /** 1: the transformation runs on every attempt (when there is code). */
+  transformation_enabled: number;
+  /** When the transformation was last written (its code's version); null: never. */
+  transformation_updated_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -306,6 +312,8 @@ export interface AttemptRow {
   error: string | null;
   duration_ms: number;
   created_at: number;
+  /** The request a transformation made, as JSON (TransformedAttemptRequest); null: the plain request. */
+  request: string | null;
 }
 
 export interface Database {

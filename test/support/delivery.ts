@@ -15,8 +15,10 @@ import { eventually, Receiver, type Received } from './receiver.js';
 export interface Attempt {
   attempt_number: number;
   trigger: 'scheduled' | 'manual';
-  status: 'success' | 'failed';
+  status: 'success' | 'failed' | 'cancelled';
   response_status: number | null;
+  /** The request a transformation made; null: the plain one. */
+  request?: { method: string; url: string; body: string } | null;
   request_headers: Record<string, string> | null;
   response_headers: Record<string, string> | null;
   response_body: string | null;

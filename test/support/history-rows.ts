@@ -74,6 +74,7 @@ export function historyRows(entry: HistoryEntry): {
           error: null,
           duration_ms: durationMs,
           created_at: entry.at,
+          request: null,
         }
       : null,
   };

@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 // answer (status, headers, body, delay), so tests can make an endpoint fail, slow down or go away.
 
 export interface Received {
+  /** The request's method (absent where a test makes one up). */
+  method?: string;
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
@@ -37,6 +39,7 @@ export class Receiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         const received: Received = {
+          method: req.method ?? 'GET',
           path: req.url ?? '/',
           headers: req.headers,
           body: Buffer.concat(chunks).toString('utf8'),

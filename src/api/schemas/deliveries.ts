@@ -28,6 +28,17 @@ export const Attempt = Type.Object({
   error: Nullable(Type.String()),
   duration_ms: Type.Integer(),
   created_at: Timestamp,
+  request: Type.Optional(
+    Nullable(
+      Type.Object(
+        { method: Type.String(), url: Type.String(), body: Type.String({ description: 'The body as sent' }) },
+        {
+          description:
+            "The request the endpoint's transformation made (docs/transformations.md): its method, URL and body as sent. Null: the plain request, a POST of the message's envelope to the endpoint's URL",
+        },
+      ),
+    ),
+  ),
 });
 
 export const DeliveryStatus = literals(DELIVERY_STATUSES);

@@ -1,3 +1,4 @@
+import { TRANSFORMATION_CODE_LIMIT } from '../../domain/transformations.js';
 import { Type } from 'typebox';
 import { described, EXAMPLE_ID, EXAMPLE_TIME, Nullable, Timestamp } from './common.js';
 import { ChannelName, EndpointUrl, EventTypeNames } from './fields.js';
@@ -136,6 +137,75 @@ export const EndpointAuthInput = Type.Object(
 
 export const EndpointStatus = Type.Union([Type.Literal('active'), Type.Literal('disabled'), Type.Literal('failing')]);
 
+/** A transformation as the docs and examples show one. */
+const TRANSFORMATION_EXAMPLE =
+  'function handler(webhook) {\n  webhook.payload = { text: webhook.eventType + ": " + webhook.payload.data.invoice_id };\n  return webhook;\n}';
+
+/** An endpoint's transformation as create, update and the Svix surface take it (docs/transformations.md). */
+export const TransformationInput = Type.Object(
+  {
+    code: Type.Optional(
+      Nullable(
+        Type.String({
+          maxLength: TRANSFORMATION_CODE_LIMIT,
+          description:
+            'JavaScript that defines `function handler(webhook)` and returns the webhook changed; null: none',
+        }),
+      ),
+    ),
+    enabled: Type.Optional(
+      Type.Boolean({ description: 'Whether it runs on every attempt (default: true when code is given)' }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'A field left out keeps its value; code is checked (it must compile and define handler)',
+    examples: [{ code: TRANSFORMATION_EXAMPLE, enabled: true }],
+  },
+);
+
+/** An endpoint's transformation as reads show it. */
+export const TransformationRead = Type.Object(
+  {
+    code: Nullable(Type.String()),
+    enabled: Type.Boolean(),
+    updated_at: Timestamp,
+  },
+  { description: "The endpoint's transformation (docs/transformations.md); null: none was ever set" },
+);
+
+/** What simulate takes: code to try (absent: the endpoint's own), a payload and its event type. */
+export const TransformationSimulateBody = Type.Object(
+  {
+    code: Type.Optional(Type.String({ maxLength: TRANSFORMATION_CODE_LIMIT })),
+    payload: Type.Object({}, { additionalProperties: true, description: 'The payload, as `data`' }),
+    event_type: Type.Optional(Type.String({ maxLength: 255, description: 'As `type` (default `test.event`)' })),
+  },
+  { examples: [{ code: TRANSFORMATION_EXAMPLE, event_type: 'invoice.paid', payload: { invoice_id: 'inv_1001' } }] },
+);
+
+/** The request a transformation would make. */
+export const TransformationSimulated = Type.Object(
+  {
+    method: Type.String(),
+    url: Type.String(),
+    headers: Type.Record(Type.String(), Type.String()),
+    payload: Type.Unknown({ description: 'The body as it would be sent (any JSON value)' }),
+    cancel: Type.Boolean({ description: 'true: no request would be made' }),
+  },
+  {
+    examples: [
+      {
+        method: 'POST',
+        url: 'https://acme.example/webhooks',
+        headers: { 'x-event': 'invoice.paid' },
+        payload: { text: 'invoice.paid' },
+        cancel: false,
+      },
+    ],
+  },
+);
+
 /** An endpoint's fields as reads show them (operational endpoints show the same). */
 export const endpointFields = {
   id: Type.String({ description: 'ep_…' }),
@@ -201,6 +271,7 @@ export const endpointFields = {
       },
     ),
   ),
+  transformation: Nullable(TransformationRead),
   created_at: Timestamp,
   updated_at: Timestamp,
 };
@@ -233,6 +304,7 @@ export const endpointExample = {
   },
   type: 'http',
   config: null,
+  transformation: null,
   created_at: EXAMPLE_TIME,
   updated_at: EXAMPLE_TIME,
 };

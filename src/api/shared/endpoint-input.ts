@@ -15,9 +15,20 @@ import { checkedTls, type TlsInput, type TlsSettings } from '../../domain/pem.js
 import { type AuthInput, checkedAuth } from '../../domain/endpoint-auth.js';
 import { filterProblem } from '../../domain/content-filter.js';
 import type { Scope, Store } from '../../store/index.js';
-import { type EndpointAuth, EndpointLimitError, EndpointUidTakenError } from '../../store/endpoints.js';
+import {
+  type EndpointAuth,
+  EndpointLimitError,
+  EndpointUidTakenError,
+  transformationOf,
+} from '../../store/endpoints.js';
 import type { EndpointRow } from '../../store/schema.js';
 import type { Config } from '../../config.js';
+import {
+  mergedTransformation,
+  type TransformationSetting,
+  transformationProblem,
+} from '../../domain/transformations.js';
+import type { Transformations } from '../../transformations/index.js';
 
 // What every surface that writes endpoints (the native API, its operational endpoints, the Svix-compatible
 // surface, the portal) checks before a write, and how it creates one: the same rules, answered with the
@@ -183,4 +194,32 @@ export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
     if (error instanceof EndpointUidTakenError) throw conflict(error.message);
     throw error;
   }
+}
+
+/**
+ * The transformation a create or an update writes (undefined: none given), merged over the current one
+ * (mergedTransformation) and checked: its code must compile and define `handler` (400 naming what is wrong).
+ */
+export async function transformationSetting(
+  transformations: Transformations,
+  written: { code?: string | null | undefined; enabled?: boolean | undefined } | null | undefined,
+  current: EndpointRow | undefined,
+  field = 'transformation',
+): Promise<TransformationSetting | null | undefined> {
+  if (written === undefined) return undefined;
+  if (written === null) return null;
+  const problem = transformationProblem(written, field);
+  if (problem) throw invalid(problem);
+  const merged = mergedTransformation(
+    {
+      ...(written.code === undefined ? {} : { code: written.code }),
+      ...(written.enabled === undefined ? {} : { enabled: written.enabled }),
+    },
+    current ? transformationOf(current) : null,
+  );
+  if (merged.code !== null) {
+    const codeProblem = await transformations.codeProblem(current?.id ?? 'new', merged.code);
+    if (codeProblem) throw invalid(`${field}.code does not compile: ${codeProblem}`);
+  }
+  return merged;
 }

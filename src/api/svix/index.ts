@@ -10,6 +10,7 @@ import { svixEventTypeRoutes } from './event-types.js';
 import { svixBackgroundTaskRoutes } from './background-tasks.js';
 import { svixOperationalEndpointRoutes } from './operational-endpoints.js';
 import { svixPortalAccessRoutes } from './portal-access.js';
+import { svixTransformationRoutes } from './transformation.js';
 
 // The Svix-compatible surface (docs/svix-compatibility.md): Svix's paths, bodies, statuses and errors
 // over Herald's own store, so code written against Svix's SDKs runs with only its server URL changed.
@@ -40,6 +41,7 @@ export const svixRoutes: RoutePlugin = async (app, deps) => {
     svixBackgroundTaskRoutes,
     svixOperationalEndpointRoutes,
     svixPortalAccessRoutes,
+    svixTransformationRoutes,
   ])
     await app.register(routes, deps);
 };

@@ -257,12 +257,14 @@ export const MessageAttemptOut = Type.Object(
  * that got no answer has status code 0.
  */
 export function messageAttemptOut(a: AttemptRead, withResponse: boolean) {
-  const text: StatusText = a.status === 'success' ? 'success' : 'fail';
+  // A cancelled attempt ended its delivery as delivered, which Svix's statuses call success.
+  const text: StatusText = a.status === 'failed' ? 'fail' : 'success';
   return {
     id: a.id,
     msgId: a.message_id,
     endpointId: a.endpoint_id,
-    url: a.url ?? '',
+    // Where the attempt went: its transformation's URL, else the endpoint's.
+    url: (a.request === null ? a.url : (JSON.parse(a.request) as { url: string }).url) ?? '',
     response: withResponse ? (a.response_body ?? a.error ?? '') : '',
     responseStatusCode: a.response_status ?? 0,
     responseDurationMs: a.duration_ms,

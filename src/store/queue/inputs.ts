@@ -48,6 +48,8 @@ export const SEND_COLUMNS = {
     'auth_secret_sealed',
     'destination',
     'destination_sealed',
+    'transformation_enabled',
+    'transformation_updated_at',
   ],
 } as const satisfies { [T in 'deliveries' | 'messages' | 'endpoints']: readonly (keyof Database[T])[] };
 
@@ -174,6 +176,8 @@ export class InputReader {
       | 'svix_headers'
       | EnterpriseColumns
       | DestinationColumns
+      | 'transformation_enabled'
+      | 'transformation_updated_at'
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
@@ -199,6 +203,10 @@ export class InputReader {
       tls: enterprise?.tls ?? null,
       auth: enterprise?.auth ?? null,
       destination: destination ?? null,
+      transformationVersion:
+        row.transformation_enabled && row.transformation_updated_at !== null
+          ? Number(row.transformation_updated_at)
+          : null,
     };
   }
 

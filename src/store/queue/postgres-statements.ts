@@ -139,10 +139,11 @@ const COMPLETE = `with
   ),
   attempts_in as (
     insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status,
-      response_body, error, duration_ms, created_at, request_headers, response_headers)
+      response_body, error, duration_ms, created_at, request_headers, response_headers, request)
     select * from unnest({a_id}::text[], {a_delivery}::text[], {a_endpoint}::text[], {a_number}::int[],
       {a_trigger}::text[], {a_status}::text[], {a_response_status}::int[], {a_response_body}::text[],
-      {a_error}::text[], {a_duration}::int[], {a_at}::bigint[], {a_request_headers}::text[], {a_response_headers}::text[])
+      {a_error}::text[], {a_duration}::int[], {a_at}::bigint[], {a_request_headers}::text[], {a_response_headers}::text[],
+      {a_request}::text[])
     where (select ok from checked)
   ),
   counted as (
@@ -276,6 +277,7 @@ export function completeStatement(p: CompleteParams): Statement {
     a_at: column(a, 'created_at'),
     a_request_headers: column(a, 'request_headers'),
     a_response_headers: column(a, 'response_headers'),
+    a_request: column(a, 'request'),
     d_id: column(d, 'id'),
     ...deliveryArrays('was_', column(d, 'expect')),
     ...deliveryArrays('', column(d, 'after')),

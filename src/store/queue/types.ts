@@ -55,6 +55,11 @@ export interface AttemptInput {
     auth?: OAuth2Client | null;
     /** A broker or bucket its messages are published to, secrets opened (absent or null: an HTTP receiver). */
     destination?: Destination | null;
+    /**
+     * Its enabled transformation's version (when it was written; its code is read apart, once per version);
+     * absent or null: none runs.
+     */
+    transformationVersion?: number | null;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;

@@ -30,6 +30,7 @@ function attempt(n: number, status: number, at: number, delivery = 'dlv_1'): Pla
     error: status < 300 ? null : `HTTP ${status}`,
     duration_ms: 1,
     created_at: at,
+    request: null,
   };
 }
 

@@ -1,0 +1,64 @@
+import type { Config } from '../config.js';
+import { type TransformedRequest, transformedRequest, type Webhook } from '../domain/transformations.js';
+import { TransformationPool } from './pool.js';
+
+// The one door to transformations (decisions, "Fourth wave", Transformations) for the worker and the API:
+// a run of an endpoint's code on the pool's threads (pool.ts, sandbox.ts), and its return value checked
+// (src/domain/transformations.ts). Whatever goes wrong comes back as words for the attempt's error or for
+// simulate's 400, never as a throw.
+
+export type TransformationOutcome = { request: TransformedRequest } | { problem: string };
+
+export class Transformations {
+  private readonly pool: TransformationPool;
+
+  constructor(
+    private readonly config: Pick<
+      Config,
+      'transformationTimeoutMs' | 'transformationMemoryBytes' | 'transformationThreads' | 'maxPayloadBytes'
+    >,
+  ) {
+    this.pool = new TransformationPool(
+      { timeoutMs: config.transformationTimeoutMs, memoryBytes: config.transformationMemoryBytes },
+      config.transformationThreads,
+    );
+  }
+
+  /**
+   * Runs `code` on `webhook`, taking a turn as `group` (an endpoint: one run of it at a time); `version`
+   * names the code's version, so each is compiled once per thread. `urlProblem` judges a changed URL by
+   * the endpoint's address rules.
+   */
+  async apply(
+    group: string,
+    version: string,
+    code: string,
+    webhook: Webhook,
+    urlProblem: (url: string) => string | null,
+  ): Promise<TransformationOutcome> {
+    const outcome = await this.pool.run(group, `${group}@${version}`, code, JSON.stringify(webhook));
+    if ('error' in outcome) return { problem: outcome.error };
+    const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
+    if ('problem' in checked) return checked;
+    if (checked.request.url !== webhook.url) {
+      const problem = urlProblem(checked.request.url);
+      if (problem) return { problem: `bad return value: ${problem}` };
+    }
+    return checked;
+  }
+
+  /** Why `code` cannot be an endpoint's transformation (it does not compile, or defines no handler); null when it can. */
+  async codeProblem(group: string, code: string): Promise<string | null> {
+    const outcome = await this.pool.run(group, 'check', code, null);
+    return 'error' in outcome ? outcome.error : null;
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+}
+
+/** An attempt's error when its transformation gave no request. */
+export function transformationError(problem: string): string {
+  return `transformation failed: ${problem}`;
+}
