@@ -3212,7 +3212,7 @@ export interface paths {
                         /**
                          * @description A field left out keeps its value; code is checked (it must compile and define handler)
                          * @example {
-                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: webhook.eventType + \": \" + webhook.payload.data.invoice_id };\n  return webhook;\n}",
                          *       "enabled": true
                          *     }
                          */
@@ -4028,7 +4028,7 @@ export interface paths {
                         /**
                          * @description A field left out keeps its value; code is checked (it must compile and define handler)
                          * @example {
-                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                         *       "code": "function handler(webhook) {\n  webhook.payload = { text: webhook.eventType + \": \" + webhook.payload.data.invoice_id };\n  return webhook;\n}",
                          *       "enabled": true
                          *     }
                          */
@@ -4585,7 +4585,7 @@ export interface paths {
                 content: {
                     /**
                      * @example {
-                     *       "code": "function handler(webhook) {\n  webhook.payload = { text: `${webhook.eventType}: ${webhook.payload.data.invoice_id}` };\n  return webhook;\n}",
+                     *       "code": "function handler(webhook) {\n  webhook.payload = { text: webhook.eventType + \": \" + webhook.payload.data.invoice_id };\n  return webhook;\n}",
                      *       "event_type": "invoice.paid",
                      *       "payload": {
                      *         "invoice_id": "inv_1001"
