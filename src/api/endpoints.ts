@@ -111,7 +111,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
       await checkEndpointInput(store, config, scope, body);
       const destination = destinationSettings(store, config, scope, body, undefined);
       const { tls, auth } = enterpriseSettings(store, config, scope, body, undefined);
-      const transformation = await transformationSetting(transformations, body.transformation, undefined);
+      const transformation = await transformationSetting(transformations, body.transformation, undefined, scope.orgId);
       const application = await store.applications.get(scope, body.app_id);
       if (!application) throw notFound(`application ${body.app_id}`);
       const { row, secret } = await createEndpoint(store, config, scope, {
@@ -210,7 +210,12 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
         throw invalid('signature_type is fixed at creation: create a new endpoint with the other type');
       const destination = destinationSettings(store, config, scope, request.body, current);
       const { tls, auth } = enterpriseSettings(store, config, scope, request.body, current);
-      const transformation = await transformationSetting(transformations, request.body.transformation, current);
+      const transformation = await transformationSetting(
+        transformations,
+        request.body.transformation,
+        current,
+        current.id,
+      );
       const row = await uidChecked(() =>
         store.endpoints.update(scope, request.params.id, {
           // A destination's URL comes checked, without its password, with its settings.

@@ -146,8 +146,13 @@ export const attemptToApi = (a: AttemptRow, messageId: string) => ({
     a.request_headers === null ? null : parseHeaderBlock(sentRequestHeaders(a.request_headers, messageId)),
   response_headers: a.response_headers === null ? null : parseHeaderBlock(a.response_headers),
   response_body: a.response_body,
-  request: a.request === null ? null : (JSON.parse(a.request) as { method: string; url: string; body: string }),
+  request: madeRequest(a),
 });
+
+/** The request an attempt's transformation made (method, URL, body as sent); null: the plain request. */
+export function madeRequest(a: Pick<AttemptRow, 'request'>): { method: string; url: string; body: string } | null {
+  return a.request === null ? null : (JSON.parse(a.request) as { method: string; url: string; body: string });
+}
 
 export const deliveryToApi = (d: DeliveryRead) => ({
   id: d.id,

@@ -15,8 +15,7 @@ import type { AttemptMetrics } from '../metrics/registry.js';
 import type { Tracer } from '../tracing/port.js';
 import { traceOf, untraced } from '../tracing/tracer.js';
 import { Transformations, transformationError } from '../transformations/index.js';
-import { startingWebhook, type TransformedRequest } from '../domain/transformations.js';
-import { endpointUrlProblem } from '../domain/urls.js';
+import { startingWebhook, type TransformedRequest, transformedUrlProblem } from '../domain/transformations.js';
 import { outboundBody } from '../domain/envelope.js';
 
 // The delivery worker, in four small parts: claim due attempts under a lease (claim-loop.ts), dispatch them
@@ -451,8 +450,8 @@ export class DeliveryWorker {
       const outcome = await this.transform(input, version);
       if (outcome !== null && 'problem' in outcome) return failed(transformationError(outcome.problem));
       transformed = outcome?.request ?? null;
-      if (transformed?.cancel)
-        return { ...failed(''), ok: true, cancelled: true, error: null, at: Date.now() } satisfies AttemptResult;
+      // Cancelled: nothing is sent, and the delivery ends as delivered.
+      if (transformed?.cancel) return { ...failed(''), ok: true, cancelled: true, error: null };
     }
     // The attempt's span is a child of the message's context; the request carries it (W3C traceparent).
     const trace = traceOf(input.delivery);
@@ -508,22 +507,17 @@ export class DeliveryWorker {
     if (code === null) return null;
     const { delivery } = input;
     const body = outboundBody(delivery.eventType, delivery.createdAt, input.payloadJson!);
-    const destination = endpoint.destination;
     return this.transformations.apply(
       endpoint.id,
       String(version),
       code,
       startingWebhook(endpoint.url, delivery.eventType, body),
       (url) =>
-        destination
-          ? `url: a ${destination.type} endpoint publishes to its own address, which its transformation cannot change`
-          : endpointUrlProblem(
-              url,
-              delivery.livemode,
-              this.config.ssrfAllow,
-              endpoint.publicOnly,
-              this.config.testNetwork,
-            ),
+        transformedUrlProblem(
+          url,
+          { type: endpoint.destination?.type ?? 'http', livemode: delivery.livemode, publicOnly: endpoint.publicOnly },
+          this.config,
+        ),
     );
   }
 

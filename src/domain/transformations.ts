@@ -1,4 +1,6 @@
+import type { TestNetwork } from '../config.js';
 import { headersProblem } from './headers.js';
+import { endpointUrlProblem } from './urls.js';
 
 // An endpoint's transformation (decisions, "Fourth wave", Transformations): JavaScript that defines
 // `handler(webhook)` and returns the request to make instead, run in a sandbox (src/transformations/).
@@ -37,26 +39,12 @@ export interface TransformedRequest {
   cancel: boolean;
 }
 
-/** Why a written transformation cannot be stored, naming `field`; null when it can. */
-export function transformationProblem(value: unknown, field = 'transformation'): string | null {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    return `${field} must be an object with code and enabled`;
-  const { code, enabled } = value as Record<string, unknown>;
-  if (code !== undefined && code !== null && typeof code !== 'string') return `${field}.code must be a string or null`;
-  if (typeof code === 'string' && code.length > TRANSFORMATION_CODE_LIMIT)
-    return `${field}.code must be at most ${TRANSFORMATION_CODE_LIMIT} characters`;
-  if (enabled !== undefined && typeof enabled !== 'boolean') return `${field}.enabled must be a boolean`;
-  const extra = Object.keys(value).find((key) => key !== 'code' && key !== 'enabled');
-  if (extra) return `${field}.${extra} is not a field of a transformation (code, enabled)`;
-  return null;
-}
-
 /**
  * The setting written over the current one: a field left out keeps its value; a new transformation with
  * code and no `enabled` is enabled (code sent is code meant to run).
  */
 export function mergedTransformation(
-  written: { code?: string | null; enabled?: boolean },
+  written: { code?: string | null | undefined; enabled?: boolean | undefined },
   current: TransformationSetting | null,
 ): TransformationSetting {
   const code = written.code === undefined ? (current?.code ?? null) : written.code;
@@ -111,4 +99,19 @@ export function transformedRequest(
       cancel: webhook.cancel === true,
     },
   };
+}
+
+/**
+ * Why a URL a handler returned cannot be sent to, for an endpoint of `type`: an HTTP endpoint's is held to its
+ * address rules (endpointUrlProblem; names are checked again when connecting); a destination publishes to
+ * its own address, which a transformation cannot change. Null when it can be sent to.
+ */
+export function transformedUrlProblem(
+  url: string,
+  endpoint: { type: string; livemode: boolean; publicOnly: boolean },
+  rules: { ssrfAllow: string[]; testNetwork: TestNetwork },
+): string | null {
+  if (endpoint.type !== 'http')
+    return `url: a ${endpoint.type} endpoint publishes to its own address, which its transformation cannot change`;
+  return endpointUrlProblem(url, endpoint.livemode, rules.ssrfAllow, endpoint.publicOnly, rules.testNetwork);
 }

@@ -78,7 +78,7 @@ export interface EndpointInput {
   auth?: EndpointAuth | null | undefined;
   /** A broker or bucket instead of an HTTP receiver (checkedDestination; its `url` replaces `url`). */
   destination?: { type: DestinationType; checked: CheckedDestination } | undefined;
-  /** Its transformation (transformationProblem checked); absent or null: none. */
+  /** Its transformation (mergedTransformation, its code checked); absent or null: none. */
   transformation?: TransformationSetting | null | undefined;
 }
 

@@ -23,11 +23,7 @@ import {
 } from '../../store/endpoints.js';
 import type { EndpointRow } from '../../store/schema.js';
 import type { Config } from '../../config.js';
-import {
-  mergedTransformation,
-  type TransformationSetting,
-  transformationProblem,
-} from '../../domain/transformations.js';
+import { mergedTransformation, type TransformationSetting } from '../../domain/transformations.js';
 import type { Transformations } from '../../transformations/index.js';
 
 // What every surface that writes endpoints (the native API, its operational endpoints, the Svix-compatible
@@ -198,28 +194,22 @@ export async function uidChecked<T>(write: () => Promise<T>): Promise<T> {
 
 /**
  * The transformation a create or an update writes (undefined: none given), merged over the current one
- * (mergedTransformation) and checked: its code must compile and define `handler` (400 naming what is wrong).
+ * (mergedTransformation; its shape is the route's schema's) and checked: its code must compile and define
+ * `handler` (400 naming what is wrong). The check takes a turn in the sandbox as `group`: the endpoint, or
+ * for a new one its organization.
  */
 export async function transformationSetting(
   transformations: Transformations,
   written: { code?: string | null | undefined; enabled?: boolean | undefined } | null | undefined,
   current: EndpointRow | undefined,
-  field = 'transformation',
+  group: string,
 ): Promise<TransformationSetting | null | undefined> {
   if (written === undefined) return undefined;
   if (written === null) return null;
-  const problem = transformationProblem(written, field);
-  if (problem) throw invalid(problem);
-  const merged = mergedTransformation(
-    {
-      ...(written.code === undefined ? {} : { code: written.code }),
-      ...(written.enabled === undefined ? {} : { enabled: written.enabled }),
-    },
-    current ? transformationOf(current) : null,
-  );
+  const merged = mergedTransformation(written, current ? transformationOf(current) : null);
   if (merged.code !== null) {
-    const codeProblem = await transformations.codeProblem(current?.id ?? 'new', merged.code);
-    if (codeProblem) throw invalid(`${field}.code does not compile: ${codeProblem}`);
+    const codeProblem = await transformations.codeProblem(group, merged.code);
+    if (codeProblem) throw invalid(`transformation.code does not compile: ${codeProblem}`);
   }
   return merged;
 }

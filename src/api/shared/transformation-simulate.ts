@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Config } from '../../config.js';
 import { outboundBody } from '../../domain/envelope.js';
-import { startingWebhook } from '../../domain/transformations.js';
-import { endpointUrlProblem } from '../../domain/urls.js';
+import { startingWebhook, transformedUrlProblem } from '../../domain/transformations.js';
 import { transformationOf } from '../../store/endpoints.js';
 import type { EndpointRow } from '../../store/schema.js';
 import { type Transformations, transformationError } from '../../transformations/index.js';
@@ -52,15 +51,11 @@ export async function simulateTransformation(
     code,
     startingWebhook(endpoint.url, eventType, body),
     (url) =>
-      endpoint.type === 'http'
-        ? endpointUrlProblem(
-            url,
-            livemode,
-            config.ssrfAllow,
-            livemode || endpoint.public_only === 1,
-            config.testNetwork,
-          )
-        : `url: a ${endpoint.type} endpoint publishes to its own address, which its transformation cannot change`,
+      transformedUrlProblem(
+        url,
+        { type: endpoint.type, livemode, publicOnly: livemode || endpoint.public_only === 1 },
+        config,
+      ),
   );
   if ('problem' in outcome) throw invalid(transformationError(outcome.problem));
   const { request } = outcome;

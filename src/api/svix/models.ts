@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import { iso } from '../serialize.js';
+import { iso, madeRequest } from '../serialize.js';
 import type { AttemptRead } from '../../store/attempts.js';
 import type { DeliveryRead } from '../../store/deliveries.js';
 import type { ApplicationRow, BackgroundTaskRow, EndpointRow, EventTypeRow, MessageRow } from '../../store/schema.js';
@@ -264,7 +264,7 @@ export function messageAttemptOut(a: AttemptRead, withResponse: boolean) {
     msgId: a.message_id,
     endpointId: a.endpoint_id,
     // Where the attempt went: its transformation's URL, else the endpoint's.
-    url: (a.request === null ? a.url : (JSON.parse(a.request) as { url: string }).url) ?? '',
+    url: madeRequest(a)?.url ?? a.url ?? '',
     response: withResponse ? (a.response_body ?? a.error ?? '') : '',
     responseStatusCode: a.response_status ?? 0,
     responseDurationMs: a.duration_ms,

@@ -2,10 +2,9 @@ import { Type } from 'typebox';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { invalid, notFound } from '../errors.js';
-import { iso } from '../serialize.js';
+import { transformationToApi } from '../serialize.js';
 import { transformationSetting } from '../shared/endpoint-input.js';
 import { TRANSFORMATION_CODE_LIMIT } from '../../domain/transformations.js';
-import { transformationOf } from '../../store/endpoints.js';
 import { EndpointParams, endpointOf } from './common.js';
 import { svixErrors } from './errors.js';
 
@@ -47,12 +46,8 @@ export const svixTransformationRoutes: RoutePlugin = async (app, { store, transf
     },
     async (request) => {
       const { endpoint } = await endpointOf(store, scopeOf(request), request.params.app_id, request.params.endpoint_id);
-      const transformation = transformationOf(endpoint);
-      return {
-        code: transformation?.code ?? null,
-        enabled: transformation?.enabled ?? false,
-        updatedAt: transformation ? iso(transformation.updatedAt) : null,
-      };
+      const shown = transformationToApi(endpoint);
+      return { code: shown?.code ?? null, enabled: shown?.enabled ?? false, updatedAt: shown?.updated_at ?? null };
     },
   );
 
@@ -75,8 +70,9 @@ export const svixTransformationRoutes: RoutePlugin = async (app, { store, transf
         throw invalid('variables: transformations take no variables here');
       const transformation = await transformationSetting(
         transformations,
-        { ...(code === undefined ? {} : { code }), ...(enabled === undefined || enabled === null ? {} : { enabled }) },
+        { code, enabled: enabled ?? undefined },
         endpoint,
+        endpoint.id,
       );
       const row = await store.endpoints.update(scope, endpoint.id, { transformation });
       if (!row) throw notFound(`endpoint ${request.params.endpoint_id}`);
