@@ -270,3 +270,15 @@ export async function stopAll(...services: (Herald | { child: Child } | undefine
 }
 
 export { startHerald };
+
+/**
+ * A small transformation, as a receiver that wants its own shape would write one: a header added and the
+ * payload renamed. `n` makes each endpoint's code its own (a compiled runtime each, as tenants' codes are).
+ */
+export function benchTransformation(n: number): string {
+  return `function handler(webhook) {
+  webhook.headers["x-shape"] = "bench-${n}";
+  webhook.payload = { kind: webhook.eventType, at: webhook.payload.timestamp, body: webhook.payload.data };
+  return webhook;
+}`;
+}

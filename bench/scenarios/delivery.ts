@@ -16,7 +16,16 @@ import {
 } from '../lib/table-work.js';
 import { nowMs, round } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { closeTargets, emitCount, emitTargets, fastest, heraldOptions, startHerald, stopAll } from './common.js';
+import {
+  benchTransformation,
+  closeTargets,
+  emitCount,
+  emitTargets,
+  fastest,
+  heraldOptions,
+  startHerald,
+  stopAll,
+} from './common.js';
 
 export const ENDPOINT_CONCURRENCY = 16; // Herald's default HERALD_ENDPOINT_CONCURRENCY, set explicitly below
 
@@ -56,13 +65,21 @@ export async function drain(
   workers: number,
   databaseUrl?: string,
   tables = false,
+  /** More fields of the endpoint (a transformation, say). */
+  endpointFields: Record<string, unknown> = {},
 ): Promise<DeliveryRun> {
   const dataDir = tempDir('herald-bench-delivery-');
   const env = { HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
   const api = await startHerald(
     heraldOptions(ctx, { name: `${label}-api`, role: 'api', dataDir, env, ...(databaseUrl ? { databaseUrl } : {}) }),
   );
-  const setup = await setupOrg(api.url!, 1, 1, () => `${ctx.receiver.url}/delivery/0`);
+  const setup = await setupOrg(
+    api.url!,
+    1,
+    1,
+    () => `${ctx.receiver.url}/delivery/0`,
+    () => endpointFields,
+  );
   const targets = emitTargets([api.url!], setup.key, 32);
   ctx.log(`  emitting ${count} with the worker off`);
   await emitCount(targets, count, 32, (n) => emitBody(setup.appIds[0]!, n));
@@ -189,16 +206,25 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
   const count = ctx.sizes.deliveries;
   const rounds = ctx.quick ? 1 : 2;
   const runs: DeliveryRun[] = [];
+  const transformedRuns: DeliveryRun[] = [];
   const raws: number[] = [];
   for (let round = 0; round < rounds; round++) {
     runs.push(await drain(ctx, 'delivery', count, 1));
+    ctx.log('  the same with a transformation on the endpoint');
+    transformedRuns.push(
+      await drain(ctx, 'delivery-transformed', count, 1, undefined, false, {
+        transformation: { code: benchTransformation(0) },
+      }),
+    );
     ctx.log('  baseline: raw undici');
     raws.push(await rawUndici(ctx, count));
   }
   const run = fastest(runs);
+  const transformed = fastest(transformedRuns);
   const raw = Math.max(...raws);
-  const peak = Math.max(...runs.map((r) => r.peak));
+  const peak = Math.max(...[...runs, ...transformedRuns].map((r) => r.peak));
   const ratio = round(run.rate / raw);
+  const transformedRatio = round(transformed.rate / run.rate);
   return {
     name: 'delivery',
     title: 'Delivery from a backlog (SQLite, worker role)',
@@ -209,17 +235,25 @@ export async function delivery(ctx: Context): Promise<ScenarioResult> {
       deliveriesPerSec: run.rate,
       deliveriesPerSecFromSpawn: run.rateFromSpawn,
       workerStartupMs: run.startupMs,
+      transformedDeliveriesPerSec: transformed.rate,
     },
     baseline: { deliveriesPerSec: raw },
-    ratios: { deliveryVsRawUndici: ratio },
+    ratios: { deliveryVsRawUndici: ratio, transformedVsPlain: transformedRatio },
     peakRssMb: mb(peak),
     targets: [
       target('delivery vs raw undici', '>= 0.50x', ratio, ratio >= 0.5),
+      target(
+        'delivery with a transformation on the endpoint vs without',
+        '>= 0.80x',
+        transformedRatio,
+        transformedRatio >= 0.8,
+      ),
       target('delivery peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
     ],
     notes: [
       `one endpoint, HERALD_ENDPOINT_CONCURRENCY=${ENDPOINT_CONCURRENCY}; rate measured from the first arrival to the last (start-up reported apart)`,
-      `the better of ${rounds} alternating runs each: Herald ${runs.map((r) => r.rate).join(' / ')}, raw undici ${raws.join(' / ')} deliveries/s`,
+      `the better of ${rounds} alternating runs each: Herald ${runs.map((r) => r.rate).join(' / ')}, with a transformation ${transformedRuns.map((r) => r.rate).join(' / ')}, raw undici ${raws.join(' / ')} deliveries/s`,
+      'transformedVsPlain: the drain with a small transformation on the endpoint (bench/scenarios/common.ts) over the plain drain',
     ],
     seconds: 0,
   };

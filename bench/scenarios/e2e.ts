@@ -4,7 +4,14 @@ import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { nowMs, round, summarize } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
-import { heraldOptions, measureEndToEnd, startHerald, stopAll, type E2eFigures } from './common.js';
+import {
+  benchTransformation,
+  heraldOptions,
+  measureEndToEnd,
+  startHerald,
+  stopAll,
+  type E2eFigures,
+} from './common.js';
 
 const APPS = 10;
 
@@ -243,28 +250,32 @@ export async function fanout(ctx: Context): Promise<ScenarioResult> {
   const dataDir = tempDir('herald-bench-fanout-');
   const herald = await startHerald(heraldOptions(ctx, { name: 'fanout-herald', role: 'all', dataDir }));
   try {
-    // Two applications of n endpoints each: the first's without filters (the baseline), the second's each
-    // with a content filter of its own that the message passes, so both fan out to every endpoint.
-    ctx.log(`  creating ${2 * n} endpoints`);
+    // Three applications of n endpoints each: the first's plain (the baseline), the second's each with a
+    // content filter of its own that the message passes, the third's each with a small transformation of
+    // its own, so all three fan out to every endpoint.
+    ctx.log(`  creating ${3 * n} endpoints`);
     const setup = await setupOrg(
       herald.url!,
-      2,
+      3,
       n,
       (a, e) => `${ctx.receiver.url}/fan/${a}/${e}`,
       (a, e) =>
         a === 0
           ? {}
-          : { filter: { type: 'invoice.paid', 'data.amount': { $gte: e }, 'data.currency': { $in: ['usd', 'eur'] } } },
+          : a === 1
+            ? { filter: { type: 'invoice.paid', 'data.amount': { $gte: e }, 'data.currency': { $in: ['usd', 'eur'] } } }
+            : { transformation: { code: benchTransformation(e) } },
     );
     const api = new Api(herald.url!, setup.key);
-    const rounds = { plain: [] as number[], filtered: [] as number[] };
-    const emits = { plain: [] as number[], filtered: [] as number[] };
-    // Rounds alternate, so a drift of the machine falls on both.
+    const kinds = ['plain', 'filtered', 'transformed'] as const;
+    const rounds = { plain: [] as number[], filtered: [] as number[], transformed: [] as number[] };
+    const emits = { plain: [] as number[], filtered: [] as number[], transformed: [] as number[] };
+    // Rounds alternate, so a drift of the machine falls on each.
     for (let r = 0; r < ctx.sizes.fanoutRounds; r++) {
-      for (const kind of ['plain', 'filtered'] as const) {
+      for (const kind of kinds) {
         await ctx.receiver.reset();
         const sent = nowMs();
-        const appId = setup.appIds[kind === 'plain' ? 0 : 1]!;
+        const appId = setup.appIds[kinds.indexOf(kind)]!;
         const reply = await api.post('/api/v1/messages', JSON.parse(emitBody(appId, r)));
         emits[kind].push(nowMs() - sent);
         if (reply.delivery_ids.length !== n)
@@ -275,13 +286,15 @@ export async function fanout(ctx: Context): Promise<ScenarioResult> {
     }
     const plain = summarize(rounds.plain);
     const filtered = summarize(rounds.filtered);
-    // Speed ratios: above 1, the filtered fan-out is the faster.
+    const transformed = summarize(rounds.transformed);
+    // Speed ratios: above 1, the filtered (transformed) fan-out is the faster.
     const ratio = round(plain.p50 / filtered.p50);
+    const transformedRatio = round(plain.p50 / transformed.p50);
     const emitRatio = round(summarize(emits.plain).p50 / summarize(emits.filtered).p50);
     const peak = await stopAll(herald);
     return {
       name: 'fanout',
-      title: `Fan-out: one message to ${n} endpoints, without and with a content filter on each (SQLite, role all)`,
+      title: `Fan-out: one message to ${n} endpoints, plain, with a content filter on each, with a transformation on each (SQLite, role all)`,
       store: 'sqlite',
       figures: {
         endpoints: n,
@@ -291,19 +304,27 @@ export async function fanout(ctx: Context): Promise<ScenarioResult> {
         emitMaxMs: round(Math.max(...emits.plain)),
         filteredLastArrivalMedianMs: filtered.p50,
         filteredEmitMedianMs: summarize(emits.filtered).p50,
+        transformedLastArrivalMedianMs: transformed.p50,
       },
       baseline: {},
-      ratios: { filteredVsPlain: ratio, filteredEmitVsPlain: emitRatio },
+      ratios: { filteredVsPlain: ratio, filteredEmitVsPlain: emitRatio, transformedVsPlain: transformedRatio },
       peakRssMb: mb(peak),
       targets: [
         target(`fan-out to ${n} endpoints, last arrival (worst round)`, '< 1000 ms', plain.max, plain.max < 1000),
         target('fan-out with a filter on each endpoint vs without', '>= 0.8x', ratio, ratio >= 0.8),
+        target(
+          'fan-out with a transformation on each endpoint vs without',
+          '>= 0.8x',
+          transformedRatio,
+          transformedRatio >= 0.8,
+        ),
         target('fan-out peak RSS', '< 300 MB', mb(peak), mb(peak) < 300),
       ],
       notes: [
         `${rounds.plain.length} round(s) of each, alternating; time from the emit's send to the last arrival`,
         'filteredVsPlain: median last arrival without filters / with one on each endpoint (1 = no cost)',
         "filteredEmitVsPlain: the same for the emit's answer alone, where filters are evaluated",
+        'transformedVsPlain: median last arrival without transformations / with one on each endpoint (its own code: one sandbox runtime each)',
       ],
       seconds: 0,
     };

@@ -2,7 +2,8 @@
 // portal (written into both scripts after the DOM helpers): beside a delivery, the request body Herald sent
 // (its message's payload, pretty-printed; gone once retention dropped it) and, for each attempt, newest
 // first, the receiver's status, the duration, the headers sent (credentials redacted) and received, and the
-// response body as stored. Both are read when the person asks, never with a list.
+// response body as stored, and where a transformation reshaped the request, the method, URL and body it
+// sent. Both are read when the person asks, never with a list.
 
 export const ANSWERS_JS = `
   // A delivery as a person reads it, written into head: event type → endpoint · status · attempts · age.
@@ -54,6 +55,11 @@ export const ANSWERS_JS = `
           item.appendChild(el('div', '#' + attempt.attempt_number + ' · ' +
             (attempt.response_status !== null ? 'HTTP ' + attempt.response_status : 'no answer' + (attempt.error ? ': ' + attempt.error : '')) +
             ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString(), 'answer-head'));
+          // A transformation's request: where it went and the body as sent, beside the payload above.
+          if (attempt.request) {
+            item.appendChild(el('div', 'Sent as transformed: ' + attempt.request.method + ' ' + attempt.request.url, 'made-request'));
+            item.appendChild(el('pre', attempt.request.body, 'made-request-body'));
+          }
           item.appendChild(headersBlock('Request headers', attempt.request_headers, 'request-headers'));
           item.appendChild(headersBlock('Response headers', attempt.response_headers, 'response-headers'));
           var body = attempt.response_body;
@@ -86,5 +92,5 @@ export const ANSWERS_CSS = `
 .answers { margin: .4rem 0 .4rem 1rem; }
 .answers h4 { font-size: .85rem; margin: .5rem 0 .2rem; }
 .answers pre { background: #f6f7fb; border: 1px solid #e3e6ef; border-radius: 6px; padding: .5rem; max-height: 20rem; overflow: auto; font-size: .8rem; white-space: pre-wrap; word-break: break-all; }
-.answer-head { font-size: .85rem; color: #4a5568; }
+.answer-head, .made-request { font-size: .85rem; color: #4a5568; }
 .answers details.headers summary { font-size: .8rem; color: #4a5568; cursor: pointer; }`;

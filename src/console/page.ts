@@ -7,6 +7,7 @@ import { CHART_CSS } from './chart.js';
 import { ANSWERS_CSS } from './answers.js';
 import { DOM_HELPERS_CSS } from './dom-helpers.js';
 import { FILTER_CSS } from './filter-editor.js';
+import { TRANSFORMATION_CSS } from './transformation-editor.js';
 
 export const CONSOLE_HTML = `<!doctype html>
 <html lang="en">
@@ -85,6 +86,8 @@ export const CONSOLE_HTML = `<!doctype html>
       </form>
       <h3>Content filter</h3>
       <div id="endpoint-filter"></div>
+      <h3>Transformation</h3>
+      <div id="endpoint-transformation"></div>
       <div id="endpoint-receiver-settings"></div>
       <h3>Attempts per hour, last 24 h</h3>
       <div id="endpoint-chart"></div>
@@ -203,4 +206,5 @@ textarea { font: .85rem ui-monospace, monospace; width: 100%; max-width: 640px; 
 ${DOM_HELPERS_CSS}
 ${ANSWERS_CSS}
 ${FILTER_CSS}
+${TRANSFORMATION_CSS}
 ${CHART_CSS}`;

@@ -10,6 +10,7 @@ import { DELIVERY_VIEWS_JS } from './delivery-views.js';
 import { DOM_HELPERS_JS } from './dom-helpers.js';
 import { EDITORS_JS } from './editors.js';
 import { FILTER_EDITOR_JS } from './filter-editor.js';
+import { TRANSFORMATION_EDITOR_JS } from './transformation-editor.js';
 import { ROUTER_JS } from './router.js';
 import { VIEWS_JS } from './views.js';
 
@@ -55,6 +56,7 @@ const CORE_JS = `
 
 ${DOM_HELPERS_JS}
 ${FILTER_EDITOR_JS}
+${TRANSFORMATION_EDITOR_JS}
 ${ANSWERS_JS}
   function cell(row, text, className) { var td = el('td', text, className); row.appendChild(td); return td; }
   function codeCell(row, text) { var td = el('td'); td.appendChild(el('code', text)); row.appendChild(td); return td; }

@@ -149,6 +149,10 @@ export const VIEWS_JS = `
   }
 
   function filterText(filter) { return filter ? JSON.stringify(filter) : 'none: every message'; }
+  function transformationText(transformation) {
+    if (!transformation || transformation.code === null) return 'none';
+    return (transformation.enabled ? 'on' : 'off') + ', changed ' + when(transformation.updated_at);
+  }
   function headerLines(headers) {
     return Object.keys(headers || {}).map(function (name) { return name + ': ' + headers[name]; }).join('\\n');
   }
@@ -169,12 +173,13 @@ export const VIEWS_JS = `
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
         ['Headers', Object.keys(endpoint.headers || {}).length ? headerLines(endpoint.headers).split('\\n').join(', ') : 'none'],
         ['Filter', filterText(endpoint.filter)],
+        ['Transformation', transformationText(endpoint.transformation)],
         ['Signatures', endpoint.signature_type],
         ['Client certificate', endpoint.tls && endpoint.tls.client_cert ? 'until ' + when(endpoint.tls.client_cert_not_after) : 'none'],
         ['OAuth2', endpoint.auth ? endpoint.auth.client_id + ' at ' + endpoint.auth.token_url : 'none'],
         ['Created', when(endpoint.created_at)]].forEach(function (pair) {
         details.appendChild(el('dt', pair[0]));
-        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : null));
+        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : pair[0] === 'Transformation' ? 'transformation-value' : null));
       });
       var controls = document.getElementById('endpoint-controls');
       controls.rate_limit.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
@@ -185,6 +190,11 @@ export const VIEWS_JS = `
           document.querySelector('#endpoint-details .filter-value').textContent = filterText(saved.filter);
         });
       }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+      clear('#endpoint-transformation').appendChild(transformationEditor(endpoint, function (transformation) {
+        return call('PATCH', 'endpoints/' + endpoint.id, { transformation: transformation }).then(function (saved) {
+          document.querySelector('#endpoint-details .transformation-value').textContent = transformationText(saved.transformation);
+        });
+      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/transformation/simulate', body); }));
       var actions = clear('#endpoint-actions');
       actions.appendChild(
         statusButton(endpoint, actions, function () {

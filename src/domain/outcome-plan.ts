@@ -252,7 +252,6 @@ export function placeAttempts(
     if (delivery?.first_attempt_id === attempt.id || taken.get(attempt.delivery_id) === attempt.id) return;
     const first =
       attempt.status === 'success' &&
-      attempt.request === null &&
       attempt.error === null &&
       attempt.attempt_number === 1 &&
       attempt.trigger === 'scheduled' &&

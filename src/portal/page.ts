@@ -5,6 +5,7 @@ import { CHART_CSS } from '../console/chart.js';
 import { ANSWERS_CSS, ANSWERS_JS } from '../console/answers.js';
 import { DOM_HELPERS_CSS, DOM_HELPERS_JS } from '../console/dom-helpers.js';
 import { FILTER_CSS, FILTER_EDITOR_JS } from '../console/filter-editor.js';
+import { TRANSFORMATION_CSS, TRANSFORMATION_EDITOR_JS } from '../console/transformation-editor.js';
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -83,6 +84,7 @@ button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
 ${DOM_HELPERS_CSS}
 ${ANSWERS_CSS}
 ${FILTER_CSS}
+${TRANSFORMATION_CSS}
 ${CHART_CSS}`;
 
 export const PORTAL_JS = `
@@ -118,6 +120,7 @@ export const PORTAL_JS = `
 
 ${DOM_HELPERS_JS}
 ${FILTER_EDITOR_JS}
+${TRANSFORMATION_EDITOR_JS}
 ${ANSWERS_JS}
   function fail(error) { show(error.message, true); }
   function failNear(container) { return function (error) { note(container, error.message, true); }; }
@@ -150,6 +153,12 @@ ${ANSWERS_JS}
     return read(null, 1);
   }
 
+  // Shown only once there is code: most endpoints have none, and the row says so by saying nothing.
+  function transformationText(transformation) {
+    if (!transformation || transformation.code === null) return '';
+    return 'Transformation ' + (transformation.enabled ? 'on' : 'off') + ', changed ' + new Date(transformation.updated_at).toLocaleString();
+  }
+
   function endpointRow(endpoint) {
     endpointsById[endpoint.id] = endpoint;
     var row = el('tr');
@@ -161,6 +170,7 @@ ${ANSWERS_JS}
     if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
     if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
     if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
+    url.appendChild(el('div', transformationText(endpoint.transformation), 'transformation'));
     if (endpoint.tls && endpoint.tls.client_cert_not_after) url.appendChild(el('div', 'Client certificate until ' + new Date(endpoint.tls.client_cert_not_after).toLocaleDateString(), 'tls'));
     if (endpoint.auth) url.appendChild(el('div', 'OAuth2 token from ' + endpoint.auth.token_url, 'auth'));
     row.appendChild(url);
@@ -185,6 +195,15 @@ ${ANSWERS_JS}
           shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
         });
       }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+    }));
+    actions.appendChild(button('Transformation', function () {
+      if (url.querySelector('.transformation-form')) return;
+      url.appendChild(transformationEditor(endpoint, function (transformation) {
+        return call('PATCH', 'endpoints/' + endpoint.id, { transformation: transformation }).then(function (saved) {
+          endpointsById[endpoint.id] = saved;
+          url.querySelector('.transformation').textContent = transformationText(saved.transformation);
+        });
+      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/transformation/simulate', body); }));
     }));
     actions.appendChild(button(endpoint.type !== 'http' ? 'Destination settings' : 'Receiver security', function () { editReceiverSettings(url, endpoint); }));
     actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));

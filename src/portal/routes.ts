@@ -24,6 +24,8 @@ import {
   EndpointTypeField,
   FilterTestBody,
   RateLimit,
+  TransformationInput,
+  TransformationSimulateBody,
 } from '../api/schemas/endpoints.js';
 import { StatsQuery } from '../api/schemas/stats.js';
 import {
@@ -31,7 +33,9 @@ import {
   createEndpoint,
   destinationSettings,
   enterpriseSettings,
+  transformationSetting,
 } from '../api/shared/endpoint-input.js';
+import { simulateTransformation } from '../api/shared/transformation-simulate.js';
 import { endpointView, withSecret } from '../api/shared/endpoint-view.js';
 import { filterTest } from '../api/shared/filter-test.js';
 import { messagePayload } from '../api/shared/message-payload.js';
@@ -84,7 +88,7 @@ function privatePage(reply: FastifyReply): void {
 const publicRoute = { config: { public: true }, schema: { hide: true } } as const;
 const PAGE_ROUTE = '/portal/:token';
 
-export const portalRoutes: RoutePlugin = async (app, { store, config, metrics }) => {
+export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, transformations }) => {
   const view = endpointView(store);
   const contexts = new WeakMap<FastifyRequest, PortalContext | null>();
   // A portal link has a rate limit of its own, at its organization's plan's rate (so a customer cannot use
@@ -207,6 +211,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           auth: Type.Optional(Nullable(EndpointAuthInput)),
           type: Type.Optional(EndpointTypeField),
           config: Type.Optional(Nullable(DestinationConfig)),
+          transformation: Type.Optional(Nullable(TransformationInput)),
         }),
       },
     },
@@ -218,6 +223,12 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       await checkEndpointInput(store, config, ctx.scope, request.body, true);
       const destination = destinationSettings(store, config, ctx.scope, request.body, undefined, true);
       const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, undefined, true);
+      const transformation = await transformationSetting(
+        transformations,
+        request.body.transformation,
+        undefined,
+        ctx.scope.orgId,
+      );
       const { row, secret } = await createEndpoint(store, config, ctx.scope, {
         appId: ctx.app.id,
         url: request.body.url,
@@ -230,6 +241,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         tls,
         auth,
         destination,
+        transformation,
       });
       reply.code(201);
       return withSecret(view(row), secret);
@@ -253,6 +265,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
           // A destination's address and settings; a receiver's URL is chosen once, when it is added.
           url: Type.Optional(EndpointUrl),
           config: Type.Optional(Nullable(DestinationConfig)),
+          transformation: Type.Optional(Nullable(TransformationInput)),
         }),
       },
     },
@@ -265,6 +278,12 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       await checkEndpointInput(store, config, ctx.scope, { ...request.body, type: current.type }, true);
       const destination = destinationSettings(store, config, ctx.scope, request.body, current, true);
       const { tls, auth } = enterpriseSettings(store, config, ctx.scope, request.body, current, true);
+      const transformation = await transformationSetting(
+        transformations,
+        request.body.transformation,
+        current,
+        current.id,
+      );
       const { status, headers, rate_limit, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
@@ -274,6 +293,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
         tls,
         auth,
         destination: destination?.checked,
+        transformation,
       });
       if (!row) throw notFound(`endpoint ${request.params.id}`);
       return view(row);
@@ -289,6 +309,19 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics })
       const ctx = await context(request);
       const endpoint = await ownEndpoint(ctx, request.params.id);
       return filterTest(endpoint.filter, request.body, store.ctx.now(), config.filterBudget);
+    },
+  );
+
+  // The request the endpoint's transformation, or a draft of it, would make (the page's editor, as the
+  // person types): the API's simulate, under the same limits, sending and saving nothing.
+  app.post(
+    '/portal/:token/api/endpoints/:id/transformation/simulate',
+    { ...publicRoute, schema: { hide: true, params: TokenIdParams, body: TransformationSimulateBody } },
+    async (request, reply) => {
+      privatePage(reply);
+      const ctx = await context(request);
+      const endpoint = await ownEndpoint(ctx, request.params.id);
+      return simulateTransformation(transformations, config, endpoint, request.body, store.ctx.now());
     },
   );
 

@@ -32,6 +32,7 @@ import * as queueOnDeliveries from './migrations/020_queue_on_deliveries.js';
 import * as firstAttemptOnDelivery from './migrations/021_first_attempt_on_delivery.js';
 import * as destinations from './migrations/022_destinations.js';
 import * as transformations from './migrations/023_transformations.js';
+import * as firstRequestOnDelivery from './migrations/024_first_request_on_delivery.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -75,6 +76,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '021_first_attempt_on_delivery': firstAttemptOnDelivery,
   '022_destinations': destinations,
   '023_transformations': transformations,
+  '024_first_request_on_delivery': firstRequestOnDelivery,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

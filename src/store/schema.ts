@@ -213,6 +213,8 @@ export interface FirstAttemptColumns {
   first_response_body: string | null;
   first_request_headers: string | null;
   first_response_headers: string | null;
+  /** The request its transformation made, as JSON {method, url, body}; null: the plain request. */
+  first_request: string | null;
 }
 
 /**

@@ -4,10 +4,15 @@ import { endThread } from '../store/end-thread.js';
 import type { RunOutcome, SandboxLimits } from './sandbox.js';
 
 // Transformations run on threads of their own, so that no tenant's code holds the event loop every tenant
-// shares. Runs are taken fairly: each endpoint (a run's `group`) has at most one run under way at a time,
-// and the endpoints with runs waiting take turns, so code that spins to its deadline holds one thread and
-// delays only its own endpoint's runs. A thread that does not answer within its run's deadline and a grace
-// is ended (the run fails) and replaced.
+// shares. Each endpoint (a run's `group`) has its runs under way on at most one thread at a time, and the
+// endpoints with runs waiting take turns, so code that spins to its deadline holds at most one thread. A
+// turn is one message carrying up to TURN_RUNS waiting runs (one group's, then more of groups at home on
+// that thread), so a thread does not sit idle for a round trip per run while the event loop that answers it
+// is busy. The thread stops a turn early once a run's deadline has passed since it began or a run failed at
+// its deadline, and the runs it did not make go back to the front of their groups' queues: a spinning
+// endpoint delays the others in its turn by one deadline at most. A group prefers the thread it last ran
+// on (its home, where its code is compiled: groupFor). A thread that does not answer within a turn's bound
+// and a grace is ended (the turn's runs fail) and replaced.
 
 export interface RunCall {
   id: number;
@@ -19,10 +24,22 @@ export interface RunCall {
 
 export type RunReply = { id: number } & RunOutcome;
 
+const STOPPING: RunOutcome = { error: 'failed: the service is stopping' };
+
+/** Most runs of one group in one turn. */
+export const TURN_RUNS = 32;
+/** Waiting groups a thread looks through for one whose code it has compiled. */
+const LOOKAHEAD = 16;
+/** How long the longest waiting group waits for its home thread's turn to end before it goes elsewhere. */
+const PATIENCE_MS = 2;
+/** Groups whose home is remembered (the least recently run are forgotten). */
+const HOMES_KEPT = 100_000;
+
 /**
- * Time past a run's own deadline after which its thread is taken to be stuck and ended: room for compiling
- * the code's top level (sandbox.ts, COMPILE_DEADLINE_MS) and a second more; a new thread's first run also
- * waits for its warm-up.
+ * Time past a turn's bound (two run deadlines: runs start until one deadline has passed, and the last may
+ * take its own) after which its thread is taken to be stuck and ended: room for compiling the code's top
+ * level (sandbox.ts, COMPILE_DEADLINE_MS) and a second more; a new thread's first turn also waits for its
+ * warm-up.
  */
 const STUCK_GRACE_MS = 2_000;
 const WARM_UP_MS = 10_000;
@@ -36,10 +53,13 @@ interface Job {
 
 interface Slot {
   thread: Worker;
-  /** No run has come back yet: the thread may still be warming up. */
+  /** No turn has come back yet: the thread may still be warming up. */
   fresh: boolean;
   exited: Promise<void>;
-  job: Job | null;
+  /** The turn under way: runs of one or more groups, each group's in order; null: idle. */
+  jobs: Job[] | null;
+  /** When the turn under way began. */
+  startedAt: number;
   timer: NodeJS.Timeout | null;
 }
 
@@ -49,6 +69,8 @@ export class TransformationPool {
   private readonly waiting = new Map<string, Job[]>();
   /** Groups with a run under way. */
   private readonly busy = new Set<string>();
+  /** The thread each group last ran on, where its code is compiled (its home). */
+  private readonly homes = new Map<string, Slot>();
   private nextId = 0;
   private closed = false;
 
@@ -59,7 +81,7 @@ export class TransformationPool {
 
   /** Runs `code`'s handler on `input`; `key` names the code's version, `group` whose turn it takes (an endpoint). */
   run(group: string, key: string, code: string, input: string | null): Promise<RunOutcome> {
-    if (this.closed) return Promise.resolve({ error: 'failed: the service is stopping' });
+    if (this.closed) return Promise.resolve(STOPPING);
     return new Promise((resolve) => {
       const id = this.nextId++;
       const job: Job = { id, group, call: { id, key, code, input }, resolve };
@@ -72,64 +94,132 @@ export class TransformationPool {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const jobs of this.waiting.values())
-      for (const job of jobs) job.resolve({ error: 'failed: the service is stopping' });
+    for (const jobs of this.waiting.values()) for (const job of jobs) job.resolve(STOPPING);
     this.waiting.clear();
     await Promise.all(this.slots.map((slot) => endThread(slot.thread, slot.exited, 2_000)));
   }
 
+  /** Gives every idle thread a turn, and starts a thread while runs wait and fewer than `threads` run. */
   private pump(): void {
-    for (;;) {
-      const job = this.nextJob();
-      if (!job) return;
-      const slot = this.freeSlot();
-      if (!slot) return;
-      this.take(job);
-      this.start(slot, job);
+    for (let started = true; started; ) {
+      started = false;
+      for (const slot of this.slots) {
+        if (slot.jobs !== null) continue;
+        const turn = this.turnFor(slot);
+        if (turn.length === 0) continue;
+        this.start(slot, turn);
+        started = true;
+      }
+      if (!started && this.slots.length < this.threads && this.anyWaiting()) {
+        const slot = this.newSlot();
+        this.slots.push(slot);
+        started = true;
+      }
     }
   }
 
-  /** The oldest run of the group that has waited longest for a turn, among groups with none under way. */
-  private nextJob(): Job | null {
-    for (const [group, jobs] of this.waiting) if (!this.busy.has(group)) return jobs[0]!;
-    return null;
+  private anyWaiting(): boolean {
+    for (const group of this.waiting.keys()) if (!this.busy.has(group)) return true;
+    return false;
   }
 
-  private take(job: Job): void {
-    const jobs = this.waiting.get(job.group)!;
-    jobs.shift();
-    // The group goes to the back of the turns (a Map keeps insertion order).
-    this.waiting.delete(job.group);
-    if (jobs.length > 0) this.waiting.set(job.group, jobs);
-    this.busy.add(job.group);
+  /**
+   * The runs `slot` makes next: the first group groupFor gives, then more groups at home there (strict),
+   * up to TURN_RUNS runs, each group's in order. One message carries them, so a thread is not left idle
+   * between runs while the event loop that answers it is busy.
+   */
+  private turnFor(slot: Slot): Job[] {
+    const turn: Job[] = [];
+    for (let strict = false; turn.length < TURN_RUNS; strict = true) {
+      const group = this.groupFor(slot, strict);
+      if (group === null) break;
+      turn.push(...this.take(group, TURN_RUNS - turn.length));
+    }
+    return turn;
   }
 
-  private freeSlot(): Slot | null {
-    const idle = this.slots.find((slot) => slot.job === null);
-    if (idle) return idle;
-    if (this.slots.length >= this.threads) return null;
-    const slot = this.newSlot();
-    this.slots.push(slot);
-    return slot;
+  /**
+   * The group whose runs `slot` takes. Groups take turns in the order they have waited, and each prefers
+   * its home thread, where its code is compiled (making a runtime costs ten runs): among the first
+   * LOOKAHEAD waiting groups, the first at home here (or with no home) goes first, unless the longest
+   * waiting group's home has been on one turn for PATIENCE_MS (it may be slow: that group goes here now).
+   * A group whose home is idle is left to its home; a slot with nothing better takes the longest waiting,
+   * unless `strict` (filling a turn: only groups at home here).
+   */
+  private groupFor(slot: Slot, strict: boolean): string | null {
+    const now = Date.now();
+    let longest: string | null = null;
+    let looked = 0;
+    for (const group of this.waiting.keys()) {
+      if (this.busy.has(group)) continue;
+      const home = this.homes.get(group);
+      if (home === undefined || home === slot || !this.slots.includes(home)) return group;
+      if (home.jobs !== null && longest === null && !strict) {
+        if (now - home.startedAt >= PATIENCE_MS) return group;
+        longest = group;
+      }
+      if (++looked >= LOOKAHEAD) break;
+    }
+    return longest;
   }
 
-  private start(slot: Slot, job: Job): void {
-    slot.job = job;
-    const stuckAfter = this.limits.timeoutMs + STUCK_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0);
+  /** The group's oldest runs, up to `most`; the group goes to the back of the turns. */
+  private take(group: string, most: number): Job[] {
+    const jobs = this.waiting.get(group)!;
+    const turn = jobs.splice(0, most);
+    // A Map keeps insertion order: deleted and set again, the group is last.
+    this.waiting.delete(group);
+    if (jobs.length > 0) this.waiting.set(group, jobs);
+    this.busy.add(group);
+    return turn;
+  }
+
+  private start(slot: Slot, jobs: Job[]): void {
+    slot.jobs = jobs;
+    slot.startedAt = Date.now();
+    for (const group of new Set(jobs.map((job) => job.group))) {
+      this.homes.delete(group);
+      if (this.homes.size >= HOMES_KEPT) this.homes.delete(this.homes.keys().next().value!);
+      this.homes.set(group, slot);
+    }
+    const stuckAfter = 2 * this.limits.timeoutMs + STUCK_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0);
     slot.timer = setTimeout(() => void slot.thread.terminate(), stuckAfter);
     slot.timer.unref();
-    slot.thread.postMessage(job.call);
+    slot.thread.postMessage(jobs.map((job) => job.call));
   }
 
-  private finish(slot: Slot, outcome: RunOutcome): void {
-    const job = slot.job;
-    if (!job) return;
+  /** A turn's answers: each run made resolves; the rest wait at the front of their group's queue again. */
+  private finish(slot: Slot, replies: RunReply[], unmade: RunOutcome | null): void {
+    const jobs = slot.jobs;
+    if (!jobs) return;
     if (slot.timer) clearTimeout(slot.timer);
-    slot.job = null;
+    slot.jobs = null;
     slot.timer = null;
     slot.fresh = false;
-    this.busy.delete(job.group);
-    job.resolve(outcome);
+    const answered = new Map(replies.map(({ id, ...outcome }) => [id, outcome as RunOutcome]));
+    const left = new Map<string, Job[]>();
+    for (const job of jobs) {
+      this.busy.delete(job.group);
+      const outcome = answered.get(job.id) ?? unmade;
+      if (outcome) job.resolve(outcome);
+      else if (this.closed) job.resolve(STOPPING);
+      else left.set(job.group, [...(left.get(job.group) ?? []), job]);
+    }
+    // A group none of whose runs were made lost its turn to the run that ended it: it goes first. A group
+    // with runs made (the one that ended the turn) waits behind every other.
+    const made = new Set(jobs.filter((job) => answered.has(job.id)).map((job) => job.group));
+    const first: [string, Job[]][] = [];
+    for (const [group, unmadeJobs] of left) {
+      const queue = [...unmadeJobs, ...(this.waiting.get(group) ?? [])];
+      this.waiting.delete(group);
+      if (made.has(group)) this.waiting.set(group, queue);
+      else first.push([group, queue]);
+    }
+    if (first.length > 0) {
+      const rest = [...this.waiting];
+      this.waiting.clear();
+      for (const [group, queue] of [...first, ...rest]) this.waiting.set(group, queue);
+    }
     this.pump();
   }
 
@@ -140,18 +230,15 @@ export class TransformationPool {
     });
     // Never what keeps the process alive: a run waiting keeps its attempt or request open.
     thread.unref();
-    const slot: Slot = { thread, fresh: true, exited: Promise.resolve(), job: null, timer: null };
-    thread.on('message', (reply: RunReply) => {
-      if (slot.job?.id !== reply.id) return;
-      const { id: _id, ...outcome } = reply;
-      this.finish(slot, outcome);
-    });
+    const slot: Slot = { thread, fresh: true, exited: Promise.resolve(), jobs: null, startedAt: 0, timer: null };
+    thread.on('message', (replies: RunReply[]) => this.finish(slot, replies, null));
     thread.on('error', () => {}); // followed by 'exit'
     slot.exited = new Promise<void>((resolve) =>
       thread.once('exit', () => {
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots.splice(index, 1);
-        this.finish(slot, { error: `deadline of ${this.limits.timeoutMs} ms exceeded (the run was stopped)` });
+        const stopped = { error: `deadline of ${this.limits.timeoutMs} ms exceeded (the run was stopped)` };
+        this.finish(slot, [], this.closed ? STOPPING : stopped);
         resolve();
       }),
     );

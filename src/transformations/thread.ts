@@ -1,26 +1,41 @@
 // Runs on a worker thread of a TransformationPool (pool.ts): tenants' code in the sandbox, off the event loop
-// that every tenant's attempts and requests share. One run at a time; the pool sends the next when this one
-// answers.
+// that every tenant's attempts and requests share. One turn at a time (runs of one or more endpoints, each
+// endpoint's in order); the pool sends the next when this one answers. A turn ends early, its other runs not
+// made, once a run's deadline has passed since it began or a run failed at its deadline: a turn holds the
+// thread for about two deadlines at most, however many runs it carried.
 import { parentPort, workerData } from 'node:worker_threads';
-import { Sandbox, type SandboxLimits } from './sandbox.js';
+import { Sandbox, type RunOutcome, type SandboxLimits } from './sandbox.js';
 import type { RunCall, RunReply } from './pool.js';
 
-const sandbox = new Sandbox(workerData as SandboxLimits);
+const limits = workerData as SandboxLimits;
+const sandbox = new Sandbox(limits);
 const port = parentPort!;
 // Runs wait for the warm-up, so that none pays for compiling the engine.
 const warmed = sandbox.warm().catch(() => {});
 
-port.on('message', (call: RunCall | 'close') => {
-  if (call === 'close') {
+async function turn(calls: RunCall[]): Promise<RunReply[]> {
+  await warmed;
+  const began = Date.now();
+  const replies: RunReply[] = [];
+  for (const call of calls) {
+    if (replies.length > 0 && Date.now() - began >= limits.timeoutMs) break;
+    let outcome: RunOutcome;
+    try {
+      outcome = await sandbox.run(call.key, call.code, call.input);
+    } catch (error) {
+      outcome = { error: `failed: ${(error as Error).message}` };
+    }
+    replies.push({ id: call.id, ...outcome });
+    if ('error' in outcome && outcome.error.startsWith('deadline')) break;
+  }
+  return replies;
+}
+
+port.on('message', (message: RunCall[] | 'close') => {
+  if (message === 'close') {
     sandbox.close();
     port.close();
     return;
   }
-  warmed
-    .then(() => sandbox.run(call.key, call.code, call.input))
-    .then(
-      (outcome) => port.postMessage({ id: call.id, ...outcome } satisfies RunReply),
-      (error: unknown) =>
-        port.postMessage({ id: call.id, error: `failed: ${(error as Error).message}` } satisfies RunReply),
-    );
+  void turn(message).then((replies) => port.postMessage(replies));
 });

@@ -6,7 +6,7 @@ import { ATTEMPT_LOG } from './021_first_attempt_on_delivery.js';
  * 021 with that column, null for the first attempts kept on delivery rows (a transformed attempt is
  * always a row of `attempts`).
  */
-const ATTEMPT_LOG_WITH_REQUEST = sql`create view attempt_log as
+export const ATTEMPT_LOG_WITH_REQUEST = sql`create view attempt_log as
   select id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status, response_body,
     request_headers, response_headers, error, duration_ms, created_at, request
   from attempts

@@ -23,4 +23,5 @@ export const FIRST_ATTEMPT_COLUMNS = [
   ['first_response_body', 'response_body', 'text'],
   ['first_request_headers', 'request_headers', 'text'],
   ['first_response_headers', 'response_headers', 'text'],
+  ['first_request', 'request', 'text'],
 ] as const satisfies readonly (readonly [keyof FirstAttemptColumns, keyof PlannedAttempt, 'text' | 'bigint'])[];

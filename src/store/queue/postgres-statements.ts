@@ -155,13 +155,14 @@ const COMPLETE = `with
       first_response_status = coalesce(x.f_status, d.first_response_status),
       first_response_body = coalesce(x.f_body, d.first_response_body),
       first_request_headers = coalesce(x.f_request_headers, d.first_request_headers),
-      first_response_headers = coalesce(x.f_response_headers, d.first_response_headers)
+      first_response_headers = coalesce(x.f_response_headers, d.first_response_headers),
+      first_request = coalesce(x.f_request, d.first_request)
     from unnest({d_id}::text[], {st}::text[], {ac}::int[], {ss}::int[], {seq}::int[], {at}::bigint[],
       {ra}::bigint[], {nt}::text[], {na}::int[], {lo}::text[], {lu}::bigint[], {qa}::text[], {fa}::text[],
       {f_at}::bigint[], {f_duration}::int[], {f_status}::int[], {f_body}::text[], {f_request_headers}::text[],
-      {f_response_headers}::text[])
+      {f_response_headers}::text[], {f_request}::text[])
       as x(id, st, ac, ss, seq, at, ra, nt, na, lo, lu, qa, fa, f_at, f_duration, f_status, f_body,
-        f_request_headers, f_response_headers)
+        f_request_headers, f_response_headers, f_request)
     where d.id = any(array(select unnest({d_id}::text[]))) and d.id = x.id and (select ok from checked)
   ),
   held as (
@@ -288,6 +289,7 @@ export function completeStatement(p: CompleteParams): Statement {
     f_body: d.map((x) => x.first?.response_body ?? null),
     f_request_headers: d.map((x) => x.first?.request_headers ?? null),
     f_response_headers: d.map((x) => x.first?.response_headers ?? null),
+    f_request: d.map((x) => x.first?.request ?? null),
     hold_endpoint: column(p.holds, 'endpointId'),
     hold_until: column(p.holds, 'until'),
     h_id: column(h, 'id'),

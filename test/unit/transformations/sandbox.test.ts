@@ -108,3 +108,32 @@ test('ten endpoints spinning at once on two threads each end at their deadline, 
   );
   for (const outcome of outcomes) assert.match('problem' in outcome ? outcome.problem : '', /deadline of 20 ms/);
 });
+
+test("one endpoint's many runs go in turns, in order, and a spinning endpoint's turn ends at its first deadline", async (t) => {
+  const sandbox = new Transformations({ ...LIMITS, transformationTimeoutMs: 100 });
+  t.after(() => sandbox.close());
+  // A counter kept in the endpoint's runtime numbers its runs: 80 at once (more than one turn carries) run
+  // once each, in the order they were asked for.
+  const COUNTER = 'var made = 0; function handler(w) { made += 1; w.headers["x-run"] = String(made); return w; }';
+  const counted = await Promise.all(Array.from({ length: 80 }, () => run(sandbox, 'counted', COUNTER)));
+  assert.deepEqual(
+    counted.map((outcome) => ('request' in outcome ? outcome.request.headers['x-run'] : outcome.problem)),
+    Array.from({ length: 80 }, (_, i) => String(i + 1)),
+  );
+
+  // Twenty runs each of two spinning endpoints, then one of a quick one: each spinning run fails at its
+  // deadline, and a turn stops at the first, so the quick run waits about one deadline, not twenty.
+  const started = Date.now();
+  const SPIN = 'function handler(w) { for (;;) {} }';
+  const spinning = ['spinner', 'spinner-2'].flatMap((group) =>
+    Array.from({ length: 20 }, () => run(sandbox, group, SPIN)),
+  );
+  const quick = await run(sandbox, 'quick', 'function handler(w) { return w; }');
+  const quickMs = Date.now() - started;
+  assert.ok('request' in quick);
+  assert.ok(quickMs < 1_000, `the quick run waited ${quickMs} ms behind two spinning endpoints`);
+  for (const outcome of await Promise.all(spinning))
+    assert.match('problem' in outcome ? outcome.problem : '', /deadline of 100 ms/);
+  // Twenty deadlines, one after another on one thread: the spinner's runs were each made, none skipped.
+  assert.ok(Date.now() - started >= 20 * 100, 'every spinning run took its own deadline');
+});
