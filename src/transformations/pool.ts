@@ -26,8 +26,8 @@ export type RunReply = { id: number } & RunOutcome;
 
 const STOPPING: RunOutcome = { error: 'failed: the service is stopping' };
 
-/** Most runs of one group in one turn. */
-export const TURN_RUNS = 32;
+/** Most runs in one turn, of whichever groups it carries. */
+const TURN_RUNS = 32;
 /** Waiting groups a thread looks through for one whose code it has compiled. */
 const LOOKAHEAD = 16;
 /** How long the longest waiting group waits for its home thread's turn to end before it goes elsewhere. */
@@ -203,7 +203,8 @@ export class TransformationPool {
       const outcome = answered.get(job.id) ?? unmade;
       if (outcome) job.resolve(outcome);
       else if (this.closed) job.resolve(STOPPING);
-      else left.set(job.group, [...(left.get(job.group) ?? []), job]);
+      else if (left.has(job.group)) left.get(job.group)!.push(job);
+      else left.set(job.group, [job]);
     }
     // A group none of whose runs were made lost its turn to the run that ended it: it goes first. A group
     // with runs made (the one that ended the turn) waits behind every other.
