@@ -27,6 +27,8 @@ export interface Config {
   secretKey: string;
   role: Role;
   retryScheduleMs: number[];
+  /** HERALD_MAX_DELIVER_AHEAD: how far ahead a message's deliver_at may lie. */
+  maxDeliverAheadMs: number;
   attemptTimeoutMs: number;
   secretGraceMs: number;
   disableAfterMs: number;
@@ -396,6 +398,13 @@ function trustProxy(env: Env): false | number | string[] {
   return entries;
 }
 
+/** HERALD_MAX_DELIVER_AHEAD (decisions: default 7d, at most 400d). */
+function maxDeliverAhead(env: Env): number {
+  const ms = duration(env, 'HERALD_MAX_DELIVER_AHEAD', '7d');
+  if (ms < 1000 || ms > 400 * 86_400_000) throw new ConfigError('HERALD_MAX_DELIVER_AHEAD must be between 1s and 400d');
+  return ms;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const mode = oneOf<Mode>(env, 'HERALD_MODE', 'development', ['development', 'production']);
   const dataDir = resolve(read(env, 'HERALD_DATA_DIR', './data'));
@@ -431,6 +440,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretKey: secretKey(env, mode, dataDir),
     role: oneOf<Role>(env, 'HERALD_ROLE', 'all', ['api', 'worker', 'all']),
     retryScheduleMs,
+    maxDeliverAheadMs: maxDeliverAhead(env),
     attemptTimeoutMs,
     secretGraceMs: duration(env, 'HERALD_SECRET_GRACE', '24h'),
     disableAfterMs: duration(env, 'HERALD_DISABLE_AFTER', '5d'),

@@ -427,6 +427,7 @@ export interface paths {
                          *             "region-eu"
                          *           ],
                          *           "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                         *           "deliver_at": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z"
                          *         }
                          *       ],
@@ -450,6 +451,11 @@ export interface paths {
                                 tags: string[];
                                 /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
                                 trace_id: string;
+                                /**
+                                 * Format: date-time
+                                 * @description When its deliveries' first attempts are due, as the emit asked; null: sent at once
+                                 */
+                                deliver_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                             }[];
@@ -578,6 +584,11 @@ export interface paths {
                         idempotency_key?: string;
                         channels?: string[];
                         tags?: string[];
+                        /**
+                         * Format: date-time
+                         * @description Hold the deliveries' first attempts until this time (at most HERALD_MAX_DELIVER_AHEAD ahead, 7d by default); absent or past: at once. Replays and retries go at once
+                         */
+                        deliver_at?: string;
                     };
                 };
             };
@@ -599,6 +610,7 @@ export interface paths {
                          *         "region-eu"
                          *       ],
                          *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                         *       "deliver_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -607,15 +619,23 @@ export interface paths {
                          *     }
                          */
                         "application/json": {
+                            /** @description evt_… */
                             id: string;
                             /** @enum {string} */
                             object: "message";
                             event_type: string;
                             app_id: string;
+                            /** @description Routing channels (empty: none) */
                             channels: string[];
+                            /** @description Labels, for lists (tag=) */
                             tags: string[];
                             /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
                             trace_id: string;
+                            /**
+                             * Format: date-time
+                             * @description When its deliveries' first attempts are due, as the emit asked; null: sent at once
+                             */
+                            deliver_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -640,6 +660,7 @@ export interface paths {
                          *         "region-eu"
                          *       ],
                          *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                         *       "deliver_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "delivery_ids": [
                          *         "dlv_01jd5x3k8m2n4p6q8r0s2t4v6w"
@@ -648,15 +669,23 @@ export interface paths {
                          *     }
                          */
                         "application/json": {
+                            /** @description evt_… */
                             id: string;
                             /** @enum {string} */
                             object: "message";
                             event_type: string;
                             app_id: string;
+                            /** @description Routing channels (empty: none) */
                             channels: string[];
+                            /** @description Labels, for lists (tag=) */
                             tags: string[];
                             /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
                             trace_id: string;
+                            /**
+                             * Format: date-time
+                             * @description When its deliveries' first attempts are due, as the emit asked; null: sent at once
+                             */
+                            deliver_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             delivery_ids: string[];
@@ -1096,6 +1125,7 @@ export interface paths {
                          *         "region-eu"
                          *       ],
                          *       "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                         *       "deliver_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z"
                          *     }
                          */
@@ -1112,6 +1142,11 @@ export interface paths {
                             tags: string[];
                             /** @description The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id */
                             trace_id: string;
+                            /**
+                             * Format: date-time
+                             * @description When its deliveries' first attempts are due, as the emit asked; null: sent at once
+                             */
+                            deliver_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                         };
@@ -2947,6 +2982,7 @@ export interface paths {
                          *             "Authorization"
                          *           ],
                          *           "rate_limit": 50,
+                         *           "retry_schedule": null,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
@@ -3001,6 +3037,16 @@ export interface paths {
                                 sensitive_headers: string[];
                                 /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                                 rate_limit: number | null;
+                                /**
+                                 * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                                 * @example [
+                                 *       "0s",
+                                 *       "30s",
+                                 *       "5m",
+                                 *       "1h"
+                                 *     ]
+                                 */
+                                retry_schedule: string[] | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                                 ordering: "unordered" | "fifo";
                                 /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -3171,6 +3217,16 @@ export interface paths {
                         signature_type?: "hmac" | "ed25519";
                         /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                         rate_limit?: number | null;
+                        /**
+                         * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                         * @example [
+                         *       "0s",
+                         *       "30s",
+                         *       "5m",
+                         *       "1h"
+                         *     ]
+                         */
+                        retry_schedule?: string[] | null;
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
@@ -3258,6 +3314,7 @@ export interface paths {
                          *         "Authorization"
                          *       ],
                          *       "rate_limit": 50,
+                         *       "retry_schedule": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -3306,6 +3363,16 @@ export interface paths {
                             sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
+                            /**
+                             * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                             * @example [
+                             *       "0s",
+                             *       "30s",
+                             *       "5m",
+                             *       "1h"
+                             *     ]
+                             */
+                            retry_schedule: string[] | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -3585,6 +3652,7 @@ export interface paths {
                          *         "Authorization"
                          *       ],
                          *       "rate_limit": 50,
+                         *       "retry_schedule": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -3632,6 +3700,16 @@ export interface paths {
                             sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
+                            /**
+                             * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                             * @example [
+                             *       "0s",
+                             *       "30s",
+                             *       "5m",
+                             *       "1h"
+                             *     ]
+                             */
+                            retry_schedule: string[] | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -3987,6 +4065,16 @@ export interface paths {
                         signature_type?: "hmac" | "ed25519";
                         /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                         rate_limit?: number | null;
+                        /**
+                         * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                         * @example [
+                         *       "0s",
+                         *       "30s",
+                         *       "5m",
+                         *       "1h"
+                         *     ]
+                         */
+                        retry_schedule?: string[] | null;
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
@@ -4074,6 +4162,7 @@ export interface paths {
                          *         "Authorization"
                          *       ],
                          *       "rate_limit": 50,
+                         *       "retry_schedule": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -4121,6 +4210,16 @@ export interface paths {
                             sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
+                            /**
+                             * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                             * @example [
+                             *       "0s",
+                             *       "30s",
+                             *       "5m",
+                             *       "1h"
+                             *     ]
+                             */
+                            retry_schedule: string[] | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5040,6 +5139,7 @@ export interface paths {
                          *             "Authorization"
                          *           ],
                          *           "rate_limit": null,
+                         *           "retry_schedule": null,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
@@ -5086,6 +5186,16 @@ export interface paths {
                                 sensitive_headers: string[];
                                 /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                                 rate_limit: number | null;
+                                /**
+                                 * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                                 * @example [
+                                 *       "0s",
+                                 *       "30s",
+                                 *       "5m",
+                                 *       "1h"
+                                 *     ]
+                                 */
+                                retry_schedule: string[] | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                                 ordering: "unordered" | "fifo";
                                 /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5274,6 +5384,7 @@ export interface paths {
                          *         "Authorization"
                          *       ],
                          *       "rate_limit": null,
+                         *       "retry_schedule": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -5314,6 +5425,16 @@ export interface paths {
                             sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
+                            /**
+                             * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                             * @example [
+                             *       "0s",
+                             *       "30s",
+                             *       "5m",
+                             *       "1h"
+                             *     ]
+                             */
+                            retry_schedule: string[] | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5757,6 +5878,7 @@ export interface paths {
                          *         "Authorization"
                          *       ],
                          *       "rate_limit": null,
+                         *       "retry_schedule": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -5796,6 +5918,16 @@ export interface paths {
                             sensitive_headers: string[];
                             /** @description Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit */
                             rate_limit: number | null;
+                            /**
+                             * @description The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule
+                             * @example [
+                             *       "0s",
+                             *       "30s",
+                             *       "5m",
+                             *       "1h"
+                             *     ]
+                             */
+                            retry_schedule: string[] | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -8189,6 +8321,10 @@ export interface paths {
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "data": {
                          *         "deliveries_enqueued": 500
+                         *       },
+                         *       "progress": {
+                         *         "done": 500,
+                         *         "total": null
                          *       }
                          *     }
                          */
@@ -8197,8 +8333,8 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            kind: "endpoint.recover" | "endpoint.replay";
-                            status: "running" | "finished" | "failed";
+                            kind: "endpoint.recover" | "endpoint.replay" | "endpoint.bulk_replay";
+                            status: "running" | "finished" | "failed" | "cancelled";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -8206,6 +8342,524 @@ export interface paths {
                             data: {
                                 /** @description Deliveries given a new attempt so far */
                                 deliveries_enqueued: number;
+                            };
+                            /** @description How far the task has come */
+                            progress: {
+                                /** @description Deliveries given a new attempt (or sent) so far */
+                                done: number;
+                                /** @description How many a bulk replay matched when its first batch counted them; null: not known */
+                                total: number | null;
+                            };
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Conflicts with what exists (a duplicate uid or name, a limit reached) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "conflict",
+                         *         "message": "an application with uid \"acme\" already exists",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than HERALD_MAX_PAYLOAD_BYTES */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_too_large",
+                         *         "message": "Request body is larger than the maximum allowed size",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "Content-Type must be application/json",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/endpoints/{id}/bulk-replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Give each of the endpoint's deliveries of messages created in [since, until) that match the filters one new attempt, in the background */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    /**
+                     * @example {
+                     *       "since": "2026-01-01T00:00:00.000Z",
+                     *       "until": "2026-01-01T06:00:00.000Z",
+                     *       "status_code_class": "5xx"
+                     *     }
+                     */
+                    "application/json": {
+                        /** Format: date-time */
+                        since: string;
+                        /** Format: date-time */
+                        until?: string;
+                        event_types?: string[];
+                        status?: "success" | "failed" | "disabled";
+                        status_code_class?: "1xx" | "2xx" | "3xx" | "4xx" | "5xx" | "none";
+                        channel?: string;
+                        tag?: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description Accepted: the work is queued and done in the background */
+                202: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "object": "background_task",
+                         *       "id": "task_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "kind": "endpoint.recover",
+                         *       "status": "running",
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "updated_at": "2026-01-01T00:00:00.000Z",
+                         *       "data": {
+                         *         "deliveries_enqueued": 500
+                         *       },
+                         *       "progress": {
+                         *         "done": 500,
+                         *         "total": null
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "background_task";
+                            /** @description task_… */
+                            id: string;
+                            kind: "endpoint.recover" | "endpoint.replay" | "endpoint.bulk_replay";
+                            status: "running" | "finished" | "failed" | "cancelled";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            data: {
+                                /** @description Deliveries given a new attempt so far */
+                                deliveries_enqueued: number;
+                            };
+                            /** @description How far the task has come */
+                            progress: {
+                                /** @description Deliveries given a new attempt (or sent) so far */
+                                done: number;
+                                /** @description How many a bulk replay matched when its first batch counted them; null: not known */
+                                total: number | null;
+                            };
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Not found in the key's organization and environment */
+                404: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "not_found",
+                         *         "message": "application app_01jd5x3k8m2n4p6q8r0s2t4v6w not found",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Conflicts with what exists (a duplicate uid or name, a limit reached) */
+                409: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "conflict",
+                         *         "message": "an application with uid \"acme\" already exists",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is larger than HERALD_MAX_PAYLOAD_BYTES */
+                413: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "payload_too_large",
+                         *         "message": "Request body is larger than the maximum allowed size",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The body is not JSON in UTF-8 (another Content-Type, charset or Content-Encoding) */
+                415: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "Content-Type must be application/json",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/background-tasks/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel a running background task: no batch starts after this */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    id: string;
+                };
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "object": "background_task",
+                         *       "id": "task_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *       "kind": "endpoint.recover",
+                         *       "status": "running",
+                         *       "created_at": "2026-01-01T00:00:00.000Z",
+                         *       "updated_at": "2026-01-01T00:00:00.000Z",
+                         *       "data": {
+                         *         "deliveries_enqueued": 500
+                         *       },
+                         *       "progress": {
+                         *         "done": 500,
+                         *         "total": null
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "background_task";
+                            /** @description task_… */
+                            id: string;
+                            kind: "endpoint.recover" | "endpoint.replay" | "endpoint.bulk_replay";
+                            status: "running" | "finished" | "failed" | "cancelled";
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            updated_at: string;
+                            data: {
+                                /** @description Deliveries given a new attempt so far */
+                                deliveries_enqueued: number;
+                            };
+                            /** @description How far the task has come */
+                            progress: {
+                                /** @description Deliveries given a new attempt (or sent) so far */
+                                done: number;
+                                /** @description How many a bulk replay matched when its first batch counted them; null: not known */
+                                total: number | null;
                             };
                         };
                     };
@@ -8421,6 +9075,10 @@ export interface paths {
                          *       "updated_at": "2026-01-01T00:00:00.000Z",
                          *       "data": {
                          *         "deliveries_enqueued": 500
+                         *       },
+                         *       "progress": {
+                         *         "done": 500,
+                         *         "total": null
                          *       }
                          *     }
                          */
@@ -8429,8 +9087,8 @@ export interface paths {
                             object: "background_task";
                             /** @description task_… */
                             id: string;
-                            kind: "endpoint.recover" | "endpoint.replay";
-                            status: "running" | "finished" | "failed";
+                            kind: "endpoint.recover" | "endpoint.replay" | "endpoint.bulk_replay";
+                            status: "running" | "finished" | "failed" | "cancelled";
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -8438,6 +9096,13 @@ export interface paths {
                             data: {
                                 /** @description Deliveries given a new attempt so far */
                                 deliveries_enqueued: number;
+                            };
+                            /** @description How far the task has come */
+                            progress: {
+                                /** @description Deliveries given a new attempt (or sent) so far */
+                                done: number;
+                                /** @description How many a bulk replay matched when its first batch counted them; null: not known */
+                                total: number | null;
                             };
                         };
                     };

@@ -11,6 +11,7 @@ import { Delivery } from './schemas/deliveries.js';
 import { deliveryToApi, list, messageToApi } from './serialize.js';
 import { emit } from './shared/emit.js';
 import { messagePayload } from './shared/message-payload.js';
+import { deliverAtInput } from './shared/deliver-at.js';
 
 const IdempotencyKey = Type.String({
   minLength: 1,
@@ -32,6 +33,13 @@ const EmitBody = Type.Object(
     idempotency_key: Type.Optional(IdempotencyKey),
     channels: Type.Optional(MessageChannels),
     tags: Type.Optional(MessageTags),
+    deliver_at: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        description:
+          "Hold the deliveries' first attempts until this time (at most HERALD_MAX_DELIVER_AHEAD ahead, 7d by default); absent or past: at once. Replays and retries go at once",
+      }),
+    ),
   },
   {
     examples: [
@@ -158,9 +166,11 @@ export const messageRoutes: RoutePlugin = async (app, deps) => {
       const body = request.body;
       // The header wins over the body key when both are sent.
       const key = request.headers['idempotency-key'] ?? body.idempotency_key ?? null;
+      const deliverAt = deliverAtInput('deliver_at', body.deliver_at, store.ctx.now(), deps.config.maxDeliverAheadMs);
       const result = await emit(deps, request, scopeOf(request), body.app_id, body.event_type, body.payload, key, {
         channels: body.channels,
         tags: body.tags,
+        deliverAt,
       });
       reply.code(result.idempotent ? 200 : 201);
       return { ...messageToApi(result.message), delivery_ids: result.deliveryIds, idempotent: result.idempotent };

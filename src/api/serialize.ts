@@ -16,6 +16,7 @@ import { parseHeaderBlock, REDACTED } from '../domain/headers.js';
 import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
 import { isDestinationType, shownConfig, shownUrl, storedDestination } from '../domain/destinations.js';
+import { shownSchedule } from '../domain/retry-schedule.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
@@ -36,6 +37,7 @@ export const messageToApi = (m: MessageRow) => ({
   channels: m.channels === null ? [] : (JSON.parse(m.channels) as string[]),
   tags: m.tags === null ? [] : (JSON.parse(m.tags) as string[]),
   trace_id: messageTrace(m.id, m.traceparent, m.tracestate).traceId,
+  deliver_at: m.deliver_at === null ? null : iso(m.deliver_at),
   created_at: iso(m.created_at),
 });
 
@@ -81,6 +83,7 @@ export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, s
     headers: shown.headers,
     sensitive_headers: shown.sensitive,
     rate_limit: e.rate_limit,
+    retry_schedule: shownSchedule(e.retry_schedule),
     ordering: e.ordering,
     signature_type: e.signature_type,
     public_key: e.public_key,
@@ -196,4 +199,5 @@ export const backgroundTaskToApi = (b: BackgroundTaskRow) => ({
   created_at: iso(b.created_at),
   updated_at: iso(b.updated_at),
   data: { deliveries_enqueued: b.enqueued },
+  progress: { done: b.enqueued, total: b.total },
 });

@@ -80,6 +80,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <form id="endpoint-controls">
         <h3>Delivery controls</h3>
         <label>Rate limit (requests a second; empty: none) <input name="rate_limit" type="number" min="1" max="10000"></label>
+        <label>Retry schedule (the delay before each attempt, comma-separated, such as 0s, 30s, 5m, 2h; each at most 7d, at most 20; empty: the service's) <input name="retry_schedule" placeholder="the service's schedule"></label>
         <label>Ordering <select name="ordering"><option value="unordered">Unordered (in parallel)</option><option value="fifo">FIFO (in order, one at a time)</option></select></label>
         <label>Headers (one "Name: value" a line; a credential shows as &lt;redacted&gt; and, left so, keeps its value) <textarea name="headers" rows="3"></textarea></label>
         <button type="submit">Save controls</button>

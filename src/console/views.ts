@@ -171,6 +171,7 @@ export const VIEWS_JS = `
         ['Status', endpoint.status], ['Description', endpoint.description || '—'],
         ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
+        ['Retry schedule', endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : "the service's"],
         ['Headers', Object.keys(endpoint.headers || {}).length ? headerLines(endpoint.headers).split('\\n').join(', ') : 'none'],
         ['Filter', filterText(endpoint.filter)],
         ['Transformation', transformationText(endpoint.transformation)],
@@ -183,6 +184,7 @@ export const VIEWS_JS = `
       });
       var controls = document.getElementById('endpoint-controls');
       controls.rate_limit.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
+      controls.retry_schedule.value = endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : '';
       controls.ordering.value = endpoint.ordering;
       controls.headers.value = headerLines(endpoint.headers);
       clear('#endpoint-filter').appendChild(filterEditor(endpoint, function (filter) {
@@ -264,7 +266,7 @@ export const VIEWS_JS = `
     });
   }
 
-  // Rate limit, ordering and headers, saved together.
+  // Rate limit, retry schedule, ordering and headers, saved together.
   document.getElementById('endpoint-controls').addEventListener('submit', function (event) {
     event.preventDefault();
     var form = event.target;
@@ -274,8 +276,9 @@ export const VIEWS_JS = `
       if (line.trim() && at > 0) headers[line.slice(0, at).trim()] = line.slice(at + 1).trim();
     });
     var rate = form.rate_limit.value.trim();
+    var schedule = form.retry_schedule.value.split(',').map(function (step) { return step.trim(); }).filter(Boolean);
     var id = current;
-    call('PATCH', 'endpoints/' + id, { rate_limit: rate === '' ? null : Number(rate), ordering: form.ordering.value, headers: headers }).then(function () {
+    call('PATCH', 'endpoints/' + id, { rate_limit: rate === '' ? null : Number(rate), retry_schedule: schedule.length ? schedule : null, ordering: form.ordering.value, headers: headers }).then(function () {
       return openEndpoint(id);
     }).then(function () { note(form, 'Delivery controls saved.'); }).catch(failNear(form));
   });

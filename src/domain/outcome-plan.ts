@@ -70,7 +70,13 @@ export interface OutcomeResult {
 export interface OutcomeItem {
   input: {
     task: OutcomeTask;
-    endpoint: { id: string; status: EndpointStatus; fifo?: boolean | undefined } | null;
+    /** `retryScheduleMs`: its own retry schedule (absent or null: OutcomeRules'). */
+    endpoint: {
+      id: string;
+      status: EndpointStatus;
+      fifo?: boolean | undefined;
+      retryScheduleMs?: readonly number[] | null | undefined;
+    } | null;
   };
   result: OutcomeResult;
 }
@@ -119,7 +125,8 @@ export interface OutcomeState {
 }
 
 export interface OutcomeRules {
-  retryScheduleMs: number[];
+  /** The service's retry schedule (HERALD_RETRY_SCHEDULE), for endpoints without their own. */
+  retryScheduleMs: readonly number[];
   disableAfterMs: number;
   /** When the batch is recorded: the `updated_at` of the deliveries whose attempts it counts. */
   now: number;
@@ -358,6 +365,7 @@ export function outcomePlan(
     owned.push(ours);
     if (!delivery) return; // removed meanwhile
     const fifo = input.endpoint?.fifo ?? false;
+    const schedule = input.endpoint?.retryScheduleMs ?? rules.retryScheduleMs;
     const at = result.at;
 
     if (state.inline.has(attempts[i]!.id)) {
@@ -370,7 +378,7 @@ export function outcomePlan(
         // Trouble announced before this batch, or by it: a failure here of a delivery delivered here
         // announced no delivery.failing (below), so its count is the one read, not the one counted here.
         const before = state.deliveries.get(id)!;
-        if (announcedTrouble({ ...delivery, attempt_count: before.attempt_count }, rules.retryScheduleMs.length))
+        if (announcedTrouble({ ...delivery, attempt_count: before.attempt_count }, schedule.length))
           events.push({ type: 'delivery.recovered', deliveryId: id, endpointId: task.endpoint_id, at });
       } else if (delivery.status !== 'success' && !delivered.has(id) && delivery.attempt_count + 1 === FAILING_AFTER) {
         // Not delivered, here or before: all its attempts failed, and they are as many as it counts.
@@ -411,7 +419,7 @@ export function outcomePlan(
       const nextStep = delivery.schedule_step + 1;
       const delay = endpointDisabled
         ? null
-        : nextDelayAfterFailure(rules.retryScheduleMs, nextStep, result.retryAfterMs, rules.random);
+        : nextDelayAfterFailure(schedule, nextStep, result.retryAfterMs, rules.random);
       if (delay === null) {
         Object.assign(delivery, { status: stopped, schedule_step: nextStep });
         change(id, { status: stopped, schedule_step: nextStep, updated_at: at });

@@ -4,7 +4,11 @@
 export const JITTER = 0.2;
 
 /** Delay before scheduled attempt `step` (0-based), or null when the schedule is used up. */
-export function scheduledDelay(scheduleMs: number[], step: number, random: () => number = Math.random): number | null {
+export function scheduledDelay(
+  scheduleMs: readonly number[],
+  step: number,
+  random: () => number = Math.random,
+): number | null {
   const base = scheduleMs[step];
   if (base === undefined) return null;
   return Math.round(base * (1 - JITTER + 2 * JITTER * random()));
@@ -39,7 +43,7 @@ export function endpointPauseMs(responseStatus: number | null, retryAfterMs: num
  * Retry-After when that asks for longer. Null when no scheduled attempt is left.
  */
 export function nextDelayAfterFailure(
-  scheduleMs: number[],
+  scheduleMs: readonly number[],
   nextStep: number,
   retryAfterMs: number | null,
   random: () => number = Math.random,

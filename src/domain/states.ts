@@ -20,10 +20,18 @@ export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
 export const ATTEMPT_STATUSES = ['success', 'failed', 'cancelled'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
 
-/** A background task: running (leased batch by batch), then finished, or failed after failures in a row. */
-export const BACKGROUND_TASK_STATUSES = ['running', 'finished', 'failed'] as const;
+/**
+ * A background task: running (leased batch by batch), then finished, failed after failures in a row, or
+ * cancelled (POST /api/v1/background-tasks/{id}/cancel: no batch starts after it, and the one under way
+ * is rolled back).
+ */
+export const BACKGROUND_TASK_STATUSES = ['running', 'finished', 'failed', 'cancelled'] as const;
 export type BackgroundTaskStatus = (typeof BACKGROUND_TASK_STATUSES)[number];
 
-/** `endpoint.recover`: failed deliveries get one more attempt; `endpoint.replay`: messages an endpoint never got are sent to it. */
-export const BACKGROUND_TASK_KINDS = ['endpoint.recover', 'endpoint.replay'] as const;
+/**
+ * `endpoint.recover`: failed deliveries get one more attempt; `endpoint.replay`: messages an endpoint never
+ * got are sent to it; `endpoint.bulk_replay`: each of an endpoint's deliveries that match a filter gets one
+ * more attempt.
+ */
+export const BACKGROUND_TASK_KINDS = ['endpoint.recover', 'endpoint.replay', 'endpoint.bulk_replay'] as const;
 export type BackgroundTaskKind = (typeof BACKGROUND_TASK_KINDS)[number];

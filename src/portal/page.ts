@@ -168,6 +168,7 @@ ${ANSWERS_JS}
     var names = Object.keys(endpoint.headers);
     if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
     if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
+    if (endpoint.retry_schedule) url.appendChild(el('div', 'Retried after ' + endpoint.retry_schedule.join(', ') + ' (' + endpoint.retry_schedule.length + ' attempts at most)', 'retry-schedule'));
     if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
     if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
     url.appendChild(el('div', transformationText(endpoint.transformation), 'transformation'));
@@ -186,7 +187,7 @@ ${ANSWERS_JS}
     actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
       ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus));
     actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
-    actions.appendChild(button('Rate limit', function () { editRateLimit(url, endpoint); }));
+    actions.appendChild(button('Delivery', function () { editDelivery(url, endpoint); }));
     actions.appendChild(button('Filter', function () {
       if (url.querySelector('.filter-form')) return;
       url.appendChild(filterEditor(endpoint, function (filter) {
@@ -270,22 +271,34 @@ ${ANSWERS_JS}
     cell.appendChild(form);
   }
 
-  // The most requests a second the endpoint is sent; empty: no limit.
-  function editRateLimit(cell, endpoint) {
-    if (cell.querySelector('.rate-form')) return;
-    var form = el('form', null, 'rate-form');
-    var input = el('input');
-    input.type = 'number'; input.min = '1'; input.max = '10000'; input.name = 'rate_limit';
-    input.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
-    form.appendChild(input);
-    var save = el('button', 'Save rate limit');
+  // How the endpoint is sent to: the most requests a second (empty: no limit) and the delay before each
+  // attempt (empty: the service's schedule).
+  function editDelivery(cell, endpoint) {
+    if (cell.querySelector('.delivery-form')) return;
+    var form = el('form', null, 'delivery-form');
+    var rate = el('input');
+    rate.type = 'number'; rate.min = '1'; rate.max = '10000'; rate.name = 'rate_limit';
+    rate.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
+    var rateLabel = el('label', 'Requests a second at most (empty: no limit) ');
+    rateLabel.appendChild(rate);
+    form.appendChild(rateLabel);
+    var schedule = el('input');
+    schedule.name = 'retry_schedule'; schedule.placeholder = '0s, 30s, 5m, 2h';
+    schedule.value = endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : '';
+    var scheduleLabel = el('label', 'Delay before each attempt, comma-separated (empty: the default schedule) ');
+    scheduleLabel.appendChild(schedule);
+    form.appendChild(scheduleLabel);
+    var save = el('button', 'Save delivery settings');
     save.type = 'submit';
     form.appendChild(save);
     form.addEventListener('submit', function (event) {
       event.preventDefault();
-      var value = input.value.trim() === '' ? null : Number(input.value);
-      call('PATCH', 'endpoints/' + endpoint.id, { rate_limit: value }).then(function () {
-        return reloadThenSay(endpoint, value === null ? 'Rate limit removed.' : 'Rate limit saved.');
+      var steps = schedule.value.split(',').map(function (step) { return step.trim(); }).filter(Boolean);
+      call('PATCH', 'endpoints/' + endpoint.id, {
+        rate_limit: rate.value.trim() === '' ? null : Number(rate.value),
+        retry_schedule: steps.length ? steps : null,
+      }).then(function () {
+        return reloadThenSay(endpoint, 'Delivery settings saved.');
       }).catch(failNear(form));
     });
     cell.appendChild(form);

@@ -24,6 +24,7 @@ import {
   EndpointTypeField,
   FilterTestBody,
   RateLimit,
+  RetrySchedule,
   TransformationInput,
   TransformationSimulateBody,
 } from '../api/schemas/endpoints.js';
@@ -206,6 +207,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
           event_types: Type.Optional(EventTypeNames),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          retry_schedule: Type.Optional(Nullable(RetrySchedule)),
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
@@ -237,6 +239,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
         eventTypes: request.body.event_types,
         headers: request.body.headers,
         rateLimit: request.body.rate_limit,
+        retrySchedule: request.body.retry_schedule,
         filter: request.body.filter,
         tls,
         auth,
@@ -259,6 +262,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
           status: Type.Optional(Type.Union([Type.Literal('active'), Type.Literal('disabled')])),
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
+          retry_schedule: Type.Optional(Nullable(RetrySchedule)),
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
@@ -284,11 +288,12 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
         current,
         current.id,
       );
-      const { status, headers, rate_limit, filter } = request.body;
+      const { status, headers, rate_limit, retry_schedule, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
         headers,
         rateLimit: rate_limit,
+        retrySchedule: retry_schedule,
         filter,
         tls,
         auth,

@@ -4,6 +4,7 @@ import { book } from './queue/index.js';
 import { insertTogether } from './insert-rows.js';
 import {
   envelopeOnce,
+  listHolds,
   liveFlag,
   receives,
   toPage,
@@ -12,7 +13,7 @@ import {
   type Scope,
   type StoreContext,
 } from './common.js';
-import type { ExpressionBuilder, Transaction } from 'kysely';
+import { type ExpressionBuilder, sql, type Transaction } from 'kysely';
 import type { BackgroundTaskRow, Database } from './schema.js';
 import type { BackgroundTaskKind, BackgroundTaskStatus } from '../domain/states.js';
 
@@ -28,7 +29,23 @@ export interface RecoverParams {
   until: number | null;
 }
 
-/** How a batch ended: more to do, the task is done, or its lease was lost to another worker. */
+/**
+ * What a bulk replay matches (decisions: POST /api/v1/endpoints/{id}/bulk-replay): the endpoint's deliveries
+ * of messages created in [since, until) (`until` fixed at the start), narrowed by the message's event type,
+ * channel or tag, the delivery's status, and the class of its last attempt's answer (`none`: no answer).
+ */
+export interface BulkReplayParams extends RecoverParams {
+  until: number;
+  eventTypes: string[] | null;
+  status: BulkReplayStatus | null;
+  statusCodeClass: StatusCodeClass | null;
+  channel: string | null;
+  tag: string | null;
+}
+export type BulkReplayStatus = 'success' | 'failed' | 'disabled';
+export type StatusCodeClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx' | 'none';
+
+/** How a batch ended: more to do, the task is done, or its lease was lost to another worker (or it was cancelled). */
 export type BatchEnd = 'more' | 'done' | 'lost';
 
 export class BackgroundTasks {
@@ -57,6 +74,38 @@ export class BackgroundTasks {
     return this.start(scope, 'endpoint.replay', params);
   }
 
+  /**
+   * Starts a bulk replay of an endpoint, or finds the one running (one per endpoint: `created` false). Its
+   * matches are counted by its first batch, in the background.
+   */
+  async startBulkReplay(
+    scope: Scope,
+    params: BulkReplayParams,
+  ): Promise<{ task: BackgroundTaskRow; created: boolean }> {
+    return this.start(scope, 'endpoint.bulk_replay', params);
+  }
+
+  /**
+   * Cancels a running task of the environment: no batch starts after this, and a batch under way is rolled
+   * back (its write checks the status). Undefined when there is no such task; the task as it is when it is
+   * not running.
+   */
+  async cancel(scope: Scope, id: string): Promise<{ task: BackgroundTaskRow; cancelled: boolean } | undefined> {
+    const now = this.ctx.now();
+    const cancelled = await this.ctx.db
+      .updateTable('background_tasks')
+      .set({ status: 'cancelled', lease_until: null, updated_at: now })
+      .where('id', '=', id)
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .where('status', '=', 'running')
+      .returningAll()
+      .executeTakeFirst();
+    if (cancelled) return { task: cancelled, cancelled: true };
+    const task = await this.get(scope, id);
+    return task && { task, cancelled: false };
+  }
+
   private async start(
     scope: Scope,
     kind: BackgroundTaskKind,
@@ -75,6 +124,7 @@ export class BackgroundTasks {
         subject_id: params.endpointId,
         cursor: null,
         enqueued: 0,
+        total: null,
         failures: 0,
         lease_owner: null,
         lease_until: null,
@@ -190,9 +240,58 @@ export class BackgroundTasks {
 
   /** One batch of the task, by its kind. */
   async runBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
-    return task.kind === 'endpoint.replay'
-      ? this.replayBatch(task, owner, leaseMs, size)
-      : this.recoverBatch(task, owner, leaseMs, size);
+    switch (task.kind) {
+      case 'endpoint.replay':
+        return this.replayBatch(task, owner, leaseMs, size);
+      case 'endpoint.bulk_replay':
+        return this.bulkReplayBatch(task, owner, leaseMs, size);
+      default:
+        return this.recoverBatch(task, owner, leaseMs, size);
+    }
+  }
+
+  /**
+   * One batch of a bulk replay: the next `size` of the endpoint's deliveries in the task's range (by id,
+   * after its cursor) are read, and those that match its filters each get one manual attempt, as a retry
+   * does, in delivery order; the cursor moves past all that were read, in the same transaction, so a batch
+   * costs `size` rows however few match, and a task taken over after a crash goes on from there without
+   * queuing anything twice. The first batch also counts every match (the task's `total`). The attempts go
+   * at the endpoint's own pace: its rate limit and concurrency, like any attempt.
+   */
+  async bulkReplayBatch(task: BackgroundTaskRow, owner: string, leaseMs: number, size: number): Promise<BatchEnd> {
+    const params = JSON.parse(task.params) as BulkReplayParams;
+    return this.batch(task, owner, leaseMs, size, async (trx, now) => {
+      const window = trx
+        .selectFrom('deliveries')
+        .select('id')
+        .where('endpoint_id', '=', params.endpointId)
+        .where('id', '>', task.cursor ?? '')
+        .where('id', '>=', idFloor('delivery', params.since))
+        .orderBy('id')
+        .limit(size);
+      const read = await window.execute();
+      const last = read.at(-1)?.id;
+      const ids =
+        last === undefined
+          ? []
+          : (
+              await bulkReplayMatches(trx, params)
+                .select('deliveries.id')
+                .where('deliveries.id', '>', task.cursor ?? '')
+                .where('deliveries.id', '<=', last)
+                .orderBy('deliveries.id')
+                .execute()
+            ).map((row) => row.id);
+      if (task.total === null) {
+        const { n } = await bulkReplayMatches(trx, params)
+          .select((eb) => eb.fn.countAll<number | string>().as('n'))
+          .executeTakeFirstOrThrow();
+        task.total = Number(n);
+        await trx.updateTable('background_tasks').set({ total: task.total }).where('id', '=', task.id).execute();
+      }
+      const queued = await book.enqueueManual(trx, this.ctx.dialect, ids, now);
+      return { read: read.length, last, queued: queued.size };
+    });
   }
 
   /**
@@ -349,3 +448,43 @@ export class BackgroundTasks {
 }
 
 class LeaseLost extends Error {}
+
+/** The first status of each answer class (`2xx`: 200); `none` is no answer. */
+const CLASS_FLOOR: Record<Exclude<StatusCodeClass, 'none'>, number> = {
+  '1xx': 100,
+  '2xx': 200,
+  '3xx': 300,
+  '4xx': 400,
+  '5xx': 500,
+};
+
+/**
+ * The deliveries a bulk replay matches, as a query to select from: the endpoint's, of messages created
+ * in its range, with its filters. The last answer is the response status of the delivery's attempt with
+ * the highest number (attempt_log: on its row or in `attempts`); a delivery never attempted has none.
+ */
+function bulkReplayMatches(db: Transaction<Database>, params: BulkReplayParams) {
+  let query = db
+    .selectFrom('deliveries')
+    .innerJoin('messages', 'messages.id', 'deliveries.message_id')
+    .where('deliveries.endpoint_id', '=', params.endpointId)
+    .where('deliveries.id', '>=', idFloor('delivery', params.since))
+    .where('messages.created_at', '>=', params.since)
+    .where('messages.created_at', '<', params.until);
+  if (params.eventTypes && params.eventTypes.length > 0)
+    query = query.where('messages.event_type', 'in', params.eventTypes);
+  if (params.status) query = query.where('deliveries.status', '=', params.status);
+  if (params.channel) query = query.where(listHolds('messages.channels', params.channel));
+  if (params.tag) query = query.where(listHolds('messages.tags', params.tag));
+  const code = params.statusCodeClass;
+  if (code) {
+    const lastAnswer = sql<
+      number | null
+    >`(select ${sql.ref('a.response_status')} from ${sql.table('attempt_log')} as ${sql.raw('a')} where ${sql.ref('a.delivery_id')} = ${sql.ref('deliveries.id')} order by ${sql.ref('a.attempt_number')} desc limit 1)`;
+    query =
+      code === 'none'
+        ? query.where(sql<boolean>`${lastAnswer} is null`)
+        : query.where(sql<boolean>`${lastAnswer} between ${CLASS_FLOOR[code]} and ${CLASS_FLOOR[code] + 99}`);
+  }
+  return query;
+}

@@ -1,6 +1,6 @@
 import { outboundEnvelope, sharesChannel, subscribes } from '../domain/envelope.js';
 import { type FilterBudget, FilterBudgetExceeded, filterTester } from '../domain/content-filter.js';
-import type { Compilable, Kysely, Transaction } from 'kysely';
+import { type Compilable, type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
 import type { Dialect } from './db.js';
 import type { OffLoopReader } from './reads-off-loop.js';
@@ -31,6 +31,13 @@ export async function readOffLoop<Row>(ctx: StoreContext, query: Compilable<Row>
 export type Executor = Kysely<Database> | Transaction<Database>;
 
 export const liveFlag = (scope: Scope): number => (scope.livemode ? 1 : 0);
+
+/**
+ * A condition that a JSON list column (a message's `channels` or `tags`) holds `name` (names have no
+ * quotes; LIKE's wildcards are escaped). `column` may be qualified (`messages.tags`).
+ */
+export const listHolds = (column: string, name: string) =>
+  sql<boolean>`${sql.ref(column)} like ${`%${JSON.stringify(name).replace(/[\\%_]/g, (c) => `\\${c}`)}%`} escape '\\'`;
 
 export interface PageRequest {
   limit: number;

@@ -33,6 +33,7 @@ import * as firstAttemptOnDelivery from './migrations/021_first_attempt_on_deliv
 import * as destinations from './migrations/022_destinations.js';
 import * as transformations from './migrations/023_transformations.js';
 import * as firstRequestOnDelivery from './migrations/024_first_request_on_delivery.js';
+import * as deliveryPolicy from './migrations/025_delivery_policy.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -77,6 +78,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '022_destinations': destinations,
   '023_transformations': transformations,
   '024_first_request_on_delivery': firstRequestOnDelivery,
+  '025_delivery_policy': deliveryPolicy,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -58,6 +58,8 @@ export interface EndpointInput {
   signatureType?: SignatureType | undefined;
   /** Most requests a second (null or absent: no limit). */
   rateLimit?: number | null | undefined;
+  /** Its own retry schedule, checked (retryScheduleProblem); null or absent: the service's. */
+  retrySchedule?: string[] | null | undefined;
   ordering?: Ordering | undefined;
   /** An operational endpoint (of the environment's hidden application): it raises no events itself. */
   operational?: boolean | undefined;
@@ -99,6 +101,8 @@ export interface EndpointChanges {
   sensitiveHeaders?: string[] | undefined;
   /** Most requests a second; null removes the limit. */
   rateLimit?: number | null | undefined;
+  /** Its own retry schedule, checked; null returns it to the service's. */
+  retrySchedule?: string[] | null | undefined;
   ordering?: Ordering | undefined;
   /** null removes it. */
   uid?: string | null | undefined;
@@ -296,6 +300,7 @@ export class Endpoints {
       signature_type: signatureType,
       public_key: publicKeyOf(secret),
       rate_limit: input.rateLimit ?? null,
+      retry_schedule: input.retrySchedule ? JSON.stringify(input.retrySchedule) : null,
       ordering: input.ordering ?? 'unordered',
       operational: input.operational ? 1 : 0,
       uid: input.uid ?? null,
@@ -449,6 +454,10 @@ export class Endpoints {
             ? current.headers_sealed
             : this.sealHeaders(this.updatedHeaders(changes, this.headers(current))),
         rate_limit: changes.rateLimit === undefined ? current.rate_limit : changes.rateLimit,
+        retry_schedule:
+          changes.retrySchedule === undefined
+            ? current.retry_schedule
+            : changes.retrySchedule && JSON.stringify(changes.retrySchedule),
         ordering: changes.ordering ?? current.ordering,
         uid: changes.uid === undefined ? current.uid : changes.uid,
         channels:
@@ -488,6 +497,7 @@ export class Endpoints {
             event_types: next.event_types,
             headers_sealed: next.headers_sealed,
             rate_limit: next.rate_limit,
+            retry_schedule: next.retry_schedule,
             ordering: next.ordering,
             uid: next.uid,
             channels: next.channels,

@@ -3,10 +3,12 @@ import { isUniqueViolation } from './errors.js';
 import { sql } from 'kysely';
 import { newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
+import { scheduleMs } from '../domain/retry-schedule.js';
 import { GroupCommit } from './group-commit.js';
 import { insertTogether } from './insert-rows.js';
 import {
   chunks,
+  listHolds,
   liveFlag,
   parseJsonList,
   envelopeOnce,
@@ -39,6 +41,8 @@ export interface EmitRequest {
   /** The W3C trace context the message's attempts descend from (src/domain/trace-context.ts). */
   traceparent?: string | null | undefined;
   tracestate?: string | null | undefined;
+  /** When its deliveries' first attempts are due (checked against HERALD_MAX_DELIVER_AHEAD); absent, null or past: now. */
+  deliverAt?: number | null | undefined;
 }
 
 export type EmitResult =
@@ -79,15 +83,14 @@ export interface MessagePolicy {
 const EMIT_BATCH_PAYLOAD_CHARS = 16 * 1024 * 1024;
 
 /** An endpoint as fan-out needs it. */
-type SubscriberRow = Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'event_types' | 'ordering' | 'channels' | 'filter'>;
+type SubscriberRow = Pick<
+  EndpointRow,
+  'id' | 'app_id' | 'status' | 'event_types' | 'ordering' | 'channels' | 'filter' | 'retry_schedule'
+>;
 
 /** Names as a JSON list column: none (null or empty) as null. */
 const namesText = (names: readonly string[] | null | undefined): string | null =>
   names && names.length > 0 ? JSON.stringify(names) : null;
-
-/** A condition that a JSON list column holds `name` (names have no quotes; LIKE's wildcards are escaped). */
-const listHolds = (column: 'channels' | 'tags', name: string) =>
-  sql<boolean>`${sql.ref(column)} like ${`%${JSON.stringify(name).replace(/[\\%_]/g, (c) => `\\${c}`)}%`} escape '\\'`;
 
 /** SQLite: the least time between two emit transactions under load (why: GroupCommit's `minSpacingMs`). */
 const SQLITE_EMIT_SPACING_MS = 2;
@@ -95,6 +98,20 @@ const SQLITE_EMIT_SPACING_MS = 2;
 /** A name within its environment as one map key; from a request's scope or from a row's columns, alike. */
 const scopeKey = (scope: Scope, part: string) => rowKey({ org_id: scope.orgId, livemode: liveFlag(scope) }, part);
 const rowKey = (row: { org_id: string; livemode: number }, part: string) => `${row.org_id}|${row.livemode}|${part}`;
+
+/**
+ * When a new delivery's first attempt is due: after the first delay of its endpoint's schedule (or the
+ * service's), and not before the message's deliver_at.
+ */
+function firstRunAt(
+  endpoint: Pick<EndpointRow, 'retry_schedule'>,
+  serviceScheduleMs: number[],
+  now: number,
+  deliverAt: number | null,
+): number {
+  const schedule = endpoint.retry_schedule === null ? serviceScheduleMs : scheduleMs(endpoint.retry_schedule)!;
+  return Math.max(now + (scheduledDelay(schedule, 0) ?? 0), deliverAt ?? 0);
+}
 
 /** A stored payload is shown while it is not past its own expiry (retention may keep it longer for an attempt). */
 const readable = (row: { expires_at: number | null }, now: number) => row.expires_at === null || row.expires_at > now;
@@ -205,6 +222,7 @@ export class Messages {
         tags: namesText(request.tags),
         traceparent: request.traceparent ?? null,
         tracestate: request.tracestate ?? null,
+        deliver_at: request.deliverAt != null && request.deliverAt > now ? request.deliverAt : null,
         created_at: now,
       };
       accepted.push({ index: i, message });
@@ -280,6 +298,7 @@ export class Messages {
           tags: row.tags,
           traceparent: row.traceparent,
           tracestate: row.tracestate,
+          deliver_at: row.deliver_at,
           created_at: row.created_at,
         },
         deliveryIds: parseJsonList(row.delivery_ids),
@@ -308,6 +327,7 @@ export class Messages {
           'messages.tags',
           'messages.traceparent',
           'messages.tracestate',
+          'messages.deliver_at',
           'messages.created_at',
         ])
         // The exact (scope, key) pairs, so each is one lookup of the primary key: the key alone would read
@@ -428,6 +448,7 @@ export class Messages {
         'endpoints.ordering',
         'endpoints.channels',
         'endpoints.filter',
+        'endpoints.retry_schedule',
       ])
       .where('applications.org_id', 'in', [...new Set(named.map((n) => n.scope.orgId))])
       .where('applications.operational', operational ? '>=' : '=', 0)
@@ -446,6 +467,7 @@ export class Messages {
           ordering: row.ordering!,
           channels: row.channels,
           filter: row.filter,
+          retry_schedule: row.retry_schedule,
         });
     }
     return { apps, endpoints };
@@ -487,6 +509,8 @@ export class Messages {
     now: number,
     /** A message's payload JSON, for content filters. */
     payloadOf: (messageId: string) => string | undefined,
+    /** Whether a message's deliver_at holds its first attempts (an emit), or they go now (a replay). */
+    held = true,
   ): {
     deliveries: NewDeliveryRow[];
     /** How many of them have an attempt queued (those to an endpoint not disabled). */
@@ -506,7 +530,7 @@ export class Messages {
       for (const endpoint of endpoints) {
         if (endpoint.app_id !== message.app_id || !receives(endpoint, message, envelope, budget)) continue;
         // A FIFO endpoint's new delivery waits, parked, until the ones before it have settled (fifo.ts).
-        const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+        const runAt = firstRunAt(endpoint, this.policy.retryScheduleMs, now, held ? message.deliver_at : null);
         const made = book.firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
         deliveries.push(made.delivery);
         ids.push(made.delivery.id);
@@ -524,7 +548,7 @@ export class Messages {
    */
   async sendTo(
     scope: Scope,
-    endpoint: Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'ordering'>,
+    endpoint: Pick<EndpointRow, 'id' | 'app_id' | 'status' | 'ordering' | 'retry_schedule'>,
     eventType: string,
     payloadJson: string,
   ): Promise<MessageRow> {
@@ -540,9 +564,10 @@ export class Messages {
       tags: null,
       traceparent: null,
       tracestate: null,
+      deliver_at: null,
       created_at: now,
     };
-    const runAt = now + (scheduledDelay(this.policy.retryScheduleMs, 0) ?? 0);
+    const runAt = firstRunAt(endpoint, this.policy.retryScheduleMs, now, null);
     const { delivery, queued } = book.firstAttempt(message, endpoint, runAt, now, endpoint.ordering === 'fifo');
     await insertTogether(this.ctx.db, this.ctx.dialect, [
       { table: 'messages', rows: [message] },
@@ -567,6 +592,7 @@ export class Messages {
         endpoints,
         this.ctx.now(),
         () => payloadJson,
+        false,
       );
       await insertTogether(trx, this.ctx.dialect, [{ table: 'deliveries', rows: deliveries }]);
       return idsByMessage.get(message.id) ?? [];

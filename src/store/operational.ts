@@ -124,6 +124,7 @@ export async function raiseOccurrences(
       tags: null,
       traceparent: null,
       tracestate: null,
+      deliver_at: null,
       created_at: occurrence.at,
     };
     messages.push(message);

@@ -134,6 +134,8 @@ export interface EndpointRow {
   transformation_enabled: number;
   /** When the transformation was last written (its code's version); null: never. */
   transformation_updated_at: number | null;
+  /** Its own retry schedule, a JSON list of durations as given (src/domain/retry-schedule.ts); null: the service's. */
+  retry_schedule: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -159,6 +161,8 @@ export interface MessageRow {
   /** The W3C `traceparent` its attempts descend from, and the caller's `tracestate`; null: none given. */
   traceparent: string | null;
   tracestate: string | null;
+  /** When its deliveries' first attempts are due, if later than its creation; null: at once. */
+  deliver_at: number | null;
   created_at: number;
 }
 
@@ -243,6 +247,8 @@ export interface BackgroundTaskRow {
   cursor: string | null;
   /** Deliveries given a new attempt so far. */
   enqueued: number;
+  /** How many the task has to go through, when known at its start (a bulk replay's matches); null: unknown. */
+  total: number | null;
   /** Batches that failed in a row. */
   failures: number;
   lease_owner: string | null;

@@ -38,6 +38,7 @@ export function historyRows(entry: HistoryEntry): {
       tags: null,
       traceparent: null,
       tracestate: null,
+      deliver_at: null,
     },
     delivery: {
       ...common,

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { BACKGROUND_TASK_KINDS, BACKGROUND_TASK_STATUSES } from '../../domain/states.js';
-import { EXAMPLE_TIME, literals, Timestamp } from './common.js';
+import { EXAMPLE_TIME, literals, Nullable, Timestamp } from './common.js';
 
 // A background task (an endpoint's recovery) and its progress.
 
@@ -13,6 +13,17 @@ export const BackgroundTask = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
     data: Type.Object({ deliveries_enqueued: Type.Integer({ description: 'Deliveries given a new attempt so far' }) }),
+    progress: Type.Object(
+      {
+        done: Type.Integer({ description: 'Deliveries given a new attempt (or sent) so far' }),
+        total: Nullable(
+          Type.Integer({
+            description: 'How many a bulk replay matched when its first batch counted them; null: not known',
+          }),
+        ),
+      },
+      { description: 'How far the task has come' },
+    ),
   },
   {
     examples: [
@@ -24,6 +35,7 @@ export const BackgroundTask = Type.Object(
         created_at: EXAMPLE_TIME,
         updated_at: EXAMPLE_TIME,
         data: { deliveries_enqueued: 500 },
+        progress: { done: 500, total: null },
       },
     ],
   },

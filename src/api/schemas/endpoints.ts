@@ -52,6 +52,14 @@ export const RateLimit = Type.Integer({
     'Most requests a second Herald sends to the endpoint, across every worker; attempts over it wait (no failure, no attempt used). null: no limit',
 });
 
+export const RetrySchedule = Type.Array(Type.String({ minLength: 1, maxLength: 32 }), {
+  minItems: 1,
+  maxItems: 20,
+  description:
+    "The delay before each scheduled attempt, as HERALD_RETRY_SCHEDULE writes them (`0s`, `30s`, `5m`, `2h`, `1d`), each at most 7d: its length is the endpoint's most attempts. Applies to attempts scheduled after a change. null: the service's schedule",
+  examples: [['0s', '30s', '5m', '1h']],
+});
+
 export const Ordering = Type.Union([Type.Literal('unordered'), Type.Literal('fifo')], {
   description:
     'fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait)',
@@ -228,6 +236,7 @@ export const endpointFields = {
       'The names of `headers` shown as "<redacted>": those marked sensitive and those that look like credentials (authorization, cookie, names holding token, secret, password, key, session, signature…)',
   }),
   rate_limit: Nullable(RateLimit),
+  retry_schedule: Nullable(RetrySchedule),
   ordering: Ordering,
   signature_type: SignatureType,
   public_key: Nullable(
@@ -289,6 +298,7 @@ export const endpointExample = {
   headers: { Authorization: '<redacted>', 'X-Tenant': 'acme' },
   sensitive_headers: ['Authorization'],
   rate_limit: 50,
+  retry_schedule: null,
   ordering: 'unordered',
   signature_type: 'hmac',
   public_key: null,

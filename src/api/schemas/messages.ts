@@ -1,5 +1,5 @@
 import { Type } from 'typebox';
-import { EXAMPLE_ID, EXAMPLE_TIME, EXAMPLE_TRACE_ID, Timestamp } from './common.js';
+import { EXAMPLE_ID, EXAMPLE_TIME, EXAMPLE_TRACE_ID, Nullable, Timestamp } from './common.js';
 
 // A message as emits answer it and reads show it (metadata only), and its payload, read on demand.
 
@@ -11,6 +11,7 @@ const messageExample = {
   channels: [],
   tags: ['region-eu'],
   trace_id: EXAMPLE_TRACE_ID,
+  deliver_at: null,
   created_at: EXAMPLE_TIME,
 };
 /** A message's W3C trace id (src/domain/trace-context.ts): every attempt's traceparent carries it. */
@@ -20,19 +21,25 @@ export const TraceId = Type.String({
     "The W3C trace id every attempt's `traceparent` carries: the emit's own trace, or one derived from the message id",
 });
 
-export const Message = Type.Object(
-  {
-    id: Type.String({ description: 'evt_…' }),
-    object: Type.Literal('message'),
-    event_type: Type.String(),
-    app_id: Type.String(),
-    channels: Type.Array(Type.String(), { description: 'Routing channels (empty: none)' }),
-    tags: Type.Array(Type.String(), { description: 'Labels, for lists (tag=)' }),
-    trace_id: TraceId,
-    created_at: Timestamp,
-  },
-  { examples: [messageExample] },
-);
+/** A message's fields as emits answer it and reads show it. */
+const messageFields = {
+  id: Type.String({ description: 'evt_…' }),
+  object: Type.Literal('message'),
+  event_type: Type.String(),
+  app_id: Type.String(),
+  channels: Type.Array(Type.String(), { description: 'Routing channels (empty: none)' }),
+  tags: Type.Array(Type.String(), { description: 'Labels, for lists (tag=)' }),
+  trace_id: TraceId,
+  deliver_at: Nullable(
+    Type.String({
+      format: 'date-time',
+      description: "When its deliveries' first attempts are due, as the emit asked; null: sent at once",
+    }),
+  ),
+  created_at: Timestamp,
+};
+
+export const Message = Type.Object(messageFields, { examples: [messageExample] });
 
 /** A message's stored payload, read on demand (message reads stay metadata-only). */
 export const MessagePayload = Type.Object(
@@ -63,14 +70,7 @@ export const MessagePayload = Type.Object(
 
 export const EmitResponse = Type.Object(
   {
-    id: Type.String(),
-    object: Type.Literal('message'),
-    event_type: Type.String(),
-    app_id: Type.String(),
-    channels: Type.Array(Type.String()),
-    tags: Type.Array(Type.String()),
-    trace_id: TraceId,
-    created_at: Timestamp,
+    ...messageFields,
     delivery_ids: Type.Array(Type.String()),
     idempotent: Type.Boolean(),
   },

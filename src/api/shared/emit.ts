@@ -28,7 +28,7 @@ export async function emit(
   eventType: string,
   payload: object,
   idempotencyKey: string | null,
-  extra: Pick<EmitRequest, 'eventId' | 'channels' | 'tags' | 'payloadExpiresAt'> = {},
+  extra: Pick<EmitRequest, 'eventId' | 'channels' | 'tags' | 'payloadExpiresAt' | 'deliverAt'> = {},
 ) {
   // The payload must satisfy the event type's schema, if its catalog entry has one. This is part of
   // checking the request, so it comes before the idempotency key is looked at, like the body's shape.

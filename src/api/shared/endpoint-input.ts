@@ -14,6 +14,7 @@ import { headersProblem, sensitiveHeadersProblem } from '../../domain/headers.js
 import { checkedTls, type TlsInput, type TlsSettings } from '../../domain/pem.js';
 import { type AuthInput, checkedAuth } from '../../domain/endpoint-auth.js';
 import { filterProblem } from '../../domain/content-filter.js';
+import { retryScheduleProblem } from '../../domain/retry-schedule.js';
 import type { Scope, Store } from '../../store/index.js';
 import {
   type EndpointAuth,
@@ -44,6 +45,7 @@ export async function checkEndpointInput(
     headers?: Record<string, string> | undefined;
     sensitive_headers?: string[] | undefined;
     filter?: object | null | undefined;
+    retry_schedule?: string[] | null | undefined;
     /** The endpoint's type: a destination's URL is checked by destinationSettings instead. */
     type?: EndpointType | undefined;
   },
@@ -59,6 +61,10 @@ export async function checkEndpointInput(
   }
   if (input.filter != null) {
     const problem = filterProblem(input.filter);
+    if (problem) throw invalid(problem);
+  }
+  if (input.retry_schedule != null) {
+    const problem = retryScheduleProblem(input.retry_schedule);
     if (problem) throw invalid(problem);
   }
   if (input.url !== undefined && (input.type ?? 'http') === 'http') {

@@ -5,7 +5,7 @@ import type { RoutePlugin } from '../deps.js';
 import { BACKGROUND_TASK_KINDS, BACKGROUND_TASK_STATUSES } from '../../domain/states.js';
 import { listQuery, orderQuery, pageOf } from './common.js';
 import { svixErrors } from './errors.js';
-import { BackgroundTaskOut, backgroundTaskOut, SvixListOf, svixList } from './models.js';
+import { BackgroundTaskOut, backgroundTaskOut, SvixListOf, svixList, svixTaskName } from './models.js';
 
 const oneOf = (names: readonly string[]) => Type.Union(names.map((name) => Type.Literal(name)));
 
@@ -20,8 +20,8 @@ export const svixBackgroundTaskRoutes: RoutePlugin = async (app, { store }) => {
         querystring: Type.Object({
           ...listQuery,
           ...orderQuery,
-          status: Type.Optional(oneOf(BACKGROUND_TASK_STATUSES)),
-          task: Type.Optional(oneOf(BACKGROUND_TASK_KINDS)),
+          status: Type.Optional(oneOf(BACKGROUND_TASK_STATUSES.filter((status) => status !== 'cancelled'))),
+          task: Type.Optional(oneOf(BACKGROUND_TASK_KINDS.map(svixTaskName))),
         }),
         response: { 200: SvixListOf(BackgroundTaskOut), ...svixErrors() },
       },
@@ -30,7 +30,7 @@ export const svixBackgroundTaskRoutes: RoutePlugin = async (app, { store }) => {
       const { query } = request;
       const page = await store.backgroundTasks.list(scopeOf(request), pageOf(query, 'desc'), {
         status: query.status as (typeof BACKGROUND_TASK_STATUSES)[number] | undefined,
-        kind: query.task as (typeof BACKGROUND_TASK_KINDS)[number] | undefined,
+        kind: BACKGROUND_TASK_KINDS.find((kind) => svixTaskName(kind) === query.task),
       });
       return svixList(page, backgroundTaskOut);
     },

@@ -1,17 +1,20 @@
 import { Type } from 'typebox';
 import { withExample } from '../schemas/common.js';
 import { EndpointUrl, EventTypeName } from '../schemas/fields.js';
-import { conflict, invalid, notFound } from '../errors.js';
+import { conflict, invalid, invalidField, notFound } from '../errors.js';
 import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { createEndpoint } from '../shared/endpoint-input.js';
 import { startRecovery } from '../shared/recovery.js';
+import { startBulkReplay } from '../shared/bulk-replay.js';
+import type { BulkReplayStatus, StatusCodeClass } from '../../store/background-tasks.js';
+import type { BackgroundTaskRow } from '../../store/schema.js';
 import { timeInput } from '../shared/time-input.js';
 import { AppParams, appOf, EndpointParams, endpointOf, listQuery, orderQuery, pageOf } from './common.js';
 import { checked, optional, replacing, update } from './endpoint-input.js';
 import { svixErrors } from './errors.js';
 import { Headers, SuppliedSecret } from './fields.js';
-import { EndpointOut, endpointOut, MessageOut, messageOut, SvixListOf, svixList } from './models.js';
+import { backgroundTaskOut, EndpointOut, endpointOut, MessageOut, messageOut, SvixListOf, svixList } from './models.js';
 import { secretAndHeaderRoutes } from './secret-and-header-routes.js';
 
 const DAY_MS = 86_400_000;
@@ -30,6 +33,10 @@ const EndpointPatch = Type.Object({
   ...optional,
   secret: Type.Optional(SuppliedSecret),
 });
+
+/** Svix's message statuses a bulk replay may filter by, as Herald's delivery statuses. */
+const SVIX_STATUS: Record<number, BulkReplayStatus | undefined> = { 0: 'success', 2: 'failed' };
+const SVIX_STATUS_TEXT = 'Svix MessageStatus: 0 success, 2 fail (1 pending, 3 sending and 4 canceled are refused)';
 
 export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) => {
   const tags = ['svix: endpoint'];
@@ -245,12 +252,10 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
       updatedAt: '2026-01-01T00:00:00.000Z',
     },
   );
-  const taskOut = (task: { id: string; status: string; kind: string; updated_at: number }) => ({
-    id: task.id,
-    status: task.status,
-    task: task.kind,
-    updatedAt: new Date(task.updated_at).toISOString(),
-  });
+  const taskOut = (task: BackgroundTaskRow) => {
+    const { id, status, task: kind, updatedAt } = backgroundTaskOut(task);
+    return { id, status, task: kind, updatedAt };
+  };
   const Range = Type.Object({
     since: Type.String({ format: 'date-time' }),
     until: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
@@ -281,6 +286,60 @@ export const svixEndpointRoutes: RoutePlugin = async (app, { store, config }) =>
         until,
       });
       if (created) store.events.emit('background');
+      reply.code(202);
+      return taskOut(task);
+    },
+  );
+
+  app.post(
+    '/api/v1/app/:app_id/endpoint/:endpoint_id/bulk-replay',
+    {
+      schema: {
+        summary:
+          "Give each of the endpoint's deliveries of messages since `since` (until `until`) that match the filters one new attempt",
+        tags,
+        params: EndpointParams,
+        body: withExample(
+          Type.Object({
+            ...Range.properties,
+            eventTypes: Type.Optional(Type.Union([Type.Array(EventTypeName, { maxItems: 100 }), Type.Null()])),
+            status: Type.Optional(
+              Type.Union([Type.Integer({ minimum: 0, maximum: 4, description: SVIX_STATUS_TEXT }), Type.Null()]),
+            ),
+            statusCodeClass: Type.Optional(
+              Type.Union([
+                Type.Integer({ enum: [0, 100, 200, 300, 400, 500], description: '0: no answer; 100 … 500: 1xx … 5xx' }),
+                Type.Null(),
+              ]),
+            ),
+            channel: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()])),
+            tag: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()])),
+          }),
+          { since: '2026-01-01T00:00:00.000Z', statusCodeClass: 500 },
+        ),
+        response: { 202: TaskOut, ...svixErrors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const scope = scopeOf(request);
+      const { endpoint } = await endpointOf(store, scope, request.params.app_id, request.params.endpoint_id);
+      const { body } = request;
+      const status = body.status == null ? null : SVIX_STATUS[body.status];
+      if (status === undefined)
+        throw invalidField(
+          ['body', 'status'],
+          'status: only 0 (success) and 2 (fail) name deliveries that can be replayed; a pending or sending one has its attempt coming',
+        );
+      const code = body.statusCodeClass;
+      const task = await startBulkReplay(store, scope, endpoint, {
+        since: body.since,
+        until: body.until,
+        eventTypes: body.eventTypes,
+        status,
+        statusCodeClass: code == null ? null : code === 0 ? 'none' : (`${code / 100}xx` as StatusCodeClass),
+        channel: body.channel,
+        tag: body.tag,
+      });
       reply.code(202);
       return taskOut(task);
     },

@@ -6,6 +6,7 @@ import { scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { emit } from '../shared/emit.js';
 import { timeInput } from '../shared/time-input.js';
+import { deliverAtInput } from '../shared/deliver-at.js';
 import { EventTypeName, MessageChannels, MessageTags, NAME_PATTERN } from '../schemas/fields.js';
 import { AppParams, appOf, listQuery, MAX_PAGE_WITH_CONTENT, MessageParams, messageOf, pageOf } from './common.js';
 import { ApplicationIn, createApplication } from './application-input.js';
@@ -106,7 +107,6 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
     async (request, reply) => {
       const scope = scopeOf(request);
       const body = request.body;
-      if (body.deliverAt != null) throw invalid('deliverAt is not supported: messages are sent when they are created');
       // {msg_id} takes a message id or an eventId: an eventId that looks like an id would make that ambiguous.
       if (body.eventId?.startsWith(ID_PREFIX.message))
         throw invalid(`eventId must not start with ${ID_PREFIX.message}: it would read as a message id`);
@@ -116,6 +116,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
           ...body.application,
           uid: body.application.uid ?? request.params.app_id,
         });
+      const deliverAt = deliverAtInput('deliverAt', body.deliverAt, store.ctx.now(), deps.config.maxDeliverAheadMs);
       const sent = request.headers['idempotency-key'];
       const key = sent ? emitKeyOf(request.params.app_id, sent) : null;
       // A shorter payload retention (hours win over days, as in Svix): the payload goes then, once no
@@ -126,6 +127,7 @@ export const svixMessageRoutes: RoutePlugin = async (app, deps) => {
         channels: body.channels,
         tags: body.tags,
         payloadExpiresAt: retentionHours > 0 ? store.ctx.now() + retentionHours * HOUR_MS : null,
+        deliverAt,
       });
       reply.code(202);
       // A repeat of an earlier emit's key shows that message's payload, as a read would.

@@ -3,7 +3,7 @@ import { iso, madeRequest } from '../serialize.js';
 import type { AttemptRead } from '../../store/attempts.js';
 import type { DeliveryRead } from '../../store/deliveries.js';
 import type { ApplicationRow, BackgroundTaskRow, EndpointRow, EventTypeRow, MessageRow } from '../../store/schema.js';
-import type { DeliveryStatus } from '../../domain/states.js';
+import type { BackgroundTaskKind, DeliveryStatus } from '../../domain/states.js';
 
 // Herald's rows as Svix's objects (the `svix` SDK's models): camelCase fields, times as ISO 8601, and
 // Svix's numbered states. Each object's schema beside its mapping, so the two are read together.
@@ -146,6 +146,7 @@ const messageFields = {
   payload: Type.Any(),
   channels: Nullable(Type.Array(Type.String())),
   tags: Nullable(Type.Array(Type.String())),
+  deliverAt: Type.Optional(Nullable(Time)),
   timestamp: Time,
 };
 const messageExample = {
@@ -171,6 +172,7 @@ export function messageOut(m: MessageRow, payloadJson: string | undefined) {
     payload: payloadJson === undefined ? {} : (JSON.parse(payloadJson) as unknown),
     channels: m.channels === null ? null : (JSON.parse(m.channels) as string[]),
     tags: m.tags === null ? null : (JSON.parse(m.tags) as string[]),
+    deliverAt: m.deliver_at === null ? null : iso(m.deliver_at),
     timestamp: iso(m.created_at),
   };
 }
@@ -343,10 +345,22 @@ export const BackgroundTaskOut = Type.Object(
   },
 );
 
+/** A task kind by Svix's name for it (Svix spells a bulk replay with a hyphen). */
+export const svixTaskName = (kind: BackgroundTaskKind): string =>
+  kind === 'endpoint.bulk_replay' ? 'endpoint.bulk-replay' : kind;
+
+/**
+ * A background task as Svix shows it. Svix has no `cancelled` status: a cancelled task shows as `failed`
+ * with `data.cancelled` true.
+ */
 export const backgroundTaskOut = (b: BackgroundTaskRow) => ({
   id: b.id,
-  status: b.status,
-  task: b.kind,
-  data: { messagesQueued: b.enqueued },
+  status: b.status === 'cancelled' ? ('failed' as const) : b.status,
+  task: svixTaskName(b.kind),
+  data: {
+    messagesQueued: b.enqueued,
+    ...(b.total === null ? {} : { total: b.total }),
+    ...(b.status === 'cancelled' ? { cancelled: true } : {}),
+  },
   updatedAt: iso(b.updated_at),
 });

@@ -112,11 +112,19 @@ export async function stopEndpoints(
   }
 }
 
-/** Every parked attempt of an endpoint due now (an endpoint no longer FIFO: src/domain/fifo.ts). */
+/**
+ * When an unparked attempt is due: now, or its message's deliver_at while that is ahead (a parked first
+ * attempt never went before it). For an update of `deliveries`: its message is read by primary key.
+ */
+export function unparkedRunAt(now: number) {
+  return sql<number>`coalesce((select case when ${sql.ref('messages.deliver_at')} > ${now} then ${sql.ref('messages.deliver_at')} end from ${sql.table('messages')} where ${sql.ref('messages.id')} = ${sql.ref('deliveries.message_id')}), ${now})`;
+}
+
+/** Every parked attempt of an endpoint due (an endpoint no longer FIFO: src/domain/fifo.ts), as unparkedRunAt says. */
 export async function unparkAll(db: Executor, endpointId: string, now: number): Promise<void> {
   await db
     .updateTable('deliveries')
-    .set({ run_at: now })
+    .set({ run_at: unparkedRunAt(now) })
     .where('endpoint_id', '=', endpointId)
     .where('run_at', '>=', PARKED_AT)
     .execute();

@@ -34,6 +34,7 @@ import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
 import { markHealthy } from './statements.js';
 import { byLeaseEnd, headsAre, heldUnder, notHeld } from './lease.js';
 import { QUEUE_COLUMNS } from './columns.js';
+import { unparkedRunAt } from './book.js';
 
 /** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
 const TAKE_STARTS_TRIES = 5;
@@ -279,7 +280,7 @@ export abstract class QueueDriver {
         );
       const moved = await this.ctx.db
         .updateTable('deliveries')
-        .set({ run_at: now })
+        .set({ run_at: unparkedRunAt(now) })
         .where('endpoint_id', '=', endpointId)
         .where('run_at', '>=', PARKED_AT)
         .where('next_trigger', '=', 'scheduled')

@@ -8,6 +8,7 @@ import type { AttemptInput, ClaimedTask, EndpointAccess } from './types.js';
 import type { AuthSettings, OAuth2Client } from '../../domain/endpoint-auth.js';
 import type { ReceiverTls } from '../../domain/pem.js';
 import { markedNames } from '../../domain/headers.js';
+import { scheduleMs } from '../../domain/retry-schedule.js';
 import { type Destination, storedDestination, urlWithPassword } from '../../domain/destinations.js';
 
 // What sending an attempt needs, read the same way by both drivers: the input columns, a row of them
@@ -50,6 +51,7 @@ export const SEND_COLUMNS = {
     'destination_sealed',
     'transformation_enabled',
     'transformation_updated_at',
+    'retry_schedule',
   ],
 } as const satisfies { [T in 'deliveries' | 'messages' | 'endpoints']: readonly (keyof Database[T])[] };
 
@@ -133,6 +135,7 @@ export class InputReader {
   private readonly headers = new Map<string, OpenedHeaders | null>();
   private readonly enterprise = new Map<string, Enterprise | null>();
   private readonly destinations = new Map<string, Destination | null>();
+  private readonly schedules = new Map<string, number[]>();
 
   constructor(
     private readonly endpoints: EndpointAccess,
@@ -178,6 +181,7 @@ export class InputReader {
       | DestinationColumns
       | 'transformation_enabled'
       | 'transformation_updated_at'
+      | 'retry_schedule'
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
@@ -207,7 +211,19 @@ export class InputReader {
         row.transformation_enabled && row.transformation_updated_at !== null
           ? Number(row.transformation_updated_at)
           : null,
+      retryScheduleMs: this.scheduleOf(row.retry_schedule),
     };
+  }
+
+  /** The endpoint's own retry schedule in ms (memoized by its stored text); null: the service's. */
+  private scheduleOf(stored: string | null): number[] | null {
+    if (stored === null) return null;
+    let schedule = this.schedules.get(stored);
+    if (schedule === undefined) {
+      schedule = scheduleMs(stored)!;
+      this.schedules.set(stored, schedule);
+    }
+    return schedule;
   }
 
   /**

@@ -60,6 +60,8 @@ export interface AttemptInput {
      * absent or null: none runs.
      */
     transformationVersion?: number | null;
+    /** Its own retry schedule in ms (absent or null: the service's). */
+    retryScheduleMs?: readonly number[] | null;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;

@@ -134,14 +134,27 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   assert.match(headersShown, /X-Tenant: acme/);
   assert.match(headersShown, /Authorization: <redacted>/);
   assert.doesNotMatch((await page.content()) ?? '', /browser-s3cret/);
-  await page.click('#endpoints tbody tr:first-child button:text("Rate limit")');
+  await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
   await page.fill('#endpoints tbody tr:first-child input[name=rate_limit]', '7');
-  await page.click('#endpoints tbody tr:first-child button:text("Save rate limit")');
+  await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 30s,1h');
+  await page.click('#endpoints tbody tr:first-child button:text("Save delivery settings")');
   await page.waitForSelector('#endpoints .rate-limit');
   assert.match(
     (await page.locator('#endpoints .rate-limit').first().textContent()) ?? '',
     /At most 7 requests a second/,
   );
+  assert.match(
+    (await page.locator('#endpoints .retry-schedule').first().textContent()) ?? '',
+    /Retried after 0s, 30s, 1h \(3 attempts at most\)/,
+  );
+  // A step past 7 days is refused beside the form, and nothing changes.
+  await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
+  await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 8d');
+  await page.click('#endpoints tbody tr:first-child button:text("Save delivery settings")');
+  await page.waitForFunction(() =>
+    /retry_schedule\[1\]/.test(document.querySelector('#endpoints .delivery-form')?.textContent ?? ''),
+  );
+  assert.match((await page.locator('#endpoints .retry-schedule').first().textContent()) ?? '', /0s, 30s, 1h/);
 
   await page.click('#endpoints tbody tr:first-child button:text("Recover")');
   await page.click('#endpoints tbody tr:first-child button:text("Recover failed deliveries")');

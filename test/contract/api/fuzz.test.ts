@@ -43,7 +43,7 @@ describe('API fuzzing from the OpenAPI document', () => {
     assert.ok(!names.some((name: string) => name.includes('\ufffd')));
   });
 
-  test('generated requests to every operation hold the invariants', { timeout: 60_000 }, async () => {
+  test('generated requests to every operation hold the invariants', { timeout: 120_000 }, async () => {
     const result = await fuzz(world, { numRuns: 1000, seed: 26 });
     assert.equal(
       result.failed,

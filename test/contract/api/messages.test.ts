@@ -118,6 +118,7 @@ describe('messages', () => {
       'app_id',
       'channels',
       'created_at',
+      'deliver_at',
       'event_type',
       'id',
       'object',

@@ -52,6 +52,7 @@ test('bootstrap → application → endpoint → emit → delivered and readable
     'app_id',
     'channels',
     'created_at',
+    'deliver_at',
     'event_type',
     'id',
     'object',

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiException, Svix, Webhook } from 'svix';
+import { ApiException, MessageStatus, StatusCodeClass, Svix, Webhook } from 'svix';
 import { setup, startReceiver } from '../../support/delivery.js';
 import { eventually, type Received, type Receiver } from '../../support/receiver.js';
 import { purgeExpired } from '../../../src/store/retention.js';
@@ -42,6 +42,7 @@ const NAMED: Record<string, string[]> = {
     'getStats',
     'recover',
     'replayMissing',
+    'bulkReplay',
     'sendExample',
   ],
   message: ['list', 'create', 'get', 'expungeContent'],
@@ -316,6 +317,33 @@ test('the rest of the surface: event types, stats, headers, recover and replay, 
     'the recovery attempt',
   );
 
+  // Bulk replay: the flaky endpoint's deliveries whose last answer was a 5xx get one more attempt (none is
+  // left: the recovery delivered it), then those delivered (status 0) get theirs.
+  const byClass = await svix.endpoint.bulkReplay('store', 'flaky', {
+    since: new Date(Date.now() - 60_000),
+    statusCodeClass: StatusCodeClass.Code5xx,
+  });
+  assert.equal(byClass.task, 'endpoint.bulk-replay');
+  await eventually(async () => (await svix.backgroundTask.get(byClass.id)).status === 'finished', 10_000, 'bulk 1');
+  assert.equal((await svix.backgroundTask.get(byClass.id)).data.messagesQueued, 0);
+  const bulk = await svix.endpoint.bulkReplay('store', 'flaky', {
+    since: new Date(Date.now() - 60_000),
+    status: MessageStatus.Success,
+    eventTypes: ['order.shipped'],
+  });
+  await eventually(async () => (await svix.backgroundTask.get(bulk.id)).status === 'finished', 10_000, 'bulk 2');
+  assert.equal((await svix.backgroundTask.get(bulk.id)).data.messagesQueued, 1);
+  await eventually(
+    async () =>
+      (await svix.messageAttempt.listByMsg('store', failing.id, { status: 0, endpointId: flaky.id })).data.length === 2,
+    10_000,
+    'the bulk replay attempt',
+  );
+  const pending = await refusal(
+    svix.endpoint.bulkReplay('store', 'flaky', { since: new Date(), status: MessageStatus.Pending }),
+  );
+  assert.equal(pending.code, 422);
+
   // Endpoint update and patch; archive and expunge an event type.
   const patched = await svix.endpoint.patch('store', 'main', { description: 'Main', disabled: true });
   assert.equal(patched.disabled, true);
@@ -416,7 +444,7 @@ test('the OpenAPI document lists the Svix-compatible routes under their own tags
         operation.tags?.length === 1 && operation.tags[0]!.startsWith('svix: ') && ++count > 0,
         `${method} ${path}: ${operation.tags}`,
       );
-  assert.equal(count, 52, 'every operation of the surface');
+  assert.equal(count, 53, 'every operation of the surface');
   // Native routes keep their own tags.
   assert.deepEqual(doc.paths['/api/v1/applications'].get.tags, ['applications']);
 });
@@ -538,4 +566,26 @@ test('channels route on both surfaces, tags label, event ids are unique, payload
   await purgeExpired(later, s.service.config.retentionMs);
   assert.deepEqual((await svix.message.get('routes', short.id)).payload, {}, 'gone when due');
   assert.deepEqual((await svix.message.get('routes', kept.id)).payload, { n: 7 });
+
+  // deliverAt holds the message's attempts until then; reads show it; past the bound is refused.
+  const deliverAt = new Date(Date.now() + 1500);
+  const held = await svix.message.create('routes', { eventType: 'invoice.paid', payload: { n: 9 }, deliverAt });
+  assert.equal(held.deliverAt?.toISOString(), deliverAt.toISOString());
+  assert.equal((await svix.message.get('routes', held.id)).deliverAt?.toISOString(), deliverAt.toISOString());
+  assert.equal(kept.deliverAt ?? null, null, 'none asked: none shown');
+  const laterArrival = await eventually(
+    async () => receiver.received.find((r) => (JSON.parse(r.body) as { data: { n: number } }).data.n === 9),
+    10_000,
+    'the held message',
+  );
+  assert.ok(laterArrival.at >= deliverAt.getTime(), 'not before deliverAt');
+  const tooFar = await refusal(
+    svix.message.create('routes', {
+      eventType: 'invoice.paid',
+      payload: { n: 10 },
+      deliverAt: new Date(Date.now() + 8 * 86_400_000),
+    }),
+  );
+  assert.equal(tooFar.code, 422);
+  assert.match(JSON.stringify(tooFar.body), /deliverAt/);
 });

@@ -47,6 +47,8 @@ interface ItemOptions {
   /** The lease end its claim wrote (LEASE). */
   leaseUntil?: number;
   fifo?: boolean;
+  /** The endpoint's own retry schedule (absent: RULES'). */
+  schedule?: number[];
 }
 
 /** An outcome of delivery dlv_<n>'s attempt, claimed under LEASE unless told otherwise. */
@@ -62,6 +64,7 @@ function item(
     number = 1,
     leaseUntil = LEASE,
     fifo,
+    schedule,
   }: ItemOptions = {},
 ): OutcomeItem {
   const ok = status >= 200 && status < 300;
@@ -84,7 +87,8 @@ function item(
         attempt_number: number,
         leaseUntil,
       },
-      endpoint: endpoint === null ? null : { id: endpoint, status: endpointStatus, fifo },
+      endpoint:
+        endpoint === null ? null : { id: endpoint, status: endpointStatus, fifo, retryScheduleMs: schedule ?? null },
     },
     result,
   };
@@ -354,6 +358,46 @@ test('a failure behind which a manual attempt waits: the manual one is due first
       },
     },
   ]);
+});
+
+test("an endpoint's own retry schedule decides the next delay and when the schedule runs out", () => {
+  const own = [0, 30_000];
+  // Its second step: 30 s, where the service's is an hour.
+  const first = [item(1, 500, { at: NOW, schedule: own })];
+  const retried = outcomePlan(first, OWNER, state(first, { endpoints: new Map([['ep_1', healthy]]) }), RULES);
+  assert.deepEqual(retried.deliveries[0]!.queue, queuedHead(2, 'scheduled', NOW + 30_000));
+  // Its second attempt failing is its last: exhausted after two, where the service's schedule has three.
+  const last = [item(1, 500, { at: NOW, number: 2, schedule: own })];
+  const deliveries = new Map([['dlv_1', held(last[0]!, { schedule_step: 1, attempt_seq: 2, attempt_count: 1 })]]);
+  const plan = outcomePlan(last, OWNER, state(last, { deliveries, endpoints: new Map([['ep_1', healthy]]) }), RULES);
+  assert.deepEqual(plan.deliveries, [
+    { id: 'dlv_1', attemptsAdded: 1, updated_at: NOW, status: 'failed', schedule_step: 2, queue: EMPTY_QUEUE },
+  ]);
+  assert.deepEqual(
+    plan.events.map((e) => e.type),
+    ['delivery.exhausted'],
+  );
+  // A success after it is a recovery: its schedule, not the service's, says it was exhausted.
+  const exhausted: Partial<DeliveryState> = { status: 'failed', schedule_step: 2, attempt_seq: 3, attempt_count: 2 };
+  const manual = [item(1, 200, { at: NOW, number: 3, trigger: 'manual', schedule: own })];
+  const recovered = outcomePlan(
+    manual,
+    OWNER,
+    state(manual, { deliveries: new Map([['dlv_1', held(manual[0]!, exhausted)]]) }),
+    RULES,
+  );
+  assert.deepEqual(
+    recovered.events.map((e) => e.type),
+    ['delivery.recovered'],
+  );
+  const withService = [item(1, 200, { at: NOW, number: 3, trigger: 'manual' })];
+  const notYet = outcomePlan(
+    withService,
+    OWNER,
+    state(withService, { deliveries: new Map([['dlv_1', held(withService[0]!, exhausted)]]) }),
+    RULES,
+  );
+  assert.deepEqual(notYet.events, [], "under the service's three steps it was neither failing nor exhausted");
 });
 
 test('the last scheduled attempt failing exhausts the delivery and, past HERALD_DISABLE_AFTER, disables the endpoint', () => {
