@@ -62,6 +62,24 @@ export const DOM_HELPERS_JS = `
     return span;
   }
 
+  // A sample message an editor tries its rule on (a filter, a transformation): its payload (data) as JSON,
+  // '{}' to start, and its event type, the endpoint's first or \`fallbackType\`. Appended to \`container\`.
+  function sampleInputs(container, endpoint, fallbackType) {
+    var payloadLabel = el('label', 'Sample payload (data) ');
+    var payload = el('textarea');
+    payload.name = 'payload'; payload.rows = 3; payload.cols = 60; payload.spellcheck = false;
+    payload.value = '{}';
+    payloadLabel.appendChild(payload);
+    container.appendChild(payloadLabel);
+    var typeLabel = el('label', 'Sample event type ');
+    var eventType = el('input');
+    eventType.name = 'event_type';
+    eventType.value = endpoint.event_types && endpoint.event_types.length ? endpoint.event_types[0] : fallbackType;
+    typeLabel.appendChild(eventType);
+    container.appendChild(typeLabel);
+    return { payload: payload, eventType: eventType };
+  }
+
   // How long ago a time was, in the largest whole unit.
   function ago(iso) {
     if (!iso) return '—';

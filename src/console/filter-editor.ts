@@ -11,18 +11,9 @@ export const FILTER_EDITOR_JS = `
     text.value = endpoint.filter ? JSON.stringify(endpoint.filter, null, 2) : '';
     filterLabel.appendChild(text);
     form.appendChild(filterLabel);
-    var payloadLabel = el('label', 'Sample payload (data) ');
-    var payload = el('textarea');
-    payload.name = 'payload'; payload.rows = 3; payload.cols = 60; payload.spellcheck = false;
-    payload.value = '{}';
-    payloadLabel.appendChild(payload);
-    form.appendChild(payloadLabel);
-    var typeLabel = el('label', 'Sample event type ');
-    var eventType = el('input');
-    eventType.name = 'event_type';
-    eventType.value = endpoint.event_types && endpoint.event_types.length ? endpoint.event_types[0] : '';
-    typeLabel.appendChild(eventType);
-    form.appendChild(typeLabel);
+    var sample = sampleInputs(form, endpoint, '');
+    var payload = sample.payload;
+    var eventType = sample.eventType;
     var result = el('p', null, 'filter-result');
     result.setAttribute('role', 'status');
     function say(message, isError) { result.textContent = message; result.className = 'filter-result' + (isError ? ' error' : ''); }
