@@ -36,6 +36,7 @@ import { portalRoutes } from '../portal/routes.js';
 import { consoleRoutes } from '../console/routes.js';
 import { docsPage } from './docs-page.js';
 import { favicon } from './favicon.js';
+import { root } from './root.js';
 import { installMetrics } from '../metrics/http.js';
 import { Metrics } from '../metrics/registry.js';
 import { SchemaCompiler } from '../event-schemas/compiler.js';
@@ -367,6 +368,8 @@ export async function buildApi(
   await docsPage(app);
   // The icon every page links, and /favicon.ico (public).
   favicon(app);
+  // GET /: a browser to the console, a client to an index of the service's addresses (public).
+  root(app);
   // Requests counted by route and status, and GET /metrics (public, not rate limited).
   installMetrics(app, metrics, config.metricsToken);
 

@@ -17,8 +17,9 @@ describe('the /docs reference page', () => {
   });
   after(async () => service?.stop());
 
-  // In headless Chromium: the page renders the operations, and no request leaves 127.0.0.1.
-  test('in a browser: renders the operations with no request to another host', async (t) => {
+  // In headless Chromium: the root lands on the console; the page renders the operations, and no request
+  // leaves 127.0.0.1.
+  test('in a browser: / opens the console; /docs renders the operations with no request to another host', async (t) => {
     const browser = await launchBrowser(t);
     const page = await browser.newPage();
     const outside: string[] = [];
@@ -33,6 +34,11 @@ describe('the /docs reference page', () => {
       if (message.type() === 'error') problems.push(message.text());
     });
     page.on('pageerror', (error) => problems.push(error.message));
+
+    // The root, opened in a browser, lands on the console's sign-in.
+    await page.goto(`${service.url}/`);
+    assert.equal(new URL(page.url()).pathname, '/console');
+    await page.waitForSelector('#sign-in input[name=key]');
 
     await page.goto(`${service.url}/docs`);
     await page.waitForSelector('.opblock-summary-path');
