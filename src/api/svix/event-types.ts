@@ -1,3 +1,4 @@
+import { STARTER_CATALOG } from '../../domain/catalog.js';
 import { Type } from 'typebox';
 import { withExample } from '../schemas/common.js';
 import { conflict, invalid, notFound } from '../errors.js';
@@ -62,6 +63,17 @@ async function checkedSchema({ schemas }: Pick<ApiDeps, 'schemas'>, schema: obje
       )
     : undefined;
   return { schema, example: (fitting as object | undefined) ?? {} };
+}
+
+/**
+ * The 409 of a create whose name the catalog holds: a new environment's catalog holds the starter types,
+ * which a team moving from Svix creates again, so it says so and what to call instead.
+ */
+function alreadyInCatalog(name: string): string {
+  const starter = STARTER_CATALOG.some((entry) => entry.name === name)
+    ? ` (a new environment's catalog holds ${STARTER_CATALOG.map((entry) => entry.name).join(', ')})`
+    : '';
+  return `event type "${name}" already exists${starter}: update it with PUT /api/v1/event-type/${name}, which also creates a missing one`;
 }
 
 export const svixEventTypeRoutes: RoutePlugin = async (app, deps) => {
@@ -154,7 +166,7 @@ export const svixEventTypeRoutes: RoutePlugin = async (app, deps) => {
     },
     async (request, reply) => {
       const row = await create(scopeOf(request), request.body.name, request.body);
-      if (!row) throw conflict(`event type "${request.body.name}" already exists`);
+      if (!row) throw conflict(alreadyInCatalog(request.body.name));
       reply.code(201);
       return eventTypeOut(row);
     },

@@ -234,6 +234,10 @@ test('the rest of the surface: event types, stats, headers, recover and replay, 
   assert.equal(put.description, 'Sent');
   assert.equal(put.deprecated, false, 'PUT sets every field');
   assert.equal((await refusal(svix.eventType.create({ name: 'order.shipped', description: 'x' }))).code, 409);
+  // A starter type a team moving from Svix creates again: the 409 says the catalog holds it, and what to call.
+  const starter = await refusal(svix.eventType.create({ name: 'invoice.paid', description: 'Paid' }));
+  assert.equal(starter.code, 409);
+  assert.match(JSON.stringify(starter.body), /a new environment's catalog holds invoice\.paid.*update it with PUT/);
   const names = async (options = {}) => (await svix.eventType.list({ limit: 250, ...options })).data.map((e) => e.name);
   assert.ok((await names()).includes('order.shipped'));
 
