@@ -18,6 +18,8 @@ export interface PlanLimits {
   [plan: string]: number | null;
 }
 
+import type { CircuitDefaults } from './domain/circuit.js';
+
 export interface Config {
   port: number;
   host: string;
@@ -27,6 +29,8 @@ export interface Config {
   secretKey: string;
   role: Role;
   retryScheduleMs: number[];
+  /** HERALD_CIRCUIT_*: the circuit breaker's service-wide settings (an endpoint's `circuit` overrides them). */
+  circuit: CircuitDefaults;
   /** HERALD_MAX_DELIVER_AHEAD: how far ahead a message's deliver_at may lie. */
   maxDeliverAheadMs: number;
   attemptTimeoutMs: number;
@@ -398,6 +402,28 @@ function trustProxy(env: Env): false | number | string[] {
   return entries;
 }
 
+/** HERALD_CIRCUIT_FAILURE_RATIO, _MIN_ATTEMPTS, _WINDOW, _COOLDOWN and _MAX_COOLDOWN (decisions, "Delivery policy"). */
+function circuitDefaults(env: Env): CircuitDefaults {
+  const ratioText = read(env, 'HERALD_CIRCUIT_FAILURE_RATIO', '0.5');
+  const failureRatio = Number(ratioText);
+  if (!/^\d*\.?\d+$/.test(ratioText) || failureRatio <= 0 || failureRatio > 1)
+    throw new ConfigError(`HERALD_CIRCUIT_FAILURE_RATIO=${ratioText} must be a number above 0 and at most 1`);
+  const windowMs = duration(env, 'HERALD_CIRCUIT_WINDOW', '60s');
+  const cooldownMs = duration(env, 'HERALD_CIRCUIT_COOLDOWN', '30s');
+  const maxCooldownMs = duration(env, 'HERALD_CIRCUIT_MAX_COOLDOWN', '10m');
+  if (windowMs < 1000 || cooldownMs < 100)
+    throw new ConfigError('HERALD_CIRCUIT_WINDOW must be 1s or more, HERALD_CIRCUIT_COOLDOWN 100ms or more');
+  if (maxCooldownMs < cooldownMs)
+    throw new ConfigError('HERALD_CIRCUIT_MAX_COOLDOWN must be at least HERALD_CIRCUIT_COOLDOWN');
+  return {
+    failureRatio,
+    minAttempts: integer(env, 'HERALD_CIRCUIT_MIN_ATTEMPTS', 20, 1, 1_000_000),
+    windowMs,
+    cooldownMs,
+    maxCooldownMs,
+  };
+}
+
 /** HERALD_MAX_DELIVER_AHEAD (decisions: default 7d, at most 400d). */
 function maxDeliverAhead(env: Env): number {
   const ms = duration(env, 'HERALD_MAX_DELIVER_AHEAD', '7d');
@@ -441,6 +467,7 @@ export function loadConfig(env: Env = process.env): Config {
     role: oneOf<Role>(env, 'HERALD_ROLE', 'all', ['api', 'worker', 'all']),
     retryScheduleMs,
     maxDeliverAheadMs: maxDeliverAhead(env),
+    circuit: circuitDefaults(env),
     attemptTimeoutMs,
     secretGraceMs: duration(env, 'HERALD_SECRET_GRACE', '24h'),
     disableAfterMs: duration(env, 'HERALD_DISABLE_AFTER', '5d'),

@@ -2983,6 +2983,9 @@ export interface paths {
                          *           ],
                          *           "rate_limit": 50,
                          *           "retry_schedule": null,
+                         *           "circuit": null,
+                         *           "circuit_state": "closed",
+                         *           "circuit_open_until": null,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
@@ -3047,6 +3050,28 @@ export interface paths {
                                  *     ]
                                  */
                                 retry_schedule: string[] | null;
+                                circuit: ({
+                                    /** @enum {boolean} */
+                                    enabled: false;
+                                } | {
+                                    /** @enum {boolean} */
+                                    enabled?: true;
+                                    /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                    failure_ratio?: number;
+                                    /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                    min_attempts?: number;
+                                    /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                    window?: string;
+                                    /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                    cooldown?: string;
+                                }) | (never | null);
+                                /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                                circuit_state: "closed" | "open" | "half_open";
+                                /**
+                                 * Format: date-time
+                                 * @description While open: when the probe may go
+                                 */
+                                circuit_open_until: string | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                                 ordering: "unordered" | "fifo";
                                 /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -3227,6 +3252,21 @@ export interface paths {
                          *     ]
                          */
                         retry_schedule?: string[] | null;
+                        circuit?: ({
+                            /** @enum {boolean} */
+                            enabled: false;
+                        } | {
+                            /** @enum {boolean} */
+                            enabled?: true;
+                            /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                            failure_ratio?: number;
+                            /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                            min_attempts?: number;
+                            /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                            window?: string;
+                            /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                            cooldown?: string;
+                        }) | (never | null);
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
@@ -3315,6 +3355,9 @@ export interface paths {
                          *       ],
                          *       "rate_limit": 50,
                          *       "retry_schedule": null,
+                         *       "circuit": null,
+                         *       "circuit_state": "closed",
+                         *       "circuit_open_until": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -3373,6 +3416,28 @@ export interface paths {
                              *     ]
                              */
                             retry_schedule: string[] | null;
+                            circuit: ({
+                                /** @enum {boolean} */
+                                enabled: false;
+                            } | {
+                                /** @enum {boolean} */
+                                enabled?: true;
+                                /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                failure_ratio?: number;
+                                /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                min_attempts?: number;
+                                /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                window?: string;
+                                /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                cooldown?: string;
+                            }) | (never | null);
+                            /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                            circuit_state: "closed" | "open" | "half_open";
+                            /**
+                             * Format: date-time
+                             * @description While open: when the probe may go
+                             */
+                            circuit_open_until: string | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -3653,6 +3718,9 @@ export interface paths {
                          *       ],
                          *       "rate_limit": 50,
                          *       "retry_schedule": null,
+                         *       "circuit": null,
+                         *       "circuit_state": "closed",
+                         *       "circuit_open_until": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -3710,6 +3778,28 @@ export interface paths {
                              *     ]
                              */
                             retry_schedule: string[] | null;
+                            circuit: ({
+                                /** @enum {boolean} */
+                                enabled: false;
+                            } | {
+                                /** @enum {boolean} */
+                                enabled?: true;
+                                /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                failure_ratio?: number;
+                                /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                min_attempts?: number;
+                                /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                window?: string;
+                                /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                cooldown?: string;
+                            }) | (never | null);
+                            /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                            circuit_state: "closed" | "open" | "half_open";
+                            /**
+                             * Format: date-time
+                             * @description While open: when the probe may go
+                             */
+                            circuit_open_until: string | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -4075,6 +4165,21 @@ export interface paths {
                          *     ]
                          */
                         retry_schedule?: string[] | null;
+                        circuit?: ({
+                            /** @enum {boolean} */
+                            enabled: false;
+                        } | {
+                            /** @enum {boolean} */
+                            enabled?: true;
+                            /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                            failure_ratio?: number;
+                            /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                            min_attempts?: number;
+                            /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                            window?: string;
+                            /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                            cooldown?: string;
+                        }) | (never | null);
                         /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                         ordering?: "unordered" | "fifo";
                         /** @description Your stable id for this endpoint in its application (not starting with ep_) */
@@ -4163,6 +4268,9 @@ export interface paths {
                          *       ],
                          *       "rate_limit": 50,
                          *       "retry_schedule": null,
+                         *       "circuit": null,
+                         *       "circuit_state": "closed",
+                         *       "circuit_open_until": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -4220,6 +4328,28 @@ export interface paths {
                              *     ]
                              */
                             retry_schedule: string[] | null;
+                            circuit: ({
+                                /** @enum {boolean} */
+                                enabled: false;
+                            } | {
+                                /** @enum {boolean} */
+                                enabled?: true;
+                                /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                failure_ratio?: number;
+                                /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                min_attempts?: number;
+                                /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                window?: string;
+                                /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                cooldown?: string;
+                            }) | (never | null);
+                            /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                            circuit_state: "closed" | "open" | "half_open";
+                            /**
+                             * Format: date-time
+                             * @description While open: when the probe may go
+                             */
+                            circuit_open_until: string | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5140,6 +5270,9 @@ export interface paths {
                          *           ],
                          *           "rate_limit": null,
                          *           "retry_schedule": null,
+                         *           "circuit": null,
+                         *           "circuit_state": "closed",
+                         *           "circuit_open_until": null,
                          *           "ordering": "unordered",
                          *           "signature_type": "hmac",
                          *           "public_key": null,
@@ -5196,6 +5329,28 @@ export interface paths {
                                  *     ]
                                  */
                                 retry_schedule: string[] | null;
+                                circuit: ({
+                                    /** @enum {boolean} */
+                                    enabled: false;
+                                } | {
+                                    /** @enum {boolean} */
+                                    enabled?: true;
+                                    /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                    failure_ratio?: number;
+                                    /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                    min_attempts?: number;
+                                    /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                    window?: string;
+                                    /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                    cooldown?: string;
+                                }) | (never | null);
+                                /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                                circuit_state: "closed" | "open" | "half_open";
+                                /**
+                                 * Format: date-time
+                                 * @description While open: when the probe may go
+                                 */
+                                circuit_open_until: string | null;
                                 /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                                 ordering: "unordered" | "fifo";
                                 /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5349,7 +5504,7 @@ export interface paths {
                         url: string;
                         description?: string;
                         /** @description Operational events to receive; omitted or empty receives all of them */
-                        event_types?: ("endpoint.created" | "endpoint.updated" | "endpoint.deleted" | "endpoint.disabled" | "message.attempt.failing" | "message.attempt.exhausted" | "message.attempt.recovered")[];
+                        event_types?: ("endpoint.created" | "endpoint.updated" | "endpoint.deleted" | "endpoint.disabled" | "endpoint.circuit_opened" | "endpoint.circuit_closed" | "message.attempt.failing" | "message.attempt.exhausted" | "message.attempt.recovered")[];
                     };
                 };
             };
@@ -5385,6 +5540,9 @@ export interface paths {
                          *       ],
                          *       "rate_limit": null,
                          *       "retry_schedule": null,
+                         *       "circuit": null,
+                         *       "circuit_state": "closed",
+                         *       "circuit_open_until": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -5435,6 +5593,28 @@ export interface paths {
                              *     ]
                              */
                             retry_schedule: string[] | null;
+                            circuit: ({
+                                /** @enum {boolean} */
+                                enabled: false;
+                            } | {
+                                /** @enum {boolean} */
+                                enabled?: true;
+                                /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                failure_ratio?: number;
+                                /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                min_attempts?: number;
+                                /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                window?: string;
+                                /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                cooldown?: string;
+                            }) | (never | null);
+                            /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                            circuit_state: "closed" | "open" | "half_open";
+                            /**
+                             * Format: date-time
+                             * @description While open: when the probe may go
+                             */
+                            circuit_open_until: string | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */
@@ -5842,7 +6022,7 @@ export interface paths {
                         url?: string;
                         description?: string;
                         /** @description Operational events to receive; omitted or empty receives all of them */
-                        event_types?: ("endpoint.created" | "endpoint.updated" | "endpoint.deleted" | "endpoint.disabled" | "message.attempt.failing" | "message.attempt.exhausted" | "message.attempt.recovered")[];
+                        event_types?: ("endpoint.created" | "endpoint.updated" | "endpoint.deleted" | "endpoint.disabled" | "endpoint.circuit_opened" | "endpoint.circuit_closed" | "message.attempt.failing" | "message.attempt.exhausted" | "message.attempt.recovered")[];
                         status?: "active" | "disabled";
                     };
                 };
@@ -5879,6 +6059,9 @@ export interface paths {
                          *       ],
                          *       "rate_limit": null,
                          *       "retry_schedule": null,
+                         *       "circuit": null,
+                         *       "circuit_state": "closed",
+                         *       "circuit_open_until": null,
                          *       "ordering": "unordered",
                          *       "signature_type": "hmac",
                          *       "public_key": null,
@@ -5928,6 +6111,28 @@ export interface paths {
                              *     ]
                              */
                             retry_schedule: string[] | null;
+                            circuit: ({
+                                /** @enum {boolean} */
+                                enabled: false;
+                            } | {
+                                /** @enum {boolean} */
+                                enabled?: true;
+                                /** @description Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO) */
+                                failure_ratio?: number;
+                                /** @description 1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS) */
+                                min_attempts?: number;
+                                /** @description 1s to 1d (HERALD_CIRCUIT_WINDOW) */
+                                window?: string;
+                                /** @description 100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN) */
+                                cooldown?: string;
+                            }) | (never | null);
+                            /** @description closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides */
+                            circuit_state: "closed" | "open" | "half_open";
+                            /**
+                             * Format: date-time
+                             * @description While open: when the probe may go
+                             */
+                            circuit_open_until: string | null;
                             /** @description fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait) */
                             ordering: "unordered" | "fifo";
                             /** @description hmac (default): v1 signatures with a whsec_ secret; ed25519: v1a signatures, verified with public_key. Fixed at creation */

@@ -7,6 +7,7 @@ import { errors } from './schemas/errors.js';
 import { Filter, ListOf, pageQuery } from './schemas/pagination.js';
 import { Description } from './schemas/fields.js';
 import {
+  CircuitInput,
   ContentFilter,
   DestinationConfig,
   Endpoint,
@@ -80,6 +81,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
             signature_type: Type.Optional(SignatureType),
             rate_limit: Type.Optional(Nullable(RateLimit)),
             retry_schedule: Type.Optional(Nullable(RetrySchedule)),
+            circuit: Type.Optional(Nullable(CircuitInput)),
             ordering: Type.Optional(Ordering),
             uid: Type.Optional(EndpointUid),
             channels: Type.Optional(EndpointChannels),
@@ -126,6 +128,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
         signatureType: body.signature_type,
         rateLimit: body.rate_limit,
         retrySchedule: body.retry_schedule,
+        circuit: body.circuit,
         ordering: body.ordering,
         uid: body.uid,
         channels: body.channels,
@@ -175,6 +178,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
             signature_type: Type.Optional(SignatureType),
             rate_limit: Type.Optional(Nullable(RateLimit)),
             retry_schedule: Type.Optional(Nullable(RetrySchedule)),
+            circuit: Type.Optional(Nullable(CircuitInput)),
             ordering: Type.Optional(Ordering),
             uid: Type.Optional(Nullable(EndpointUid)),
             channels: Type.Optional(EndpointChannels),
@@ -205,6 +209,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
         signature_type,
         rate_limit,
         retry_schedule,
+        circuit,
         ordering,
         uid,
         channels,
@@ -232,6 +237,7 @@ export const endpointRoutes: RoutePlugin = async (app, { store, config, transfor
           sensitiveHeaders: sensitive_headers,
           rateLimit: rate_limit,
           retrySchedule: retry_schedule,
+          circuit,
           ordering,
           uid,
           channels,

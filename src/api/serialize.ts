@@ -17,6 +17,7 @@ import { sentRequestHeaders } from '../domain/request-headers.js';
 import { type AuthSettings, shownAuth } from '../domain/endpoint-auth.js';
 import { isDestinationType, shownConfig, shownUrl, storedDestination } from '../domain/destinations.js';
 import { shownSchedule } from '../domain/retry-schedule.js';
+import type { CircuitInput } from '../domain/circuit.js';
 
 // Stored rows to API objects. Times leave as ISO 8601 strings; 0/1 flags as booleans; JSON text as JSON.
 
@@ -84,6 +85,9 @@ export const endpointToApi = (e: EndpointRow, shown: { headers: Record<string, s
     sensitive_headers: shown.sensitive,
     rate_limit: e.rate_limit,
     retry_schedule: shownSchedule(e.retry_schedule),
+    circuit: e.circuit === null ? null : (JSON.parse(e.circuit) as CircuitInput),
+    circuit_state: e.circuit_state,
+    circuit_open_until: e.circuit_open_until === null ? null : iso(e.circuit_open_until),
     ordering: e.ordering,
     signature_type: e.signature_type,
     public_key: e.public_key,

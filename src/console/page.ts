@@ -81,6 +81,7 @@ export const CONSOLE_HTML = `<!doctype html>
         <h3>Delivery controls</h3>
         <label>Rate limit (requests a second; empty: none) <input name="rate_limit" type="number" min="1" max="10000"></label>
         <label>Retry schedule (the delay before each attempt, comma-separated, such as 0s, 30s, 5m, 2h; each at most 7d, at most 20; empty: the service's) <input name="retry_schedule" placeholder="the service's schedule"></label>
+        <label>Circuit breaker (JSON such as {"failure_ratio": 0.5, "min_attempts": 20, "window": "60s", "cooldown": "30s"}, or {"enabled": false}; empty: the service's) <input name="circuit" placeholder="the service's settings"></label>
         <label>Ordering <select name="ordering"><option value="unordered">Unordered (in parallel)</option><option value="fifo">FIFO (in order, one at a time)</option></select></label>
         <label>Headers (one "Name: value" a line; a credential shows as &lt;redacted&gt; and, left so, keeps its value) <textarea name="headers" rows="3"></textarea></label>
         <button type="submit">Save controls</button>

@@ -149,6 +149,12 @@ export const VIEWS_JS = `
   }
 
   function filterText(filter) { return filter ? JSON.stringify(filter) : 'none: every message'; }
+  // The circuit's state first (open until when), then its settings when they are the endpoint's own.
+  function circuitText(endpoint) {
+    var state = endpoint.circuit_state === 'open' ? 'open until ' + when(endpoint.circuit_open_until) : endpoint.circuit_state.replace('_', ' ');
+    return state + (endpoint.circuit ? ' · ' + JSON.stringify(endpoint.circuit) : " · the service's settings");
+  }
+
   function transformationText(transformation) {
     if (!transformation || transformation.code === null) return 'none';
     return (transformation.enabled ? 'on' : 'off') + ', changed ' + when(transformation.updated_at);
@@ -172,6 +178,7 @@ export const VIEWS_JS = `
         ['Event types', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'],
         ['Ordering', endpoint.ordering], ['Rate limit', endpoint.rate_limit === null ? 'none' : endpoint.rate_limit + ' a second'],
         ['Retry schedule', endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : "the service's"],
+        ['Circuit', circuitText(endpoint)],
         ['Headers', Object.keys(endpoint.headers || {}).length ? headerLines(endpoint.headers).split('\\n').join(', ') : 'none'],
         ['Filter', filterText(endpoint.filter)],
         ['Transformation', transformationText(endpoint.transformation)],
@@ -185,6 +192,7 @@ export const VIEWS_JS = `
       var controls = document.getElementById('endpoint-controls');
       controls.rate_limit.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
       controls.retry_schedule.value = endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : '';
+      controls.circuit.value = endpoint.circuit ? JSON.stringify(endpoint.circuit) : '';
       controls.ordering.value = endpoint.ordering;
       controls.headers.value = headerLines(endpoint.headers);
       clear('#endpoint-filter').appendChild(filterEditor(endpoint, function (filter) {
@@ -277,8 +285,12 @@ export const VIEWS_JS = `
     });
     var rate = form.rate_limit.value.trim();
     var schedule = form.retry_schedule.value.split(',').map(function (step) { return step.trim(); }).filter(Boolean);
+    var circuit = null;
+    if (form.circuit.value.trim()) {
+      try { circuit = JSON.parse(form.circuit.value); } catch (error) { return note(form, 'Circuit breaker: not JSON (' + error.message + ')', true); }
+    }
     var id = current;
-    call('PATCH', 'endpoints/' + id, { rate_limit: rate === '' ? null : Number(rate), retry_schedule: schedule.length ? schedule : null, ordering: form.ordering.value, headers: headers }).then(function () {
+    call('PATCH', 'endpoints/' + id, { rate_limit: rate === '' ? null : Number(rate), retry_schedule: schedule.length ? schedule : null, circuit: circuit, ordering: form.ordering.value, headers: headers }).then(function () {
       return openEndpoint(id);
     }).then(function () { note(form, 'Delivery controls saved.'); }).catch(failNear(form));
   });

@@ -10,6 +10,7 @@ import { shownRequestHeaders, signedRequest } from './request.js';
 import { ClaimLoop } from './claim-loop.js';
 import { type Lane, Lanes } from './lanes.js';
 import { Outcomes } from './outcomes.js';
+import { CircuitBreaker } from './circuit-breaker.js';
 import { endpointPauseMs } from '../domain/retry.js';
 import type { AttemptMetrics } from '../metrics/registry.js';
 import type { Tracer } from '../tracing/port.js';
@@ -71,6 +72,8 @@ export class DeliveryWorker {
   private readonly transformations: Transformations;
   private readonly codes = new Map<string, { version: number; read: Promise<string | null> }>();
   private readonly outcomes: Outcomes;
+  /** Endpoints' circuit breakers: whether an attempt may go, and its outcome counted (circuit-breaker.ts). */
+  private readonly breaker: CircuitBreaker;
   /** A lane per endpoint this worker holds attempts of, is topping up, or has paused. */
   private readonly lanes: Lanes;
   private readonly claims: ClaimLoop;
@@ -130,6 +133,11 @@ export class DeliveryWorker {
     });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
     this.transformations = new Transformations(config);
+    this.breaker = new CircuitBreaker(store.circuits, config.leaseMs, log, (endpointId, until) => {
+      this.metrics?.circuitOpened();
+      const lane = this.lanes.get(endpointId);
+      if (lane) this.pauseLane(lane, until - Date.now());
+    });
   }
 
   start(): void {
@@ -176,7 +184,12 @@ export class DeliveryWorker {
     const deadline = Date.now() + this.config.attemptTimeoutMs + 2_000;
     while (this.claimed > 0 && Date.now() < deadline)
       await new Promise<void>((resolve) => this.idle.add(resolve) && setTimeout(resolve, 50));
-    await Promise.all([this.sender.close(), this.publishers.close(), this.transformations.close()]);
+    await Promise.all([
+      this.sender.close(),
+      this.publishers.close(),
+      this.transformations.close(),
+      this.breaker.flush(),
+    ]);
   }
 
   /** Attempts claimed and not yet recorded (for tests and metrics). */
@@ -332,6 +345,7 @@ export class DeliveryWorker {
     // Taken out first: however this attempt ends, nothing is left behind in `loaded`.
     let input: AttemptInput | null | undefined = this.loaded.get(task.id);
     this.loaded.delete(task.id);
+    let probe = false;
     try {
       let result: AttemptResult;
       try {
@@ -353,6 +367,13 @@ export class DeliveryWorker {
         if (!input) return void (await this.queue.drop(task));
         if (input.endpoint?.secrets === null && input.endpoint.status !== 'disabled' && input.payloadJson !== null)
           return await this.cannotSign(task, lane);
+        if (input.endpoint) {
+          // Decided at once unless a probe is to be taken (a closed circuit costs no await).
+          const decided = this.breaker.passage(input.endpoint, Date.now());
+          const passage = decided instanceof Promise ? await decided : decided;
+          if (passage.kind === 'hold') return await this.holdForCircuit(task, lane, passage.until);
+          probe = passage.kind === 'probe';
+        }
         result = await this.send(input);
         this.metrics?.attempted(result, input.delivery.messageId, input.endpoint?.destination?.type ?? 'http');
         const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
@@ -363,6 +384,7 @@ export class DeliveryWorker {
         this.sent(lane);
       }
       const owned = await this.outcomes.record(input, result);
+      if (input.endpoint) this.breaker.outcome(input.endpoint, result, probe);
       // A FIFO endpoint's delivery may have settled: its next one goes at once, not at the next sweep.
       if (input.endpoint?.fifo && task.trigger === 'scheduled') this.advanceFifo([input.endpoint.id]);
       if (owned instanceof Error) throw owned;
@@ -428,6 +450,16 @@ export class DeliveryWorker {
       { endpoint_id: lane.endpointId, delivery_id: task.delivery_id },
       "cannot decrypt the endpoint's signing secret: this process's HERALD_SECRET_KEY is not the one that sealed it; its attempts are left to other workers (this one tries again in a minute)",
     );
+  }
+
+  /**
+   * The endpoint's circuit is open (or another worker's probe is under way): nothing is sent. The attempt
+   * goes back to the queue due at `until`, using no attempt, and the lane waits until then, giving back
+   * what it holds.
+   */
+  private async holdForCircuit(task: ClaimedTask, lane: Lane, until: number): Promise<void> {
+    this.pauseLane(lane, until - Date.now());
+    await this.queue.release([task], this.owner, until).catch(() => {});
   }
 
   private async send(input: AttemptInput): Promise<AttemptResult> {

@@ -16,6 +16,8 @@ export const OPERATIONAL_EVENT_TYPES = [
   'endpoint.updated',
   'endpoint.deleted',
   'endpoint.disabled',
+  'endpoint.circuit_opened',
+  'endpoint.circuit_closed',
   'message.attempt.failing',
   'message.attempt.exhausted',
   'message.attempt.recovered',
@@ -46,6 +48,9 @@ export interface OperationalData {
   delivery_id?: string;
   trigger?: DisableTrigger;
   last_attempt?: LastAttempt;
+  /** A circuit's change: the window's share of failures that opened it (or the probe's, 0 or 1), and until when it is open. */
+  failure_ratio?: number;
+  open_until?: string | null;
 }
 
 /** One occurrence to raise, in the environment of what it describes. */
@@ -86,9 +91,15 @@ export function lastAttemptOf(attempt: PlannedAttempt): LastAttempt {
   };
 }
 
-/** An occurrence about an endpoint itself (created, updated, deleted, disabled). */
+/** An occurrence about an endpoint itself (created, updated, deleted, disabled, its circuit opened or closed). */
 export function endpointOccurrence(
-  type: 'endpoint.created' | 'endpoint.updated' | 'endpoint.deleted' | 'endpoint.disabled',
+  type:
+    | 'endpoint.created'
+    | 'endpoint.updated'
+    | 'endpoint.deleted'
+    | 'endpoint.disabled'
+    | 'endpoint.circuit_opened'
+    | 'endpoint.circuit_closed',
   subject: Subject,
   at: number,
   trigger?: DisableTrigger,

@@ -33,6 +33,8 @@ function processMetrics(): Registry {
 export interface AttemptMetrics {
   /** `type`: the endpoint's (`http`, or a destination's). */
   attempted(result: AttemptResult, messageId: string, type: string): void;
+  /** An endpoint's circuit opened (a change this process made). */
+  circuitOpened(): void;
 }
 
 /** `2xx` … `5xx` for an answer, `error` when there was none (timeout, refused connection, nothing sent). */
@@ -49,6 +51,11 @@ export class Metrics implements AttemptMetrics {
     name: 'herald_messages_emitted_total',
     help: 'Messages created by emits (an idempotent repeat creates none)',
     labelNames: ['livemode'] as const,
+    registers: this.registers,
+  });
+  readonly circuitOpenings = new Counter({
+    name: 'herald_circuit_openings_total',
+    help: "Endpoints' circuits this process opened (a failing window, or a failed probe)",
     registers: this.registers,
   });
   readonly filtersUnapplied = new Counter({
@@ -111,6 +118,10 @@ export class Metrics implements AttemptMetrics {
   /** One emit created a message (idempotent repeats do not count). */
   emitted(livemode: boolean): void {
     (livemode ? this.emittedIn.live : this.emittedIn.test).inc();
+  }
+
+  circuitOpened(): void {
+    this.circuitOpenings.inc();
   }
 
   attempted(result: AttemptResult, messageId: string, type: string): void {

@@ -168,6 +168,7 @@ ${ANSWERS_JS}
     var names = Object.keys(endpoint.headers);
     if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
     if (endpoint.rate_limit !== null) url.appendChild(el('div', 'At most ' + endpoint.rate_limit + ' requests a second', 'rate-limit'));
+    if (endpoint.circuit_state !== 'closed') url.appendChild(el('div', endpoint.circuit_state === 'open' ? 'Paused after repeated failures until ' + new Date(endpoint.circuit_open_until).toLocaleString() + ': deliveries wait, then one is tried' : 'Trying one delivery to see whether it is back', 'circuit'));
     if (endpoint.retry_schedule) url.appendChild(el('div', 'Retried after ' + endpoint.retry_schedule.join(', ') + ' (' + endpoint.retry_schedule.length + ' attempts at most)', 'retry-schedule'));
     if (names.length) url.appendChild(el('div', 'Headers: ' + names.map(function (name) { return name + ': ' + endpoint.headers[name]; }).join(', '), 'headers'));
     if (endpoint.filter) url.appendChild(el('div', 'Filter: ' + JSON.stringify(endpoint.filter), 'filter'));
@@ -288,6 +289,13 @@ ${ANSWERS_JS}
     var scheduleLabel = el('label', 'Delay before each attempt, comma-separated (empty: the default schedule) ');
     scheduleLabel.appendChild(schedule);
     form.appendChild(scheduleLabel);
+    var breaker = el('input');
+    breaker.type = 'checkbox'; breaker.name = 'circuit';
+    breaker.checked = !(endpoint.circuit && endpoint.circuit.enabled === false);
+    var breakerLabel = el('label');
+    breakerLabel.appendChild(breaker);
+    breakerLabel.appendChild(document.createTextNode(' Pause after repeated failures (circuit breaker)'));
+    form.appendChild(breakerLabel);
     var save = el('button', 'Save delivery settings');
     save.type = 'submit';
     form.appendChild(save);
@@ -297,6 +305,7 @@ ${ANSWERS_JS}
       call('PATCH', 'endpoints/' + endpoint.id, {
         rate_limit: rate.value.trim() === '' ? null : Number(rate.value),
         retry_schedule: steps.length ? steps : null,
+        circuit: breaker.checked ? (endpoint.circuit && endpoint.circuit.enabled !== false ? endpoint.circuit : null) : { enabled: false },
       }).then(function () {
         return reloadThenSay(endpoint, 'Delivery settings saved.');
       }).catch(failNear(form));

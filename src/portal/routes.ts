@@ -25,6 +25,7 @@ import {
   FilterTestBody,
   RateLimit,
   RetrySchedule,
+  CircuitInput,
   TransformationInput,
   TransformationSimulateBody,
 } from '../api/schemas/endpoints.js';
@@ -208,6 +209,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           retry_schedule: Type.Optional(Nullable(RetrySchedule)),
+          circuit: Type.Optional(Nullable(CircuitInput)),
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
@@ -240,6 +242,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
         headers: request.body.headers,
         rateLimit: request.body.rate_limit,
         retrySchedule: request.body.retry_schedule,
+        circuit: request.body.circuit,
         filter: request.body.filter,
         tls,
         auth,
@@ -263,6 +266,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
           headers: Type.Optional(EndpointHeaders),
           rate_limit: Type.Optional(Nullable(RateLimit)),
           retry_schedule: Type.Optional(Nullable(RetrySchedule)),
+          circuit: Type.Optional(Nullable(CircuitInput)),
           filter: Type.Optional(Nullable(ContentFilter)),
           tls: Type.Optional(Nullable(EndpointTlsInput)),
           auth: Type.Optional(Nullable(EndpointAuthInput)),
@@ -288,12 +292,13 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
         current,
         current.id,
       );
-      const { status, headers, rate_limit, retry_schedule, filter } = request.body;
+      const { status, headers, rate_limit, retry_schedule, circuit, filter } = request.body;
       const row = await store.endpoints.update(ctx.scope, request.params.id, {
         status,
         headers,
         rateLimit: rate_limit,
         retrySchedule: retry_schedule,
+        circuit,
         filter,
         tls,
         auth,

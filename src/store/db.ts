@@ -34,6 +34,7 @@ import * as destinations from './migrations/022_destinations.js';
 import * as transformations from './migrations/023_transformations.js';
 import * as firstRequestOnDelivery from './migrations/024_first_request_on_delivery.js';
 import * as deliveryPolicy from './migrations/025_delivery_policy.js';
+import * as circuitBreaker from './migrations/026_circuit_breaker.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -79,6 +80,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '023_transformations': transformations,
   '024_first_request_on_delivery': firstRequestOnDelivery,
   '025_delivery_policy': deliveryPolicy,
+  '026_circuit_breaker': circuitBreaker,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,3 +1,4 @@
+import type { CircuitInput } from '../domain/circuit.js';
 import type { TransformationSetting } from '../domain/transformations.js';
 import { book } from './queue/index.js';
 import { isUniqueViolation } from './errors.js';
@@ -43,6 +44,17 @@ import type { EndpointRow, SecretColumns } from './schema.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { operationalApplication, type RaisePolicy, raiseOccurrences } from './operational.js';
 
+/** A closed circuit with no window: a new endpoint's, and one whose breaker is turned off. */
+export const CLOSED_CIRCUIT = {
+  circuit_state: 'closed',
+  circuit_open_until: null,
+  circuit_cooldown_ms: null,
+  circuit_probe_until: null,
+  circuit_window_start: null,
+  circuit_window_attempts: 0,
+  circuit_window_failures: 0,
+} as const satisfies Partial<EndpointRow>;
+
 export interface EndpointInput {
   appId: string;
   url: string;
@@ -60,6 +72,8 @@ export interface EndpointInput {
   rateLimit?: number | null | undefined;
   /** Its own retry schedule, checked (retryScheduleProblem); null or absent: the service's. */
   retrySchedule?: string[] | null | undefined;
+  /** Its circuit breaker's settings, checked (circuitProblem); null or absent: the service's. */
+  circuit?: CircuitInput | null | undefined;
   ordering?: Ordering | undefined;
   /** An operational endpoint (of the environment's hidden application): it raises no events itself. */
   operational?: boolean | undefined;
@@ -103,6 +117,8 @@ export interface EndpointChanges {
   rateLimit?: number | null | undefined;
   /** Its own retry schedule, checked; null returns it to the service's. */
   retrySchedule?: string[] | null | undefined;
+  /** Its circuit breaker's settings, checked; null returns it to the service's (its state is kept). */
+  circuit?: CircuitInput | null | undefined;
   ordering?: Ordering | undefined;
   /** null removes it. */
   uid?: string | null | undefined;
@@ -301,6 +317,8 @@ export class Endpoints {
       public_key: publicKeyOf(secret),
       rate_limit: input.rateLimit ?? null,
       retry_schedule: input.retrySchedule ? JSON.stringify(input.retrySchedule) : null,
+      circuit: input.circuit ? JSON.stringify(input.circuit) : null,
+      ...CLOSED_CIRCUIT,
       ordering: input.ordering ?? 'unordered',
       operational: input.operational ? 1 : 0,
       uid: input.uid ?? null,
@@ -458,6 +476,7 @@ export class Endpoints {
           changes.retrySchedule === undefined
             ? current.retry_schedule
             : changes.retrySchedule && JSON.stringify(changes.retrySchedule),
+        circuit: changes.circuit === undefined ? current.circuit : changes.circuit && JSON.stringify(changes.circuit),
         ordering: changes.ordering ?? current.ordering,
         uid: changes.uid === undefined ? current.uid : changes.uid,
         channels:
@@ -498,6 +517,9 @@ export class Endpoints {
             headers_sealed: next.headers_sealed,
             rate_limit: next.rate_limit,
             retry_schedule: next.retry_schedule,
+            circuit: next.circuit,
+            // Turned off: a circuit open now closes, and what it held goes at its time.
+            ...(changes.circuit?.enabled === false ? CLOSED_CIRCUIT : {}),
             ordering: next.ordering,
             uid: next.uid,
             channels: next.channels,

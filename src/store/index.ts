@@ -17,6 +17,7 @@ import { RequestReplays } from './request-replays.js';
 import { openQueue, type Queue } from './queue/index.js';
 import { Workers } from './workers.js';
 import { BackgroundTasks } from './background-tasks.js';
+import { Circuits } from './circuits.js';
 import { MetricsReads } from './metrics.js';
 import { EndpointStats } from './endpoint-stats.js';
 import { ApplicationStats } from './application-stats.js';
@@ -41,6 +42,8 @@ export class Store {
   readonly queue: Queue;
   /** Background tasks (an endpoint's recovery), created by the API and run by workers. */
   readonly backgroundTasks: BackgroundTasks;
+  /** Endpoints' circuit breakers (src/store/circuits.ts). */
+  readonly circuits: Circuits;
   /** Attempts per endpoint and hour (the stats route, the console's and the portal's charts). */
   readonly endpointStats: EndpointStats;
   /** An application's attempts per hour and event type (the application stats route, the console's chart). */
@@ -99,6 +102,7 @@ export class Store {
     );
     this.workers = new Workers({ ...this.ctx, db: opened.queueDb }, raise);
     this.backgroundTasks = new BackgroundTasks(this.ctx, onQueued, config.filterBudget);
+    this.circuits = new Circuits(this.ctx, raise, config.circuit, onQueued);
     this.metrics = new MetricsReads(this.ctx);
     this.endpointStats = new EndpointStats(this.ctx);
     this.applicationStats = new ApplicationStats(this.ctx);

@@ -1,3 +1,4 @@
+import type { CircuitState } from '../domain/circuit.js';
 import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { Ordering } from '../domain/fifo.js';
 import type { QueueColumns } from '../domain/queue-slot.js';
@@ -136,6 +137,19 @@ export interface EndpointRow {
   transformation_updated_at: number | null;
   /** Its own retry schedule, a JSON list of durations as given (src/domain/retry-schedule.ts); null: the service's. */
   retry_schedule: string | null;
+  /** Its circuit breaker's settings as given (JSON of CircuitInput, src/domain/circuit.ts); null: the service's. */
+  circuit: string | null;
+  circuit_state: CircuitState;
+  /** While open: when the cooldown ends. */
+  circuit_open_until: number | null;
+  /** The cooldown last used (a failed probe doubles it); null while closed. */
+  circuit_cooldown_ms: number | null;
+  /** While half open: the probe is its worker's until then. */
+  circuit_probe_until: number | null;
+  /** The current window's start and counts (from its first failure on); null: no window. */
+  circuit_window_start: number | null;
+  circuit_window_attempts: number;
+  circuit_window_failures: number;
   created_at: number;
   updated_at: number;
 }

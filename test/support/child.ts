@@ -26,6 +26,9 @@ export const BASE_ENV = {
   HERALD_SECRET_KEY: 'test-secret-key-that-is-long-enough-0123456789',
   HERALD_DEFAULT_PLAN: 'unlimited',
   HERALD_LOG_LEVEL: 'warn',
+  // Tests of retries, recovery and crashes fail dozens of attempts on purpose: the circuit breaker would
+  // hold their deliveries for its cooldown. Its own tests set what they need (circuit-breaker.test.ts).
+  HERALD_CIRCUIT_MIN_ATTEMPTS: '1000000',
 };
 
 /** Starts the service and resolves once it says it is running. */

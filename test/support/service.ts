@@ -150,6 +150,8 @@ export async function startTestService(
     HERALD_DEFAULT_PLAN: 'unlimited',
     // Tests send bad keys by the dozen from one address; test/api/auth-failures.test.ts sets its own limit.
     HERALD_AUTH_FAILURE_LIMIT: '1000000',
+    // The circuit breaker stays out of tests that fail attempts on purpose; its own tests set their settings.
+    HERALD_CIRCUIT_MIN_ATTEMPTS: '1000000',
     ...db.env,
     ...env,
   });

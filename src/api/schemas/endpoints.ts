@@ -60,6 +60,30 @@ export const RetrySchedule = Type.Array(Type.String({ minLength: 1, maxLength: 3
   examples: [['0s', '30s', '5m', '1h']],
 });
 
+export const CircuitInput = Type.Union(
+  [
+    Type.Object({ enabled: Type.Literal(false) }),
+    Type.Object({
+      enabled: Type.Optional(Type.Literal(true)),
+      failure_ratio: Type.Optional(Type.Number({ description: 'Above 0, at most 1 (HERALD_CIRCUIT_FAILURE_RATIO)' })),
+      min_attempts: Type.Optional(Type.Integer({ description: '1 or more (HERALD_CIRCUIT_MIN_ATTEMPTS)' })),
+      window: Type.Optional(Type.String({ maxLength: 32, description: '1s to 1d (HERALD_CIRCUIT_WINDOW)' })),
+      cooldown: Type.Optional(
+        Type.String({ maxLength: 32, description: '100ms to HERALD_CIRCUIT_MAX_COOLDOWN (HERALD_CIRCUIT_COOLDOWN)' }),
+      ),
+    }),
+  ],
+  {
+    description:
+      "The endpoint's circuit breaker: when at least min_attempts attempts finished in the last window and at least failure_ratio of them failed, nothing is sent for cooldown (due deliveries wait, using no attempt), then one probe decides. Fields left out follow the service's HERALD_CIRCUIT_* settings; {enabled: false} turns it off; null follows the service",
+    examples: [{ failure_ratio: 0.5, min_attempts: 20, window: '60s', cooldown: '30s' }],
+  },
+);
+
+export const CircuitState = Type.Union([Type.Literal('closed'), Type.Literal('open'), Type.Literal('half_open')], {
+  description: 'closed: sending; open: nothing is sent until circuit_open_until; half_open: one probe attempt decides',
+});
+
 export const Ordering = Type.Union([Type.Literal('unordered'), Type.Literal('fifo')], {
   description:
     'fifo: deliveries go one at a time in creation order; a delivery waits until every earlier one has settled (manual retries and recovery do not wait)',
@@ -237,6 +261,9 @@ export const endpointFields = {
   }),
   rate_limit: Nullable(RateLimit),
   retry_schedule: Nullable(RetrySchedule),
+  circuit: Nullable(CircuitInput),
+  circuit_state: CircuitState,
+  circuit_open_until: Nullable(Type.String({ format: 'date-time', description: 'While open: when the probe may go' })),
   ordering: Ordering,
   signature_type: SignatureType,
   public_key: Nullable(
@@ -299,6 +326,9 @@ export const endpointExample = {
   sensitive_headers: ['Authorization'],
   rate_limit: 50,
   retry_schedule: null,
+  circuit: null,
+  circuit_state: 'closed',
+  circuit_open_until: null,
   ordering: 'unordered',
   signature_type: 'hmac',
   public_key: null,

@@ -15,6 +15,7 @@ import { checkedTls, type TlsInput, type TlsSettings } from '../../domain/pem.js
 import { type AuthInput, checkedAuth } from '../../domain/endpoint-auth.js';
 import { filterProblem } from '../../domain/content-filter.js';
 import { retryScheduleProblem } from '../../domain/retry-schedule.js';
+import { type CircuitInput, circuitProblem } from '../../domain/circuit.js';
 import type { Scope, Store } from '../../store/index.js';
 import {
   type EndpointAuth,
@@ -46,6 +47,7 @@ export async function checkEndpointInput(
     sensitive_headers?: string[] | undefined;
     filter?: object | null | undefined;
     retry_schedule?: string[] | null | undefined;
+    circuit?: CircuitInput | null | undefined;
     /** The endpoint's type: a destination's URL is checked by destinationSettings instead. */
     type?: EndpointType | undefined;
   },
@@ -61,6 +63,10 @@ export async function checkEndpointInput(
   }
   if (input.filter != null) {
     const problem = filterProblem(input.filter);
+    if (problem) throw invalid(problem);
+  }
+  if (input.circuit != null) {
+    const problem = circuitProblem(input.circuit, config.circuit);
     if (problem) throw invalid(problem);
   }
   if (input.retry_schedule != null) {

@@ -113,6 +113,32 @@ export async function stopEndpoints(
 }
 
 /**
+ * Holds back an endpoint's queued attempts until `until` (a Retry-After pause, an open circuit): those no
+ * worker holds; each waits then, and uses no attempt.
+ */
+export async function holdEndpoint(db: Executor, endpointId: string, until: number, now: number): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set({ run_at: until })
+    .where('endpoint_id', '=', endpointId)
+    .where('run_at', '<', until)
+    .where(notHeld(now))
+    .execute();
+}
+
+/** Makes due now an endpoint's queued attempts held back until `upTo` at the latest (a circuit that closed). */
+export async function releaseHeld(db: Executor, endpointId: string, upTo: number, now: number): Promise<void> {
+  await db
+    .updateTable('deliveries')
+    .set({ run_at: now })
+    .where('endpoint_id', '=', endpointId)
+    .where('run_at', '>', now)
+    .where('run_at', '<=', upTo)
+    .where(notHeld(now))
+    .execute();
+}
+
+/**
  * When an unparked attempt is due: now, or its message's deliver_at while that is ahead (a parked first
  * attempt never went before it). For an update of `deliveries`: its message is read by primary key.
  */

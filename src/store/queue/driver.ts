@@ -34,7 +34,7 @@ import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
 import { markHealthy } from './statements.js';
 import { byLeaseEnd, headsAre, heldUnder, notHeld } from './lease.js';
 import { QUEUE_COLUMNS } from './columns.js';
-import { unparkedRunAt } from './book.js';
+import { holdEndpoint, unparkedRunAt } from './book.js';
 
 /** Times takeStarts reads and moves an endpoint's stored time before it gives up for this request. */
 const TAKE_STARTS_TRIES = 5;
@@ -355,13 +355,7 @@ export abstract class QueueDriver {
    * its own lane).
    */
   private async pauseEndpoint(trx: Executor, { endpointId, until }: EndpointPause, now: number): Promise<void> {
-    await trx
-      .updateTable('deliveries')
-      .set({ run_at: until })
-      .where('endpoint_id', '=', endpointId)
-      .where('run_at', '<', until)
-      .where(notHeld(now))
-      .execute();
+    await holdEndpoint(trx, endpointId, until, now);
   }
 
   /** Takes what recording a batch writes before anything else is read or written (the locks). */

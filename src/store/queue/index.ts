@@ -5,7 +5,9 @@ import {
   enqueueManual,
   firstAttempt,
   hasQueued,
+  holdEndpoint,
   nextAttemptAt,
+  releaseHeld,
   releaseSilentWorkers,
   stopEndpoints,
   unparkAll,
@@ -63,6 +65,8 @@ export interface QueueBook {
   enqueueManual: typeof enqueueManual;
   stopEndpoints: typeof stopEndpoints;
   unparkAll: typeof unparkAll;
+  holdEndpoint: typeof holdEndpoint;
+  releaseHeld: typeof releaseHeld;
   releaseSilentWorkers: typeof releaseSilentWorkers;
   hasQueued: typeof hasQueued;
   dueReading: typeof dueReading;
@@ -74,6 +78,8 @@ export const book: QueueBook = {
   enqueueManual,
   stopEndpoints,
   unparkAll,
+  holdEndpoint,
+  releaseHeld,
   releaseSilentWorkers,
   hasQueued,
   dueReading,

@@ -52,6 +52,11 @@ export const SEND_COLUMNS = {
     'transformation_enabled',
     'transformation_updated_at',
     'retry_schedule',
+    'circuit',
+    'circuit_state',
+    'circuit_open_until',
+    'circuit_probe_until',
+    'circuit_window_start',
   ],
 } as const satisfies { [T in 'deliveries' | 'messages' | 'endpoints']: readonly (keyof Database[T])[] };
 
@@ -182,6 +187,11 @@ export class InputReader {
       | 'transformation_enabled'
       | 'transformation_updated_at'
       | 'retry_schedule'
+      | 'circuit'
+      | 'circuit_state'
+      | 'circuit_open_until'
+      | 'circuit_probe_until'
+      | 'circuit_window_start'
     >,
   ): NonNullable<AttemptInput['endpoint']> {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
@@ -212,6 +222,13 @@ export class InputReader {
           ? Number(row.transformation_updated_at)
           : null,
       retryScheduleMs: this.scheduleOf(row.retry_schedule),
+      circuit: {
+        stored: row.circuit,
+        state: row.circuit_state ?? 'closed',
+        openUntil: row.circuit_open_until === null ? null : Number(row.circuit_open_until),
+        probeUntil: row.circuit_probe_until === null ? null : Number(row.circuit_probe_until),
+        windowStart: row.circuit_window_start === null ? null : Number(row.circuit_window_start),
+      },
     };
   }
 

@@ -1,3 +1,4 @@
+import type { CircuitRead } from '../../domain/circuit.js';
 import type { TestNetwork } from '../../config.js';
 import type { EndpointHealth, EndpointStatus } from '../../domain/endpoint-state.js';
 import type { DeliveryState, OutcomeResult, OutcomeTask } from '../../domain/outcome-plan.js';
@@ -62,6 +63,8 @@ export interface AttemptInput {
     transformationVersion?: number | null;
     /** Its own retry schedule in ms (absent or null: the service's). */
     retryScheduleMs?: readonly number[] | null;
+    /** Its circuit breaker as the claim read it (absent: closed, the service's settings). */
+    circuit?: EndpointCircuitRead;
   } | null;
   /** Null when retention removed the payload, when it comes later (below) and, in the worker, once sent. */
   payloadJson: string | null;
@@ -72,6 +75,14 @@ export interface AttemptInput {
    * outcome's plan starts from it, and the queue writes that plan only if it still holds.
    */
   claimedState?: ClaimedState;
+}
+
+/** An endpoint's circuit as a claim reads it (src/domain/circuit.ts): its stored settings and its state. */
+export interface EndpointCircuitRead extends CircuitRead {
+  /** Its `circuit` column: settings as given, null for the service's. */
+  stored: string | null;
+  /** The current window's start (null: no window is counted). */
+  windowStart: number | null;
 }
 
 /** What a claim read of an attempt's delivery (its counters and queue, as the claim left it) and endpoint (its health). */

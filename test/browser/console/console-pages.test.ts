@@ -443,6 +443,7 @@ test('in a browser: endpoint controls (rate limit, ordering, headers) are saved 
   const form = page.locator('#endpoint-controls');
   await form.locator('input[name=rate_limit]').fill('12');
   await form.locator('input[name=retry_schedule]').fill('0s, 10s , 2h');
+  await form.locator('input[name=circuit]').fill('{"min_attempts": 40, "cooldown": "1m"}');
   await form.locator('select[name=ordering]').selectOption('fifo');
   await form.locator('textarea[name=headers]').fill('X-Tenant: acme\nAuthorization: Bearer console-s3cret');
   await form.locator('button[type=submit]').click();
@@ -452,6 +453,11 @@ test('in a browser: endpoint controls (rate limit, ordering, headers) are saved 
   const saved = (await api.get(`/api/v1/endpoints/${own.id}`)).body;
   assert.equal(saved.rate_limit, 12);
   assert.deepEqual(saved.retry_schedule, ['0s', '10s', '2h']);
+  assert.deepEqual(saved.circuit, { min_attempts: 40, cooldown: '1m' });
+  assert.match(
+    (await page.locator('#endpoint-details').textContent()) ?? '',
+    /Circuitclosed · \{"min_attempts":40,"cooldown":"1m"\}/,
+  );
   assert.equal(await form.locator('input[name=retry_schedule]').inputValue(), '0s, 10s, 2h');
   assert.match((await page.locator('#endpoint-details').textContent()) ?? '', /Retry schedule0s, 10s, 2h/);
   assert.equal(saved.ordering, 'fifo');

@@ -137,6 +137,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
   await page.fill('#endpoints tbody tr:first-child input[name=rate_limit]', '7');
   await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 30s,1h');
+  await page.uncheck('#endpoints tbody tr:first-child input[name=circuit]');
   await page.click('#endpoints tbody tr:first-child button:text("Save delivery settings")');
   await page.waitForSelector('#endpoints .rate-limit');
   assert.match(
@@ -147,6 +148,10 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
     (await page.locator('#endpoints .retry-schedule').first().textContent()) ?? '',
     /Retried after 0s, 30s, 1h \(3 attempts at most\)/,
   );
+  const portalEndpoint = (await api.get(`/api/v1/endpoints?app_id=${app.id}`)).body.data.find(
+    (e: { retry_schedule: string[] | null }) => e.retry_schedule !== null,
+  );
+  assert.deepEqual(portalEndpoint.circuit, { enabled: false }, 'the breaker turned off from the portal');
   // A step past 7 days is refused beside the form, and nothing changes.
   await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
   await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 8d');
