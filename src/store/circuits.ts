@@ -39,6 +39,17 @@ const COLUMNS = [
   'circuit_window_failures',
 ] as const;
 
+/** A closed circuit with no window: a new endpoint's, and one whose breaker is turned off. */
+export const CLOSED_CIRCUIT = {
+  circuit_state: 'closed',
+  circuit_open_until: null,
+  circuit_cooldown_ms: null,
+  circuit_probe_until: null,
+  circuit_window_start: null,
+  circuit_window_attempts: 0,
+  circuit_window_failures: 0,
+} as const satisfies Partial<EndpointRow>;
+
 /** What a change did: the circuit opened until `openUntil`, closed, or nothing changed. */
 export type CircuitChange = { opened: number } | { closed: true } | null;
 
@@ -117,15 +128,7 @@ export class Circuits {
         );
         return this.open(trx, endpointId, cooldown, { attempts: 1, failures: 1 }, now);
       }
-      await this.write(trx, endpointId, {
-        circuit_state: 'closed',
-        circuit_open_until: null,
-        circuit_cooldown_ms: null,
-        circuit_probe_until: null,
-        circuit_window_start: null,
-        circuit_window_attempts: 0,
-        circuit_window_failures: 0,
-      });
+      await this.write(trx, endpointId, CLOSED_CIRCUIT);
       // What the circuit held waits at most until the probe's hold ended: due now instead.
       await book.releaseHeld(trx, endpointId, row.circuit_probe_until ?? now, now);
       await this.raiseAbout(trx, endpointId, 'endpoint.circuit_closed', 0, null, now);

@@ -43,17 +43,7 @@ import {
 import type { EndpointRow, SecretColumns } from './schema.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { operationalApplication, type RaisePolicy, raiseOccurrences } from './operational.js';
-
-/** A closed circuit with no window: a new endpoint's, and one whose breaker is turned off. */
-export const CLOSED_CIRCUIT = {
-  circuit_state: 'closed',
-  circuit_open_until: null,
-  circuit_cooldown_ms: null,
-  circuit_probe_until: null,
-  circuit_window_start: null,
-  circuit_window_attempts: 0,
-  circuit_window_failures: 0,
-} as const satisfies Partial<EndpointRow>;
+import { CLOSED_CIRCUIT } from './circuits.js';
 
 export interface EndpointInput {
   appId: string;
