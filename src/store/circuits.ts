@@ -164,14 +164,12 @@ export class Circuits {
     now: number,
   ): Promise<CircuitChange> {
     const until = now + cooldownMs;
+    // No probe out and no window counted, as closed, but open until the cooldown ends.
     await this.write(trx, endpointId, {
+      ...CLOSED_CIRCUIT,
       circuit_state: 'open',
       circuit_open_until: until,
       circuit_cooldown_ms: cooldownMs,
-      circuit_probe_until: null,
-      circuit_window_start: null,
-      circuit_window_attempts: 0,
-      circuit_window_failures: 0,
     });
     // Every queued attempt no worker holds waits for the cooldown (no attempt used); a held one comes back
     // to a worker that sees the circuit open and gives it back until then.
