@@ -15,7 +15,8 @@ const USAGE = `Usage: herald <command>
   org create [--name N] [--plan P]        create an organization with a Test and a Live key
   org list                                list organizations
   org plan <org_id> <plan>                change an organization's plan (its rate limit)
-  keys create <org_id> [--live] [--name N] issue another API key
+  keys create <org_id> [--live] [--name N] [--role R]
+                                          issue another API key (role admin, writer, reader or emitter)
   keys revoke <org_id> <key_id> [--live]  revoke an API key
   secrets reseal                          seal every stored secret under HERALD_SECRET_KEY (after a master key
                                           change, with the old one in HERALD_SECRET_KEY_PREVIOUS); online, batched
@@ -86,6 +87,7 @@ async function main(argv: string[]): Promise<void> {
     options: {
       name: { type: 'string' },
       plan: { type: 'string' },
+      role: { type: 'string' },
       live: { type: 'boolean', default: false },
       port: { type: 'string' },
       secret: { type: 'string' },
@@ -131,10 +133,17 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'keys create': {
       const [orgId] = rest;
-      if (!orgId) throw new ConfigError('usage: keys create <org_id> [--live] [--name N]');
+      if (!orgId) throw new ConfigError('usage: keys create <org_id> [--live] [--name N] [--role R]');
+      const { ROLES } = await import('./domain/access.js');
+      const role = (values.role ?? 'admin') as (typeof ROLES)[number];
+      if (!ROLES.includes(role)) throw new ConfigError(`--role must be one of ${ROLES.join(', ')}`);
       return withStore(async (store) => {
         if (!(await store.organizations.get(orgId))) throw new ConfigError(`no organization ${orgId}`);
-        const issued = await store.organizations.issueKey({ orgId, livemode: values.live ?? false }, values.name ?? '');
+        const issued = await store.organizations.issueKey(
+          { orgId, livemode: values.live ?? false },
+          values.name ?? '',
+          { role, appIds: null, expiresAt: null },
+        );
         print({ ...apiKeyToApi(issued.row), key: issued.key });
       });
     }

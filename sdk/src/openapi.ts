@@ -247,6 +247,11 @@ export interface paths {
                              *       "name": "CI key",
                              *       "prefix": "sk_test_",
                              *       "livemode": false,
+                             *       "role": "emitter",
+                             *       "app_ids": [
+                             *         "app_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                             *       ],
+                             *       "expires_at": null,
                              *       "created_at": "2026-01-01T00:00:00.000Z",
                              *       "revoked_at": null,
                              *       "key": "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ"
@@ -260,6 +265,12 @@ export interface paths {
                                 name: string;
                                 prefix: "sk_test_" | "sk_live_";
                                 livemode: boolean;
+                                /** @description What the key may do: admin (everything), writer, reader or emitter */
+                                role: "admin" | "writer" | "reader" | "emitter";
+                                /** @description The applications (app_… ids) the key acts on; null: every application */
+                                app_ids: string[] | null;
+                                /** Format: date-time */
+                                expires_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -274,6 +285,11 @@ export interface paths {
                              *       "name": "CI key",
                              *       "prefix": "sk_test_",
                              *       "livemode": false,
+                             *       "role": "emitter",
+                             *       "app_ids": [
+                             *         "app_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                             *       ],
+                             *       "expires_at": null,
                              *       "created_at": "2026-01-01T00:00:00.000Z",
                              *       "revoked_at": null,
                              *       "key": "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ"
@@ -287,6 +303,12 @@ export interface paths {
                                 name: string;
                                 prefix: "sk_test_" | "sk_live_";
                                 livemode: boolean;
+                                /** @description What the key may do: admin (everything), writer, reader or emitter */
+                                role: "admin" | "writer" | "reader" | "emitter";
+                                /** @description The applications (app_… ids) the key acts on; null: every application */
+                                app_ids: string[] | null;
+                                /** Format: date-time */
+                                expires_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -499,6 +521,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -728,6 +774,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -1200,6 +1270,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -1351,6 +1445,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -1526,6 +1644,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -1768,6 +1910,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -1939,6 +2105,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Over the organization's rate limit; retry after Retry-After seconds */
                 429: {
                     headers: {
@@ -2058,6 +2248,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -2272,6 +2486,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -2378,6 +2616,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -2581,6 +2843,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -2807,6 +3093,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -3160,6 +3470,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -3538,6 +3872,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -3898,6 +4256,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -4004,6 +4386,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -4448,6 +4854,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -4687,6 +5117,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -4913,6 +5367,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -5097,6 +5575,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -5452,6 +5954,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Over the organization's rate limit; retry after Retry-After seconds */
                 429: {
                     headers: {
@@ -5715,6 +6241,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Conflicts with what exists (a duplicate uid or name, a limit reached) */
                 409: {
                     headers: {
@@ -5883,6 +6433,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -6231,6 +6805,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -6411,6 +7009,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -6660,6 +7282,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Over the organization's rate limit; retry after Retry-After seconds */
                 429: {
                     headers: {
@@ -6856,6 +7502,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -6991,6 +7661,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -7249,6 +7943,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Over the organization's rate limit; retry after Retry-After seconds */
                 429: {
                     headers: {
@@ -7425,6 +8143,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -7668,6 +8410,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -7867,6 +8633,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -8005,6 +8795,11 @@ export interface paths {
                          *           "name": "CI key",
                          *           "prefix": "sk_test_",
                          *           "livemode": false,
+                         *           "role": "emitter",
+                         *           "app_ids": [
+                         *             "app_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *           ],
+                         *           "expires_at": null,
                          *           "created_at": "2026-01-01T00:00:00.000Z",
                          *           "revoked_at": null
                          *         }
@@ -8024,6 +8819,12 @@ export interface paths {
                                 name: string;
                                 prefix: "sk_test_" | "sk_live_";
                                 livemode: boolean;
+                                /** @description What the key may do: admin (everything), writer, reader or emitter */
+                                role: "admin" | "writer" | "reader" | "emitter";
+                                /** @description The applications (app_… ids) the key acts on; null: every application */
+                                app_ids: string[] | null;
+                                /** Format: date-time */
+                                expires_at: string | null;
                                 /** Format: date-time */
                                 created_at: string;
                                 /** Format: date-time */
@@ -8082,6 +8883,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Over the organization's rate limit; retry after Retry-After seconds */
                 429: {
                     headers: {
@@ -8109,7 +8934,7 @@ export interface paths {
             };
         };
         put?: never;
-        /** Create another key for the calling key's organization and environment (shown once) */
+        /** Create another key for the calling key's organization and environment (shown once), with a role, applications and an expiry within the caller's own */
         post: {
             parameters: {
                 query?: never;
@@ -8119,13 +8944,14 @@ export interface paths {
             };
             requestBody: {
                 content: {
-                    /**
-                     * @example {
-                     *       "name": "CI key"
-                     *     }
-                     */
                     "application/json": {
                         name?: string;
+                        /** @description admin (the default: everything), writer, reader or emitter */
+                        role?: "admin" | "writer" | "reader" | "emitter";
+                        /** @description Ids or uids of the applications the key acts on; absent: every application */
+                        app_ids?: string[];
+                        /** @description When the key stops working (date-time); absent: never */
+                        expires_at?: string;
                     };
                 };
             };
@@ -8143,6 +8969,11 @@ export interface paths {
                          *       "name": "CI key",
                          *       "prefix": "sk_test_",
                          *       "livemode": false,
+                         *       "role": "emitter",
+                         *       "app_ids": [
+                         *         "app_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       ],
+                         *       "expires_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "revoked_at": null,
                          *       "key": "sk_test_4eC39HqLyjWDarjtT1zdp7dcQm2nR8xZ"
@@ -8156,6 +8987,12 @@ export interface paths {
                             name: string;
                             prefix: "sk_test_" | "sk_live_";
                             livemode: boolean;
+                            /** @description What the key may do: admin (everything), writer, reader or emitter */
+                            role: "admin" | "writer" | "reader" | "emitter";
+                            /** @description The applications (app_… ids) the key acts on; null: every application */
+                            app_ids: string[] | null;
+                            /** Format: date-time */
+                            expires_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -8200,6 +9037,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -8328,6 +9189,11 @@ export interface paths {
                          *       "name": "CI key",
                          *       "prefix": "sk_test_",
                          *       "livemode": false,
+                         *       "role": "emitter",
+                         *       "app_ids": [
+                         *         "app_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       ],
+                         *       "expires_at": null,
                          *       "created_at": "2026-01-01T00:00:00.000Z",
                          *       "revoked_at": null
                          *     }
@@ -8340,6 +9206,12 @@ export interface paths {
                             name: string;
                             prefix: "sk_test_" | "sk_live_";
                             livemode: boolean;
+                            /** @description What the key may do: admin (everything), writer, reader or emitter */
+                            role: "admin" | "writer" | "reader" | "emitter";
+                            /** @description The applications (app_… ids) the key acts on; null: every application */
+                            app_ids: string[] | null;
+                            /** Format: date-time */
+                            expires_at: string | null;
                             /** Format: date-time */
                             created_at: string;
                             /** Format: date-time */
@@ -8382,6 +9254,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -8593,6 +9489,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -8872,6 +9792,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -9104,6 +10048,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -9360,6 +10328,30 @@ export interface paths {
                         };
                     };
                 };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
                 /** @description Not found in the key's organization and environment */
                 404: {
                     headers: {
@@ -9541,6 +10533,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }
@@ -9806,6 +10822,30 @@ export interface paths {
                          *       "error": {
                          *         "code": "unauthorized",
                          *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
                          *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
                          *       }
                          *     }

@@ -17,6 +17,7 @@ import {
   invalid,
 } from './errors.js';
 import { installAuth } from './auth.js';
+import { installAccess } from './access.js';
 import { installRateLimits } from './rate-limit.js';
 import { messageRoutes } from './messages.js';
 import { applicationRoutes } from './applications.js';
@@ -224,8 +225,9 @@ function unstorableField(part: string, value: unknown): string | null {
 /**
  * Adds the statuses any route may answer before its handler runs to each route's documented responses, so
  * the OpenAPI document lists every status a request can get: 400 on every route (a malformed
- * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON) and,
- * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed). A success
+ * percent-escape, a path parameter too long, text that cannot be stored, a body that is not JSON),
+ * where a body can be sent, 413 (too large) and 415 (not JSON, another charset, compressed), and behind a
+ * key 403 (its role or applications). A success
  * status whose meaning the route does not give (schemas/common.ts, `meaning`) gets the usual one (SUCCESS_MEANINGS).
  */
 function documentCommonErrors(app: FastifyInstance): void {
@@ -234,7 +236,9 @@ function documentCommonErrors(app: FastifyInstance): void {
     if (!response) return;
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     const withBody = methods.some((method) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(method));
-    const added = errors(...(withBody ? [400, 413, 415] : [400]));
+    // Behind a key, a key's role or applications may refuse any route (src/api/access.ts).
+    const behindKey = !route.config?.public && route.url.startsWith('/api/');
+    const added = errors(...(withBody ? [400, 413, 415] : [400]), ...(behindKey ? [403] : []));
     for (const [status, schema] of Object.entries(added)) response[status] ??= schema as never;
     for (const [status, schema] of Object.entries(response)) {
       const usual = SUCCESS_MEANINGS[Number(status)];
@@ -362,6 +366,7 @@ export async function buildApi(
     },
   });
   installAuth(app, store, config);
+  installAccess(app, store);
   const redis = await installRateLimits(app, config);
   if (redis) app.addHook('onClose', async () => void redis.disconnect());
   // The reference page at /docs, rendered from the document above (public, not rate limited).

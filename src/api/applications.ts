@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { conflict, notFound } from './errors.js';
-import { scopeOf } from './auth.js';
+import { keyAppsOf, scopeOf } from './auth.js';
 import { pageOf, type RoutePlugin } from './deps.js';
 import { IdParams } from './schemas/common.js';
 import { errors } from './schemas/errors.js';
@@ -39,7 +39,11 @@ export const applicationRoutes: RoutePlugin = async (app, { store }) => {
         response: { 200: ListOf(Application), ...errors(400, 401, 429) },
       },
     },
-    async (request) => list(await store.applications.list(scopeOf(request), pageOf(request.query)), applicationToApi),
+    async (request) =>
+      list(
+        await store.applications.list(scopeOf(request), pageOf(request.query), keyAppsOf(request)),
+        applicationToApi,
+      ),
   );
 
   app.post(

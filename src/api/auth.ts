@@ -1,14 +1,17 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Store, Scope } from '../store/index.js';
 import type { Config } from '../config.js';
+import type { KeyPower } from '../domain/access.js';
 import { AuthFailures } from './auth-failures.js';
 import { HttpError } from './errors.js';
 
-// Bearer keys: the key decides the organization and the environment (sk_test_ / sk_live_) of the request.
+// Bearer keys: the key decides the organization and the environment (sk_test_ / sk_live_) of the request,
+// and its power what the request may do (src/api/access.ts).
 export interface Caller {
   keyId: string;
   scope: Scope;
   plan: string;
+  power: KeyPower;
 }
 
 declare module 'fastify' {
@@ -49,10 +52,16 @@ export function installAuth(app: FastifyInstance, store: Store, config: Pick<Con
       failures.fail(request.ip);
       throw new HttpError(401, 'unauthorized', 'Invalid or revoked API key');
     }
+    const { expiresAt } = owner.power;
+    if (expiresAt !== null && expiresAt <= Date.now())
+      throw new HttpError(401, 'unauthorized', `This API key expired at ${new Date(expiresAt).toISOString()}`);
     request.caller = owner;
     request.quota = { bucket: `org:${owner.scope.orgId}`, plan: owner.plan };
   });
 }
+
+/** The applications the caller's key is limited to (`app_…` ids); null: every application. */
+export const keyAppsOf = (request: FastifyRequest): readonly string[] | null => request.caller?.power.appIds ?? null;
 
 /** The caller's scope; routes behind auth always have one. */
 export function scopeOf(request: FastifyRequest): Scope {

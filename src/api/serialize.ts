@@ -191,6 +191,9 @@ export const apiKeyToApi = (k: ApiKeyRow) => ({
   name: k.name,
   prefix: k.livemode ? KEY_PREFIX.live : KEY_PREFIX.test,
   livemode: Boolean(k.livemode),
+  role: k.role,
+  app_ids: k.app_ids === null ? null : (JSON.parse(k.app_ids) as string[]),
+  expires_at: isoOrNull(k.expires_at),
   created_at: iso(k.created_at),
   revoked_at: isoOrNull(k.revoked_at),
 });

@@ -41,6 +41,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <button type="button" data-view="deliveries">Deliveries</button>
       <button type="button" data-view="catalog">Event catalog</button>
       <button type="button" data-view="operational">Operational endpoints</button>
+      <button type="button" data-view="keys">API keys</button>
     </nav>
     <section id="view-applications" class="view" hidden>
       <h2>Applications</h2>
@@ -162,6 +163,19 @@ export const CONSOLE_HTML = `<!doctype html>
         <label>Description <input name="description" maxlength="1024"></label>
         <fieldset id="operational-event-types"><legend>Event types (none selected: all)</legend></fieldset>
         <button type="submit">Save operational endpoint</button>
+      </form>
+    </section>
+    <section id="view-keys" class="view" hidden>
+      <h2>API keys</h2>
+      <p class="hint">Give each service a key that does only its job: an emitter key emits and reads its messages back, a reader key only reads, a writer key changes everything but keys and operational endpoints.</p>
+      <table id="keys"><thead><tr><th>Name</th><th>Role</th><th>Applications</th><th>Expires</th><th>Created</th><th>Id</th><th></th></tr></thead><tbody></tbody></table>
+      <form id="key-form">
+        <h3>Make a key</h3>
+        <label>Name <input name="name" maxlength="256" placeholder="billing service"></label>
+        <label>Role <select name="role"></select></label>
+        <fieldset id="key-apps"></fieldset>
+        <label>Expires (empty: never) <input name="expires_at" type="datetime-local"></label>
+        <button type="submit">Make key</button>
       </form>
     </section>
   </div>

@@ -32,6 +32,7 @@ export const ROUTER_JS = `
     deliveries: function (id, params) { return id ? openDelivery(id) : loadDeliveries(params); },
     catalog: function () { return loadCatalog(); },
     operational: function () { return loadOperational(); },
+    keys: function () { return loadKeys(); },
   };
   // The tab each view belongs to, and the section a view with an id shows.
   var sections = { applications: 'application', endpoints: 'endpoint', messages: 'message', deliveries: 'delivery' };

@@ -10,6 +10,7 @@ import { DELIVERY_VIEWS_JS } from './delivery-views.js';
 import { DOM_HELPERS_JS } from './dom-helpers.js';
 import { EDITORS_JS } from './editors.js';
 import { FILTER_EDITOR_JS } from './filter-editor.js';
+import { KEYS_JS } from './keys.js';
 import { TRANSFORMATION_EDITOR_JS } from './transformation-editor.js';
 import { ROUTER_JS } from './router.js';
 import { VIEWS_JS } from './views.js';
@@ -158,6 +159,7 @@ ${ROUTER_JS}
 ${VIEWS_JS}
 ${DELIVERY_VIEWS_JS}
 ${EDITORS_JS}
+${KEYS_JS}
 ${SESSION_JS}
 })();
 `;

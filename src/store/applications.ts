@@ -53,13 +53,15 @@ export class Applications {
     return { ...row, portalToken };
   }
 
-  async list(scope: Scope, page: PageRequest): Promise<Page<ApplicationRow>> {
+  /** A page of the environment's applications; `only` (ids) narrows it to those (an application-scoped key's). */
+  async list(scope: Scope, page: PageRequest, only: readonly string[] | null = null): Promise<Page<ApplicationRow>> {
     let query = this.ctx.db
       .selectFrom('applications')
       .selectAll()
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .where('operational', '=', 0);
+    if (only !== null) query = query.where('id', 'in', only);
     const ascending = page.order === 'asc';
     if (page.cursor) query = query.where('id', ascending ? '>' : '<', page.cursor);
     return toPage(

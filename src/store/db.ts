@@ -35,6 +35,7 @@ import * as transformations from './migrations/023_transformations.js';
 import * as firstRequestOnDelivery from './migrations/024_first_request_on_delivery.js';
 import * as deliveryPolicy from './migrations/025_delivery_policy.js';
 import * as circuitBreaker from './migrations/026_circuit_breaker.js';
+import * as scopedKeys from './migrations/027_scoped_keys.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -81,6 +82,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '024_first_request_on_delivery': firstRequestOnDelivery,
   '025_delivery_policy': deliveryPolicy,
   '026_circuit_breaker': circuitBreaker,
+  '027_scoped_keys': scopedKeys,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

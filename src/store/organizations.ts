@@ -1,6 +1,7 @@
 import { newId } from '../domain/ids.js';
 import { generateApiKey, hashApiKey, KEY_PREFIX } from '../domain/secrets.js';
 import { STARTER_CATALOG } from '../domain/catalog.js';
+import { FULL_POWER, type KeyPower } from '../domain/access.js';
 import {
   liveFlag,
   toPage,
@@ -29,7 +30,15 @@ export interface KeyOwner {
   keyId: string;
   scope: Scope;
   plan: string;
+  power: KeyPower;
 }
+
+/** A key's power as its row keeps it. */
+export const powerOf = (row: Pick<ApiKeyRow, 'role' | 'app_ids' | 'expires_at'>): KeyPower => ({
+  role: row.role,
+  appIds: row.app_ids === null ? null : (JSON.parse(row.app_ids) as string[]),
+  expiresAt: row.expires_at,
+});
 
 export class Organizations {
   constructor(private readonly ctx: StoreContext) {}
@@ -78,7 +87,13 @@ export class Organizations {
     return Number(result.numUpdatedRows) > 0;
   }
 
-  async issueKey(scope: Scope, name: string, db: Executor = this.ctx.db): Promise<IssuedKey> {
+  /** A new key of `power` (the caller has checked it may make one); its plaintext is returned once. */
+  async issueKey(
+    scope: Scope,
+    name: string,
+    power: KeyPower = FULL_POWER,
+    db: Executor = this.ctx.db,
+  ): Promise<IssuedKey> {
     const now = this.ctx.now();
     const key = generateApiKey(scope.livemode);
     const row: ApiKeyRow = {
@@ -89,6 +104,9 @@ export class Organizations {
       key_hash: hashApiKey(key),
       created_at: now,
       revoked_at: null,
+      role: power.role,
+      app_ids: power.appIds === null ? null : JSON.stringify(power.appIds),
+      expires_at: power.expiresAt,
     };
     await db.insertInto('api_keys').values(row).execute();
     this.knowKey(row.key_hash, Date.now());
@@ -171,11 +189,20 @@ export class Organizations {
     const row = await this.ctx.db
       .selectFrom('api_keys')
       .innerJoin('organizations', 'organizations.id', 'api_keys.org_id')
-      .select(['api_keys.id', 'api_keys.org_id', 'api_keys.livemode', 'api_keys.revoked_at', 'organizations.plan'])
+      .select([
+        'api_keys.id',
+        'api_keys.org_id',
+        'api_keys.livemode',
+        'api_keys.revoked_at',
+        'api_keys.role',
+        'api_keys.app_ids',
+        'api_keys.expires_at',
+        'organizations.plan',
+      ])
       .where('api_keys.key_hash', '=', keyHash)
       .executeTakeFirst();
     if (!row || row.revoked_at !== null || Boolean(row.livemode) !== livemode) return undefined;
-    return { keyId: row.id, scope: { orgId: row.org_id, livemode }, plan: row.plan };
+    return { keyId: row.id, scope: { orgId: row.org_id, livemode }, plan: row.plan, power: powerOf(row) };
   };
 
   async listKeys(scope: Scope, page: PageRequest): Promise<Page<ApiKeyRow>> {
@@ -192,6 +219,16 @@ export class Organizations {
     return toPage(rows, page.limit);
   }
 
+  async getKey(scope: Scope, id: string): Promise<ApiKeyRow | undefined> {
+    return this.ctx.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', id)
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .executeTakeFirst();
+  }
+
   /** Revokes a key of this scope; returns the row as it now is, or undefined when there is no such key. */
   async revokeKey(scope: Scope, id: string): Promise<ApiKeyRow | undefined> {
     this.forgetKeyOwners();
@@ -205,12 +242,6 @@ export class Organizations {
       .where('revoked_at', 'is', null)
       .execute();
     this.forgetKeyOwners();
-    return this.ctx.db
-      .selectFrom('api_keys')
-      .selectAll()
-      .where('id', '=', id)
-      .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope))
-      .executeTakeFirst();
+    return this.getKey(scope, id);
   }
 }

@@ -1,3 +1,4 @@
+import type { Role } from '../domain/access.js';
 import type { CircuitState } from '../domain/circuit.js';
 import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { Ordering } from '../domain/fifo.js';
@@ -31,6 +32,12 @@ export interface ApiKeyRow {
   key_hash: string;
   created_at: number;
   revoked_at: number | null;
+  /** What the key may do (src/domain/access.ts). */
+  role: Role;
+  /** The applications the key is limited to, a JSON list of `app_…` ids; null: every application. */
+  app_ids: string | null;
+  /** When the key stops working; null: never. */
+  expires_at: number | null;
 }
 
 export interface EventTypeRow {

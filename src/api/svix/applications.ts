@@ -1,7 +1,7 @@
 import { Type } from 'typebox';
 import { meaning, withExample } from '../schemas/common.js';
 import { notFound } from '../errors.js';
-import { scopeOf } from '../auth.js';
+import { keyAppsOf, scopeOf } from '../auth.js';
 import type { RoutePlugin } from '../deps.js';
 import { ID_PREFIX } from '../../domain/ids.js';
 import { AppParams, appOf, listQuery, orderQuery, pageOf } from './common.js';
@@ -24,7 +24,10 @@ export const svixApplicationRoutes: RoutePlugin = async (app, { store }) => {
       },
     },
     async (request) =>
-      svixList(await store.applications.list(scopeOf(request), pageOf(request.query, 'asc')), applicationOut),
+      svixList(
+        await store.applications.list(scopeOf(request), pageOf(request.query, 'asc'), keyAppsOf(request)),
+        applicationOut,
+      ),
   );
 
   app.post(

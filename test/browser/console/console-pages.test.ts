@@ -527,3 +527,69 @@ test('in a browser: deliveries and messages page with More until the last, and a
   assert.equal(await rows('messages').count(), 0);
   await finish(watched, 'console-paging');
 });
+
+test('in a browser: an admin makes a scoped key (role, application, expiry), sees it once, and revokes it; a reader key is refused changes', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  page.on('dialog', (dialog) => void dialog.accept());
+  await page.goto(`${service.url}/console#/keys`);
+  await signIn(page);
+  await shown(page, 'keys');
+  const form = page.locator('#key-form');
+  await form.locator('input[name=name]').fill('billing emitter');
+  await form.locator('select[name=role]').selectOption('emitter');
+  await form.locator(`#key-apps input[value="${app.id}"]`).check();
+  await form.locator('input[name=expires_at]').fill('2099-01-01T12:00');
+  await form.locator('button[type=submit]').click();
+  await page.waitForFunction(() =>
+    /\(emitter\) made\. Copy it now, it is shown once: sk_test_/.test(
+      document.querySelector('#key-form .note')?.textContent ?? '',
+    ),
+  );
+  const shownKey = /sk_test_\w+/.exec((await form.locator('.note').textContent()) ?? '')![0];
+  const made = (await api.get('/api/v1/api-keys')).body.data.find((key: any) => key.name === 'billing emitter');
+  assert.equal(made.role, 'emitter');
+  assert.deepEqual(made.app_ids, [app.id]);
+  assert.equal(new Date(made.expires_at).getFullYear(), 2099);
+  // The key works as an emitter: it emits, and may not list endpoints.
+  const emitter = api.withKey(shownKey);
+  assert.equal(
+    (await emitter.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} })).status,
+    201,
+  );
+  assert.equal((await emitter.get(`/api/v1/endpoints?app_id=${app.id}`)).status, 403);
+
+  const row = page.locator(`#keys tr[data-key-id="${made.id}"]`);
+  assert.deepEqual(
+    (await row.locator('td').allTextContents()).slice(0, 3),
+    ['billing emitter', 'emitter', app.name],
+    'the row names its role and application',
+  );
+  await row.locator('button:text("Revoke")').click();
+  await page.waitForFunction(
+    (id) => /^revoked/.test(document.querySelector(`#keys tr[data-key-id="${id}"] td:nth-child(4)`)?.textContent ?? ''),
+    made.id,
+  );
+  assert.equal(
+    (await emitter.post('/api/v1/messages', { app_id: app.id, event_type: 'invoice.paid', payload: {} })).status,
+    401,
+  );
+
+  // A reader signs in and reads; what it may not do is said beside the form.
+  const reader = (await api.post('/api/v1/api-keys', { name: 'dashboard', role: 'reader' })).body.key as string;
+  const readerPage = await watched.context.newPage();
+  readerPage.on('pageerror', (error) => watched.problems.push(error.message));
+  await readerPage.goto(`${service.url}/console#/applications`);
+  await readerPage.fill('#sign-in input[name=key]', reader);
+  await readerPage.click('#sign-in button[type=submit]');
+  await readerPage.waitForSelector(`#applications tr[data-app-id="${app.id}"]`);
+  await readerPage.fill('#add-application input[name=name]', 'Not allowed');
+  await readerPage.click('#add-application button[type=submit]');
+  await readerPage.waitForFunction(() =>
+    /role reader cannot POST \/api\/v1\/applications: it may only read/.test(
+      document.querySelector('#add-application .note')?.textContent ?? '',
+    ),
+  );
+  await readerPage.close();
+  await finish(watched, 'console-keys');
+});

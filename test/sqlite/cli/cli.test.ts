@@ -83,11 +83,21 @@ describe('command line', () => {
     assert.equal((await liveClient.get('/api/v1/applications')).status, 200);
 
     // In parallel: each process spends most of its time starting up.
-    const [issued, unknown, orgs] = await Promise.all([
+    const [issued, unknown, orgs, reader, badRole] = await Promise.all([
       herald(['keys', 'create', org.organization.id, '--live', '--name', 'deploy'], env),
       herald(['keys', 'create', 'org_doesnotexist'], env),
       herald(['org', 'list'], env),
+      herald(['keys', 'create', org.organization.id, '--role', 'reader'], env),
+      herald(['keys', 'create', org.organization.id, '--role', 'owner'], env),
     ]);
+    assert.equal(reader.code, 0, reader.stderr);
+    const readerKey = JSON.parse(reader.stdout);
+    assert.equal(readerKey.role, 'reader');
+    const readerClient = new Client(service.url, readerKey.key);
+    assert.equal((await readerClient.get('/api/v1/applications')).status, 200);
+    assert.equal((await readerClient.post('/api/v1/applications', { name: 'no' })).status, 403, 'a reader only reads');
+    assert.notEqual(badRole.code, 0);
+    assert.match(badRole.stderr, /--role must be one of admin, writer, reader, emitter/);
     const listedOrg = JSON.parse(orgs.stdout).find((o: any) => o.id === org.organization.id);
     assert.equal(listedOrg.name, 'CLI Org');
     assert.match(
