@@ -39,6 +39,8 @@ export interface Config {
   idempotencyTtlMs: number;
   maxPayloadBytes: number;
   retentionMs: number;
+  /** How long audit log entries are kept (HERALD_AUDIT_RETENTION). */
+  auditRetentionMs: number;
   leaseMs: number;
   concurrency: number;
   endpointConcurrency: number;
@@ -474,6 +476,7 @@ export function loadConfig(env: Env = process.env): Config {
     idempotencyTtlMs: duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h'),
     maxPayloadBytes: integer(env, 'HERALD_MAX_PAYLOAD_BYTES', 524288, 1024),
     retentionMs: retention(env),
+    auditRetentionMs: duration(env, 'HERALD_AUDIT_RETENTION', '365d'),
     leaseMs,
     concurrency: integer(env, 'HERALD_CONCURRENCY', 256, 1, 100_000),
     endpointConcurrency: integer(env, 'HERALD_ENDPOINT_CONCURRENCY', 16, 1, 10_000),

@@ -127,7 +127,8 @@ async function main(argv: string[]): Promise<void> {
       if (!orgId || !plan || !(plan in config.plans))
         throw new ConfigError(`usage: org plan <org_id> <${Object.keys(config.plans).join('|')}>`);
       return withStore(async (store) => {
-        if (!(await store.organizations.setPlan(orgId, plan))) throw new ConfigError(`no organization ${orgId}`);
+        if (!(await store.organizations.setPlan(orgId, plan, await cliActor())))
+          throw new ConfigError(`no organization ${orgId}`);
         print({ id: orgId, plan });
       });
     }
@@ -140,7 +141,7 @@ async function main(argv: string[]): Promise<void> {
       return withStore(async (store) => {
         if (!(await store.organizations.get(orgId))) throw new ConfigError(`no organization ${orgId}`);
         const issued = await store.organizations.issueKey(
-          { orgId, livemode: values.live ?? false },
+          { orgId, livemode: values.live ?? false, actor: await cliActor() },
           values.name ?? '',
           { role, appIds: null, expiresAt: null },
         );
@@ -151,7 +152,10 @@ async function main(argv: string[]): Promise<void> {
       const [orgId, keyId] = rest;
       if (!orgId || !keyId) throw new ConfigError('usage: keys revoke <org_id> <key_id> [--live]');
       return withStore(async (store) => {
-        const row = await store.organizations.revokeKey({ orgId, livemode: values.live ?? false }, keyId);
+        const row = await store.organizations.revokeKey(
+          { orgId, livemode: values.live ?? false, actor: await cliActor() },
+          keyId,
+        );
         if (!row) throw new ConfigError(`no key ${keyId} in ${orgId} (${values.live ? 'live' : 'test'})`);
         print(apiKeyToApi(row));
       });
@@ -167,12 +171,23 @@ async function main(argv: string[]): Promise<void> {
           if (batch.last === null) break;
           after = batch.last;
         }
+        await store.organizations.recordReseal(await cliActor(), { checked, resealed });
         print({ endpoints_checked: checked, endpoints_resealed: resealed });
       });
     default:
       console.error(USAGE);
       process.exitCode = 2;
   }
+}
+
+/** The audit log's actor of a command: the operator's CLI, named by the system user that ran it. */
+async function cliActor() {
+  const { userInfo } = await import('node:os');
+  let user: string | null = null;
+  try {
+    user = userInfo().username;
+  } catch {}
+  return { type: 'cli' as const, id: user, requestId: null };
 }
 
 /** `text` with the password of any URL in it masked (a database URL may come back inside an error). */

@@ -9370,6 +9370,214 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every change of the environment's configuration, newest first (admin keys only) */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description Items per page (default 50) */
+                    limit?: number;
+                    /** @description next_cursor of the previous page (an aud_… id) */
+                    cursor?: string;
+                    resource_type?: string;
+                    resource_id?: string;
+                    action?: string;
+                    actor_id?: string;
+                    /** @description Created at or after this time */
+                    since?: string;
+                    /** @description Created before this time */
+                    until?: string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description OK */
+                200: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "object": "list",
+                         *       "data": [
+                         *         {
+                         *           "id": "aud_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "object": "audit_entry",
+                         *           "actor": {
+                         *             "type": "api_key",
+                         *             "id": "key_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *           },
+                         *           "action": "endpoint.updated",
+                         *           "resource": {
+                         *             "type": "endpoint",
+                         *             "id": "ep_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *           },
+                         *           "changes": {
+                         *             "url": [
+                         *               "https://old.example.com/hook",
+                         *               "https://example.com/hook"
+                         *             ],
+                         *             "headers_sealed": [
+                         *               "<redacted>",
+                         *               "<redacted>"
+                         *             ]
+                         *           },
+                         *           "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w",
+                         *           "created_at": "2026-01-01T00:00:00.000Z"
+                         *         }
+                         *       ],
+                         *       "has_more": false,
+                         *       "next_cursor": null
+                         *     }
+                         */
+                        "application/json": {
+                            /** @enum {string} */
+                            object: "list";
+                            data: {
+                                /** @description aud_… */
+                                id: string;
+                                /** @enum {string} */
+                                object: "audit_entry";
+                                actor: {
+                                    type: "api_key" | "portal" | "cli" | "system";
+                                    /** @description the API key (key_…), the portal's application (app_…) or the CLI's system user */
+                                    id: string | null;
+                                };
+                                /** @description <resource>.<verb>, such as endpoint.updated or api_key.created */
+                                action: string;
+                                resource: {
+                                    type: string;
+                                    id: string;
+                                };
+                                /** @description each changed field: [before, after]; null before a create and after a delete; secrets read "<redacted>" */
+                                changes: {
+                                    [key: string]: unknown[];
+                                };
+                                request_id: string | null;
+                                /** Format: date-time */
+                                created_at: string;
+                            }[];
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+                /** @description The request is not valid; the message names the field and the rule */
+                400: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "invalid_request",
+                         *         "message": "body must have required property 'app_id'",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The API key is missing, malformed, unknown or revoked */
+                401: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "unauthorized",
+                         *         "message": "Invalid or revoked API key",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description The key may not do this (send-test with a Live key) */
+                403: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "test_mode_only",
+                         *         "message": "send-test is only available with a Test key (sk_test_)",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+                /** @description Over the organization's rate limit; retry after Retry-After seconds */
+                429: {
+                    headers: {
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        /**
+                         * @example {
+                         *       "error": {
+                         *         "code": "rate_limited",
+                         *         "message": "Too many requests",
+                         *         "request_id": "req_01jd5x3k8m2n4p6q8r0s2t4v6w"
+                         *       }
+                         *     }
+                         */
+                        "application/json": {
+                            error: {
+                                code: string;
+                                message: string;
+                                request_id?: string;
+                            };
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/endpoints/{id}/recover": {
         parameters: {
             query?: never;

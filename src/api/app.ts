@@ -26,6 +26,7 @@ import { operationalEndpointRoutes } from './operational-endpoints.js';
 import { deliveryRoutes } from './deliveries.js';
 import { eventTypeRoutes } from './event-types.js';
 import { apiKeyRoutes } from './api-keys.js';
+import { auditLogRoutes } from './audit-log.js';
 import { backgroundTaskRoutes } from './background-tasks.js';
 import { endpointStatsRoutes } from './endpoint-stats.js';
 import { applicationStatsRoutes } from './application-stats.js';
@@ -394,6 +395,7 @@ export async function buildApi(
     deliveryRoutes,
     eventTypeRoutes,
     apiKeyRoutes,
+    auditLogRoutes,
     backgroundTaskRoutes,
     endpointStatsRoutes,
     applicationStatsRoutes,

@@ -55,7 +55,9 @@ export function installAuth(app: FastifyInstance, store: Store, config: Pick<Con
     const { expiresAt } = owner.power;
     if (expiresAt !== null && expiresAt <= Date.now())
       throw new HttpError(401, 'unauthorized', `This API key expired at ${new Date(expiresAt).toISOString()}`);
-    request.caller = owner;
+    // The scope carries who asks: each change of configuration is written in the audit log by this key.
+    const actor = { type: 'api_key' as const, id: owner.keyId, requestId: request.id };
+    request.caller = { ...owner, scope: { ...owner.scope, actor } };
     request.quota = { bucket: `org:${owner.scope.orgId}`, plan: owner.plan };
   });
 }

@@ -1,6 +1,7 @@
 import { transformationOf } from '../store/endpoints.js';
 import type {
   ApiKeyRow,
+  AuditEntryRow,
   ApplicationRow,
   AttemptRow,
   BackgroundTaskRow,
@@ -196,6 +197,17 @@ export const apiKeyToApi = (k: ApiKeyRow) => ({
   expires_at: isoOrNull(k.expires_at),
   created_at: iso(k.created_at),
   revoked_at: isoOrNull(k.revoked_at),
+});
+
+export const auditEntryToApi = (a: AuditEntryRow) => ({
+  id: a.id,
+  object: 'audit_entry' as const,
+  actor: { type: a.actor_type, id: a.actor_id },
+  action: a.action,
+  resource: { type: a.resource_type, id: a.resource_id },
+  changes: JSON.parse(a.changes) as Record<string, unknown[]>,
+  request_id: a.request_id,
+  created_at: iso(a.created_at),
 });
 
 export const backgroundTaskToApi = (b: BackgroundTaskRow) => ({

@@ -42,6 +42,7 @@ export const CONSOLE_HTML = `<!doctype html>
       <button type="button" data-view="catalog">Event catalog</button>
       <button type="button" data-view="operational">Operational endpoints</button>
       <button type="button" data-view="keys">API keys</button>
+      <button type="button" data-view="audit">Audit log</button>
     </nav>
     <section id="view-applications" class="view" hidden>
       <h2>Applications</h2>
@@ -61,6 +62,8 @@ export const CONSOLE_HTML = `<!doctype html>
       <div id="application-chart"></div>
       <h3>Endpoints</h3>
       <div id="application-endpoints"></div>
+      <h3>History</h3>
+      <div id="application-history"></div>
     </section>
     <section id="view-endpoints" class="view" hidden>
       <h2>Endpoints</h2>
@@ -102,6 +105,8 @@ export const CONSOLE_HTML = `<!doctype html>
       <h3>Recent deliveries</h3>
       <p><a id="endpoint-all-deliveries" href="#/deliveries">Every delivery to this endpoint</a></p>
       <div id="endpoint-deliveries"></div>
+      <h3>History</h3>
+      <div id="endpoint-history"></div>
     </section>
     <section id="view-messages" class="view" hidden>
       <h2>Messages</h2>
@@ -165,6 +170,17 @@ export const CONSOLE_HTML = `<!doctype html>
         <button type="submit">Save operational endpoint</button>
       </form>
     </section>
+    <section id="view-audit" class="view" hidden>
+      <h2>Audit log</h2>
+      <p class="hint">Every change of this environment's configuration, newest first: who made it, and each field before and after (secrets redacted).</p>
+      <form id="audit-filter" class="filters">
+        <label>Resource id <input name="resource_id" placeholder="ep_… or app_…"></label>
+        <label>Action <input name="action" placeholder="endpoint.updated"></label>
+        <label>Actor id <input name="actor_id" placeholder="key_…"></label>
+        <button type="submit">Filter</button>
+      </form>
+      <div id="audit"></div>
+    </section>
     <section id="view-keys" class="view" hidden>
       <h2>API keys</h2>
       <p class="hint">Give each service a key that does only its job: an emitter key emits and reads its messages back, a reader key only reads, a writer key changes everything but keys and operational endpoints.</p>
@@ -209,6 +225,7 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } d
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
+td.changes { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .8rem; word-break: break-word; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
 .trace { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
 header #search { display: flex; gap: .3rem; align-items: center; flex: 1; max-width: 560px; }

@@ -33,6 +33,7 @@ export const ROUTER_JS = `
     catalog: function () { return loadCatalog(); },
     operational: function () { return loadOperational(); },
     keys: function () { return loadKeys(); },
+    audit: function (id, params) { return loadAudit(params); },
   };
   // The tab each view belongs to, and the section a view with an id shows.
   var sections = { applications: 'application', endpoints: 'endpoint', messages: 'message', deliveries: 'delivery' };

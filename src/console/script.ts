@@ -11,6 +11,7 @@ import { DOM_HELPERS_JS } from './dom-helpers.js';
 import { EDITORS_JS } from './editors.js';
 import { FILTER_EDITOR_JS } from './filter-editor.js';
 import { KEYS_JS } from './keys.js';
+import { AUDIT_JS } from './audit.js';
 import { TRANSFORMATION_EDITOR_JS } from './transformation-editor.js';
 import { ROUTER_JS } from './router.js';
 import { VIEWS_JS } from './views.js';
@@ -160,6 +161,7 @@ ${VIEWS_JS}
 ${DELIVERY_VIEWS_JS}
 ${EDITORS_JS}
 ${KEYS_JS}
+${AUDIT_JS}
 ${SESSION_JS}
 })();
 `;

@@ -62,11 +62,12 @@ export const VIEWS_JS = `
       links.appendChild(document.createTextNode(' · '));
       links.appendChild(link('Its failed deliveries', href('deliveries', null, { app_id: app.id, status: 'failed' })));
       return Promise.all([
+        loadHistory('#application-history', app.id),
         call('GET', 'applications/' + encodeURIComponent(app.id) + '/stats').then(function (stats) {
           window.HeraldChart.drawByType(clear('#application-chart'), stats);
         }),
         call('GET', 'endpoints?limit=250&app_id=' + encodeURIComponent(app.id)),
-      ]).then(function (both) { return both[1]; });
+      ]).then(function (all) { return all[2]; });
     }).then(function (page) {
       var box = clear('#application-endpoints');
       if (page.data.length === 0) { box.appendChild(el('p', 'No endpoints yet.')); return; }
@@ -256,7 +257,7 @@ export const VIEWS_JS = `
       document.getElementById('endpoint-all-deliveries').href = href('deliveries', null, { endpoint_id: endpoint.id });
       var since = document.querySelector('#recover-endpoint input[name=since]');
       since.value = localOf(new Date(Date.now() - 86400000).toISOString());
-      return Promise.all([drawEndpointChart(endpoint.id), loadEndpointDeliveries(endpoint.id)]);
+      return Promise.all([drawEndpointChart(endpoint.id), loadEndpointDeliveries(endpoint.id), loadHistory('#endpoint-history', endpoint.id)]);
     });
   }
 

@@ -19,6 +19,7 @@ export const ID_PREFIX = {
   task: 'tsk_',
   backgroundTask: 'task_',
   outcomeEvent: 'oev_',
+  auditEntry: 'aud_',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

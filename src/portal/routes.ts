@@ -75,11 +75,17 @@ interface PortalContext {
 }
 
 /** The application a portal token opens, with its organization's plan; null when there is none. */
-async function portalContext(store: Store, token: string): Promise<(PortalContext & { plan: string }) | null> {
+async function portalContext(
+  store: Store,
+  token: string,
+  requestId: string,
+): Promise<(PortalContext & { plan: string }) | null> {
   const app = await store.applications.getByPortalToken(token);
   const org = app && (await store.organizations.get(app.org_id));
   if (!app || !org) return null;
-  return { app, scope: { orgId: app.org_id, livemode: Boolean(app.livemode) }, plan: org.plan };
+  // What a portal changes is the audit log's, by the portal of its application.
+  const actor = { type: 'portal' as const, id: app.id, requestId };
+  return { app, scope: { orgId: app.org_id, livemode: Boolean(app.livemode), actor }, plan: org.plan };
 }
 
 /** The token must not leak through caches or the Referer header of links the customer follows. */
@@ -102,7 +108,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
   app.addHook('preValidation', async (request) => {
     const { token } = request.params as { token?: unknown };
     if (typeof token !== 'string') return;
-    const ctx = possibleToken(token) ? await portalContext(store, token) : null;
+    const ctx = possibleToken(token) ? await portalContext(store, token, request.id) : null;
     contexts.set(request, ctx);
     if (!ctx) request.quota = { bucket: `portal-guess:${request.ip}`, plan: config.defaultPlan };
     else if (request.routeOptions.url !== PAGE_ROUTE)

@@ -7,6 +7,7 @@ import { forgetEndpoints } from './endpoints.js';
 import { book } from './queue/index.js';
 import { endpointOccurrence } from '../domain/operational.js';
 import { type RaisePolicy, raiseOccurrences } from './operational.js';
+import { recordChange } from './audit-log.js';
 
 export class UidTakenError extends Error {
   constructor(uid: string) {
@@ -45,7 +46,16 @@ export class Applications {
       updated_at: now,
     };
     try {
-      await this.ctx.db.insertInto('applications').values(row).execute();
+      await this.ctx.db.transaction().execute(async (trx) => {
+        await trx.insertInto('applications').values(row).execute();
+        await recordChange(trx, scope, now, {
+          action: 'application.created',
+          resource: 'application',
+          resourceId: row.id,
+          before: null,
+          after: row,
+        });
+      });
     } catch (error) {
       if (isUniqueViolation(error) && input.uid !== undefined) throw new UidTakenError(input.uid);
       throw error;
@@ -112,12 +122,22 @@ export class Applications {
   }
 
   /** A new portal link to the application, valid until `expiresAt`; its token is returned, once. */
-  async createPortalLink(appId: string, expiresAt: number): Promise<string> {
+  async createPortalLink(scope: Scope, appId: string, expiresAt: number): Promise<string> {
     const token = randomToken(32);
-    await this.ctx.db
-      .insertInto('portal_links')
-      .values({ token_hash: hashToken(token), app_id: appId, expires_at: expiresAt, created_at: this.ctx.now() })
-      .execute();
+    const now = this.ctx.now();
+    await this.ctx.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('portal_links')
+        .values({ token_hash: hashToken(token), app_id: appId, expires_at: expiresAt, created_at: now })
+        .execute();
+      await recordChange(trx, scope, now, {
+        action: 'portal_link.created',
+        resource: 'portal_link',
+        resourceId: appId,
+        before: null,
+        after: { app_id: appId, expires_at: expiresAt },
+      });
+    });
     return token;
   }
 
@@ -140,11 +160,20 @@ export class Applications {
       updated_at: this.ctx.now(),
     };
     try {
-      await this.ctx.db
-        .updateTable('applications')
-        .set({ name: next.name, uid: next.uid, metadata: next.metadata, updated_at: next.updated_at })
-        .where('id', '=', current.id)
-        .execute();
+      await this.ctx.db.transaction().execute(async (trx) => {
+        await trx
+          .updateTable('applications')
+          .set({ name: next.name, uid: next.uid, metadata: next.metadata, updated_at: next.updated_at })
+          .where('id', '=', current.id)
+          .execute();
+        await recordChange(trx, scope, next.updated_at, {
+          action: 'application.updated',
+          resource: 'application',
+          resourceId: current.id,
+          before: current,
+          after: next,
+        });
+      });
     } catch (error) {
       if (isUniqueViolation(error) && next.uid !== null) throw new UidTakenError(next.uid);
       throw error;
@@ -173,7 +202,17 @@ export class Applications {
         .where((eb) => eb.or([eb('id', '=', idOrUid), eb('uid', '=', idOrUid)]))
         .returningAll()
         .executeTakeFirst();
-      if (rotated) await trx.deleteFrom('portal_links').where('app_id', '=', rotated.id).execute();
+      if (rotated) {
+        await trx.deleteFrom('portal_links').where('app_id', '=', rotated.id).execute();
+        // The token's hash changed: the entry says so, redacted.
+        await recordChange(trx, scope, rotated.updated_at, {
+          action: 'application.portal_rotated',
+          resource: 'application',
+          resourceId: rotated.id,
+          before: { portal_token_hash: 'before' },
+          after: { portal_token_hash: rotated.portal_token_hash },
+        });
+      }
       return rotated;
     });
     return row && { ...row, portalToken };
@@ -200,6 +239,13 @@ export class Applications {
       await trx.deleteFrom('endpoints').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('portal_links').where('app_id', '=', current.id).execute();
       await trx.deleteFrom('applications').where('id', '=', current.id).execute();
+      await recordChange(trx, scope, now, {
+        action: 'application.deleted',
+        resource: 'application',
+        resourceId: current.id,
+        before: current,
+        after: null,
+      });
       // Each endpoint deleted with it is an endpoint.deleted, raised with the delete.
       queued = await raiseOccurrences(
         trx,

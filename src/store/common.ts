@@ -2,13 +2,18 @@ import { outboundEnvelope, sharesChannel, subscribes } from '../domain/envelope.
 import { type FilterBudget, FilterBudgetExceeded, filterTester } from '../domain/content-filter.js';
 import { type Compilable, type Kysely, sql, type Transaction } from 'kysely';
 import type { Database } from './schema.js';
+import type { Actor } from '../domain/audit.js';
 import type { Dialect } from './db.js';
 import type { OffLoopReader } from './reads-off-loop.js';
 
-/** Whose data a request may see: one organization in one environment. */
+/**
+ * Whose data a request may see: one organization in one environment; and who asks (the audit log's
+ * actor, written with each change of configuration; absent: Herald itself).
+ */
 export interface Scope {
   orgId: string;
   livemode: boolean;
+  actor?: Actor;
 }
 
 export interface StoreContext {

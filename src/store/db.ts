@@ -36,6 +36,7 @@ import * as firstRequestOnDelivery from './migrations/024_first_request_on_deliv
 import * as deliveryPolicy from './migrations/025_delivery_policy.js';
 import * as circuitBreaker from './migrations/026_circuit_breaker.js';
 import * as scopedKeys from './migrations/027_scoped_keys.js';
+import * as auditLog from './migrations/028_audit_log.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -83,6 +84,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '025_delivery_policy': deliveryPolicy,
   '026_circuit_breaker': circuitBreaker,
   '027_scoped_keys': scopedKeys,
+  '028_audit_log': auditLog,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

@@ -1,3 +1,4 @@
+import { recordChange } from './audit-log.js';
 import type { CircuitInput } from '../domain/circuit.js';
 import type { TransformationSetting } from '../domain/transformations.js';
 import { book } from './queue/index.js';
@@ -340,6 +341,7 @@ export class Endpoints {
         .executeTakeFirstOrThrow();
       if (Number(n) >= maxPerApp) throw new EndpointLimitError(maxPerApp);
       await uidChecked(row.uid, () => trx.insertInto('endpoints').values(row).execute());
+      await recordChange(trx, scope, now, { ...auditedAs(row, 'created'), before: null, after: row });
       return this.raiseAbout(trx, row, app?.uid ?? null, [{ type: 'endpoint.created' }], now);
     });
     if (queued > 0) this.onQueued();
@@ -533,6 +535,7 @@ export class Endpoints {
           .where('id', '=', id)
           .execute(),
       );
+      await recordChange(trx, scope, now, { ...auditedAs(current, 'updated'), before: current, after: next });
       if (next.status === 'disabled' && current.status !== 'disabled')
         await book.stopEndpoints(trx, [id], 'disabled', now);
       // No longer FIFO: what waited parked is due now. (Made FIFO: what is queued already goes as queued;
@@ -568,10 +571,11 @@ export class Endpoints {
         .where('livemode', '=', liveFlag(scope))
         .where('operational', '=', operational ? 1 : 0)
         .where('id', '=', id)
-        .returning(['id', 'org_id', 'livemode', 'app_id', 'operational', 'type'])
+        .returningAll()
         .executeTakeFirst();
       if (!row) return false;
       const now = this.ctx.now();
+      await recordChange(trx, scope, now, { ...auditedAs(row, 'deleted'), before: row, after: null });
       await book.stopEndpoints(trx, [id], 'failed', now);
       await forgetEndpoints(trx, [id]);
       queued = await this.raiseAbout(trx, row, await this.appUid(trx, row.app_id), [{ type: 'endpoint.deleted' }], now);
@@ -605,21 +609,31 @@ export class Endpoints {
       const earlier = this.retiredSecrets(row, now).slice(0, MAX_PREVIOUS_SECRETS - 1);
       // Written only if the secret read is still the current one: a concurrent rotation that got there
       // first would otherwise lose its outgoing secret. The loser reads again.
-      const result = await this.ctx.db
-        .updateTable('endpoints')
-        .set({
-          secret_sealed: this.secrets.seal(secret),
-          public_key: publicKey,
-          previous_secret_sealed: row.secret_sealed,
-          previous_valid_until: previousValidUntil,
-          earlier_secrets_sealed: earlier.length > 0 ? this.secrets.seal(JSON.stringify(earlier)) : null,
-          earlier_valid_until: earlier.length > 0 ? Math.max(...earlier.map((r) => r.validUntil)) : null,
-          updated_at: now,
-        })
-        .where('id', '=', id)
-        .where('secret_sealed', '=', row.secret_sealed)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) > 0) return { secret, publicKey, previousValidUntil };
+      const rotated = {
+        secret_sealed: this.secrets.seal(secret),
+        public_key: publicKey,
+        previous_secret_sealed: row.secret_sealed,
+        previous_valid_until: previousValidUntil,
+        earlier_secrets_sealed: earlier.length > 0 ? this.secrets.seal(JSON.stringify(earlier)) : null,
+        earlier_valid_until: earlier.length > 0 ? Math.max(...earlier.map((r) => r.validUntil)) : null,
+        updated_at: now,
+      };
+      const written = await this.ctx.db.transaction().execute(async (trx) => {
+        const result = await trx
+          .updateTable('endpoints')
+          .set(rotated)
+          .where('id', '=', id)
+          .where('secret_sealed', '=', row.secret_sealed)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 0) return false;
+        await recordChange(trx, scope, now, {
+          ...auditedAs(row, 'secret_rotated'),
+          before: row,
+          after: { ...row, ...rotated },
+        });
+        return true;
+      });
+      if (written) return { secret, publicKey, previousValidUntil };
     }
   }
 
@@ -790,4 +804,10 @@ export class Endpoints {
       .execute();
     if (health.status === 'disabled') await book.stopEndpoints(db, [id], 'disabled', now);
   }
+}
+
+/** How an endpoint's change is named in the audit log: an operational endpoint is a resource of its own. */
+function auditedAs(row: Pick<EndpointRow, 'id' | 'operational'>, verb: string) {
+  const resource = row.operational ? ('operational_endpoint' as const) : ('endpoint' as const);
+  return { action: `${resource}.${verb}`, resource, resourceId: row.id };
 }

@@ -1,3 +1,4 @@
+import { recordChange } from './audit-log.js';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { EventTypeRow } from './schema.js';
 
@@ -182,7 +183,15 @@ export class EventTypes {
           .values(row)
           .onConflict((oc) => oc.columns(['org_id', 'livemode', 'name']).doNothing())
           .executeTakeFirst();
-        return Number(inserted.numInsertedOrUpdatedRows ?? 0n) > 0 ? row : undefined;
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 0) return undefined;
+        await recordChange(trx, scope, now, {
+          action: 'event_type.created',
+          resource: 'event_type',
+          resourceId: row.name,
+          before: null,
+          after: row,
+        });
+        return row;
       });
     } finally {
       this.forgetSchema(scope, input.name);
@@ -248,6 +257,13 @@ export class EventTypes {
           .where('livemode', '=', liveFlag(scope))
           .where('name', '=', name)
           .execute();
+        await recordChange(trx, scope, next.updated_at, {
+          action: 'event_type.updated',
+          resource: 'event_type',
+          resourceId: name,
+          before: current,
+          after: next,
+        });
         return next;
       });
     } finally {
@@ -259,13 +275,24 @@ export class EventTypes {
   async delete(scope: Scope, name: string): Promise<boolean> {
     this.forgetSchema(scope, name);
     try {
-      const result = await this.ctx.db
-        .deleteFrom('event_types')
-        .where('org_id', '=', scope.orgId)
-        .where('livemode', '=', liveFlag(scope))
-        .where('name', '=', name)
-        .executeTakeFirst();
-      return Number(result.numDeletedRows) > 0;
+      return await this.ctx.db.transaction().execute(async (trx) => {
+        const row = await trx
+          .deleteFrom('event_types')
+          .where('org_id', '=', scope.orgId)
+          .where('livemode', '=', liveFlag(scope))
+          .where('name', '=', name)
+          .returningAll()
+          .executeTakeFirst();
+        if (!row) return false;
+        await recordChange(trx, scope, this.ctx.now(), {
+          action: 'event_type.deleted',
+          resource: 'event_type',
+          resourceId: name,
+          before: row,
+          after: null,
+        });
+        return true;
+      });
     } finally {
       this.forgetSchema(scope, name);
     }

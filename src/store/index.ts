@@ -1,3 +1,4 @@
+import { AuditLog } from './audit-log.js';
 import { EventEmitter } from 'node:events';
 import { sql } from 'kysely';
 import { ConfigError, type Config } from '../config.js';
@@ -52,6 +53,8 @@ export class Store {
   readonly workers: Workers;
   /** What the store-read gauges of /metrics read (queue depth and age, endpoints per status). */
   readonly metrics: MetricsReads;
+  /** Changes of configuration, each written by the change's own transaction (src/store/audit-log.ts). */
+  readonly auditLog: AuditLog;
   /**
    * Emits `queued` when attempts were queued in this process, so a local worker starts at once; on
    * PostgreSQL, after `listen()`, also when another process queued attempts (LISTEN/NOTIFY).
@@ -79,6 +82,7 @@ export class Store {
       this.notifier?.notify();
     };
     this.organizations = new Organizations(this.ctx);
+    this.auditLog = new AuditLog(this.ctx);
     this.eventTypes = new EventTypes(this.ctx);
     const raise = raisePolicy(opened.dialect, config.retryScheduleMs);
     this.applications = new Applications(this.ctx, raise, onQueued);
@@ -169,7 +173,7 @@ export class Store {
   }
 
   purgeExpired(): Promise<PurgeCounts> {
-    return purgeExpired(this.ctx, this.config.retentionMs);
+    return purgeExpired(this.ctx, this.config);
   }
 
   async close(): Promise<void> {

@@ -585,8 +585,9 @@ export class Messages {
       const message = await this.getWith(trx, scope, id);
       if (!message) return undefined;
       const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);
-      // The payload is read only when a content filter needs it.
-      const payloadJson = endpoints.some((e) => e.filter !== null) ? await this.payload(message.id) : undefined;
+      // The payload is read only when a content filter needs it, within the transaction: on SQLite a read
+      // on another connection would wait for this transaction's, which waits for the read.
+      const payloadJson = endpoints.some((e) => e.filter !== null) ? await this.payload(message.id, trx) : undefined;
       const { deliveries, idsByMessage } = this.plannedDeliveries(
         [message],
         endpoints,
@@ -704,12 +705,9 @@ export class Messages {
   }
 
   /** The stored payload, expired or not: what sending and content filters use, never shown to a reader. */
-  async payload(messageId: string): Promise<string | undefined> {
-    const row = await this.ctx.db
-      .selectFrom('payloads')
-      .select('body')
-      .where('message_id', '=', messageId)
-      .executeTakeFirst();
+  /** A message's stored payload; `db` is the transaction a caller reads it within (SQLite has one connection). */
+  async payload(messageId: string, db: Executor = this.ctx.db): Promise<string | undefined> {
+    const row = await db.selectFrom('payloads').select('body').where('message_id', '=', messageId).executeTakeFirst();
     return row?.body;
   }
 }

@@ -1,7 +1,9 @@
 import { newId } from '../domain/ids.js';
+import { recordChange } from './audit-log.js';
 import { generateApiKey, hashApiKey, KEY_PREFIX } from '../domain/secrets.js';
 import { STARTER_CATALOG } from '../domain/catalog.js';
 import { FULL_POWER, type KeyPower } from '../domain/access.js';
+import { SYSTEM_ACTOR, type Actor } from '../domain/audit.js';
 import {
   liveFlag,
   toPage,
@@ -72,6 +74,25 @@ export class Organizations {
     return org;
   }
 
+  /**
+   * Writes a master key reseal (`herald secrets reseal`) in the audit log of every organization's two
+   * environments: the secrets of all of them were sealed again.
+   */
+  async recordReseal(actor: Actor, counts: { checked: number; resealed: number }): Promise<void> {
+    const now = this.ctx.now();
+    await this.ctx.db.transaction().execute(async (trx) => {
+      for (const org of await trx.selectFrom('organizations').select('id').execute())
+        for (const livemode of [false, true])
+          await recordChange(trx, { orgId: org.id, livemode, actor }, now, {
+            action: 'master_key.resealed',
+            resource: 'master_key',
+            resourceId: org.id,
+            before: null,
+            after: { endpoints_checked: counts.checked, endpoints_resealed: counts.resealed },
+          });
+    });
+  }
+
   async get(id: string): Promise<OrganizationRow | undefined> {
     return this.ctx.db.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
   }
@@ -80,11 +101,26 @@ export class Organizations {
     return this.ctx.db.selectFrom('organizations').selectAll().orderBy('id').execute();
   }
 
-  async setPlan(id: string, plan: string): Promise<boolean> {
+  /** Changes an organization's plan (its rate limit); the change is in the audit log of both environments. */
+  async setPlan(id: string, plan: string, actor: Actor = SYSTEM_ACTOR): Promise<boolean> {
     this.forgetKeyOwners();
-    const result = await this.ctx.db.updateTable('organizations').set({ plan }).where('id', '=', id).executeTakeFirst();
+    const changed = await this.ctx.db.transaction().execute(async (trx) => {
+      const before = await trx.selectFrom('organizations').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!before) return false;
+      await trx.updateTable('organizations').set({ plan }).where('id', '=', id).execute();
+      const now = this.ctx.now();
+      for (const livemode of [false, true])
+        await recordChange(trx, { orgId: id, livemode, actor }, now, {
+          action: 'organization.updated',
+          resource: 'organization',
+          resourceId: id,
+          before,
+          after: { ...before, plan },
+        });
+      return true;
+    });
     this.forgetKeyOwners();
-    return Number(result.numUpdatedRows) > 0;
+    return changed;
   }
 
   /** A new key of `power` (the caller has checked it may make one); its plaintext is returned once. */
@@ -108,7 +144,18 @@ export class Organizations {
       app_ids: power.appIds === null ? null : JSON.stringify(power.appIds),
       expires_at: power.expiresAt,
     };
-    await db.insertInto('api_keys').values(row).execute();
+    const write = async (trx: Executor) => {
+      await trx.insertInto('api_keys').values(row).execute();
+      await recordChange(trx, scope, now, {
+        action: 'api_key.created',
+        resource: 'api_key',
+        resourceId: row.id,
+        before: null,
+        after: row,
+      });
+    };
+    if (db === this.ctx.db) await this.ctx.db.transaction().execute(write);
+    else await write(db);
     this.knowKey(row.key_hash, Date.now());
     return { row, key };
   }
@@ -233,14 +280,25 @@ export class Organizations {
   async revokeKey(scope: Scope, id: string): Promise<ApiKeyRow | undefined> {
     this.forgetKeyOwners();
     const now = this.ctx.now();
-    await this.ctx.db
-      .updateTable('api_keys')
-      .set({ revoked_at: now })
-      .where('id', '=', id)
-      .where('org_id', '=', scope.orgId)
-      .where('livemode', '=', liveFlag(scope))
-      .where('revoked_at', 'is', null)
-      .execute();
+    await this.ctx.db.transaction().execute(async (trx) => {
+      const revoked = await trx
+        .updateTable('api_keys')
+        .set({ revoked_at: now })
+        .where('id', '=', id)
+        .where('org_id', '=', scope.orgId)
+        .where('livemode', '=', liveFlag(scope))
+        .where('revoked_at', 'is', null)
+        .returningAll()
+        .executeTakeFirst();
+      if (revoked)
+        await recordChange(trx, scope, now, {
+          action: 'api_key.revoked',
+          resource: 'api_key',
+          resourceId: id,
+          before: { ...revoked, revoked_at: null },
+          after: revoked,
+        });
+    });
     this.forgetKeyOwners();
     return this.getKey(scope, id);
   }

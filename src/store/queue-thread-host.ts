@@ -12,7 +12,7 @@ import type { QueueCall, QueueReply, QueueThreadData } from './queue-thread.js';
 // Runs on the queue thread (queue-thread.ts): a Queue on a connection of its own, serving the calls the
 // service's event loop posts, one reply per call; and telling it, unasked, when outcomes queued attempts.
 
-const { file, secretKey, previousSecretKeys, policy, retentionMs } = workerData as QueueThreadData;
+const { file, secretKey, previousSecretKeys, policy, retentionMs, auditRetentionMs } = workerData as QueueThreadData;
 const { db } = open();
 const ctx: StoreContext = { db, dialect: 'sqlite', now: Date.now };
 const port = parentPort!;
@@ -72,7 +72,7 @@ async function run(call: QueueCall): Promise<unknown> {
     case 'raiseStoredEvents':
       return workers.raiseStoredEvents();
     case 'purgeExpired':
-      return purgeExpired(ctx, retentionMs, PURGE_BATCH, () => closing);
+      return purgeExpired(ctx, { retentionMs, auditRetentionMs }, PURGE_BATCH, () => closing);
   }
 }
 

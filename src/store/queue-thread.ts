@@ -56,6 +56,7 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
         previousSecretKeys: config.previousSecretKeys,
         policy,
         retentionMs: config.retentionMs,
+        auditRetentionMs: config.auditRetentionMs,
       },
       onQueued,
     );
@@ -209,6 +210,7 @@ export interface QueueThreadData {
   previousSecretKeys: string[];
   policy: QueuePolicy;
   retentionMs: number;
+  auditRetentionMs: number;
 }
 
 /** A call to the queue thread: a method of the queue (or the purge) and its arguments. */

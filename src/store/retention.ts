@@ -14,6 +14,14 @@ export interface PurgeCounts {
   /** Expired portal links and kept answers (Svix surface). */
   expiredLinks: number;
   requestReplays: number;
+  /** Audit log entries older than HERALD_AUDIT_RETENTION. */
+  auditEntries: number;
+}
+
+/** Where each kind of history ends: the delivery log's and the audit log's. */
+interface Cutoffs {
+  data: number;
+  audit: number;
 }
 
 /** Advisory lock key of the retention purge (any constant unique to Herald). */
@@ -26,7 +34,7 @@ const PURGE_LOCK = 0x4845524c; // "HERL"
  */
 export const PURGE_BATCH = 1_000;
 
-type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promise<{ numDeletedRows: bigint }>;
+type Step = (trx: Executor, cutoffs: Cutoffs, now: number, limit: number) => Promise<{ numDeletedRows: bigint }>;
 
 /**
  * What goes, in this order (each step relies on the ones before it being done): attempt history (the rows
@@ -40,7 +48,7 @@ type Step = (trx: Executor, cutoff: number, now: number, limit: number) => Promi
 const STEPS: [keyof PurgeCounts, Step][] = [
   [
     'attempts',
-    (trx, cutoff, _now, limit) =>
+    (trx, { data: cutoff }, _now, limit) =>
       trx
         .deleteFrom('attempts')
         // An attempt's id carries the time it finished, its created_at: the range is read by primary key.
@@ -53,7 +61,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
   ],
   [
     'deliveries',
-    (trx, cutoff, _now, limit) =>
+    (trx, { data: cutoff }, _now, limit) =>
       trx
         .deleteFrom('deliveries')
         .where(
@@ -71,7 +79,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
   ],
   [
     'payloads',
-    (trx, cutoff, now, limit) =>
+    (trx, { data: cutoff }, now, limit) =>
       trx
         .deleteFrom('payloads')
         .where(
@@ -89,7 +97,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
   [
     // A message goes once none of its deliveries is left (a recent replay's deliveries keep it readable).
     'messages',
-    (trx, cutoff, _now, limit) =>
+    (trx, { data: cutoff }, _now, limit) =>
       trx
         .deleteFrom('messages')
         .where(
@@ -178,6 +186,19 @@ const STEPS: [keyof PurgeCounts, Step][] = [
         )
         .executeTakeFirst(),
   ],
+  [
+    // Entries are time-ordered by id: the range is read by primary key.
+    'auditEntries',
+    (trx, { audit }, _now, limit) =>
+      trx
+        .deleteFrom('audit_log')
+        .where(
+          'id',
+          'in',
+          trx.selectFrom('audit_log').select('id').where('id', '<', idFloor('auditEntry', audit)).limit(limit),
+        )
+        .executeTakeFirst(),
+  ],
 ];
 
 /** Messages with a delivery still to be attempted. */
@@ -193,12 +214,12 @@ const unsettled = (trx: Executor) =>
  */
 export async function purgeExpired(
   ctx: StoreContext,
-  retentionMs: number,
+  retention: { retentionMs: number; auditRetentionMs: number },
   batch = PURGE_BATCH,
   stopped = () => false,
 ): Promise<PurgeCounts> {
   const now = ctx.now();
-  const cutoff = now - retentionMs;
+  const cutoffs = { data: now - retention.retentionMs, audit: now - retention.auditRetentionMs };
   const counts: PurgeCounts = {
     payloads: 0,
     attempts: 0,
@@ -208,10 +229,11 @@ export async function purgeExpired(
     rateCounters: 0,
     expiredLinks: 0,
     requestReplays: 0,
+    auditEntries: 0,
   };
   for (const [name, step] of STEPS) {
     for (;;) {
-      const removed = await purgeBatch(ctx.db, ctx.dialect === 'postgres', (trx) => step(trx, cutoff, now, batch));
+      const removed = await purgeBatch(ctx.db, ctx.dialect === 'postgres', (trx) => step(trx, cutoffs, now, batch));
       // Another process is purging: it does the rest.
       if (removed === null) return counts;
       counts[name] += removed;

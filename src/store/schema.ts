@@ -1,4 +1,5 @@
 import type { Role } from '../domain/access.js';
+import type { ActorType } from '../domain/audit.js';
 import type { CircuitState } from '../domain/circuit.js';
 import type { EndpointStatus } from '../domain/endpoint-state.js';
 import type { Ordering } from '../domain/fifo.js';
@@ -38,6 +39,23 @@ export interface ApiKeyRow {
   app_ids: string | null;
   /** When the key stops working; null: never. */
   expires_at: number | null;
+}
+
+/** One change of configuration (src/store/audit-log.ts). */
+export interface AuditEntryRow {
+  id: string;
+  org_id: string;
+  livemode: number;
+  actor_type: ActorType;
+  actor_id: string | null;
+  /** `<resource>.<verb>`, such as `endpoint.updated`. */
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  /** JSON: each changed field's [before, after], secrets redacted. */
+  changes: string;
+  request_id: string | null;
+  created_at: number;
 }
 
 export interface EventTypeRow {
@@ -348,6 +366,7 @@ export interface AttemptRow {
 export interface Database {
   organizations: OrganizationRow;
   api_keys: ApiKeyRow;
+  audit_log: AuditEntryRow;
   event_types: EventTypeRow;
   applications: ApplicationRow;
   endpoints: EndpointRow;

@@ -144,6 +144,7 @@ export const NATIVE_ROUTES: [method: string, path: string][] = [
   ['GET', '/api/v1/api-keys'],
   ['POST', '/api/v1/api-keys'],
   ['DELETE', '/api/v1/api-keys/{id}'],
+  ['GET', '/api/v1/audit-log'],
 ];
 
 /** The Svix-compatible surface's routes behind an API key (src/api/svix/); their errors are Svix's. */

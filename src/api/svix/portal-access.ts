@@ -56,7 +56,7 @@ export const svixPortalAccessRoutes: RoutePlugin = async (app, { store, config }
         });
       if (!application) throw notFound(`application ${request.params.app_id}`);
       const expiresAt = store.ctx.now() + (body.expiry ?? DEFAULT_EXPIRY_S) * 1000;
-      const token = await store.applications.createPortalLink(application.id, expiresAt);
+      const token = await store.applications.createPortalLink(scopeOf(request), application.id, expiresAt);
       return { url: portalUrl(config.publicUrl, request, token), token };
     },
   );

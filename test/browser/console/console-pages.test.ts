@@ -593,3 +593,36 @@ test('in a browser: an admin makes a scoped key (role, application, expiry), see
   await readerPage.close();
   await finish(watched, 'console-keys');
 });
+
+test("in a browser: the audit log lists who changed what, filters by resource, and an endpoint's page shows its own history", async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const audited = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/audited` })).body;
+  await api.patch(`/api/v1/endpoints/${audited.id}`, { description: 'audited once' });
+  await page.goto(`${service.url}/console#/audit`);
+  await signIn(page);
+  await shown(page, 'audit');
+  const updated = page.locator('#audit tr', { hasText: 'endpoint.updated' }).first();
+  await updated.waitFor();
+  const cells = await updated.locator('td').allTextContents();
+  assert.match(cells[1]!, /^key key_/, 'who: the key');
+  assert.equal(cells[3], audited.id);
+  assert.match(cells[4]!, /description: "" → "audited once"/, 'the change, before and after');
+
+  // Filtered by the resource: only its entries.
+  await page.fill('#audit-filter input[name=resource_id]', audited.id);
+  await page.click('#audit-filter button[type=submit]');
+  await page.waitForFunction(() => location.hash.includes('resource_id='));
+  await page.waitForFunction(() => document.querySelectorAll('#audit tbody tr').length === 2, undefined, {
+    timeout: 5_000,
+  });
+  const actions = await page.locator('#audit tbody tr td:nth-child(3)').allTextContents();
+  assert.deepEqual(actions, ['endpoint.updated', 'endpoint.created']);
+
+  // The endpoint's page: its history under its deliveries.
+  await page.goto(`${service.url}/console#/endpoints/${audited.id}`);
+  await shown(page, 'endpoint');
+  await page.locator('#endpoint-history tr', { hasText: 'endpoint.created' }).waitFor();
+  assert.equal(await page.locator('#endpoint-history tbody tr').count(), 2);
+  await finish(watched, 'console-audit');
+});

@@ -61,6 +61,7 @@ const RULES: Record<string, [Reach, Limited]> = {
   'GET /api/v1/api-keys': ['admin', 'keys'],
   'POST /api/v1/api-keys': ['admin', 'keys'],
   'DELETE /api/v1/api-keys/{id}': ['admin', 'keys'],
+  'GET /api/v1/audit-log': ['admin', 'every'],
   // The Svix-compatible surface.
   'GET /api/v1/app': ['read', 'own'],
   'POST /api/v1/app': ['write', 'every'],

@@ -90,3 +90,24 @@ test('filters past the bounds are a 400 naming the problem, and nothing is store
   const listed = await s.api.get(`/api/v1/endpoints?app_id=${s.appId}`);
   assert.equal(listed.body.data.length, 0, 'nothing stored');
 });
+
+test('a replay reads the payload the filters need in its own transaction, and fans out by the filter', async (t) => {
+  const s = await setup(t);
+  const receiver = await startReceiver(t);
+  const big = await s.api.post('/api/v1/endpoints', {
+    app_id: s.appId,
+    url: `${receiver.url}/big`,
+    filter: { 'data.amount': { $gte: 1000 } },
+  });
+  assert.equal(big.status, 201, JSON.stringify(big.body));
+  await s.endpoint(`${receiver.url}/all`);
+  const small = await s.emit({ amount: 10 });
+  const large = await s.emit({ amount: 5000 });
+  // On SQLite a payload read outside the replay's transaction waited for it for ever, and the store with it.
+  const replayed = await s.api.post(`/api/v1/messages/${small.id}/replay`, {});
+  assert.equal(replayed.status, 200, JSON.stringify(replayed.body));
+  assert.equal(replayed.body.delivery_ids.length, 1, 'the small one: only the unfiltered endpoint');
+  const again = await s.api.post(`/api/v1/messages/${large.id}/replay`, {});
+  assert.equal(again.body.delivery_ids.length, 2, 'the large one: both');
+  assert.equal((await s.api.get('/api/v1/applications')).status, 200, 'the store answers after it');
+});

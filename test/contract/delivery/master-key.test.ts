@@ -123,6 +123,22 @@ test('the master key rotates under delivery load: reseal online, drop the old ke
   // Everything stored opens with the new key alone.
   const store = await Store.open(loadConfig({ ...BASE_ENV, ...db.env, HERALD_SECRET_KEY: NEW_KEY }));
   t.after(() => store.close());
+  // Each reseal is in the audit log of both environments of every organization, by the CLI.
+  const reseals = await store.ctx.db
+    .selectFrom('audit_log')
+    .selectAll()
+    .where('action', '=', 'master_key.resealed')
+    .orderBy('id')
+    .execute();
+  assert.deepEqual(
+    reseals.map((entry) => [entry.livemode, entry.actor_type, JSON.parse(entry.changes).endpoints_resealed[1]]),
+    [
+      [0, 'cli', 3],
+      [1, 'cli', 3],
+      [0, 'cli', 0],
+      [1, 'cli', 0],
+    ],
+  );
   const box = new SecretBox(NEW_KEY);
   const rows = await store.ctx.db.selectFrom('endpoints').selectAll().execute();
   for (const row of rows)

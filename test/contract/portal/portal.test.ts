@@ -137,6 +137,15 @@ test('customers add and disable endpoints, rotate a secret, send a test event an
   const rotated = await portal.post(`/api/endpoints/${added.body.id}/rotate-secret`);
   assert.equal(rotated.status, 200);
   assert.notEqual(rotated.body.signing_secret, added.body.signing_secret);
+  // What a customer changes in the portal is in the audit log, by the portal of its application.
+  const history = (await api.get(`/api/v1/audit-log?resource_id=${added.body.id}`)).body.data;
+  assert.deepEqual(
+    history.map((entry: any) => [entry.action, entry.actor]),
+    [
+      ['endpoint.secret_rotated', { type: 'portal', id: app.id }],
+      ['endpoint.created', { type: 'portal', id: app.id }],
+    ],
+  );
 
   const before = receiver.received.length;
   const sent = await portal.post('/api/send-test', { event_type: 'invoice.paid' });

@@ -567,7 +567,7 @@ test('channels route on both surfaces, tags label, event ids are unique, payload
   await store.purgeExpired();
   assert.deepEqual((await svix.message.get('routes', short.id)).payload, { n: 6 }, 'not yet due');
   const later = { ...store.ctx, now: () => Date.now() + 2 * 3_600_000 };
-  await purgeExpired(later, s.service.config.retentionMs);
+  await purgeExpired(later, s.service.config);
   assert.deepEqual((await svix.message.get('routes', short.id)).payload, {}, 'gone when due');
   assert.deepEqual((await svix.message.get('routes', kept.id)).payload, { n: 7 });
 

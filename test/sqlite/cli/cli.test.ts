@@ -96,6 +96,12 @@ describe('command line', () => {
     const readerClient = new Client(service.url, readerKey.key);
     assert.equal((await readerClient.get('/api/v1/applications')).status, 200);
     assert.equal((await readerClient.post('/api/v1/applications', { name: 'no' })).status, 403, 'a reader only reads');
+    // Keys the CLI makes are in the audit log, by the CLI.
+    const made = (await testClient.get(`/api/v1/audit-log?resource_id=${readerKey.id}`)).body.data;
+    assert.deepEqual(
+      made.map((entry: any) => [entry.action, entry.actor.type]),
+      [['api_key.created', 'cli']],
+    );
     assert.notEqual(badRole.code, 0);
     assert.match(badRole.stderr, /--role must be one of admin, writer, reader, emitter/);
     const listedOrg = JSON.parse(orgs.stdout).find((o: any) => o.id === org.organization.id);
