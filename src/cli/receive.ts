@@ -102,7 +102,13 @@ export async function startReceiver(options: ReceiveOptions): Promise<{ server: 
       options.print(`${verdict}; answered ${status}`);
       if (body.length > 0) options.print(shown(body));
       options.print('');
-      response.writeHead(status, { 'content-type': 'text/plain' }).end(verified ? 'ok' : verdict);
+      // The body says why, as a receiver's would: Herald keeps it with the attempt (the console shows it).
+      const answer = !verified
+        ? verdict
+        : status >= 400
+          ? `failed on purpose: herald receive answers ${status} (--status ${status})`
+          : 'ok';
+      response.writeHead(status, { 'content-type': 'text/plain' }).end(answer);
     });
   });
   await new Promise<void>((resolve, reject) => {

@@ -35,6 +35,7 @@ export const CONSOLE_HTML = `<!doctype html>
   </section>
   <div id="signed-in" hidden>
     <nav id="tabs">
+      <button type="button" data-view="overview">Overview</button>
       <button type="button" data-view="applications">Applications</button>
       <button type="button" data-view="endpoints">Endpoints</button>
       <button type="button" data-view="messages">Messages</button>
@@ -44,6 +45,16 @@ export const CONSOLE_HTML = `<!doctype html>
       <button type="button" data-view="keys">API keys</button>
       <button type="button" data-view="audit">Audit log</button>
     </nav>
+    <section id="view-overview" class="view" hidden>
+      <h2>Overview</h2>
+      <div id="overview-start"></div>
+      <div class="overview-grid">
+        <div><h3>Endpoints that need attention</h3><div id="overview-endpoints"></div></div>
+        <div><h3>Failed deliveries</h3><div id="overview-failed"></div><div id="overview-failed-endpoints"></div></div>
+        <div><h3>Open circuits</h3><div id="overview-circuits"></div></div>
+        <div><h3>Busiest event types, last 24 hours</h3><div id="overview-event-types"></div></div>
+      </div>
+    </section>
     <section id="view-applications" class="view" hidden>
       <h2>Applications</h2>
       <table id="applications"><thead><tr><th>Name</th><th>UID</th><th>Created</th><th>Id</th></tr></thead><tbody></tbody></table>
@@ -225,6 +236,8 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } d
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
+.overview-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: .5rem 1.5rem; }
+.overview-grid ul { padding-left: 1.1rem; margin: .3rem 0; } .failed-count { font-weight: 600; }
 td.changes { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .8rem; word-break: break-word; }
 .delivery { border-top: 1px solid #eef0f5; padding: .5rem 0; } .attempts { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }
 .trace { font-size: .85rem; color: #4a5568; margin: .3rem 0 0 1rem; }

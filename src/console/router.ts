@@ -1,7 +1,8 @@
 // The console's addresses (part of the console's script, src/console/script.ts): every view is a hash route,
 // `#/<view>[/<id>][?filters]`, such as #/endpoints/ep_…, #/messages?app_id=…, #/deliveries?status=failed or
-// #/catalog. The hash alone decides what is shown: links and the tabs change it, and each change (Back and
-// Forward too) renders its view. The search box in the header opens the view of any id or application uid.
+// #/catalog; the bare address opens the overview. The hash alone decides what is shown: links and the tabs
+// change it, and each change (Back and Forward too) renders its view. The search box in the header opens
+// the view of any id or application uid.
 
 export const ROUTER_JS = `
   // A route: the view's name, the id in it if any, and its query parameters.
@@ -14,7 +15,7 @@ export const ROUTER_JS = `
       path = path.slice(0, at);
     }
     var parts = path.split('/').filter(Boolean).map(decodeURIComponent);
-    return { view: parts[0] || 'endpoints', id: parts[1] || null, params: params };
+    return { view: parts[0] || 'overview', id: parts[1] || null, params: params };
   }
   function href(view, id, params) {
     return '#/' + view + (id ? '/' + encodeURIComponent(id) : '') + query(params || {});
@@ -26,6 +27,7 @@ export const ROUTER_JS = `
   }
 
   var views = {
+    overview: function () { return loadOverview(); },
     applications: function (id) { return id ? openApplication(id) : loadApplications(); },
     endpoints: function (id) { return id ? openEndpoint(id) : loadEndpoints(); },
     messages: function (id, params) { return id ? openMessage(id) : loadMessages(params); },

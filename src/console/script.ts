@@ -12,6 +12,7 @@ import { EDITORS_JS } from './editors.js';
 import { FILTER_EDITOR_JS } from './filter-editor.js';
 import { KEYS_JS } from './keys.js';
 import { AUDIT_JS } from './audit.js';
+import { OVERVIEW_JS } from './overview.js';
 import { TRANSFORMATION_EDITOR_JS } from './transformation-editor.js';
 import { ROUTER_JS } from './router.js';
 import { VIEWS_JS } from './views.js';
@@ -162,6 +163,7 @@ ${DELIVERY_VIEWS_JS}
 ${EDITORS_JS}
 ${KEYS_JS}
 ${AUDIT_JS}
+${OVERVIEW_JS}
 ${SESSION_JS}
 })();
 `;

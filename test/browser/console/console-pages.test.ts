@@ -626,3 +626,68 @@ test("in a browser: the audit log lists who changed what, filters by resource, a
   assert.equal(await page.locator('#endpoint-history tbody tr').count(), 2);
   await finish(watched, 'console-audit');
 });
+
+test('in a browser: the console opens on an overview of what needs a person, each item a link into its filtered view', async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const off = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${receiver.url}/switched-off` })).body;
+  await api.patch(`/api/v1/endpoints/${off.id}`, { status: 'disabled' });
+  // A delivery that fails now, at an address that refuses connections (earlier tests retried the first one
+  // into a success).
+  const down = (await api.post('/api/v1/endpoints', { app_id: app.id, url: 'http://127.0.0.1:9/down' })).body;
+  const emitted = await api.post('/api/v1/messages', {
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { invoice: 'inv_overview' },
+  });
+  const failedNow = await eventually(async () => {
+    const page = await api.get(`/api/v1/deliveries?message_id=${emitted.body.id}&endpoint_id=${down.id}`);
+    return page.body.data[0]?.status === 'failed' ? (page.body.data[0].id as string) : null;
+  }, 10_000);
+  await page.goto(`${service.url}/console`);
+  await signIn(page);
+  await shown(page, 'overview');
+  assert.equal(await page.locator('#tabs button.current').textContent(), 'Overview');
+
+  // The disabled endpoint heads the list of endpoints that need attention.
+  const first = page.locator('#overview-endpoints li').first();
+  await first.waitFor();
+  assert.equal(await first.getAttribute('data-endpoint-id'), off.id);
+  assert.equal(await first.locator('.status-disabled').textContent(), 'disabled');
+  // The failed delivery: counted for the last hour and day, with the endpoint it failed at.
+  const lastHour = page.locator('#overview-failed .failed-count').first();
+  assert.match((await lastHour.textContent()) ?? '', /^[1-9]\d*\+? failed$/);
+  await page.locator(`#overview-failed-endpoints li[data-endpoint-id="${down.id}"]`).waitFor();
+  await page.locator('#overview-event-types li[data-event-type="invoice.paid"]').waitFor();
+  assert.equal(await page.locator('#overview-circuits .none').textContent(), 'No circuit is open.');
+
+  // A count opens the deliveries it counts.
+  await lastHour.click();
+  await shown(page, 'deliveries');
+  assert.match(new URL(page.url()).hash, /^#\/deliveries\?status=failed&since=/);
+  await page.locator('#deliveries tbody tr[data-delivery-id]').first().waitFor();
+  const listed = await page
+    .locator('#deliveries tbody tr[data-delivery-id]')
+    .evaluateAll((rows) => rows.map((row) => (row as HTMLElement).dataset.deliveryId));
+  assert.ok(listed.includes(failedNow), 'the delivery that failed is listed');
+  assert.deepEqual(
+    await page.locator('#deliveries tbody tr td.status-failed').count(),
+    listed.length,
+    'only failed ones',
+  );
+  await finish(watched, 'console-overview');
+
+  // A new organization's overview says what to do first.
+  const fresh = await bootstrap(service.url, 'Empty org');
+  const empty = await watched.context.newPage();
+  await empty.goto(`${service.url}/console`);
+  await empty.fill('#sign-in input[name=key]', fresh.raw.test_key.key);
+  await empty.click('#sign-in button[type=submit]');
+  await empty.waitForSelector('#view-overview:not([hidden])');
+  await empty.waitForFunction(() =>
+    /Create an application first/.test(document.querySelector('#overview-start')?.textContent ?? ''),
+  );
+  await empty.click('#overview-start a');
+  await empty.waitForSelector('#view-applications:not([hidden])');
+  await empty.close();
+});

@@ -75,7 +75,7 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   // Disable and Recover ask first: accepted here.
   page.on('dialog', (dialog) => dialog.accept());
 
-  await page.goto(`${service.url}/console`);
+  await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
   await page.waitForSelector(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
@@ -237,7 +237,7 @@ test("in a browser: an endpoint's content filter is tried and saved on its page,
   const page = await context.newPage();
   const problems: string[] = [];
   page.on('pageerror', (error) => problems.push(error.message));
-  await page.goto(`${service.url}/console`);
+  await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
   await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Open")`);
@@ -292,7 +292,7 @@ test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 sett
   const identity = ca.issue('console-client', 'client', 10);
   const browser = await launchBrowser(t);
   const page = await (await browser.newContext()).newPage();
-  await page.goto(`${service.url}/console`);
+  await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
   const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);

@@ -12,10 +12,11 @@ import { historyRows } from '../../support/history-rows.js';
 
 /**
  * The longest the event loop may be held while the stats are read: on the loop, three reads in a row take
- * about a second here. The margin over a few tens of milliseconds is for the rest of the suite, which runs
- * beside this file on two cores.
+ * about a second here; off it, a few tens of milliseconds on a quiet machine. The margin is for the rest of
+ * the suite, which runs three other files beside this one on two cores: the process waits for a core, and
+ * collects the garbage of three month-long reads, and neither is the read holding the loop.
  */
-const MAX_LOOP_DELAY_MS = 200;
+const MAX_LOOP_DELAY_MS = 400;
 const DAY = 86_400_000;
 const ATTEMPTS = 100_086;
 const TYPES = 300;

@@ -31,6 +31,7 @@ test('on PostgreSQL one purge runs at a time: a purge that finds another running
       rateCounters: 0,
       expiredLinks: 0,
       requestReplays: 0,
+      auditEntries: 0,
     });
     assert.equal((await s.api.get(`/api/v1/messages/${old.id}`)).status, 200, 'nothing was removed');
     await holder.query('commit');

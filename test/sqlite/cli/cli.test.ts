@@ -310,4 +310,24 @@ test('receive prints each request, says whether its signature verifies, and answ
   assert.match(output, /webhook-id evt_badsig event invoice\.paid\nsignature NOT verified: no signature matches/);
   assert.match(output, /webhook-id evt_stale event invoice\.paid\nsignature NOT verified: webhook-timestamp/);
   assert.match(output, / {4}"amount": 4200/);
+
+  // --status 500: every webhook fails, and the body says so (Herald keeps it with the attempt).
+  const failing = spawn(process.execPath, [...SERVICE_COMMAND, 'receive', '--port', '0', '--status', '500'], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let failingOutput = '';
+  failing.stdout.on('data', (chunk) => (failingOutput += chunk));
+  const failingExited = new Promise((resolve) => failing.on('close', resolve));
+  t.after(async () => {
+    failing.kill('SIGTERM');
+    await failingExited;
+  });
+  const failingUrl = (
+    await eventually(async () => /Receiving webhooks at (http:\/\/127\.0\.0\.1:\d+)\//.exec(failingOutput), 60_000)
+  )[1]!;
+  const answered = await fetch(`${failingUrl}/hooks`, { method: 'POST', body });
+  assert.equal(answered.status, 500);
+  assert.equal(await answered.text(), 'failed on purpose: herald receive answers 500 (--status 500)');
 });
