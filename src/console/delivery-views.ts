@@ -98,7 +98,10 @@ export const DELIVERY_VIEWS_JS = `
   function openDelivery(id) {
     return call('GET', 'deliveries/' + encodeURIComponent(id)).then(function (delivery) {
       document.getElementById('delivery-id').textContent = delivery.id;
-      return renderDelivery(clear('#delivery-detail'), delivery);
+      return Promise.all([
+        renderDelivery(clear('#delivery-detail'), delivery, function () { return loadInspector(delivery); }),
+        loadInspector(delivery),
+      ]);
     });
   }
 

@@ -154,6 +154,7 @@ export const CONSOLE_HTML = `<!doctype html>
     <section id="view-delivery" class="view" hidden>
       <h2>Delivery <code id="delivery-id"></code></h2>
       <div id="delivery-detail"></div>
+      <div id="delivery-inspector"></div>
     </section>
     <section id="view-catalog" class="view" hidden>
       <h2>Event catalog</h2>
@@ -236,6 +237,9 @@ dl { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; } d
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
+.sides { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; } .sides .pane { min-width: 0; }
+.sides pre { background: #f6f7fb; border: 1px solid #e3e6ef; border-radius: 6px; padding: .5rem; max-height: 24rem; overflow: auto; font-size: .8rem; white-space: pre-wrap; word-break: break-word; }
+.pane-label { font-size: .85rem; color: #4a5568; margin-top: .4rem; } .attempt-picker button.current { outline: 2px solid #3559e0; }
 .overview-grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: .5rem 1.5rem; }
 .overview-grid ul { padding-left: 1.1rem; margin: .3rem 0; } .failed-count { font-weight: 600; }
 td.changes { white-space: pre-wrap; font-family: ui-monospace, monospace; font-size: .8rem; word-break: break-word; }

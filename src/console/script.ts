@@ -13,6 +13,7 @@ import { FILTER_EDITOR_JS } from './filter-editor.js';
 import { KEYS_JS } from './keys.js';
 import { AUDIT_JS } from './audit.js';
 import { OVERVIEW_JS } from './overview.js';
+import { INSPECTOR_JS } from './inspector.js';
 import { TRANSFORMATION_EDITOR_JS } from './transformation-editor.js';
 import { ROUTER_JS } from './router.js';
 import { VIEWS_JS } from './views.js';
@@ -164,6 +165,7 @@ ${EDITORS_JS}
 ${KEYS_JS}
 ${AUDIT_JS}
 ${OVERVIEW_JS}
+${INSPECTOR_JS}
 ${SESSION_JS}
 })();
 `;

@@ -691,3 +691,62 @@ test('in a browser: the console opens on an overview of what needs a person, eac
   await empty.waitForSelector('#view-applications:not([hidden])');
   await empty.close();
 });
+
+test("in a browser: a delivery's page shows the request sent and the answer received side by side, newest attempt first", async (t) => {
+  const watched = await watchedPage(t);
+  const { page } = watched;
+  const down = await new Receiver().start();
+  t.after(() => down.stop());
+  down.respond = () => ({
+    status: 503,
+    headers: { 'X-Maintenance': 'until 06:00' },
+    body: '{"error":"maintenance","until":"06:00"}',
+  });
+  const inspected = (await api.post('/api/v1/endpoints', { app_id: app.id, url: `${down.url}/inspected` })).body;
+  const emitted = await api.post('/api/v1/messages', {
+    app_id: app.id,
+    event_type: 'invoice.paid',
+    payload: { invoice: 'inv_inspected', amount: 7 },
+  });
+  const deliveryId = await eventually(async () => {
+    const list = await api.get(`/api/v1/deliveries?message_id=${emitted.body.id}&endpoint_id=${inspected.id}`);
+    return list.body.data[0]?.status === 'failed' ? (list.body.data[0].id as string) : null;
+  }, 10_000);
+  await page.goto(`${service.url}/console#/deliveries/${deliveryId}`);
+  await signIn(page);
+  await shown(page, 'delivery');
+  // Without a click: the request and the answer of the newest attempt.
+  const sides = page.locator('#delivery-inspector .sides');
+  await sides.waitFor();
+  assert.equal(await sides.getAttribute('data-attempt'), '1');
+  const request = sides.locator('.request');
+  assert.match((await request.textContent()) ?? '', /POST http:\/\/127\.0\.0\.1:\d+\/inspected/);
+  assert.match((await request.textContent()) ?? '', /Scheduled: sent when the delivery was due/);
+  assert.deepEqual(JSON.parse((await request.locator('pre.request-body').textContent()) ?? ''), {
+    invoice: 'inv_inspected',
+    amount: 7,
+  });
+  assert.match((await request.locator('pre.request-headers').textContent()) ?? '', /^webhook-signature: v1,/m);
+  const response = sides.locator('.response');
+  assert.match((await response.textContent()) ?? '', /HTTP 503/);
+  assert.equal(
+    await response.locator('pre.response-body').textContent(),
+    '{\n  "error": "maintenance",\n  "until": "06:00"\n}',
+    'a JSON answer, formatted',
+  );
+  assert.match((await response.locator('pre.response-headers').textContent()) ?? '', /^x-maintenance: until 06:00$/m);
+
+  // Retried and answered: the inspector shows the new attempt, a manual one.
+  down.respond = () => ({ status: 200, body: 'thanks' });
+  page.on('dialog', (dialog) => void dialog.accept());
+  await page.locator('#delivery-detail button:text("Retry")').click();
+  await page.waitForFunction(
+    () => document.querySelector('#delivery-inspector .sides')?.getAttribute('data-attempt') === '2',
+  );
+  assert.match((await sides.locator('.request').textContent()) ?? '', /Manual: a retry someone asked for/);
+  assert.match((await sides.locator('.response').textContent()) ?? '', /HTTP 200/);
+  // The first attempt is one click away.
+  await page.locator('#delivery-inspector .attempt-picker button[data-attempt="1"]').click();
+  assert.equal(await sides.getAttribute('data-attempt'), '1');
+  await finish(watched, 'console-inspector');
+});
