@@ -14,7 +14,7 @@ export const ROOT_INDEX = {
 } as const;
 
 /** Whether the request asks for a page: its Accept names text/html (what a browser sends for a navigation). */
-const wantsPage = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
+export const wantsPage = (accept: string | undefined) => accept !== undefined && /\btext\/html\b/i.test(accept);
 
 export function root(app: FastifyInstance): void {
   app.get('/', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {

@@ -26,7 +26,7 @@ export function portalHtml(appName: string): string {
   <p id="notice" role="status" hidden></p>
   <section>
     <h2>Endpoints</h2>
-    <table id="endpoints"><thead><tr><th>URL</th><th>Status</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="endpoints"><thead><tr><th>URL</th><th>Status</th><th>Success, last 24 h</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
     <div id="endpoints-more"></div>
     <form id="add-endpoint">
       <h3>Add an endpoint</h3>
@@ -46,7 +46,7 @@ export function portalHtml(appName: string): string {
   </section>
   <section>
     <h2>Recent messages</h2>
-    <table id="messages"><thead><tr><th>Event type</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="messages"><thead><tr><th>Event type</th><th>Created</th><th>Delivered</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
     <div id="messages-more"></div>
   </section>
   <section id="deliveries-section" hidden>
@@ -76,6 +76,7 @@ label { display: block; margin: .4rem 0; } input[type=url], input[name=descripti
 fieldset { border: 1px solid #e3e6ef; margin: .5rem 0; } fieldset label { display: inline-block; margin-right: 1rem; }
 button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; margin: 0 .3rem .3rem 0; }
 button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
+code.url { overflow-wrap: normal; word-break: normal; } .delivered .mark { margin-right: .4rem; white-space: nowrap; }
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
@@ -159,11 +160,23 @@ ${ANSWERS_JS}
     return 'Transformation ' + (transformation.enabled ? 'on' : 'off') + ', changed ' + new Date(transformation.updated_at).toLocaleString();
   }
 
+  // A URL that wraps after its separators (/ . ? & = -), never inside a word.
+  function wrappedUrl(url) {
+    var code = el('code', null, 'url');
+    url.split(/(?<=[/.?&=-])/).forEach(function (part, i) {
+      if (i > 0) code.appendChild(document.createElement('wbr'));
+      code.appendChild(document.createTextNode(part));
+    });
+    return code;
+  }
+  // The rows' success ratios, read one after another (each row's stats route once).
+  var ratios = Promise.resolve();
+
   function endpointRow(endpoint) {
     endpointsById[endpoint.id] = endpoint;
     var row = el('tr');
     row.dataset.endpointId = endpoint.id;
-    var url = el('td'); url.appendChild(el('code', endpoint.url));
+    var url = el('td'); url.appendChild(wrappedUrl(endpoint.url));
     if (endpoint.description) url.appendChild(el('div', endpoint.description));
     var names = Object.keys(endpoint.headers);
     if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
@@ -177,6 +190,13 @@ ${ANSWERS_JS}
     if (endpoint.auth) url.appendChild(el('div', 'OAuth2 token from ' + endpoint.auth.token_url, 'auth'));
     row.appendChild(url);
     row.appendChild(el('td', endpoint.status, 'status-' + endpoint.status));
+    var success = row.appendChild(el('td', '…', 'ratio'));
+    ratios = ratios.then(function () {
+      return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) {
+        var all = stats.totals.success + stats.totals.failure;
+        success.textContent = all === 0 ? 'no attempts' : Math.round((stats.totals.success / all) * 1000) / 10 + '% of ' + all;
+      }, function () { success.textContent = '—'; });
+    });
     row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
     var actions = el('td');
     var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
@@ -338,6 +358,21 @@ ${ANSWERS_JS}
   }
 
   // The application's messages, newest first, 50 a page ("More messages" reads the next).
+  // How a message went: one mark per endpoint (its URL on hover), failures first.
+  var ORDER = { failed: 0, disabled: 1, pending: 2, success: 3 };
+  function deliveredCell(deliveries) {
+    var td = el('td', null, 'delivered');
+    if (deliveries.length === 0) { td.textContent = 'no endpoint'; return td; }
+    deliveries.slice().sort(function (a, b) { return ORDER[a.status] - ORDER[b.status]; }).forEach(function (delivery) {
+      var mark = el('span', delivery.status, 'mark status-' + delivery.status);
+      var endpoint = endpointsById[delivery.endpoint_id];
+      mark.title = endpoint ? endpoint.url : delivery.endpoint_id;
+      mark.dataset.endpointId = delivery.endpoint_id;
+      td.appendChild(mark);
+    });
+    return td;
+  }
+
   function loadMessages(cursor) {
     return call('GET', 'messages' + (cursor ? '?cursor=' + encodeURIComponent(cursor) : '')).then(function (page) {
       var body = document.querySelector('#messages tbody');
@@ -352,6 +387,7 @@ ${ANSWERS_JS}
         row.dataset.messageId = message.id;
         row.appendChild(el('td', message.event_type, 'event-type'));
         row.appendChild(el('td')).appendChild(ageCell(message.created_at));
+        row.appendChild(deliveredCell(message.deliveries || []));
         row.appendChild(el('td')).appendChild(idWithCopy(message.id));
         var actions = el('td');
         actions.appendChild(button('Deliveries', function () { loadDeliveries(message.id).catch(failNear(actions)); }));

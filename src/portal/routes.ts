@@ -38,6 +38,7 @@ import {
   transformationSetting,
 } from '../api/shared/endpoint-input.js';
 import { simulateTransformation } from '../api/shared/transformation-simulate.js';
+import { wantsPage } from '../api/root.js';
 import { endpointView, withSecret } from '../api/shared/endpoint-view.js';
 import { filterTest } from '../api/shared/filter-test.js';
 import { messagePayload } from '../api/shared/message-payload.js';
@@ -56,7 +57,12 @@ import { DESTINATION_SETTINGS_JS } from '../console/destination-settings.js';
 // application: every read and write below is checked against it.
 
 const TOKEN_LENGTH = { minLength: 20, maxLength: 128 };
-const TokenParams = Type.Object({ token: Type.String(TOKEN_LENGTH) });
+/**
+ * Any token reaches the routes, whatever its length (a path parameter is at most 512 characters): one that
+ * cannot be a token is looked up no more than a wrong one and answered the same 404, so a bad link reads
+ * one way.
+ */
+const TokenParams = Type.Object({ token: Type.String() });
 const possibleToken = (token: string) =>
   token.length >= TOKEN_LENGTH.minLength && token.length <= TOKEN_LENGTH.maxLength;
 /** Endpoints per page of the portal's list (its `cursor` reads the next). */
@@ -156,11 +162,16 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
       "default-src 'self'; style-src 'self'; script-src 'self'; frame-ancestors 'none'",
     );
     const found = contexts.get(request);
+    reply.header('vary', 'Accept');
+    // A browser is shown a page; any other client the error envelope of every route.
+    if (!found && !wantsPage(request.headers.accept)) throw new HttpError(404, 'not_found', 'portal not found');
     if (!found)
       return reply
         .code(404)
         .type('text/html; charset=utf-8')
-        .send('<!doctype html><title>Not found</title><p>This portal link is not valid.</p>');
+        .send(
+          '<!doctype html><title>Not found</title><p>This portal link is not valid: it may have expired or been replaced. Ask for a new link.</p>',
+        );
     return reply.type('text/html; charset=utf-8').send(portalHtml(found.app.name));
   });
 
@@ -400,10 +411,22 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
     async (request, reply) => {
       privatePage(reply);
       const ctx = await context(request);
-      return list(
-        await store.messages.list(ctx.scope, { limit: 50, cursor: request.query.cursor }, { appId: ctx.app.id }),
-        messageToApi,
+      const page = await store.messages.list(
+        ctx.scope,
+        { limit: 50, cursor: request.query.cursor },
+        { appId: ctx.app.id },
       );
+      // How each message went at each endpoint, so a failure shows in the list without opening the row.
+      const statuses = await store.deliveries.statusesOf(
+        ctx.scope,
+        page.items.map((message) => message.id),
+      );
+      return list(page, (message) => ({
+        ...messageToApi(message),
+        deliveries: statuses
+          .filter((delivery) => delivery.message_id === message.id)
+          .map(({ endpoint_id, status }) => ({ endpoint_id, status })),
+      }));
     },
   );
 

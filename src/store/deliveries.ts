@@ -72,6 +72,25 @@ export class Deliveries {
       ]);
   }
 
+  /**
+   * Each delivery's endpoint and status, of these messages of the environment (read through the index by
+   * message): what a list of messages shows of how each went.
+   */
+  async statusesOf(
+    scope: Scope,
+    messageIds: readonly string[],
+  ): Promise<{ message_id: string; endpoint_id: string; status: DeliveryStatus }[]> {
+    if (messageIds.length === 0) return [];
+    return this.ctx.db
+      .selectFrom('deliveries')
+      .select(['message_id', 'endpoint_id', 'status'])
+      .where('message_id', 'in', [...messageIds])
+      .where('org_id', '=', scope.orgId)
+      .where('livemode', '=', liveFlag(scope))
+      .orderBy('id')
+      .execute();
+  }
+
   /** The most recent attempts of a delivery, newest first. */
   async recentAttempts(deliveryId: string, limit = RECENT_ATTEMPTS): Promise<AttemptRow[]> {
     return this.ctx.db

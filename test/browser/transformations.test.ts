@@ -72,7 +72,7 @@ test('in a browser: the console simulates a transformation as it is typed, saves
   page.on('request', (request) => {
     if (request.url().endsWith('/transformation/simulate')) simulated.push(request.postData() ?? '');
   });
-  await page.goto(`${service.url}/console`);
+  await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
   await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Open")`);

@@ -125,6 +125,29 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   // Rows a person reads: the event type and the endpoint URL first; a failed attempt with retries left is pending.
   assert.match(text, /invoice\.paid → \S+\/browser-added · pending · 1 attempt\(s\)/);
 
+  // The list says how each message went at each endpoint, without opening it: reloaded, the test message
+  // shows a pending (retrying) delivery before its successful one, each mark naming its endpoint's URL.
+  await page.reload();
+  const marks = page.locator('#messages tbody tr:first-child td.delivered .mark');
+  await marks.first().waitFor();
+  assert.deepEqual(await marks.allTextContents(), ['pending', 'success']);
+  assert.match((await marks.first().getAttribute('title')) ?? '', /\/browser-added$/);
+  // Each endpoint's success over the last 24 hours, in the list.
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll('#endpoints tbody td.ratio')].every((cell) => cell.textContent !== '…'),
+  );
+  const shares = await page.locator('#endpoints tbody td.ratio').allTextContents();
+  assert.deepEqual(shares.slice().sort(), ['0% of 1', '100% of 1']);
+  // URLs break after their separators only: each piece between <wbr>s ends with one.
+  const pieces = await page
+    .locator('#endpoints tbody tr:first-child code.url')
+    .evaluate((code) => [...code.childNodes].filter((node) => node.nodeType === 3).map((node) => node.textContent));
+  assert.ok(pieces.length > 3, JSON.stringify(pieces));
+  assert.ok(
+    pieces.slice(0, -1).every((piece) => /[/.?&=-]$/.test(piece ?? '')),
+    JSON.stringify(pieces),
+  );
+
   // Headers: edited as lines of "Name: value"; a credential comes back redacted.
   await page.click('#endpoints tbody tr:first-child button:text("Edit headers")');
   await page.fill('#endpoints tbody tr:first-child textarea', 'X-Tenant: acme\nAuthorization: Bearer browser-s3cret');

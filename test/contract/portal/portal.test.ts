@@ -27,11 +27,21 @@ test('the portal page opens for a valid token and is 404 for any other', async (
   assert.equal(page.headers.get('referrer-policy'), 'no-referrer');
   assert.match(await page.text(), /Webhooks for <span id="app-name">page<\/span>/);
 
-  const wrong = await fetch(`${service.url}/portal/${'x'.repeat(43)}`);
-  assert.equal(wrong.status, 404);
-  const wrongApi = await new Client(`${service.url}/portal/${'x'.repeat(43)}`).get('/api/endpoints');
-  assert.equal(wrongApi.status, 404);
-  assert.equal(wrongApi.body.error.code, 'not_found');
+  // A bad link reads one way whatever its token's length: a page for a browser, the error envelope for a
+  // client, on the page and on its routes.
+  for (const token of ['abc', 'x'.repeat(43), 'y'.repeat(300), app.portal_path.split('/').pop()!.slice(0, -1)]) {
+    const shown = await fetch(`${service.url}/portal/${token}`, { headers: { accept: 'text/html,*/*;q=0.8' } });
+    assert.equal(shown.status, 404, token);
+    assert.match(shown.headers.get('content-type') ?? '', /text\/html/, token);
+    assert.match(await shown.text(), /This portal link is not valid/, token);
+    const asked = await new Client(service.url).get(`/portal/${token}`);
+    assert.equal(asked.status, 404, token);
+    assert.deepEqual(Object.keys(asked.body), ['error'], token);
+    assert.equal(asked.body.error.code, 'not_found', token);
+    const api = await new Client(`${service.url}/portal/${token}`).get('/api/endpoints');
+    assert.equal(api.status, 404, token);
+    assert.equal(api.body.error.code, 'not_found', token);
+  }
 });
 
 test('a new portal_path ends the previous link at once; other links and other environments are untouched', async () => {
