@@ -121,17 +121,20 @@ export function installAccess(app: FastifyInstance, store: Store): void {
 
 /**
  * The application a request acts on (an `app_…` id), `every` when it spans every application, or null when
- * the route itself keeps to the key's applications or the resource is missing (the route answers 404).
+ * the route itself keeps to the key's applications or the resource is missing (the route answers 404). An
+ * application named that does not exist is answered by its name, so a key limited to others is refused it:
+ * some routes would create it (the Svix upserts, portal access with `application`).
  */
 async function applicationOf(store: Store, request: FastifyRequest, source: AppSource): Promise<string | null> {
   const scope = request.caller!.scope;
   const params = request.params as Record<string, string>;
   const query = (request.query ?? {}) as Record<string, string | undefined>;
   const endpointApp = async (id: string) => (await store.endpoints.get(scope, id))?.app_id ?? null;
+  const namedApp = async (idOrUid: string) => (await store.applications.get(scope, idOrUid))?.id ?? idOrUid;
   const messageApp = async (id: string) => (await store.messages.find(scope, id))?.app_id ?? null;
   switch (source.from) {
     case 'param':
-      return (await store.applications.get(scope, params[source.name]!))?.id ?? null;
+      return namedApp(params[source.name]!);
     case 'endpoint':
       return endpointApp(params[source.name]!);
     case 'message':
@@ -145,10 +148,10 @@ async function applicationOf(store: Store, request: FastifyRequest, source: AppS
     case 'body': {
       // Not yet validated: an app_id that is not a string is refused by validation next.
       const appId = (request.body as { app_id?: unknown } | undefined)?.app_id;
-      return typeof appId === 'string' ? ((await store.applications.get(scope, appId))?.id ?? null) : null;
+      return typeof appId === 'string' ? namedApp(appId) : null;
     }
     case 'query':
-      if (query.app_id !== undefined) return (await store.applications.get(scope, query.app_id))?.id ?? null;
+      if (query.app_id !== undefined) return namedApp(query.app_id);
       if (query.endpoint_id !== undefined) return endpointApp(query.endpoint_id);
       if (query.message_id !== undefined) return messageApp(query.message_id);
       throw forbidden(

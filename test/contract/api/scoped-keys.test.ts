@@ -125,6 +125,25 @@ describe('scoped keys', () => {
     assert.equal(sooner.status, 201, JSON.stringify(sooner.body));
   });
 
+  test('a key limited to applications cannot make another, through any route that would', async () => {
+    const limited = admin.withKey((await admin.post('/api/v1/api-keys', { app_ids: ['a'] })).body.key);
+    const upsert = await limited.request('PUT', '/api/v1/app/brand-new', { name: 'Brand new' });
+    assert.equal(upsert.status, 403, JSON.stringify(upsert.body));
+    const portal = await limited.post('/api/v1/auth/app-portal-access/brand-new', {
+      application: { name: 'Brand new' },
+    });
+    assert.equal(portal.status, 403, JSON.stringify(portal.body));
+    const emit = await limited.post('/api/v1/app/brand-new/msg', {
+      eventType: 'invoice.paid',
+      payload: {},
+      application: { name: 'Brand new', uid: 'brand-new' },
+    });
+    assert.equal(emit.status, 403, JSON.stringify(emit.body));
+    assert.equal((await admin.get('/api/v1/applications/brand-new')).status, 404, 'nothing was made');
+    // Its own application, named by uid, still works.
+    assert.equal((await limited.get('/api/v1/app/a')).status, 200);
+  });
+
   test('an emitter emits and reads its message back, and nothing else', async () => {
     const emitter = admin.withKey((await admin.post('/api/v1/api-keys', { role: 'emitter' })).body.key);
     const emitted = await emitter.post('/api/v1/messages', {
