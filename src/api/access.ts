@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { applicationRefusal, everyApplicationRefusal, roleRefusal, type Area } from '../domain/access.js';
+import { applicationRefusal, everyApplicationRefusal, onlyReads, roleRefusal, type Area } from '../domain/access.js';
 import type { Store } from '../store/index.js';
 import { HttpError } from './errors.js';
 
@@ -158,7 +158,7 @@ async function applicationOf(store: Store, request: FastifyRequest, source: AppS
         `this key is limited to some applications: ${described(request)} must name one (app_id, endpoint_id or message_id)`,
       );
     case 'catalog':
-      return READS.has(request.method) ? null : 'every';
+      return onlyReads(request.method) ? null : 'every';
     case 'every':
       return 'every';
     case 'applications':
@@ -166,5 +166,3 @@ async function applicationOf(store: Store, request: FastifyRequest, source: AppS
       return null;
   }
 }
-
-const READS = new Set(['GET', 'HEAD']);

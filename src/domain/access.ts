@@ -29,13 +29,15 @@ export interface KeyPower {
 export const FULL_POWER: KeyPower = { role: 'admin', appIds: null, expiresAt: null };
 
 const READS = new Set(['GET', 'HEAD']);
+/** Whether a request's method only reads. */
+export const onlyReads = (method: string): boolean => READS.has(method);
 
 /**
  * Why `role` may not make this request (`method` on a route of `area`, named as `what` in the answer), or
  * null when it may.
  */
 export function roleRefusal(role: Role, area: Area, method: string, what: string): string | null {
-  const reads = READS.has(method);
+  const reads = onlyReads(method);
   switch (role) {
     case 'admin':
       return null;

@@ -4,15 +4,7 @@ import { generateApiKey, hashApiKey, KEY_PREFIX } from '../domain/secrets.js';
 import { STARTER_CATALOG } from '../domain/catalog.js';
 import { FULL_POWER, type KeyPower } from '../domain/access.js';
 import { SYSTEM_ACTOR, type Actor } from '../domain/audit.js';
-import {
-  liveFlag,
-  toPage,
-  type Executor,
-  type Page,
-  type PageRequest,
-  type Scope,
-  type StoreContext,
-} from './common.js';
+import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { ApiKeyRow, OrganizationRow } from './schema.js';
 
 /** How long an API-key lookup is reused (see Organizations.findKeyOwner). */
@@ -124,12 +116,7 @@ export class Organizations {
   }
 
   /** A new key of `power` (the caller has checked it may make one); its plaintext is returned once. */
-  async issueKey(
-    scope: Scope,
-    name: string,
-    power: KeyPower = FULL_POWER,
-    db: Executor = this.ctx.db,
-  ): Promise<IssuedKey> {
+  async issueKey(scope: Scope, name: string, power: KeyPower = FULL_POWER): Promise<IssuedKey> {
     const now = this.ctx.now();
     const key = generateApiKey(scope.livemode);
     const row: ApiKeyRow = {
@@ -144,7 +131,7 @@ export class Organizations {
       app_ids: power.appIds === null ? null : JSON.stringify(power.appIds),
       expires_at: power.expiresAt,
     };
-    const write = async (trx: Executor) => {
+    await this.ctx.db.transaction().execute(async (trx) => {
       await trx.insertInto('api_keys').values(row).execute();
       await recordChange(trx, scope, now, {
         action: 'api_key.created',
@@ -153,9 +140,7 @@ export class Organizations {
         before: null,
         after: row,
       });
-    };
-    if (db === this.ctx.db) await this.ctx.db.transaction().execute(write);
-    else await write(db);
+    });
     this.knowKey(row.key_hash, Date.now());
     return { row, key };
   }
