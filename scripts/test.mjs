@@ -8,7 +8,8 @@
 //   test/unit/       no store: run once
 //   test/contract/   behaviour every store shares: run once per store in SUITE_STORES
 //   test/sqlite/     the embedded store only        test/postgres/   PostgreSQL only
-//   test/browser/    pages in headless Chromium, on the embedded store (the page is the same on either)
+//   test/browser/    pages in headless Chromium, on the embedded store (the page is the same on either), but
+//                    for those that show the stores' own queries (EVERY_STORE_PAGES), on each store
 //   sdk/test/        the SDK against a service on the embedded store (it speaks the same HTTP to either)
 //
 // The store reaches the file as SUITE_STORE; test/support/service.ts reads it. SUITE_STORES (default
@@ -32,6 +33,8 @@ function find(dir) {
   return readdirSync(dir).flatMap((name) => (name === 'support' ? [] : find(join(dir, name))));
 }
 
+const EVERY_STORE_PAGES = ['test/browser/console/console-pages.test.ts', 'test/browser/portal/portal.test.ts'];
+
 /** The stores a test file runs on, from its folder. */
 function storesOf(file, stores) {
   const [top, kind] = file.split('/');
@@ -41,8 +44,12 @@ function storesOf(file, stores) {
       return ['none'];
     case 'contract':
       return stores;
-    case 'sqlite':
     case 'browser':
+      // The pages that show what the stores' own queries answer (the overview, the lists and the inspector,
+      // the portal's statuses) run on every store; the rest look the same on either.
+      if (EVERY_STORE_PAGES.includes(file)) return stores;
+      return stores.includes('sqlite') ? ['sqlite'] : [];
+    case 'sqlite':
       return stores.includes('sqlite') ? ['sqlite'] : [];
     case 'postgres':
       return stores.includes('postgres') ? ['postgres'] : [];

@@ -29,6 +29,36 @@ export const ANSWERS_JS = `
       ' · ' + attempt.duration_ms + ' ms · ' + new Date(attempt.created_at).toLocaleString();
   }
 
+  // What an attempt got back, in a few words: the answer's status, or why none came.
+  function answerText(attempt) {
+    if (!attempt) return '—';
+    if (attempt.response_status !== null) return 'HTTP ' + attempt.response_status;
+    return attempt.error || attempt.status;
+  }
+
+  // A delivery's attempts as a table, newest first: number, trigger, status, answer, duration and age.
+  function attemptsTable(attempts) {
+    var table = el('table', null, 'attempts compact');
+    var headRow = table.appendChild(el('thead')).appendChild(el('tr'));
+    ['#', 'Trigger', 'Status', 'Answer', 'Duration', 'When'].forEach(function (name) { headRow.appendChild(el('th', name)); });
+    var body = table.appendChild(el('tbody'));
+    if (attempts.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No attempt yet.'));
+    attempts.forEach(function (attempt) {
+      var row = body.appendChild(el('tr'));
+      row.dataset.attempt = String(attempt.attempt_number);
+      row.title = attemptLine(attempt);
+      row.appendChild(el('td', '#' + attempt.attempt_number));
+      row.appendChild(el('td', attempt.trigger));
+      row.appendChild(el('td', attempt.status, 'status-' + attempt.status));
+      var answer = row.appendChild(el('td', answerText(attempt), 'answer'));
+      // An answer's error repeats its status ("HTTP 500"): the error is added only when it says more.
+      if (attempt.error && attempt.response_status !== null && attempt.error !== 'HTTP ' + attempt.response_status) answer.appendChild(el('div', attempt.error, 'hint'));
+      row.appendChild(el('td', attempt.duration_ms + ' ms'));
+      row.appendChild(el('td')).appendChild(ageCell(attempt.created_at));
+    });
+    return table;
+  }
+
   // readPayload() resolves with the payload route's answer, or null when it answers 410 (no longer stored);
   // readDelivery() resolves with the delivery and its attempts with their response bodies.
   function answersControl(readPayload, readDelivery) {

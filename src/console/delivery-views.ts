@@ -40,7 +40,7 @@ export const DELIVERY_VIEWS_JS = `
     var head = el('div', null, 'delivery-head');
     var ids = el('div', null, 'delivery-ids');
     var trace = el('div');
-    var list = el('ul', null, 'attempts');
+    var list = el('div', null, 'attempts-box');
     function fill(full) {
       deliverySentence(head, full, endpointLabel(full.endpoint_id));
       head.appendChild(button('Retry', function () {
@@ -55,8 +55,7 @@ export const DELIVERY_VIEWS_JS = `
       trace.textContent = '';
       if (full.trace_id) trace.appendChild(traceLine(full.trace_id));
       list.textContent = '';
-      (full.attempts || []).forEach(function (attempt) { list.appendChild(el('li', attemptLine(attempt))); });
-      if (full.attempts && full.attempts.length === 0) list.appendChild(el('li', 'No attempt yet.'));
+      if (full.attempts) list.appendChild(attemptsTable(full.attempts));
     }
     fill(delivery);
     ids.appendChild(document.createTextNode('Delivery '));
@@ -138,21 +137,66 @@ export const DELIVERY_VIEWS_JS = `
       form.until.value = localOf(params.until);
       form.dataset.appId = params.app_id || '';
       var filters = { limit: '25', status: params.status, endpoint_id: params.endpoint_id, app_id: params.app_id, event_type: params.event_type, since: params.since, until: params.until };
-      return pagedRows('deliveries', filters, '#deliveries tbody', 'No deliveries match.', deliveryRow, 'deliveries-more');
+      return pagedRows('deliveries', filters, '#deliveries tbody', 'No deliveries match.', function (delivery) {
+        return deliveryRow(delivery, { endpoint: true });
+      }, 'deliveries-more');
     });
   }
-  function deliveryRow(delivery) {
+  // The last answer of each listed delivery, read from its attempts two at a time (a list row carries its
+  // status and attempt count; what the receiver said is on the delivery's own read).
+  var answerReads = [];
+  var answerReading = 0;
+  function readAnswerLater(job) {
+    answerReads.push(job);
+    pumpAnswerReads();
+  }
+  function pumpAnswerReads() {
+    while (answerReading < 2 && answerReads.length > 0) {
+      answerReading++;
+      answerReads.shift()().then(doneReading, doneReading);
+    }
+  }
+  function doneReading() { answerReading--; pumpAnswerReads(); }
+
+  // A delivery as a table row: status, event type, its endpoint (options.endpoint), attempts, last answer,
+  // age, and one actions menu (open, retry, its message, copy the id). options.after runs once a retried
+  // attempt is recorded.
+  function deliveryRow(delivery, options) {
     var row = el('tr');
     row.dataset.deliveryId = delivery.id;
+    var status = cell(row, delivery.status, 'status-' + delivery.status);
     cell(row, delivery.event_type || '—', 'event-type');
-    cell(row).appendChild(endpointLabel(delivery.endpoint_id));
-    cell(row, delivery.status, 'status-' + delivery.status);
-    cell(row, String(delivery.attempt_count));
+    if (options.endpoint) cell(row).appendChild(endpointLabel(delivery.endpoint_id));
+    var count = cell(row, String(delivery.attempt_count), 'attempt-count');
+    var answer = cell(row, delivery.attempt_count > 0 ? '…' : '—', 'last-answer');
     cell(row).appendChild(ageCell(delivery.created_at));
-    var id = cell(row);
-    id.appendChild(link('Open', href('deliveries', delivery.id)));
-    id.appendChild(document.createTextNode(' '));
-    id.appendChild(idWithCopy(delivery.id));
+    var actions = cell(row, null, 'actions');
+    function fill(full) {
+      status.textContent = full.status;
+      status.className = 'status-' + full.status;
+      count.textContent = String(full.attempt_count);
+      var last = (full.attempts || [])[0];
+      answer.textContent = answerText(last);
+      answer.title = last ? attemptLine(last) : '';
+    }
+    if (delivery.attempt_count > 0) {
+      readAnswerLater(function () { return call('GET', 'deliveries/' + delivery.id).then(fill, function () { answer.textContent = '—'; }); });
+    }
+    actions.appendChild(actionsMenu([
+      link('Open', href('deliveries', delivery.id)),
+      button('Retry', function () {
+        call('POST', 'deliveries/' + delivery.id + '/retry').then(function (result) {
+          note(actions, 'Retry queued as attempt ' + result.attempt_number + '.');
+          return waitForAttempt(delivery.id, result.attempt_number);
+        }).then(function (latest) {
+          fill(latest);
+          return options.after && options.after();
+        }).catch(failNear(actions));
+      }),
+      link('Its message', href('messages', delivery.message_id)),
+      options.endpoint ? link('Its endpoint', href('endpoints', delivery.endpoint_id)) : null,
+      copyButton(delivery.id, 'Copy id'),
+    ]));
     return row;
   }
   document.getElementById('delivery-filter').addEventListener('submit', function (event) {
@@ -182,10 +226,12 @@ export const DELIVERY_VIEWS_JS = `
     cell(row, message.event_type, 'event-type');
     cell(row, appName(message.app_id));
     cell(row).appendChild(ageCell(message.created_at));
-    cell(row).appendChild(idWithCopy(message.id));
-    var actions = el('td');
-    actions.appendChild(button('Deliveries', function () { go(href('messages', message.id)); }));
-    row.appendChild(actions);
+    cell(row).appendChild(el('code', message.id));
+    cell(row, null, 'actions').appendChild(actionsMenu([
+      button('Deliveries', function () { go(href('messages', message.id)); }),
+      link('Its application', href('applications', message.app_id)),
+      copyButton(message.id, 'Copy id'),
+    ]));
     return row;
   }
   document.getElementById('message-filter').addEventListener('submit', function (event) {
@@ -219,18 +265,12 @@ export const DELIVERY_VIEWS_JS = `
   }
 
   function loadMessageDeliveries(messageId) {
-    var box = clear('#message-deliveries');
+    var body = clear('#message-deliveries tbody');
     function page(cursor) {
       return call('GET', 'messages/' + messageId + '/deliveries?limit=25' + (cursor ? '&cursor=' + encodeURIComponent(cursor) : '')).then(function (result) {
-        var more = box.querySelector('.more');
-        if (more) more.remove();
-        if (!cursor && result.data.length === 0) box.appendChild(el('p', 'No endpoint was subscribed to this message.'));
-        return Promise.all(result.data.map(function (delivery) { return renderDelivery(box, delivery); })).then(function () {
-          if (!result.has_more) return;
-          var next = button('More deliveries', function () { page(result.next_cursor).catch(failNear(box)); });
-          next.classList.add('more');
-          box.appendChild(next);
-        });
+        if (!cursor && result.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No endpoint was subscribed to this message.'));
+        result.data.forEach(function (delivery) { body.appendChild(deliveryRow(delivery, { endpoint: true })); });
+        pager('message-deliveries-more', result, page);
       });
     }
     return page('');

@@ -43,9 +43,9 @@ export const DOM_HELPERS_JS = `
     return function () { if (window.confirm(question)) action(); };
   }
 
-  // A button that copies text (an id) to the clipboard.
-  function copyButton(text) {
-    var copy = button('Copy', function () {
+  // A button that copies text (an id) to the clipboard; label: its text, "Copy" when absent.
+  function copyButton(text, label) {
+    var copy = button(label || 'Copy', function () {
       navigator.clipboard.writeText(text).then(function () { copy.textContent = 'Copied'; }, function () {
         copy.textContent = 'Select the id to copy it';
       });
@@ -80,6 +80,32 @@ export const DOM_HELPERS_JS = `
     return { payload: payload, eventType: eventType };
   }
 
+  // One actions menu per row: "Actions" opens the row's controls; choosing one closes it, and so does a
+  // click anywhere else. Items that are null are left out (an action the row does not offer).
+  function actionsMenu(items) {
+    var menu = el('details', null, 'menu');
+    menu.appendChild(el('summary', 'Actions'));
+    var list = menu.appendChild(el('div', null, 'menu-items'));
+    items.forEach(function (item) { if (item) list.appendChild(item); });
+    // A copy button stays in view to say "Copied"; any other choice closes the menu.
+    list.addEventListener('click', function (event) {
+      var chosen = event.target.closest ? event.target.closest('button, a') : null;
+      if (chosen && !chosen.classList.contains('copy')) menu.open = false;
+    });
+    return menu;
+  }
+  document.addEventListener('click', function (event) {
+    Array.prototype.forEach.call(document.querySelectorAll('details.menu[open]'), function (menu) {
+      if (!menu.contains(event.target)) menu.open = false;
+    });
+  });
+
+  // An endpoint's share of successful attempts over its stats' window, as a row shows it.
+  function successRatio(totals) {
+    var all = totals.success + totals.failure;
+    return all === 0 ? 'no attempts' : Math.round((totals.success / all) * 1000) / 10 + '% of ' + all;
+  }
+
   // How long ago a time was, in the largest whole unit.
   function ago(iso) {
     if (!iso) return '—';
@@ -100,4 +126,13 @@ export const DOM_HELPERS_CSS = `
 .note { margin: .4rem 0; padding: .35rem .6rem; font-size: .9rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 .note.error { background: #fff1f0; border-color: #ffb4ab; color: #b42318; }
 button.copy { font-size: .75rem; padding: .05rem .4rem; }
+details.menu { position: relative; display: inline-block; }
+details.menu > summary { list-style: none; cursor: pointer; padding: .15rem .6rem; border: 1px solid #9aa3b8; border-radius: 5px; background: #fff; font-size: .85rem; white-space: nowrap; }
+details.menu > summary::-webkit-details-marker { display: none; }
+details.menu > summary::after { content: ' ▾'; }
+.menu-items { position: absolute; right: 0; z-index: 20; display: flex; flex-direction: column; min-width: 12rem; padding: .25rem; background: #fff; border: 1px solid #c8cedb; border-radius: 6px; box-shadow: 0 6px 18px rgba(29, 36, 51, .15); }
+.menu-items button, .menu-items a { display: block; width: 100%; margin: 0; padding: .35rem .6rem; border: 0; border-radius: 4px; background: none; color: inherit; text-align: left; text-decoration: none; font: inherit; font-size: .9rem; }
+.menu-items button:hover, .menu-items a:hover { background: #eef1f8; }
+table.compact td, table.compact th { padding: .25rem .5rem; font-size: .9rem; vertical-align: middle; }
+table.compact td.actions { text-align: right; width: 1%; }
 .age { color: #4a5568; }`;

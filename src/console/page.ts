@@ -57,7 +57,7 @@ export const CONSOLE_HTML = `<!doctype html>
     </section>
     <section id="view-applications" class="view" hidden>
       <h2>Applications</h2>
-      <table id="applications"><thead><tr><th>Name</th><th>UID</th><th>Created</th><th>Id</th></tr></thead><tbody></tbody></table>
+      <table id="applications" class="compact"><thead><tr><th>Name</th><th>UID</th><th>Created</th><th>Id</th></tr></thead><tbody></tbody></table>
       <button type="button" id="applications-more" class="more" hidden>More</button>
       <form id="add-application">
         <h3>Create an application</h3>
@@ -78,7 +78,7 @@ export const CONSOLE_HTML = `<!doctype html>
     </section>
     <section id="view-endpoints" class="view" hidden>
       <h2>Endpoints</h2>
-      <table id="endpoints"><thead><tr><th>URL</th><th>Application</th><th>Status</th><th>Success, last 24 h</th><th></th></tr></thead><tbody></tbody></table>
+      <table id="endpoints" class="compact"><thead><tr><th>URL</th><th>Application</th><th>Status</th><th>Success, last 24 h</th><th></th></tr></thead><tbody></tbody></table>
       <button type="button" id="endpoints-more" class="more" hidden>More</button>
       <form id="add-endpoint">
         <h3>Create an endpoint</h3>
@@ -90,34 +90,54 @@ export const CONSOLE_HTML = `<!doctype html>
     </section>
     <section id="view-endpoint" class="view" hidden>
       <h2>Endpoint <code id="endpoint-id"></code></h2>
-      <dl id="endpoint-details"></dl>
+      <p id="endpoint-health"></p>
       <div id="endpoint-actions"></div>
-      <form id="endpoint-controls">
-        <h3>Delivery controls</h3>
-        <label>Rate limit (requests a second; empty: none) <input name="rate_limit" type="number" min="1" max="10000"></label>
-        <label>Retry schedule (the delay before each attempt, comma-separated, such as 0s, 30s, 5m, 2h; each at most 7d, at most 20; empty: the service's) <input name="retry_schedule" placeholder="the service's schedule"></label>
-        <label>Circuit breaker (JSON such as {"failure_ratio": 0.5, "min_attempts": 20, "window": "60s", "cooldown": "30s"}, or {"enabled": false}; empty: the service's) <input name="circuit" placeholder="the service's settings"></label>
-        <label>Ordering <select name="ordering"><option value="unordered">Unordered (in parallel)</option><option value="fifo">FIFO (in order, one at a time)</option></select></label>
-        <label>Headers (one "Name: value" a line; a credential shows as &lt;redacted&gt; and, left so, keeps its value) <textarea name="headers" rows="3"></textarea></label>
-        <button type="submit">Save controls</button>
-      </form>
-      <h3>Content filter</h3>
-      <div id="endpoint-filter"></div>
-      <h3>Transformation</h3>
-      <div id="endpoint-transformation"></div>
-      <div id="endpoint-receiver-settings"></div>
-      <h3>Attempts per hour, last 24 h</h3>
-      <div id="endpoint-chart"></div>
-      <form id="recover-endpoint">
-        <h3>Recover</h3>
-        <label>Give every failed delivery of messages since <input name="since" type="datetime-local" required></label>
-        <button type="submit">Recover failed deliveries</button>
-      </form>
-      <h3>Recent deliveries</h3>
-      <p><a id="endpoint-all-deliveries" href="#/deliveries">Every delivery to this endpoint</a></p>
-      <div id="endpoint-deliveries"></div>
-      <h3>History</h3>
-      <div id="endpoint-history"></div>
+      <nav id="endpoint-tabs" class="subtabs">
+        <button type="button" data-tab="overview">Overview</button>
+        <button type="button" data-tab="settings">Settings</button>
+        <button type="button" data-tab="security">Security</button>
+        <button type="button" data-tab="transformation">Transformation</button>
+        <button type="button" data-tab="policy">Policy</button>
+      </nav>
+      <div class="tab-panel" data-tab="overview">
+        <h3>Attempts per hour, last 24 h</h3>
+        <div id="endpoint-chart"></div>
+        <h3>Recent deliveries</h3>
+        <table id="endpoint-deliveries" class="compact"><thead><tr><th>Status</th><th>Event type</th><th>Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
+        <p><a id="endpoint-all-deliveries" href="#/deliveries">Every delivery to this endpoint</a></p>
+        <h3>History</h3>
+        <div id="endpoint-history"></div>
+      </div>
+      <div class="tab-panel" data-tab="settings" hidden>
+        <dl id="endpoint-details"></dl>
+        <div id="endpoint-destination-settings"></div>
+        <h3>Content filter</h3>
+        <div id="endpoint-filter"></div>
+      </div>
+      <div class="tab-panel" data-tab="security" hidden>
+        <dl id="endpoint-security"></dl>
+        <div id="endpoint-secret"></div>
+        <div id="endpoint-receiver-settings"></div>
+      </div>
+      <div class="tab-panel" data-tab="transformation" hidden>
+        <div id="endpoint-transformation"></div>
+      </div>
+      <div class="tab-panel" data-tab="policy" hidden>
+        <form id="endpoint-controls">
+          <h3>Delivery controls</h3>
+          <label>Rate limit (requests a second; empty: none) <input name="rate_limit" type="number" min="1" max="10000"></label>
+          <label>Retry schedule (the delay before each attempt, comma-separated, such as 0s, 30s, 5m, 2h; each at most 7d, at most 20; empty: the service's) <input name="retry_schedule" placeholder="the service's schedule"></label>
+          <label>Circuit breaker (JSON such as {"failure_ratio": 0.5, "min_attempts": 20, "window": "60s", "cooldown": "30s"}, or {"enabled": false}; empty: the service's) <input name="circuit" placeholder="the service's settings"></label>
+          <label>Ordering <select name="ordering"><option value="unordered">Unordered (in parallel)</option><option value="fifo">FIFO (in order, one at a time)</option></select></label>
+          <label>Headers (one "Name: value" a line; a credential shows as &lt;redacted&gt; and, left so, keeps its value) <textarea name="headers" rows="3"></textarea></label>
+          <button type="submit">Save controls</button>
+        </form>
+        <form id="recover-endpoint">
+          <h3>Recover</h3>
+          <label>Give every failed delivery of messages since <input name="since" type="datetime-local" required></label>
+          <button type="submit">Recover failed deliveries</button>
+        </form>
+      </div>
     </section>
     <section id="view-messages" class="view" hidden>
       <h2>Messages</h2>
@@ -128,7 +148,7 @@ export const CONSOLE_HTML = `<!doctype html>
         <label>Until <input name="until" type="datetime-local"></label>
         <button type="submit">Filter</button>
       </form>
-      <table id="messages"><thead><tr><th>Event type</th><th>Application</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+      <table id="messages" class="compact"><thead><tr><th>Event type</th><th>Application</th><th>Created</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
       <button type="button" id="messages-more" class="more" hidden>More</button>
     </section>
     <section id="view-message" class="view" hidden>
@@ -136,7 +156,8 @@ export const CONSOLE_HTML = `<!doctype html>
       <dl id="message-details"></dl>
       <div id="message-payload"></div>
       <h3>Deliveries</h3>
-      <div id="message-deliveries"></div>
+      <table id="message-deliveries" class="compact"><thead><tr><th>Status</th><th>Event type</th><th>Endpoint</th><th>Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
+      <button type="button" id="message-deliveries-more" class="more" hidden>More deliveries</button>
     </section>
     <section id="view-deliveries" class="view" hidden>
       <h2>Deliveries</h2>
@@ -148,7 +169,7 @@ export const CONSOLE_HTML = `<!doctype html>
         <label>Until <input name="until" type="datetime-local"></label>
         <button type="submit">Filter</button>
       </form>
-      <table id="deliveries"><thead><tr><th>Event type</th><th>Endpoint</th><th>Status</th><th>Attempts</th><th>Created</th><th>Delivery</th></tr></thead><tbody></tbody></table>
+      <table id="deliveries" class="compact"><thead><tr><th>Status</th><th>Event type</th><th>Endpoint</th><th>Attempts</th><th>Last answer</th><th>Created</th><th></th></tr></thead><tbody></tbody></table>
       <button type="button" id="deliveries-more" class="more" hidden>More</button>
     </section>
     <section id="view-delivery" class="view" hidden>
@@ -226,6 +247,9 @@ main { max-width: 1200px; margin: 0 auto; padding: 1rem 2rem 3rem; }
 section { background: #fff; border: 1px solid #e3e6ef; border-radius: 8px; padding: 1rem 1.25rem; margin-top: 1rem; }
 nav { display: flex; gap: .5rem; margin-top: 1rem; flex-wrap: wrap; }
 nav button.current { background: #1d2433; color: #fff; }
+nav.subtabs { margin: .8rem 0 .4rem; border-bottom: 1px solid #e3e6ef; gap: 0; } nav.subtabs button { border: 0; border-bottom: 2px solid transparent; border-radius: 0; margin: 0; padding: .4rem .9rem; background: none; }
+nav.subtabs button.current { background: none; color: #1d2433; border-bottom-color: #3559e0; font-weight: 600; }
+#endpoint-health { display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; margin: .2rem 0 .6rem; } #endpoint-health .url { font-weight: 600; word-break: break-all; }
 h2 { font-size: 1.05rem; margin-top: 0; } h3 { font-size: .95rem; }
 table { width: 100%; border-collapse: collapse; } th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #eef0f5; vertical-align: top; }
 td code, code { font-size: .85rem; word-break: break-all; }

@@ -29,7 +29,7 @@ export const ROUTER_JS = `
   var views = {
     overview: function () { return loadOverview(); },
     applications: function (id) { return id ? openApplication(id) : loadApplications(); },
-    endpoints: function (id) { return id ? openEndpoint(id) : loadEndpoints(); },
+    endpoints: function (id, params) { return id ? openEndpoint(id, params.tab || 'overview') : loadEndpoints(); },
     messages: function (id, params) { return id ? openMessage(id) : loadMessages(params); },
     deliveries: function (id, params) { return id ? openDelivery(id) : loadDeliveries(params); },
     catalog: function () { return loadCatalog(); },

@@ -83,11 +83,6 @@ export const VIEWS_JS = `
     });
   }
 
-  function ratio(totals) {
-    var all = totals.success + totals.failure;
-    return all === 0 ? 'no attempts' : Math.round((totals.success / all) * 1000) / 10 + '% of ' + all;
-  }
-
   function setStatus(endpoint, status) {
     return call('PATCH', 'endpoints/' + endpoint.id, { status: status });
   }
@@ -129,17 +124,20 @@ export const VIEWS_JS = `
       cell(row, endpoint.status, 'status-' + endpoint.status);
       var success = cell(row, '…', 'ratio');
       ratios.push(function () {
-        return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) { success.textContent = ratio(stats.totals); }).catch(function (error) {
+        return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) { success.textContent = successRatio(stats.totals); }).catch(function (error) {
           success.textContent = error.message;
         });
       });
-      var actions = el('td');
-      actions.appendChild(button('Open', function () { go(href('endpoints', endpoint.id)); }));
-      actions.appendChild(statusButton(endpoint, actions, function () {
-        return loadEndpoints().then(function () {
-          return document.querySelector('#endpoints tbody tr[data-endpoint-id="' + endpoint.id + '"] td:last-child');
-        });
-      }));
+      var actions = el('td', null, 'actions');
+      actions.appendChild(actionsMenu([
+        button('Open', function () { go(href('endpoints', endpoint.id)); }),
+        button('Deliveries', function () { go(href('deliveries', null, { endpoint_id: endpoint.id })); }),
+        statusButton(endpoint, actions, function () {
+          return loadEndpoints().then(function () {
+            return document.querySelector('#endpoints tbody tr[data-endpoint-id="' + endpoint.id + '"] td:last-child');
+          });
+        }),
+      ]));
       row.appendChild(actions);
       body.appendChild(row);
     });
@@ -164,15 +162,50 @@ export const VIEWS_JS = `
     return Object.keys(headers || {}).map(function (name) { return name + ': ' + headers[name]; }).join('\\n');
   }
 
+  // An endpoint's page: its health and chart first (the overview tab), what an operator changes behind the
+  // other tabs. The tab is part of the address (?tab=policy), so a link or a reload opens it again.
+  var ENDPOINT_TABS = ['overview', 'settings', 'security', 'transformation', 'policy'];
   var current = null;
-  function openEndpoint(id) {
+  var currentTab = 'overview';
+  function showEndpointTab(tab) {
+    currentTab = ENDPOINT_TABS.indexOf(tab) >= 0 ? tab : 'overview';
+    Array.prototype.forEach.call(document.querySelectorAll('#view-endpoint .tab-panel'), function (panel) { panel.hidden = panel.dataset.tab !== currentTab; });
+    Array.prototype.forEach.call(document.querySelectorAll('#endpoint-tabs button'), function (tabButton) {
+      tabButton.classList.toggle('current', tabButton.dataset.tab === currentTab);
+    });
+  }
+  Array.prototype.forEach.call(document.querySelectorAll('#endpoint-tabs button'), function (tabButton) {
+    tabButton.addEventListener('click', function () {
+      showEndpointTab(tabButton.dataset.tab);
+      // The address follows without a new render: replaceState fires no hashchange.
+      history.replaceState(null, '', href('endpoints', current, currentTab === 'overview' ? {} : { tab: currentTab }));
+    });
+  });
+
+  function detailList(container, pairs, classes) {
+    pairs.forEach(function (pair) {
+      container.appendChild(el('dt', pair[0]));
+      container.appendChild(el('dd', pair[1], classes[pair[0]] || null));
+    });
+  }
+
+  // tab: the tab to show; absent, the page keeps the one shown (a save redraws the page it was made on).
+  function openEndpoint(id, tab) {
+    if (tab || id !== current) showEndpointTab(tab || 'overview');
     current = id;
     return Promise.all([call('GET', 'endpoints/' + encodeURIComponent(id)), Object.keys(apps).length ? null : loadApplications()]).then(function (both) {
       var endpoint = both[0];
       endpointsById[endpoint.id] = endpoint;
       document.getElementById('endpoint-id').textContent = endpoint.id;
+      var health = clear('#endpoint-health');
+      health.appendChild(el('span', endpoint.url, 'url'));
+      if (endpoint.type !== 'http') health.appendChild(el('span', endpoint.type, 'type'));
+      health.appendChild(el('span', endpoint.status, 'status status-' + endpoint.status));
+      if (endpoint.circuit_state !== 'closed') health.appendChild(el('span', 'circuit ' + circuitText(endpoint), 'circuit status-failing'));
+      health.appendChild(el('span', '…', 'ratio'));
+      health.appendChild(el('span', appName(endpoint.app_id), 'app'));
       var details = clear('#endpoint-details');
-      [['URL', endpoint.url], ['Type', endpoint.type],
+      detailList(details, [['URL', endpoint.url], ['Type', endpoint.type],
         ['Config', endpoint.config ? JSON.stringify(endpoint.config) : '—'],
         ['Application', appName(endpoint.app_id) + ' (' + endpoint.app_id + ')'],
         ['Status', endpoint.status], ['Description', endpoint.description || '—'],
@@ -186,10 +219,11 @@ export const VIEWS_JS = `
         ['Signatures', endpoint.signature_type],
         ['Client certificate', endpoint.tls && endpoint.tls.client_cert ? 'until ' + when(endpoint.tls.client_cert_not_after) : 'none'],
         ['OAuth2', endpoint.auth ? endpoint.auth.client_id + ' at ' + endpoint.auth.token_url : 'none'],
-        ['Created', when(endpoint.created_at)]].forEach(function (pair) {
-        details.appendChild(el('dt', pair[0]));
-        details.appendChild(el('dd', pair[1], pair[0] === 'Status' ? 'status-' + endpoint.status : pair[0] === 'Filter' ? 'filter-value' : pair[0] === 'Transformation' ? 'transformation-value' : null));
-      });
+        ['Created', when(endpoint.created_at)]], { Status: 'status-' + endpoint.status, Filter: 'filter-value', Transformation: 'transformation-value' });
+      var security = clear('#endpoint-security');
+      detailList(security, [['Signatures', endpoint.signature_type === 'ed25519' ? 'ed25519 (asymmetric: receivers verify with the public key)' : 'HMAC-SHA256 with the signing secret'],
+        ['Client certificate', endpoint.tls && endpoint.tls.client_cert ? 'until ' + when(endpoint.tls.client_cert_not_after) : 'none'],
+        ['OAuth2', endpoint.auth ? endpoint.auth.client_id + ' at ' + endpoint.auth.token_url : 'none']], {});
       var controls = document.getElementById('endpoint-controls');
       controls.rate_limit.value = endpoint.rate_limit === null ? '' : String(endpoint.rate_limit);
       controls.retry_schedule.value = endpoint.retry_schedule ? endpoint.retry_schedule.join(', ') : '';
@@ -237,23 +271,24 @@ export const VIEWS_JS = `
         ),
       );
       actions.appendChild(button('Back to endpoints', function () { go(href('endpoints')); }));
-      var settings = clear('#endpoint-receiver-settings');
-      // A destination's URL and config (destination-settings.js); an HTTP receiver's TLS and OAuth2.
+      // A destination's URL, config and credentials (destination-settings.js) on the settings tab; an HTTP
+      // receiver's TLS client certificate and OAuth2 client on the security tab.
       var destination = endpoint.type !== 'http';
-      actions.appendChild(button(destination ? 'Destination settings' : 'Receiver security', function () {
-        if (settings.firstChild) return;
-        var save = function (saved) {
-          return function (body) {
-            call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
-              return openEndpoint(endpoint.id).then(function () { note(actions, saved); });
-            }).catch(failNear(form));
-          };
+      clear('#endpoint-destination-settings');
+      var settings = clear(destination ? '#endpoint-destination-settings' : '#endpoint-receiver-settings');
+      var saveThen = function (saved) {
+        return function (body) {
+          call('PATCH', 'endpoints/' + endpoint.id, body).then(function () {
+            return openEndpoint(endpoint.id).then(function () { note(settings, saved); });
+          }).catch(failNear(form));
         };
-        var form = destination
-          ? window.HeraldDestinations.editor(endpoint, save('Destination saved.'))
-          : window.HeraldReceiverSettings.form(endpoint, save('Receiver settings saved.'));
-        settings.appendChild(form);
-      }));
+      };
+      var form = destination
+        ? window.HeraldDestinations.editor(endpoint, saveThen('Destination saved.'))
+        : window.HeraldReceiverSettings.form(endpoint, saveThen('Receiver settings saved.'));
+      if (destination) settings.appendChild(el('h3', 'Destination'));
+      else settings.appendChild(el('h3', 'Receiver security: mutual TLS and OAuth2'));
+      settings.appendChild(form);
       document.getElementById('endpoint-all-deliveries').href = href('deliveries', null, { endpoint_id: endpoint.id });
       var since = document.querySelector('#recover-endpoint input[name=since]');
       since.value = localOf(new Date(Date.now() - 86400000).toISOString());
@@ -262,16 +297,20 @@ export const VIEWS_JS = `
   }
 
   function drawEndpointChart(id) {
-    return call('GET', 'endpoints/' + id + '/stats').then(function (stats) { window.HeraldChart.draw(document.getElementById('endpoint-chart'), stats); });
+    return call('GET', 'endpoints/' + id + '/stats').then(function (stats) {
+      window.HeraldChart.draw(document.getElementById('endpoint-chart'), stats);
+      var ratio = document.querySelector('#endpoint-health .ratio');
+      if (ratio) ratio.textContent = successRatio(stats.totals) + ' succeeded, last 24 h';
+    });
   }
 
   function loadEndpointDeliveries(id) {
     return call('GET', 'deliveries?limit=20&endpoint_id=' + encodeURIComponent(id)).then(function (page) {
-      var box = clear('#endpoint-deliveries');
-      if (page.data.length === 0) box.appendChild(el('p', 'No deliveries yet.'));
-      return Promise.all(page.data.map(function (delivery) {
-        return renderDelivery(box, delivery, function () { return drawEndpointChart(id); });
-      }));
+      var body = clear('#endpoint-deliveries tbody');
+      if (page.data.length === 0) body.appendChild(el('tr')).appendChild(el('td', 'No deliveries yet.'));
+      page.data.forEach(function (delivery) {
+        body.appendChild(deliveryRow(delivery, { endpoint: false, after: function () { return drawEndpointChart(id); } }));
+      });
     });
   }
 

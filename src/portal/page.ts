@@ -26,19 +26,23 @@ export function portalHtml(appName: string): string {
   <p id="notice" role="status" hidden></p>
   <section>
     <h2>Endpoints</h2>
-    <table id="endpoints"><thead><tr><th>URL</th><th>Status</th><th>Success, last 24 h</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="endpoints" class="compact"><thead><tr><th>URL</th><th>Status</th><th>Success, last 24 h</th><th>Event types</th><th></th></tr></thead><tbody></tbody></table>
     <div id="endpoints-more"></div>
+  </section>
+  <section id="endpoint-section" hidden>
+    <h2>Endpoint <code id="endpoint-of"></code></h2>
+    <p id="endpoint-health"></p>
+    <h3>Attempts per hour, last 24 h</h3>
+    <div id="stats-chart"></div>
+  </section>
+  <section id="add-endpoint-section">
     <form id="add-endpoint">
-      <h3>Add an endpoint</h3>
+      <h2>Add an endpoint</h2>
       <label>URL <input name="url" required placeholder="https://example.com/webhooks or a broker's address"></label>
       <label>Description <input name="description" maxlength="1024"></label>
       <fieldset id="event-type-choices"><legend>Event types (none selected: all)</legend></fieldset>
       <button type="submit">Add endpoint</button>
     </form>
-  </section>
-  <section id="stats-section" hidden>
-    <h2>Attempts per hour to <code id="stats-of"></code>, last 24 h</h2>
-    <div id="stats-chart"></div>
   </section>
   <section id="send-test-section">
     <h2>Send a test event</h2>
@@ -46,7 +50,7 @@ export function portalHtml(appName: string): string {
   </section>
   <section>
     <h2>Recent messages</h2>
-    <table id="messages"><thead><tr><th>Event type</th><th>Created</th><th>Delivered</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
+    <table id="messages" class="compact"><thead><tr><th>Event type</th><th>Created</th><th>Delivered</th><th>Message</th><th></th></tr></thead><tbody></tbody></table>
     <div id="messages-more"></div>
   </section>
   <section id="deliveries-section" hidden>
@@ -72,11 +76,12 @@ section { background: #fff; border: 1px solid #e3e6ef; border-radius: 8px; paddi
 h2 { font-size: 1.05rem; margin-top: 0; } h3 { font-size: .95rem; }
 table { width: 100%; border-collapse: collapse; } th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #eef0f5; vertical-align: top; }
 td code, code { font-size: .85rem; word-break: break-all; }
-label { display: block; margin: .4rem 0; } input[type=url], input[name=description] { width: 100%; max-width: 520px; padding: .3rem; }
+label { display: block; margin: .4rem 0; } input[type=url], input[name=url], input[name=description] { width: 100%; max-width: 520px; padding: .3rem; }
 fieldset { border: 1px solid #e3e6ef; margin: .5rem 0; } fieldset label { display: inline-block; margin-right: 1rem; }
 button { cursor: pointer; padding: .3rem .7rem; border-radius: 5px; border: 1px solid #9aa3b8; background: #fff; margin: 0 .3rem .3rem 0; }
 button[type=submit] { background: #3559e0; color: #fff; border-color: #3559e0; }
-code.url { overflow-wrap: normal; word-break: normal; } .delivered .mark { margin-right: .4rem; white-space: nowrap; }
+code.url { overflow-wrap: normal; word-break: normal; } a.open-endpoint { color: inherit; }
+#endpoint-health { display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; } .delivered .mark { margin-right: .4rem; white-space: nowrap; }
 .status-active, .status-success { color: #147a3d; } .status-failing, .status-pending { color: #a15c00; } .status-disabled, .status-failed { color: #b42318; }
 #notice { padding: .6rem .8rem; background: #eef4ff; border: 1px solid #b8ccff; border-radius: 6px; white-space: pre-wrap; }
 #notice.error { background: #fff1f0; border-color: #ffb4ab; }
@@ -176,7 +181,10 @@ ${ANSWERS_JS}
     endpointsById[endpoint.id] = endpoint;
     var row = el('tr');
     row.dataset.endpointId = endpoint.id;
-    var url = el('td'); url.appendChild(wrappedUrl(endpoint.url));
+    var url = el('td');
+    var open = url.appendChild(link('', '#endpoint-section', 'open-endpoint'));
+    open.appendChild(wrappedUrl(endpoint.url));
+    open.addEventListener('click', function (event) { event.preventDefault(); openEndpoint(endpoint).catch(failNear(url)); });
     if (endpoint.description) url.appendChild(el('div', endpoint.description));
     var names = Object.keys(endpoint.headers);
     if (endpoint.ordering === 'fifo') url.appendChild(el('div', 'Delivered in order, one at a time (FIFO)', 'ordering'));
@@ -193,58 +201,67 @@ ${ANSWERS_JS}
     var success = row.appendChild(el('td', '…', 'ratio'));
     ratios = ratios.then(function () {
       return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) {
-        var all = stats.totals.success + stats.totals.failure;
-        success.textContent = all === 0 ? 'no attempts' : Math.round((stats.totals.success / all) * 1000) / 10 + '% of ' + all;
+        success.textContent = successRatio(stats.totals);
       }, function () { success.textContent = '—'; });
     });
     row.appendChild(el('td', endpoint.event_types.length ? endpoint.event_types.join(', ') : 'all'));
-    var actions = el('td');
+    var actions = el('td', null, 'actions');
     var next = endpoint.status === 'disabled' ? 'active' : 'disabled';
     function setStatus() {
       call('PATCH', 'endpoints/' + endpoint.id, { status: next }).then(function (updated) {
         return reloadThenSay(endpoint, 'Endpoint ' + (updated.status === 'disabled' ? 'disabled.' : 'enabled.'));
       }).catch(failNear(url));
     }
-    actions.appendChild(button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
-      ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus));
-    actions.appendChild(button('Edit headers', function () { editHeaders(url, endpoint); }));
-    actions.appendChild(button('Delivery', function () { editDelivery(url, endpoint); }));
-    actions.appendChild(button('Filter', function () {
-      if (url.querySelector('.filter-form')) return;
-      url.appendChild(filterEditor(endpoint, function (filter) {
-        return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
-          var shown = url.querySelector('.filter') || url.insertBefore(el('div', null, 'filter'), url.querySelector('.filter-form'));
-          shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
-        });
-      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
-    }));
-    actions.appendChild(button('Transformation', function () {
-      if (url.querySelector('.transformation-form')) return;
-      url.appendChild(transformationEditor(endpoint, function (transformation) {
-        return call('PATCH', 'endpoints/' + endpoint.id, { transformation: transformation }).then(function (saved) {
-          endpointsById[endpoint.id] = saved;
-          url.querySelector('.transformation').textContent = transformationText(saved.transformation);
-        });
-      }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/transformation/simulate', body); }));
-    }));
-    actions.appendChild(button(endpoint.type !== 'http' ? 'Destination settings' : 'Receiver security', function () { editReceiverSettings(url, endpoint); }));
-    actions.appendChild(button('Stats', function () { showStats(endpoint).catch(failNear(url)); }));
-    if (endpoint.status !== 'disabled') actions.appendChild(button('Recover', function () { recover(url, endpoint); }));
-    actions.appendChild(button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
-      call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
-        note(url, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
-      }).catch(failNear(url));
-    })));
+    actions.appendChild(actionsMenu([
+      button('Open', function () { openEndpoint(endpoint).catch(failNear(url)); }),
+      button(next === 'disabled' ? 'Disable' : 'Enable', next === 'disabled'
+        ? confirmed('Disable ' + endpoint.url + '? It gets no deliveries until it is enabled again.', setStatus) : setStatus),
+      button('Edit headers', function () { editHeaders(url, endpoint); }),
+      button('Delivery', function () { editDelivery(url, endpoint); }),
+      button('Filter', function () {
+        if (url.querySelector('.filter-form')) return;
+        url.appendChild(filterEditor(endpoint, function (filter) {
+          return call('PATCH', 'endpoints/' + endpoint.id, { filter: filter }).then(function (saved) {
+            var shown = url.querySelector('.filter') || url.insertBefore(el('div', null, 'filter'), url.querySelector('.filter-form'));
+            shown.textContent = saved.filter ? 'Filter: ' + JSON.stringify(saved.filter) : '';
+          });
+        }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/filter-test', body); }));
+      }),
+      button('Transformation', function () {
+        if (url.querySelector('.transformation-form')) return;
+        url.appendChild(transformationEditor(endpoint, function (transformation) {
+          return call('PATCH', 'endpoints/' + endpoint.id, { transformation: transformation }).then(function (saved) {
+            endpointsById[endpoint.id] = saved;
+            url.querySelector('.transformation').textContent = transformationText(saved.transformation);
+          });
+        }, function (body) { return call('POST', 'endpoints/' + endpoint.id + '/transformation/simulate', body); }));
+      }),
+      button(endpoint.type !== 'http' ? 'Destination settings' : 'Receiver security', function () { editReceiverSettings(url, endpoint); }),
+      endpoint.status !== 'disabled' ? button('Recover', function () { recover(url, endpoint); }) : null,
+      button('Rotate secret', confirmed('Rotate the signing secret of ' + endpoint.url + '? The previous one keeps working for a while; give your receiver the new one.', function () {
+        call('POST', 'endpoints/' + endpoint.id + '/rotate-secret').then(function (result) {
+          note(url, (result.public_key ? 'New public key: ' + result.public_key : 'New signing secret (shown once): ' + result.signing_secret) + '\\nThe previous one keeps working until ' + result.previous_valid_until + '.');
+        }).catch(failNear(url));
+      })),
+    ]));
     row.appendChild(actions);
     return row;
   }
 
-  // The endpoint's attempts per hour over the last 24 hours, drawn by chart.js.
-  function showStats(endpoint) {
+  // An endpoint's page: its status, success and attempts per hour over the last 24 hours (chart.js), drawn
+  // as it opens.
+  function openEndpoint(endpoint) {
+    var section = document.getElementById('endpoint-section');
+    document.getElementById('endpoint-of').textContent = endpoint.url;
+    var health = document.getElementById('endpoint-health');
+    health.textContent = '';
+    health.appendChild(el('span', endpoint.status, 'status-' + endpoint.status));
+    if (endpoint.description) health.appendChild(el('span', endpoint.description));
+    health.appendChild(el('span', endpoint.event_types.length ? 'Event types: ' + endpoint.event_types.join(', ') : 'Every event type'));
+    var ratio = health.appendChild(el('span', '…', 'ratio'));
+    section.hidden = false;
     return call('GET', 'endpoints/' + endpoint.id + '/stats').then(function (stats) {
-      var section = document.getElementById('stats-section');
-      section.hidden = false;
-      document.getElementById('stats-of').textContent = endpoint.url;
+      ratio.textContent = successRatio(stats.totals) + ' succeeded, last 24 h';
       window.HeraldChart.draw(document.getElementById('stats-chart'), stats);
       section.scrollIntoView({ block: 'nearest' });
     });
@@ -418,9 +435,7 @@ ${ANSWERS_JS}
     ids.appendChild(document.createTextNode(' · endpoint '));
     ids.appendChild(idWithCopy(delivery.endpoint_id));
     item.appendChild(ids);
-    var attempts = el('ul', null, 'attempts');
-    delivery.attempts.forEach(function (attempt) { attempts.appendChild(el('li', attemptLine(attempt))); });
-    item.appendChild(attempts);
+    item.appendChild(attemptsTable(delivery.attempts));
     item.appendChild(answersControl(function () {
       return request('GET', 'messages/' + delivery.message_id + '/payload').then(function (reply) {
         if (reply.status === 410) return null;
@@ -494,7 +509,8 @@ ${ANSWERS_JS}
       option.selected = type.name === 'invoice.paid';
       select.appendChild(option);
     });
-    return Promise.all([loadEndpoints(), loadMessages()]);
+    // The endpoints first: the messages' delivery marks name their endpoints' URLs.
+    return loadEndpoints().then(function () { return loadMessages(); });
   }).catch(fail);
 })();
 `;

@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Locator } from 'playwright-core';
 import { startTestService, type TestService } from '../support/service.js';
-import { launchBrowser } from '../support/browser.js';
+import { chooseAction, launchBrowser } from '../support/browser.js';
 import { bootstrap, type Client } from '../support/client.js';
 import { eventually, Receiver } from '../support/receiver.js';
 
@@ -75,7 +75,8 @@ test('in a browser: the console simulates a transformation as it is typed, saves
   await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
-  await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Open")`);
+  await chooseAction(page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`), 'Open');
+  await page.click('#endpoint-tabs button[data-tab="transformation"]');
   const form = page.locator('#endpoint-transformation form.transformation-form');
   await form.waitFor();
   assert.equal(await page.locator('#endpoint-details .transformation-value').textContent(), 'none');
@@ -127,8 +128,9 @@ test('in a browser: the console simulates a transformation as it is typed, saves
   const { received } = await emitted(app.id, 42);
   assert.equal(received.path, '/console-hook/slack');
   assert.deepEqual(JSON.parse(received.body), { text: 'invoice.paid #42' });
-  await page.reload();
-  const delivery = page.locator('#endpoint-deliveries .delivery').first();
+  const [sent] = (await api.get(`/api/v1/deliveries?endpoint_id=${endpoint.id}&limit=1`)).body.data;
+  await page.goto(`${service.url}/console#/deliveries/${sent.id}`);
+  const delivery = page.locator('#delivery-detail .delivery').first();
   await delivery.waitFor();
   await delivery.locator('button:text("Show payload and answers")').click();
   const made = delivery.locator('.answer .made-request');
@@ -139,6 +141,8 @@ test('in a browser: the console simulates a transformation as it is typed, saves
   });
 
   // Turned off: saved, and the next attempt goes unchanged.
+  await page.goto(`${service.url}/console#/endpoints/${endpoint.id}?tab=transformation`);
+  await page.locator('#endpoint-transformation form.transformation-form').waitFor();
   await page.locator('#endpoint-transformation input[name=enabled]').uncheck();
   await page.locator('#endpoint-transformation button:text("Save transformation")').click();
   await eventually(
@@ -168,7 +172,7 @@ test('in a browser: the portal edits a transformation beside its simulated reque
   const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
   await row.waitFor();
   assert.equal(await row.locator('.transformation').textContent(), '', 'no transformation: nothing said');
-  await row.locator('button:text("Transformation")').click();
+  await chooseAction(row, 'Transformation');
   const form = row.locator('form.transformation-form');
   await form.waitFor();
   await resultMatching(form, new RegExp(`^POST ${url}\\n`), 'the starter simulated');

@@ -1,5 +1,5 @@
 import type { TestContext } from 'node:test';
-import type { Browser } from 'playwright-core';
+import type { Browser, Locator } from 'playwright-core';
 
 // Headless Chromium for the tests that look at a page as a person would. They live under test/browser/,
 // which the runner (scripts/test.mjs) runs on the embedded store only (the page is the same on either
@@ -23,4 +23,14 @@ export async function launchBrowser(t: TestContext): Promise<Browser> {
   });
   t.after(() => browser.close());
   return browser;
+}
+
+/**
+ * Chooses an action from a row's one actions menu (`details.menu`, src/console/dom-helpers.ts): opens the
+ * menu, then clicks the item named `label`.
+ */
+export async function chooseAction(row: Locator, label: string): Promise<void> {
+  const menu = row.locator('details.menu').first();
+  if ((await menu.getAttribute('open')) === null) await menu.locator('summary').click();
+  await menu.locator(`.menu-items :is(button, a):text-is("${label}")`).click();
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import type { BrowserContext, Page } from 'playwright-core';
 import { startTestService, type TestService } from '../../support/service.js';
-import { launchBrowser } from '../../support/browser.js';
+import { chooseAction, launchBrowser } from '../../support/browser.js';
 import { bootstrap, type Client } from '../../support/client.js';
 import { eventually, Receiver } from '../../support/receiver.js';
 
@@ -108,7 +108,7 @@ test('in a browser: a deep link opens its view right after sign-in; Back and For
   await shown(page, 'delivery');
   assert.equal(await page.locator('#delivery-id').textContent(), failed.deliveryId);
   const item = page.locator(`#delivery-detail .delivery[data-delivery-id="${failed.deliveryId}"]`);
-  await item.locator('.attempts li').first().waitFor();
+  await item.locator('.attempts tbody tr[data-attempt]').first().waitFor();
   // The row reads: event type, endpoint URL, status, attempts and age first.
   await eventually(
     async () =>
@@ -161,7 +161,7 @@ test('in a browser: the search box opens any evt_, dlv_, ep_, app_ id or applica
   await shown(page, 'message');
   await page.waitForFunction((id) => document.querySelector('#message-id')?.textContent === id, succeeded.messageId);
   assert.equal(new URL(page.url()).hash, `#/messages/${succeeded.messageId}`);
-  await page.locator(`#message-deliveries .delivery[data-delivery-id="${succeeded.deliveryId}"]`).waitFor();
+  await page.locator(`#message-deliveries tr[data-delivery-id="${succeeded.deliveryId}"]`).waitFor();
 
   await search(failed.deliveryId);
   await shown(page, 'delivery');
@@ -209,19 +209,28 @@ test("in a browser: deliveries filter by status; a delivery shows its payload an
   await page.waitForSelector(`#deliveries tbody tr[data-delivery-id="${failed.deliveryId}"]`);
   assert.equal(await page.locator(`#deliveries tbody tr[data-delivery-id="${succeeded.deliveryId}"]`).count(), 1);
 
-  // Rows read: event type, endpoint URL, status, attempts and age first; the id one click away.
+  // Rows read: status, event type, endpoint URL, attempts, the last answer and age; the rest in one menu.
   const row = page.locator(`#deliveries tbody tr[data-delivery-id="${failed.deliveryId}"]`);
   await eventually(
-    async () => ((await row.locator('td').nth(1).textContent()) ?? '').endsWith('/pages'),
+    async () =>
+      ((await row.locator('td').nth(2).textContent()) ?? '').endsWith('/pages') &&
+      (await row.locator('td.last-answer').textContent()) === 'HTTP 503',
     5_000,
-    'the URL',
+    'the URL and the last answer',
   );
   const cells = await row.locator('td').allTextContents();
-  assert.equal(cells[0], 'invoice.paid');
-  assert.equal(cells[2], 'failed');
+  assert.equal(cells[0], 'failed');
+  assert.equal(cells[1], 'invoice.paid');
   assert.equal(cells[3], '1');
-  assert.match(cells[4] ?? '', /ago$/);
-  await row.locator('button:text("Copy")').click();
+  assert.equal(cells[4], 'HTTP 503');
+  assert.match(cells[5] ?? '', /ago$/);
+  assert.match((await row.locator('td .age').getAttribute('title')) ?? '', /\d{4}|\d:\d\d/, 'the exact time on hover');
+  assert.equal(
+    await row.locator('td.actions button, td.actions a').filter({ visible: true }).count(),
+    0,
+    'no row of buttons',
+  );
+  await chooseAction(row, 'Copy id');
   await row.locator('button:text("Copied")').waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), failed.deliveryId);
 
@@ -246,10 +255,10 @@ test("in a browser: deliveries filter by status; a delivery shows its payload an
   assert.equal(await page.locator('#delivery-filter select[name=status]').inputValue(), 'failed');
 
   // The delivery's page: the payload sent and the receiver's answer, on demand.
-  await row.locator('a:text("Open")').click();
+  await chooseAction(row, 'Open');
   await shown(page, 'delivery');
   const item = page.locator(`#delivery-detail .delivery[data-delivery-id="${failed.deliveryId}"]`);
-  await item.locator('.attempts li').first().waitFor();
+  await item.locator('.attempts tbody tr[data-attempt]').first().waitFor();
   assert.equal(await item.locator('.answers').isVisible(), false, 'answers wait to be asked for');
   await item.locator('button:text("Show payload and answers")').click();
   await item.locator('.answers .response-body').waitFor();
@@ -288,7 +297,7 @@ test("in a browser: deliveries filter by status; a delivery shows its payload an
   await page.waitForFunction(
     (id) =>
       /#2 manual · success · HTTP 200/.test(
-        document.querySelector(`[data-delivery-id="${id}"] .attempts li`)?.textContent ?? '',
+        document.querySelector(`[data-delivery-id="${id}"] .attempts tbody tr`)?.getAttribute('title') ?? '',
       ),
     failed.deliveryId,
     { timeout: 15_000 },
@@ -440,6 +449,7 @@ test('in a browser: endpoint controls (rate limit, ordering, headers) are saved 
   await page.click('#endpoint-actions button:text("Disable")');
   assert.equal((await api.get(`/api/v1/endpoints/${own.id}`)).body.status, 'active', 'dismissed: still active');
 
+  await page.click('#endpoint-tabs button[data-tab="policy"]');
   const form = page.locator('#endpoint-controls');
   await form.locator('input[name=rate_limit]').fill('12');
   await form.locator('input[name=retry_schedule]').fill('0s, 10s , 2h');

@@ -2,7 +2,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
 import { startTestService, type TestService } from '../../support/service.js';
-import { launchBrowser } from '../../support/browser.js';
+import { chooseAction, launchBrowser } from '../../support/browser.js';
 import { bootstrap, type Client } from '../../support/client.js';
 import { eventually, Receiver } from '../../support/receiver.js';
 import { makeCa } from '../../support/certificates.js';
@@ -90,37 +90,50 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
   await eventually(async () => /0% of 1/.test((await row.locator('.ratio').textContent()) ?? ''), 5_000, 'the ratio');
 
-  // The endpoint's page: its chart of attempts per hour and its delivery with the failed attempt.
-  await row.locator('button:text("Open")').click();
-  await page.waitForSelector(`#endpoint-deliveries .delivery[data-delivery-id="${delivery.id}"] li`);
+  // The endpoint's page opens on its health and chart of attempts per hour, and its deliveries as a table
+  // whose row says the failed attempt's answer.
+  await chooseAction(row, 'Open');
+  const item = page.locator(`#endpoint-deliveries tbody tr[data-delivery-id="${delivery.id}"]`);
+  await eventually(async () => (await item.locator('.last-answer').textContent()) === 'HTTP 500', 5_000, 'the answer');
   assert.equal(await page.locator('#endpoint-id').textContent(), endpoint.id);
+  assert.equal(await page.locator('#endpoint-tabs button.current').textContent(), 'Overview');
+  assert.equal(await page.locator('#endpoint-chart').isVisible(), true);
+  assert.equal(await page.locator('#endpoint-controls').isVisible(), false, 'the settings wait behind their tabs');
+  assert.match((await page.locator('#endpoint-health').textContent()) ?? '', /0% of 1 succeeded, last 24 h/);
   assert.equal(await page.locator('#endpoint-chart svg .bucket').count(), 24);
   assert.equal(await page.locator('#endpoint-chart svg .bar-failure').count(), 1);
-  const item = page.locator(`#endpoint-deliveries .delivery[data-delivery-id="${delivery.id}"]`);
-  assert.match((await item.textContent()) ?? '', /#1 scheduled · failed · HTTP 500/);
+  assert.equal(await item.locator('td.status-failed').textContent(), 'failed');
+  assert.equal(await item.locator('.attempt-count').textContent(), '1');
+  assert.equal(await item.locator('.menu-items').isVisible(), false, 'the actions wait in one menu');
 
-  // The receiver is back: a retry from the page delivers, and the page shows the new attempt.
+  // The receiver is back: a retry from the row's menu delivers, and the row shows the new answer.
   receiver.respond = () => ({ status: 200, body: 'ok' });
-  await item.locator('button:text("Retry")').click();
+  await chooseAction(item, 'Retry');
   await page.waitForFunction(
     (id) =>
-      /#2 manual · success · HTTP 200/.test(document.querySelector(`[data-delivery-id="${id}"]`)?.textContent ?? ''),
+      document.querySelector(`#endpoint-deliveries tr[data-delivery-id="${id}"] .last-answer`)?.textContent ===
+      'HTTP 200',
     delivery.id,
     { timeout: 15_000 },
   );
   assert.match((await item.locator('.note').textContent()) ?? '', /queued as attempt 2/);
+  assert.equal(await item.locator('.attempt-count').textContent(), '2');
+  assert.equal(await item.locator('td.status-success').textContent(), 'success');
   assert.equal((await api.get(`/api/v1/deliveries/${delivery.id}`)).body.status, 'success');
   await page.waitForFunction(() => document.querySelectorAll('#endpoint-chart svg .bar-success').length === 1);
 
   // Disable from the endpoint's page, and recover (refused while disabled, said on the page).
   await page.click('#endpoint-actions button:text("Disable")');
-  await page.waitForSelector('#endpoint-details dd.status-disabled');
+  await page.waitForSelector('#endpoint-health .status-disabled');
   assert.equal((await api.get(`/api/v1/endpoints/${endpoint.id}`)).body.status, 'disabled');
+  await page.click('#endpoint-tabs button[data-tab="policy"]');
+  assert.match(page.url(), /#\/endpoints\/ep_[^?]+\?tab=policy$/, 'the tab is in the address');
   await page.click('#recover-endpoint button[type=submit]');
   await page.waitForSelector('#recover-endpoint .note.error');
   assert.match((await page.locator('#recover-endpoint .note').textContent()) ?? '', /disabled/);
   await page.click('#endpoint-actions button:text("Enable")');
-  await page.waitForSelector('#endpoint-details dd.status-active');
+  await page.waitForSelector('#endpoint-health .status-active');
+  assert.equal(await page.locator('#endpoint-tabs button.current').textContent(), 'Policy', 'a redraw keeps the tab');
   await page.click('#recover-endpoint button[type=submit]');
   await page.waitForFunction(() =>
     /Recovery started \(task_/.test(document.querySelector('#recover-endpoint .note')?.textContent ?? ''),
@@ -140,9 +153,14 @@ test('in a browser: sign in with the bootstrap key, open an endpoint, retry its 
   await page.selectOption('#message-filter select[name=event_type]', 'invoice.paid');
   await page.click('#message-filter button[type=submit]');
   await page.waitForFunction(() => document.querySelectorAll('#messages tbody tr[data-message-id]').length === 1);
-  await page.click('#messages tbody tr[data-message-id] button:text("Deliveries")');
-  await page.waitForSelector('#message-deliveries .delivery li');
-  assert.match((await page.locator('#message-deliveries').textContent()) ?? '', /#2 manual · success · HTTP 200/);
+  await chooseAction(page.locator('#messages tbody tr[data-message-id]'), 'Deliveries');
+  const messageDelivery = page.locator(`#message-deliveries tbody tr[data-delivery-id="${delivery.id}"]`);
+  await eventually(
+    async () => (await messageDelivery.locator('.last-answer').textContent()) === 'HTTP 200',
+    5_000,
+    "the message's delivery and its last answer",
+  );
+  assert.equal(await messageDelivery.locator('.attempt-count').textContent(), '2');
 
   // Create an application and an endpoint from the page.
   await page.click('#tabs button[data-view="applications"]');
@@ -240,17 +258,20 @@ test("in a browser: an endpoint's content filter is tried and saved on its page,
   await page.goto(`${service.url}/console#/endpoints`);
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
-  await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Open")`);
-  await page.waitForSelector('#endpoint-filter form.filter-form');
-  assert.match((await page.locator('#endpoint-details .filter-value').textContent()) ?? '', /^none/);
-
   // The delivery's trace: the emit's trace id, copied with one click.
-  const trace = page.locator(`#endpoint-deliveries .delivery[data-delivery-id="${deliveryId}"] .trace`);
+  await page.goto(`${service.url}/console#/deliveries/${deliveryId}`);
+  const trace = page.locator(`#delivery-detail .delivery[data-delivery-id="${deliveryId}"] .trace`);
   await trace.waitFor();
   assert.equal(await trace.locator('code').textContent(), traceId);
   await trace.locator('button:text("Copy")').click();
   await trace.locator('button:text("Copied")').waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), traceId);
+
+  // The endpoint's settings tab, opened by its address.
+  await page.goto(`${service.url}/console#/endpoints/${endpoint.id}?tab=settings`);
+  await page.waitForSelector('#endpoint-filter form.filter-form');
+  assert.equal(await page.locator('#endpoint-tabs button.current').textContent(), 'Settings');
+  assert.match((await page.locator('#endpoint-details .filter-value').textContent()) ?? '', /^none/);
 
   // A draft is tried against sample payloads before it is saved; what the route says shows in the form.
   const form = page.locator('#endpoint-filter form.filter-form');
@@ -296,9 +317,9 @@ test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 sett
   await page.fill('#sign-in input[name=key]', testKey);
   await page.click('#sign-in button[type=submit]');
   const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
-  await row.locator('button:text("Open")').click();
+  await chooseAction(row, 'Open');
   await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, endpoint.id);
-  await page.click('#endpoint-actions button:text("Receiver security")');
+  await page.click('#endpoint-tabs button[data-tab="security"]');
   const form = page.locator('#endpoint-receiver-settings .receiver-settings-form');
   for (const name of [
     'client_cert',
@@ -319,7 +340,7 @@ test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 sett
   await form.locator('[name=audience]').fill('https://receiver.example');
   await form.locator('button[type=submit]').click();
   await page.waitForFunction(() =>
-    /Receiver settings saved/.test(document.querySelector('#endpoint-actions .note')?.textContent ?? ''),
+    /Receiver settings saved/.test(document.querySelector('#endpoint-receiver-settings .note')?.textContent ?? ''),
   );
   await page.waitForFunction(() =>
     /console-client at /.test(document.querySelector('#endpoint-details')?.textContent ?? ''),
@@ -345,8 +366,9 @@ test('in a browser: the console edits an endpoint’s mutual TLS and OAuth2 sett
   assert.equal(service.store.endpoints.authSecret(stored), 'console-cl1ent-s3cret');
   assert.ok(!(await page.content()).includes('console-cl1ent-s3cret'));
 
-  // Emptied, the settings are removed.
-  await page.click('#endpoint-actions button:text("Receiver security")');
+  // Emptied, the settings are removed (the redrawn page keeps the security tab and its form in view).
+  assert.equal(await page.locator('#endpoint-tabs button.current').textContent(), 'Security');
+  assert.match((await page.locator('#endpoint-security').textContent()) ?? '', /OAuth2console-client at /);
   for (const name of ['client_cert', 'client_key', 'token_url']) await form.locator(`[name=${name}]`).fill('');
   await form.locator('button[type=submit]').click();
   await eventually(async () => {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launchBrowser } from '../../support/browser.js';
+import { chooseAction, launchBrowser } from '../../support/browser.js';
 import { eventually } from '../../support/receiver.js';
 import { api, service, setUpPortalWorld } from '../../support/portal-world.js';
 import { rabbitConsumer, redisConsumer, verified } from '../../support/brokers.js';
@@ -52,8 +52,8 @@ test('in a browser: the console creates a RabbitMQ destination and edits its rou
   // Edited as shown: the password stays "<redacted>" in the form and stored behind it.
   await page.goto(`${service.url}/console#/endpoints/${endpoint.id}`);
   await page.waitForFunction((id) => document.querySelector('#endpoint-id')?.textContent === id, endpoint.id);
-  await page.click('#endpoint-actions button:text("Destination settings")');
-  const form = page.locator('#endpoint-receiver-settings .destination-settings-form');
+  const form = page.locator('#endpoint-destination-settings .destination-settings-form');
+  await page.click('#endpoint-tabs button[data-tab="settings"]');
   assert.equal(await form.locator('[name=url]').inputValue(), 'amqp://guest:<redacted>@127.0.0.1:5672');
   await form.locator('[name="config.routing_key"]').fill(second.queue);
   await form.locator('button[type=submit]').click();
@@ -81,8 +81,10 @@ test('in a browser: the portal adds a Redis destination with its own stream and 
   const note = (await page.textContent('#add-endpoint .note')) ?? '';
   const secret = /whsec_\S+/.exec(note)?.[0];
   assert.ok(secret, note);
-  await page.waitForSelector('#endpoints tbody tr button:text("Destination settings")');
-  await page.click('#endpoints tbody tr:first-child button:text("Destination settings")');
+  await page.waitForSelector('#endpoints tbody tr .menu-items button:text("Destination settings")', {
+    state: 'attached',
+  });
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Destination settings');
   const form = page.locator('#endpoints tbody tr:first-child .destination-settings-form');
   await form.locator('[name="config.stream"]').fill(stream.stream);
   await form.locator('[name="config.maxlen"]').fill('500');

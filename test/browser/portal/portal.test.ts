@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync } from 'node:fs';
-import { launchBrowser } from '../../support/browser.js';
+import { chooseAction, launchBrowser } from '../../support/browser.js';
 import { eventually } from '../../support/receiver.js';
 import { makeCa } from '../../support/certificates.js';
 import {
@@ -33,8 +33,11 @@ test('in a browser: the portal shows more endpoints on request, and keeps them s
   await last.waitFor();
   assert.equal(await page.locator('#endpoints tbody tr').count(), 51);
   assert.equal(await page.locator('#endpoints-more button').count(), 0, 'no more to show');
+  // One actions menu per row, closed until asked for.
+  assert.equal(await last.locator('td.actions button').filter({ visible: true }).count(), 0, 'no row of buttons');
+  assert.equal(await last.locator('td.actions details.menu summary').textContent(), 'Actions');
   // A change reloads the list with both pages: the changed row stays, disabled.
-  await last.locator('button:text("Disable")').click();
+  await chooseAction(last, 'Disable');
   await last.locator('.status-disabled').waitFor();
   assert.equal(await page.locator('#endpoints tbody tr').count(), 51);
 });
@@ -60,9 +63,11 @@ test("in a browser: the portal draws an endpoint's attempts per hour", async (t)
   page.on('request', (request) => requests.push(request.url()));
   await page.goto(service.url + app.portal_path);
   await page.waitForSelector('#endpoints tbody tr');
-  await page.click('#endpoints tbody tr:first-child button:text("Stats")');
+  // The endpoint's page opens from its URL, its chart drawn at once.
+  await page.click('#endpoints tbody tr:first-child a.open-endpoint');
   await page.waitForSelector('#stats-chart svg');
-  assert.equal(await page.locator('#stats-section').isVisible(), true);
+  assert.equal(await page.locator('#endpoint-section').isVisible(), true);
+  assert.match((await page.locator('#endpoint-health').textContent()) ?? '', /100% of 1 succeeded, last 24 h/);
   assert.equal(await page.locator('#stats-chart svg .bucket').count(), 24);
   assert.equal(await page.locator('#stats-chart svg .bar-success').count(), 1);
   assert.equal(await page.locator('#stats-chart svg .bar-failure').count(), 0);
@@ -120,8 +125,17 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   await page.waitForSelector('#deliveries .delivery');
   const text = (await page.locator('#deliveries').textContent()) ?? '';
   assert.match(text, /success/);
-  assert.match(text, /#1 scheduled · success · HTTP 200/);
-  assert.match(text, /#1 scheduled · failed · HTTP 500 · \d+ ms/);
+  // Each delivery's attempts are a table: number, trigger, status, answer, duration, age.
+  const attempts = (
+    await page
+      .locator('#deliveries .attempts tbody tr')
+      .evaluateAll((rows) =>
+        rows.map((row) => [...row.querySelectorAll('td')].map((cell) => cell.textContent).join(' | ')),
+      )
+  ).sort();
+  assert.equal(attempts.length, 2);
+  assert.match(attempts[0] ?? '', /^#1 \| scheduled \| failed \| HTTP 500 \| \d+ ms \| \d+ s ago$/);
+  assert.match(attempts[1] ?? '', /^#1 \| scheduled \| success \| HTTP 200 \| \d+ ms \| \d+ s ago$/);
   // Rows a person reads: the event type and the endpoint URL first; a failed attempt with retries left is pending.
   assert.match(text, /invoice\.paid → \S+\/browser-added · pending · 1 attempt\(s\)/);
 
@@ -149,7 +163,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   );
 
   // Headers: edited as lines of "Name: value"; a credential comes back redacted.
-  await page.click('#endpoints tbody tr:first-child button:text("Edit headers")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Edit headers');
   await page.fill('#endpoints tbody tr:first-child textarea', 'X-Tenant: acme\nAuthorization: Bearer browser-s3cret');
   await page.click('#endpoints tbody tr:first-child button:text("Save headers")');
   await page.waitForSelector('#endpoints .headers');
@@ -157,7 +171,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   assert.match(headersShown, /X-Tenant: acme/);
   assert.match(headersShown, /Authorization: <redacted>/);
   assert.doesNotMatch((await page.content()) ?? '', /browser-s3cret/);
-  await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Delivery');
   await page.fill('#endpoints tbody tr:first-child input[name=rate_limit]', '7');
   await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 30s,1h');
   await page.uncheck('#endpoints tbody tr:first-child input[name=circuit]');
@@ -176,7 +190,7 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   );
   assert.deepEqual(portalEndpoint.circuit, { enabled: false }, 'the breaker turned off from the portal');
   // A step past 7 days is refused beside the form, and nothing changes.
-  await page.click('#endpoints tbody tr:first-child button:text("Delivery")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Delivery');
   await page.fill('#endpoints tbody tr:first-child input[name=retry_schedule]', '0s, 8d');
   await page.click('#endpoints tbody tr:first-child button:text("Save delivery settings")');
   await page.waitForFunction(() =>
@@ -184,13 +198,13 @@ test('in a browser: the portal lists endpoints, adds one, sends a test event and
   );
   assert.match((await page.locator('#endpoints .retry-schedule').first().textContent()) ?? '', /0s, 30s, 1h/);
 
-  await page.click('#endpoints tbody tr:first-child button:text("Recover")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Recover');
   await page.click('#endpoints tbody tr:first-child button:text("Recover failed deliveries")');
   await page.waitForFunction(() =>
     /Recovery started \(task_/.test(document.querySelector('#endpoints .recover-form .note')?.textContent ?? ''),
   );
 
-  await page.click('#endpoints tbody tr:first-child button:text("Disable")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Disable');
   await page.waitForSelector('#endpoints .status-disabled');
   await page.screenshot({ path: `${service.database.env.HERALD_DATA_DIR}/portal.png`, fullPage: true });
   if (process.env.SUITE_PORTAL_SCREENSHOT)
@@ -205,7 +219,7 @@ test('in a browser: the portal tries and saves a filter, and says so beside the 
   page.on('pageerror', (error) => problems.push(error.message));
   await page.goto(service.url + app.portal_path);
   const row = page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`);
-  await row.locator('button:text("Filter")').click();
+  await chooseAction(row, 'Filter');
   const form = row.locator('form.filter-form');
   const result = form.locator('.filter-result');
   await form.locator('textarea[name=filter]').fill('{"data.region": {"$in": ["eu"]}}');
@@ -235,7 +249,7 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   const page = await browser.newPage();
   await page.goto(service.url + app.portal_path);
   await page.waitForSelector('#endpoints tbody tr');
-  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Receiver security');
   const form = page.locator('#endpoints tbody tr:first-child .receiver-settings-form');
   for (const name of [
     'client_cert',
@@ -282,7 +296,7 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   assert.equal(service.store.endpoints.tlsKey(row), identity.key.trim());
   assert.equal(service.store.endpoints.authSecret(row), 'portal-cl1ent-s3cret');
   // The page shows neither the key nor the secret; saved again as shown, both are kept.
-  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Receiver security');
   assert.equal(await form.locator('[name=client_key]').inputValue(), '<redacted>');
   assert.equal(await form.locator('[name=client_secret]').inputValue(), '<redacted>');
   const content = await page.content();
@@ -297,7 +311,7 @@ test('in a browser: the portal edits an endpoint’s mutual TLS and OAuth2 setti
   assert.equal(service.store.endpoints.tlsKey(again), identity.key.trim());
   assert.equal(service.store.endpoints.authSecret(again), 'portal-cl1ent-s3cret');
   // A portal endpoint's token server must be public, as its URL must.
-  await page.click('#endpoints tbody tr:first-child button:text("Receiver security")');
+  await chooseAction(page.locator('#endpoints tbody tr:first-child'), 'Receiver security');
   await form.locator('[name=token_url]').fill('http://10.0.0.1/token');
   await form.locator('button[type=submit]').click();
   await form.locator('.note.error').waitFor();
@@ -359,7 +373,7 @@ test("in a browser: the portal says an error beside the form that caused it, ask
         .executeTakeFirstOrThrow()
     ).secret_sealed;
   const secret = await sealed();
-  await page.click(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"] button:text("Rotate secret")`);
+  await chooseAction(page.locator(`#endpoints tbody tr[data-endpoint-id="${endpoint.id}"]`), 'Rotate secret');
   assert.equal(asked.length, 1);
   assert.match(asked[0] ?? '', /Rotate the signing secret/);
   assert.equal(await sealed(), secret);
