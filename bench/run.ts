@@ -14,6 +14,7 @@ import { destinations } from './scenarios/destinations.js';
 import { endToEnd, fanout, pgEndToEnd, slowEndpoint, neighbourBacklog } from './scenarios/e2e.js';
 import { backlog } from './scenarios/backlog.js';
 import { peers } from './scenarios/peers.js';
+import { retention } from './scenarios/retention.js';
 import { tracing } from './scenarios/tracing.js';
 import { startup } from './scenarios/startup.js';
 import { hostileFilters } from './scenarios/hostile-filters.js';
@@ -45,6 +46,7 @@ const SCENARIOS: Record<string, { run: (ctx: Context) => Promise<ScenarioResult>
   'slow-neighbour': { run: slowNeighbour, postgres: true },
   // The brokers, kcat and fauxqs: left out by --skip-postgres with the others that need services.
   destinations: { run: destinations, postgres: true },
+  retention: { run: retention, postgres: true },
 };
 
 const { values } = parseArgs({

@@ -41,6 +41,10 @@ export interface Config {
   retentionMs: number;
   /** How long audit log entries are kept (HERALD_AUDIT_RETENTION). */
   auditRetentionMs: number;
+  /** PostgreSQL: the time range of each partition of the history tables (HERALD_PARTITION_INTERVAL). */
+  partitionIntervalMs: number;
+  /** PostgreSQL: how many partitions are kept made ahead of the current one (HERALD_PARTITIONS_AHEAD). */
+  partitionsAhead: number;
   leaseMs: number;
   concurrency: number;
   endpointConcurrency: number;
@@ -255,6 +259,13 @@ function ssrfAllowList(env: Env): string[] {
 }
 
 /** Retention may not be shorter than the idempotency window: a repeated key must find its message. */
+/** From an hour to 30 days: each partition is a table, so a shorter one makes thousands of them. */
+function partitionInterval(env: Env): number {
+  const ms = duration(env, 'HERALD_PARTITION_INTERVAL', '1d');
+  if (ms < 3_600_000 || ms > 30 * 86_400_000) throw new ConfigError('HERALD_PARTITION_INTERVAL must be from 1h to 30d');
+  return ms;
+}
+
 function retention(env: Env): number {
   const retentionMs = duration(env, 'HERALD_RETENTION', '30d');
   if (retentionMs < duration(env, 'HERALD_IDEMPOTENCY_TTL', '24h'))
@@ -477,6 +488,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxPayloadBytes: integer(env, 'HERALD_MAX_PAYLOAD_BYTES', 524288, 1024),
     retentionMs: retention(env),
     auditRetentionMs: duration(env, 'HERALD_AUDIT_RETENTION', '365d'),
+    partitionIntervalMs: partitionInterval(env),
+    partitionsAhead: integer(env, 'HERALD_PARTITIONS_AHEAD', 3, 1, 1000),
     leaseMs,
     concurrency: integer(env, 'HERALD_CONCURRENCY', 256, 1, 100_000),
     endpointConcurrency: integer(env, 'HERALD_ENDPOINT_CONCURRENCY', 16, 1, 10_000),

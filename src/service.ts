@@ -136,10 +136,21 @@ export async function startService(config: Config, logger: Logger = createLogger
       store.events.on('background', () => runner.wake());
       runner.start();
       background = runner;
+      // PostgreSQL's partitions are made ahead and dropped past retention first; the purge then deletes
+      // what partitions do not hold (the embedded store's history, and the other tables' rows).
+      const partitions = () =>
+        store.maintainPartitions().then(
+          (work) =>
+            work &&
+            logger.info({ made: work.made, dropped: work.dropped, defaultRows: work.defaultRows }, 'partitions kept'),
+          (error) => logger.warn({ err: error }, 'keeping partitions failed'),
+        );
       const purge = () =>
-        (queueThread ?? store).purgeExpired().then(
-          (counts) => logger.info({ counts }, 'retention purge done'),
-          (error) => logger.warn({ err: error }, 'retention purge failed'),
+        partitions().then(() =>
+          (queueThread ?? store).purgeExpired().then(
+            (counts) => logger.info({ counts }, 'retention purge done'),
+            (error) => logger.warn({ err: error }, 'retention purge failed'),
+          ),
         );
       void purge();
       retentionTimer = setInterval(purge, RETENTION_INTERVAL_MS).unref();

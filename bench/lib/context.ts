@@ -25,6 +25,8 @@ export interface Sizes {
   slowNeighbourSeconds: number;
   /** How long slow-neighbour waits after its last emit for the fast endpoints' messages still to come. */
   slowNeighbourWaitSeconds: number;
+  /** Deliveries of history the retention scenario loads (over ten days) before removing the oldest day. */
+  retentionDeliveries: number;
 }
 
 export const FULL: Sizes = {
@@ -45,6 +47,7 @@ export const FULL: Sizes = {
   slowNeighbourRate: 1_000,
   slowNeighbourSeconds: 20,
   slowNeighbourWaitSeconds: 10,
+  retentionDeliveries: 10_000_000,
 };
 
 export const QUICK: Sizes = {
@@ -65,6 +68,7 @@ export const QUICK: Sizes = {
   slowNeighbourRate: 300,
   slowNeighbourSeconds: 8,
   slowNeighbourWaitSeconds: 3,
+  retentionDeliveries: 20_000,
 };
 
 export interface Target {

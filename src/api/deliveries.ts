@@ -60,7 +60,7 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
       const row = await store.deliveries.get(scope, request.params.id);
       if (!row) throw notFound(`delivery ${request.params.id}`);
       const [attempts, message] = await Promise.all([
-        store.deliveries.recentAttempts(row.id),
+        store.deliveries.recentAttempts(row),
         store.messages.get(scope, row.message_id),
       ]);
       const trace = messageTrace(row.message_id, message?.traceparent ?? null, message?.tracestate ?? null);

@@ -85,6 +85,20 @@ export function idFloor(kind: IdKind, ms: number): string {
   return ID_PREFIX[kind] + encodeTime(Math.min(Math.max(Math.floor(ms), 0), MAX_ID_TIME));
 }
 
+/** How far apart two processes' clocks may be for idNotBefore to find every row. */
+export const CLOCK_SKEW_MS = 3_600_000;
+
+/**
+ * The lowest id of `kind` that can follow `other`: a delivery is made at or after its message, an attempt
+ * at or after its delivery, so a read of one's by the other can start its id range there (on PostgreSQL
+ * that leaves out the older partitions), less CLOCK_SKEW_MS, since another process's clock made it. An id
+ * that carries no time starts nowhere.
+ */
+export function idNotBefore(kind: IdKind, other: string): string {
+  const at = idTime(other);
+  return idFloor(kind, at === null ? 0 : at - CLOCK_SKEW_MS);
+}
+
 export function newId(kind: IdKind, now?: number): string {
   return ID_PREFIX[kind] + orderedId(now);
 }

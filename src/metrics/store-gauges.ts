@@ -1,9 +1,10 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { MetricsReads } from '../store/metrics.js';
 
-// Gauges read from the store: the due queue and endpoints per status. They are read when scraped and at
+// Gauges read from the store: the due queue, endpoints per status and (PostgreSQL) the rows no partition
+// range holds. They are read when scraped and at
 // most every READ_EVERY_MS (a scrape within that reuses the last reading), so scrapes cost the database
-// two small queries at most every few seconds, and no request (an emit) ever waits on them.
+// a few small queries at most every few seconds, and no request (an emit) ever waits on them.
 
 /** Readings younger than this are reused. */
 export const READ_EVERY_MS = 5_000;
@@ -16,6 +17,7 @@ interface Reading {
   due: number;
   oldestAgeSeconds: number;
   endpoints: Map<string, number>;
+  defaultPartitionRows: number;
 }
 
 export class StoreGauges {
@@ -58,6 +60,15 @@ export class StoreGauges {
         for (const [status, count] of reading.endpoints) this.set({ status }, count);
       },
     });
+    new Gauge({
+      name: 'herald_default_partition_rows',
+      help: "PostgreSQL: rows in the history tables' default partitions, which hold what no partition's range covers (0 while partitions are made ahead; always 0 on the embedded store)",
+      registers,
+      async collect() {
+        const reading = await self.current();
+        if (reading) this.set(reading.defaultPartitionRows);
+      },
+    });
   }
 
   /**
@@ -76,9 +87,13 @@ export class StoreGauges {
   private async read(): Promise<Reading | null> {
     const at = Date.now();
     try {
-      const [queue, endpoints] = await Promise.all([this.reads.queue(at), this.reads.endpointsByStatus()]);
+      const [queue, endpoints, defaultPartitionRows] = await Promise.all([
+        this.reads.queue(at),
+        this.reads.endpointsByStatus(),
+        this.reads.defaultPartitionRows(),
+      ]);
       const oldestAgeSeconds = queue.oldestRunAt === null ? 0 : Math.max(0, at - queue.oldestRunAt) / 1000;
-      this.reading = { at, due: queue.due, oldestAgeSeconds, endpoints };
+      this.reading = { at, due: queue.due, oldestAgeSeconds, endpoints, defaultPartitionRows };
     } catch {
       // Kept as last read; the scrape still serves every other metric.
     }

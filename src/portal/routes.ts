@@ -452,9 +452,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
       const data = await Promise.all(
         page.items.map(async (delivery) => ({
           ...deliveryToApi(delivery),
-          attempts: (await store.deliveries.recentAttempts(delivery.id, ATTEMPTS_PER_DELIVERY)).map(
-            attemptSummaryToApi,
-          ),
+          attempts: (await store.deliveries.recentAttempts(delivery, ATTEMPTS_PER_DELIVERY)).map(attemptSummaryToApi),
         })),
       );
       return { object: 'list', data, has_more: page.hasMore, next_cursor: page.nextCursor };
@@ -483,7 +481,7 @@ export const portalRoutes: RoutePlugin = async (app, { store, config, metrics, t
       privatePage(reply);
       const ctx = await context(request);
       const delivery = await ownDelivery(ctx, request.params.id);
-      const attempts = await store.deliveries.recentAttempts(delivery.id, ATTEMPTS_WITH_ANSWERS);
+      const attempts = await store.deliveries.recentAttempts(delivery, ATTEMPTS_WITH_ANSWERS);
       return { ...deliveryToApi(delivery), attempts: attempts.map((a) => attemptToApi(a, delivery.message_id)) };
     },
   );

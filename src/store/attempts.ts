@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow } from './schema.js';
 import type { AttemptStatus } from '../domain/states.js';
-import { idTime } from '../domain/ids.js';
+import { idNotBefore, idTime } from '../domain/ids.js';
 
 /** An attempt with what names it outside its delivery: the message it sent and its endpoint's URL now. */
 export type AttemptRead = AttemptRow & { message_id: string; endpoint_id: string; url: string | null };
@@ -57,7 +57,10 @@ export class Attempts {
   listQuery(scope: Scope, page: PageRequest, filter: AttemptFilter) {
     let query = this.read(scope);
     if (filter.endpointId) query = query.where('attempts.endpoint_id', '=', filter.endpointId);
-    if (filter.messageId) query = query.where(OF_MESSAGE[this.ctx.dialect](filter.messageId));
+    if (filter.messageId)
+      query = query
+        .where(OF_MESSAGE[this.ctx.dialect](filter.messageId))
+        .where('attempts.id', '>=', idNotBefore('attempt', filter.messageId));
     if (filter.status) query = query.where('attempts.status', '=', filter.status);
     if (filter.before !== undefined) query = query.where('attempts.created_at', '<', filter.before);
     if (filter.after !== undefined) query = query.where('attempts.created_at', '>', filter.after);

@@ -1,3 +1,4 @@
+import { CLOCK_SKEW_MS, idFloor, idNotBefore } from '../domain/ids.js';
 import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow, NewDeliveryRow } from './schema.js';
@@ -85,26 +86,43 @@ export class Deliveries {
       .selectFrom('deliveries')
       .select(['message_id', 'endpoint_id', 'status'])
       .where('message_id', 'in', [...messageIds])
+      .where('id', '>=', idNotBefore('delivery', [...messageIds].sort()[0]!))
       .where('org_id', '=', scope.orgId)
       .where('livemode', '=', liveFlag(scope))
       .orderBy('id')
       .execute();
   }
 
-  /** The most recent attempts of a delivery, newest first. */
-  async recentAttempts(deliveryId: string, limit = RECENT_ATTEMPTS): Promise<AttemptRow[]> {
+  /**
+   * The most recent attempts of a delivery, newest first. Its attempts were made between its creation and
+   * its last change (each recorded outcome changes it): their ids are read in that range, which on
+   * PostgreSQL is the partitions of those days only.
+   */
+  async recentAttempts(
+    delivery: Pick<DeliveryRead, 'id' | 'updated_at'>,
+    limit = RECENT_ATTEMPTS,
+  ): Promise<AttemptRow[]> {
+    return this.recentAttemptsQuery(delivery, limit).execute();
+  }
+
+  /** recentAttempts' statement (the partitions it reads are checked in test/postgres/store/partitions.test.ts). */
+  recentAttemptsQuery(delivery: Pick<DeliveryRead, 'id' | 'updated_at'>, limit = RECENT_ATTEMPTS) {
     return this.ctx.db
       .selectFrom('attempt_log')
       .selectAll()
-      .where('delivery_id', '=', deliveryId)
+      .where('delivery_id', '=', delivery.id)
+      .where('id', '>=', idNotBefore('attempt', delivery.id))
+      .where('id', '<', idFloor('attempt', delivery.updated_at + CLOCK_SKEW_MS + 1))
       .orderBy('id', 'desc')
-      .limit(limit)
-      .execute();
+      .limit(limit);
   }
 
   async list(scope: Scope, page: PageRequest, filter: DeliveryFilter = {}): Promise<Page<DeliveryRead>> {
     let query = this.read().where('org_id', '=', scope.orgId).where('livemode', '=', liveFlag(scope));
-    if (filter.messageId) query = query.where('message_id', '=', filter.messageId);
+    if (filter.messageId)
+      query = query
+        .where('message_id', '=', filter.messageId)
+        .where('id', '>=', idNotBefore('delivery', filter.messageId));
     if (filter.endpointId) query = query.where('endpoint_id', '=', filter.endpointId);
     if (filter.appId) query = query.where('app_id', '=', filter.appId);
     // Operational deliveries are listed by their message, endpoint or application only.
@@ -122,8 +140,16 @@ export class Deliveries {
             .where('messages.event_type', '=', eventType),
         ),
       );
-    if (filter.since !== undefined) query = query.where('deliveries.created_at', '>=', filter.since);
-    if (filter.until !== undefined) query = query.where('deliveries.created_at', '<', filter.until);
+    // A delivery's id carries its creation time: the id range says the same as the times, and on
+    // PostgreSQL leaves out the partitions outside it.
+    if (filter.since !== undefined)
+      query = query
+        .where('deliveries.created_at', '>=', filter.since)
+        .where('id', '>=', idFloor('delivery', filter.since));
+    if (filter.until !== undefined)
+      query = query
+        .where('deliveries.created_at', '<', filter.until)
+        .where('id', '<', idFloor('delivery', filter.until));
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
       await query

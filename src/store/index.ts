@@ -23,6 +23,7 @@ import { MetricsReads } from './metrics.js';
 import { EndpointStats } from './endpoint-stats.js';
 import { ApplicationStats } from './application-stats.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
+import { maintainPartitions, type PartitionWork } from './partitions/index.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
 export type { Scope, Page, PageRequest } from './common.js';
@@ -174,6 +175,15 @@ export class Store {
 
   purgeExpired(): Promise<PurgeCounts> {
     return purgeExpired(this.ctx, this.config);
+  }
+
+  /** PostgreSQL: the history tables' partitions made ahead and dropped past retention; null on the embedded store. */
+  maintainPartitions(): Promise<PartitionWork | null> {
+    return maintainPartitions(this.ctx, {
+      intervalMs: this.config.partitionIntervalMs,
+      ahead: this.config.partitionsAhead,
+      retentionMs: this.config.retentionMs,
+    });
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 import { FilterBudget } from '../domain/content-filter.js';
 import { isUniqueViolation } from './errors.js';
 import { sql } from 'kysely';
-import { newId } from '../domain/ids.js';
+import { idFloor, newId } from '../domain/ids.js';
 import { scheduledDelay } from '../domain/retry.js';
 import { scheduleMs } from '../domain/retry-schedule.js';
 import { GroupCommit } from './group-commit.js';
@@ -137,7 +137,7 @@ export class Messages {
   /**
    * Emits one message. Concurrent calls are written together (group commit: one transaction on SQLite,
    * one write statement on PostgreSQL). An event id that a concurrent emit took between this one's check
-   * and its write fails the write (the unique index; the group commit then writes each request alone):
+   * and its write fails the write (message_event_ids' key; the group commit then writes each request alone):
    * that is the event id taken, as the check would have said.
    */
   async emit(request: EmitRequest): Promise<EmitResult> {
@@ -253,6 +253,21 @@ export class Messages {
         })),
       },
       { table: 'deliveries', rows: fanned.deliveries },
+      {
+        table: 'message_event_ids',
+        rows: messages.flatMap((message) =>
+          message.event_id === null
+            ? []
+            : [
+                {
+                  org_id: message.org_id,
+                  livemode: message.livemode,
+                  event_id: message.event_id,
+                  message_id: message.id,
+                },
+              ],
+        ),
+      },
     ]);
     for (const { index, message } of created) {
       results[index] = {
@@ -478,7 +493,7 @@ export class Messages {
     const ids = [...new Set(requests.flatMap((r) => (r.eventId ? [r.eventId] : [])))];
     if (ids.length === 0) return new Set();
     const rows = await db
-      .selectFrom('messages')
+      .selectFrom('message_event_ids')
       .select(['org_id', 'livemode', 'event_id'])
       .where('org_id', 'in', [...new Set(requests.map((r) => r.scope.orgId))])
       .where('event_id', 'in', ids)
@@ -652,8 +667,11 @@ export class Messages {
     if (filter.channel) query = query.where(listHolds('channels', filter.channel));
     if (filter.tag) query = query.where(listHolds('tags', filter.tag));
     if (filter.eventTypes && filter.eventTypes.length > 0) query = query.where('event_type', 'in', filter.eventTypes);
-    if (filter.before !== undefined) query = query.where('created_at', '<', filter.before);
-    if (filter.after !== undefined) query = query.where('created_at', '>', filter.after);
+    // A message's id carries its creation time: the id range leaves out other partitions (PostgreSQL).
+    if (filter.before !== undefined)
+      query = query.where('created_at', '<', filter.before).where('id', '<', idFloor('message', filter.before + 1));
+    if (filter.after !== undefined)
+      query = query.where('created_at', '>', filter.after).where('id', '>=', idFloor('message', filter.after));
     if (page.cursor) query = query.where('id', '<', page.cursor);
     return toPage(
       await query

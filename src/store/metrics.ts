@@ -1,7 +1,8 @@
 import { book } from './queue/index.js';
 import type { StoreContext } from './common.js';
+import { defaultRows } from './partitions/postgres.js';
 
-// What the metrics' store-read gauges read (src/metrics/store-gauges.ts): two small aggregate queries, read
+// What the metrics' store-read gauges read (src/metrics/store-gauges.ts): small aggregate queries, read
 // at most every few seconds by a scrape and never by a request. Both are plain aggregates that kysely writes
 // the same way for SQLite and PostgreSQL.
 
@@ -30,5 +31,10 @@ export class MetricsReads {
       .groupBy('status')
       .execute();
     return new Map(rows.map((row) => [row.status, Number(row.count)]));
+  }
+
+  /** PostgreSQL: rows in the history tables' default partitions; 0 on the embedded store, which has none. */
+  async defaultPartitionRows(): Promise<number> {
+    return this.ctx.dialect === 'postgres' ? defaultRows(this.ctx.db) : 0;
   }
 }

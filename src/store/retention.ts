@@ -9,6 +9,8 @@ export interface PurgeCounts {
   attempts: number;
   deliveries: number;
   messages: number;
+  /** Event ids of messages that are gone (message_event_ids). */
+  eventIds: number;
   idempotencyKeys: number;
   rateCounters: number;
   /** Expired portal links and kept answers (Svix surface). */
@@ -39,7 +41,7 @@ type Step = (trx: Executor, cutoffs: Cutoffs, now: number, limit: number) => Pro
 /**
  * What goes, in this order (each step relies on the ones before it being done): attempt history (the rows
  * of `attempts`; a first attempt recorded on its delivery's row goes with the delivery), settled
- * deliveries, payloads, messages, idempotency keys past their window, then the rate counters of endpoints
+ * deliveries, payloads, messages, the event ids of messages gone, idempotency keys past their window, then the rate counters of endpoints
  * that no longer exist (deleting an endpoint removes its counter, but a worker still holding its claimed
  * attempts may count one more request and so write it again). A message with a delivery still
  * to be attempted (pending, or with an attempt queued such as a manual retry) keeps its payload and record,
@@ -70,7 +72,9 @@ const STEPS: [keyof PurgeCounts, Step][] = [
           trx
             .selectFrom('deliveries')
             .select('id')
-            .where('created_at', '<', cutoff)
+            // A delivery's id carries its creation time: the range is read by primary key (on PostgreSQL
+            // in the old partitions only).
+            .where('id', '<', idFloor('delivery', cutoff))
             .where('status', '!=', 'pending')
             .where(sql<boolean>`not ${book.hasQueued}`)
             .limit(limit),
@@ -88,7 +92,7 @@ const STEPS: [keyof PurgeCounts, Step][] = [
           trx
             .selectFrom('payloads')
             .select('message_id')
-            .where((eb) => eb.or([eb('created_at', '<', cutoff), eb('expires_at', '<=', now)]))
+            .where((eb) => eb.or([eb('message_id', '<', idFloor('message', cutoff)), eb('expires_at', '<=', now)]))
             .where('message_id', 'not in', unsettled(trx))
             .limit(limit),
         )
@@ -106,13 +110,39 @@ const STEPS: [keyof PurgeCounts, Step][] = [
           trx
             .selectFrom('messages')
             .select('id')
-            .where('created_at', '<', cutoff)
+            .where('id', '<', idFloor('message', cutoff))
             .where(({ not, exists, selectFrom }) =>
               not(
                 exists(
                   selectFrom('deliveries')
                     .select('deliveries.id')
                     .whereRef('deliveries.message_id', '=', 'messages.id'),
+                ),
+              ),
+            )
+            .limit(limit),
+        )
+        .executeTakeFirst(),
+  ],
+  [
+    // An event id stays taken while its message is kept.
+    'eventIds',
+    (trx, { data: cutoff }, _now, limit) =>
+      trx
+        .deleteFrom('message_event_ids')
+        .where(
+          'message_id',
+          'in',
+          trx
+            .selectFrom('message_event_ids')
+            .select('message_event_ids.message_id')
+            .where('message_event_ids.message_id', '<', idFloor('message', cutoff))
+            .where(({ not, exists, selectFrom }) =>
+              not(
+                exists(
+                  selectFrom('messages')
+                    .select('messages.id')
+                    .whereRef('messages.id', '=', 'message_event_ids.message_id'),
                 ),
               ),
             )
@@ -225,6 +255,7 @@ export async function purgeExpired(
     attempts: 0,
     deliveries: 0,
     messages: 0,
+    eventIds: 0,
     idempotencyKeys: 0,
     rateCounters: 0,
     expiredLinks: 0,

@@ -214,6 +214,14 @@ export interface PayloadRow {
   expires_at: number | null;
 }
 
+/** A message's event id, unique in its environment (kept apart: partitioned `messages` holds no such index). */
+export interface MessageEventIdRow {
+  org_id: string;
+  livemode: number;
+  event_id: string;
+  message_id: string;
+}
+
 export interface IdempotencyRow {
   org_id: string;
   livemode: number;
@@ -372,6 +380,7 @@ export interface Database {
   endpoints: EndpointRow;
   messages: MessageRow;
   payloads: PayloadRow;
+  message_event_ids: MessageEventIdRow;
   idempotency_keys: IdempotencyRow;
   deliveries: DeliveryRow;
   attempts: AttemptRow;

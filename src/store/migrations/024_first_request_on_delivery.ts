@@ -7,7 +7,7 @@ import { ATTEMPT_LOG_WITH_REQUEST } from './023_transformations.js';
  * `attempts` (migration 023). A delivery to an endpoint with a transformation then writes no attempt row in
  * the common case either.
  */
-const ATTEMPT_LOG_WITH_FIRST_REQUEST = sql`create view attempt_log as
+export const ATTEMPT_LOG_WITH_FIRST_REQUEST = sql`create view attempt_log as
   select id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status, response_body,
     request_headers, response_headers, error, duration_ms, created_at, request
   from attempts

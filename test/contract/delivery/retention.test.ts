@@ -113,6 +113,7 @@ test('the purge works in small transactions and still removes everything that is
     deliveries: 23,
     payloads: 23,
     messages: 23,
+    eventIds: 0,
     idempotencyKeys: 23,
     rateCounters: 0,
     expiredLinks: 0,

@@ -27,6 +27,7 @@ test('on PostgreSQL one purge runs at a time: a purge that finds another running
       attempts: 0,
       deliveries: 0,
       messages: 0,
+      eventIds: 0,
       idempotencyKeys: 0,
       rateCounters: 0,
       expiredLinks: 0,

@@ -68,7 +68,7 @@ test("a delivery's, a message's and one attempt: read through indexes from both 
     .execute();
   await sql`analyze`.execute(db);
 
-  const recent = await store.deliveries.recentAttempts(delivery.id);
+  const recent = await store.deliveries.recentAttempts({ id: delivery.id, updated_at: now });
   assert.deepEqual(
     recent.map((a) => [a.id, a.attempt_number, a.trigger, a.status, a.response_status]),
     [

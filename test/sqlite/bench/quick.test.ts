@@ -1,10 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { REPO_ROOT } from '../../support/paths.js';
+import { quickBench } from '../../support/bench-run.js';
 
 // `npm run bench -- --quick` end to end, into a temp dir (never over the committed results), for three
 // scenarios: the run finishes, and its JSON holds each with numeric figures and the machine info, and its
@@ -19,36 +15,11 @@ const TIMEOUT_MS = 240_000;
 test('bench --quick writes valid results for the ingest, fan-out and tracing scenarios', {
   timeout: TIMEOUT_MS + 10_000,
 }, async (t) => {
-  const out = mkdtempSync(join(tmpdir(), 'herald-bench-test-'));
-  t.after(() => rmSync(out, { recursive: true, force: true }));
-
-  const child = spawn(
-    process.execPath,
-    [
-      '--enable-source-maps',
-      join(REPO_ROOT, '.build', 'bench', 'run.js'),
-      '--quick',
-      '--skip-postgres',
-      ...SCENARIOS.flatMap((name) => ['--scenario', name]),
-      '--out',
-      out,
-      '--time-limit',
-      String(TIMEOUT_MS / 1000 - 10),
-    ],
-    {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+  const { results, markdown } = await quickBench(
+    t,
+    ['--skip-postgres', ...SCENARIOS.flatMap((name) => ['--scenario', name])],
+    TIMEOUT_MS,
   );
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk));
-  const timer = setTimeout(() => child.kill('SIGTERM'), TIMEOUT_MS);
-  const code = await new Promise<number | null>((done) => child.on('exit', done));
-  clearTimeout(timer);
-  assert.equal(code, 0, `bench exited with ${code}:\n${output.slice(-3000)}`);
-
-  const results = JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8'));
   assert.equal(results.quick, true);
   assert.equal(typeof results.machine.cores, 'number');
   assert.ok(results.machine.cores >= 1);
@@ -86,5 +57,5 @@ test('bench --quick writes valid results for the ingest, fan-out and tracing sce
     assert.ok(Object.keys(results.scenarios[name].ratios).length > 0, `${name} compares with its baseline`);
   }
   assert.ok(results.scenarios.fanout.ratios.filteredVsPlain > 0, 'fan-out compares filtered with plain');
-  assert.ok(readFileSync(join(out, 'benchmarks.md'), 'utf8').includes('| target |'));
+  assert.ok(markdown.includes('| target |'));
 });

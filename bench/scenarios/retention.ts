@@ -1,0 +1,387 @@
+import pg from 'pg';
+import { request } from 'undici';
+import { createDatabase, withClient, type BenchDatabase } from '../lib/pg.js';
+import { emitBody, setupOrg, type Herald } from '../lib/herald.js';
+import { tempDir } from '../lib/procs.js';
+import { nowMs, round, sleep, summarize } from '../lib/stats.js';
+import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
+import { heraldOptions, startHerald, stopAll } from './common.js';
+import { dropExpired, makePartition } from '../../src/store/partitions/postgres.js';
+import { DAY_MS, PARTITIONED, legacyName } from '../../src/domain/partitions.js';
+import { idFloor } from '../../src/domain/ids.js';
+import { loadConfig } from '../../src/config.js';
+import { Store } from '../../src/store/index.js';
+import { purgeExpired } from '../../src/store/retention.js';
+import { Kysely, PostgresDialect } from 'kysely';
+
+// Retention on PostgreSQL at scale: days of history as the lean delivery log keeps it (messages,
+// payloads, deliveries with their first attempt on the row, a few attempt rows), written in bulk by SQL,
+// then the oldest day removed twice, from two copies of the same database: by dropping its partitions
+// (src/store/partitions/) and by the row purge (src/store/retention.ts). Each is timed, its WAL counted,
+// and emits run throughout, their p99 beside a window with no retention at all. Emits and a delivery's
+// read on the loaded database are set beside the same on an empty one.
+
+const DAYS = 10;
+/** A delivery in this many has a failed first attempt and a second that delivered: two attempt rows. */
+const RETRIED_ONE_IN = 50;
+const EMIT_RATE = 200;
+
+/** An id as src/domain/ids.ts makes them, in SQL: 10 base-32 digits of ms, then 16 of `n`. */
+const ID_FUNCTION = `create function bench_id(prefix text, ms bigint, n bigint) returns text language sql immutable as $$
+  select prefix
+    || (select string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((ms >> (5 * i)) & 31)::int + 1, 1), '' order by i desc)
+        from generate_series(0, 9) i)
+    || (select string_agg(substr('0123456789abcdefghjkmnpqrstvwxyz', ((n >> (5 * i)) & 31)::int + 1, 1), '' order by i desc)
+        from generate_series(0, 15) i)
+$$`;
+
+/** A first attempt's request headers as the log keeps them: derivable lines by name only (request-headers.ts). */
+const REQUEST_HEADERS = [
+  '@content-type',
+  '@user-agent',
+  '@webhook-id',
+  'webhook-timestamp: 1796316454',
+  'webhook-signature: v1,a2ZqAqukuzmKrkMkJPIoBgc2PjlqGEdvWkHLuAvlvMo=',
+  'traceparent: 00-01a23ccddf611f5641f1fa6cfaddb249-7b19602279549e97-01',
+].join('\n');
+
+interface Loaded {
+  orgId: string;
+  appId: string;
+  endpointId: string;
+  key: string;
+  /** The first day's start: the day the retention removes. */
+  firstDay: number;
+  loadMs: number;
+  deliveryIds: string[];
+}
+
+/** Replaces the empty first partitions by one a day from `firstDay` on, through three days ahead. */
+async function dayPartitions(db: Kysely<any>, firstDay: number, now: number): Promise<void> {
+  for (const table of PARTITIONED) {
+    await db.schema.dropTable(legacyName(table.table)).execute();
+    for (let from = firstDay; from < Math.floor(now / DAY_MS) * DAY_MS + 4 * DAY_MS; from += DAY_MS)
+      await makePartition(db, table, { from, to: from + DAY_MS });
+  }
+}
+
+/** Writes `perDay` deliveries a day for DAYS days, with their messages, payloads and attempts, by SQL. */
+async function bulkLoad(client: pg.Client, loaded: Omit<Loaded, 'loadMs' | 'deliveryIds'>, perDay: number) {
+  await client.query(ID_FUNCTION);
+  const { orgId, appId, endpointId, firstDay } = loaded;
+  const step = Math.floor(DAY_MS / perDay);
+  for (let day = 0; day < DAYS; day++) {
+    const start = firstDay + day * DAY_MS;
+    const base = day * perDay;
+    const rows = `from generate_series(0, ${perDay - 1}) k, lateral (select ${start}::bigint + k * ${step} as t, ${base}::bigint + k as n) x`;
+    await client.query(
+      `insert into messages (id, org_id, livemode, app_id, event_type, created_at)
+      select bench_id('evt_', t, n), $1, 0, $2, 'invoice.paid', t ${rows}`,
+      [orgId, appId],
+    );
+    await client.query(`insert into payloads (message_id, body, created_at)
+      select bench_id('evt_', t, n), '{"invoice_id":"inv_' || n || '","amount":4200,"currency":"usd","customer":"cus_8Dj2kL","lines":[{"sku":"pro-monthly","qty":1}]}', t ${rows}`);
+    await client.query(
+      `insert into deliveries (id, org_id, livemode, app_id, message_id, endpoint_id, status, attempt_count, attempt_seq,
+        schedule_step, created_at, updated_at, first_attempt_id, first_attempt_at, first_duration_ms, first_response_status,
+        first_response_body, first_request_headers, first_response_headers)
+      select bench_id('dlv_', t, n), $1, 0, $2, bench_id('evt_', t, n), $3, 'success',
+        case when n % ${RETRIED_ONE_IN} = 0 then 2 else 1 end, case when n % ${RETRIED_ONE_IN} = 0 then 2 else 1 end,
+        1, t, t + 40,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else bench_id('atm_', t + 40, n) end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else t + 40 end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else 35 end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else 200 end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else 'ok' end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else $4 end,
+        case when n % ${RETRIED_ONE_IN} = 0 then null else 'content-type: text/plain' end
+      ${rows}`,
+      [orgId, appId, endpointId, REQUEST_HEADERS],
+    );
+    for (const [number, status, offset] of [
+      [1, 'failed', 40],
+      [2, 'success', 5_040],
+    ] as const) {
+      await client.query(
+        `insert into attempts (id, delivery_id, endpoint_id, attempt_number, trigger, status, response_status,
+          response_body, error, duration_ms, created_at, request_headers, response_headers)
+        select bench_id('atm_', t + ${offset}, n * 2 + ${number}), bench_id('dlv_', t, n), $1, ${number}, 'scheduled', '${status}',
+          ${status === 'failed' ? 503 : 200}, '${status === 'failed' ? 'unavailable' : 'ok'}', ${status === 'failed' ? "'HTTP 503'" : 'null'},
+          35, t + ${offset}, $2, 'content-type: text/plain'
+        ${rows} where n % ${RETRIED_ONE_IN} = 0`,
+        [endpointId, REQUEST_HEADERS],
+      );
+    }
+  }
+  // Vacuumed as an old database is: no autovacuum of the fresh rows runs (and writes WAL) beside what is measured.
+  await client.query('vacuum analyze');
+}
+
+/** Emits at EMIT_RATE a second, open loop, until `until` settles; the latencies of those that ended, ms. */
+async function emitsUntil(url: string, key: string, appId: string, until: Promise<unknown>): Promise<number[]> {
+  const latencies: number[] = [];
+  let done = false;
+  void until.finally(() => (done = true));
+  const inFlight: Promise<void>[] = [];
+  const started = nowMs();
+  let n = 0;
+  while (!done) {
+    const due = started + (n * 1000) / EMIT_RATE;
+    const wait = due - nowMs();
+    if (wait > 0) await sleep(wait);
+    const at = nowMs();
+    inFlight.push(
+      request(`${url}/api/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: emitBody(appId, n),
+      }).then(
+        async (response) => {
+          await response.body.dump();
+          if (response.statusCode < 300) latencies.push(nowMs() - at);
+        },
+        () => {},
+      ),
+    );
+    n++;
+  }
+  await Promise.all(inFlight);
+  return latencies;
+}
+
+/** p50 of reading each delivery, one after another. */
+async function readP50(url: string, key: string, ids: string[]): Promise<number> {
+  const times: number[] = [];
+  for (const id of ids) {
+    const at = nowMs();
+    const response = await request(`${url}/api/v1/deliveries/${id}`, { headers: { authorization: `Bearer ${key}` } });
+    await response.body.dump();
+    if (response.statusCode === 200) times.push(nowMs() - at);
+  }
+  return summarize(times).p50;
+}
+
+const walLsn = async (client: pg.Client) =>
+  (await client.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')).rows[0]!.lsn;
+const walBytes = async (client: pg.Client, from: string) =>
+  Number(
+    (await client.query<{ n: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1)::bigint as n', [from]))
+      .rows[0]!.n,
+  );
+const databaseMb = async (client: pg.Client) =>
+  mb(Number((await client.query<{ n: string }>('select pg_database_size(current_database()) as n')).rows[0]!.n));
+
+/** How long `run` took and the WAL written meanwhile (nothing else writes while it runs). */
+async function measured<T>(url: string, run: () => Promise<T>): Promise<{ result: T; ms: number; walBytes: number }> {
+  return withClient(url, async (client) => {
+    const lsn = await walLsn(client);
+    const started = nowMs();
+    const result = await run();
+    const ms = nowMs() - started;
+    return { result, ms, walBytes: await walBytes(client, lsn) };
+  });
+}
+
+/** An API process on `database`, with its organization, application and endpoint (a receiver that answers 200). */
+async function apiOn(ctx: Context, name: string, database: BenchDatabase) {
+  const herald = await startHerald(
+    heraldOptions(ctx, { name, role: 'api', dataDir: tempDir('herald-bench-retention-'), databaseUrl: database.url }),
+  );
+  return herald;
+}
+
+export async function retention(ctx: Context): Promise<ScenarioResult> {
+  const perDay = Math.floor(ctx.sizes.retentionDeliveries / DAYS);
+  const now = Date.now();
+  const firstDay = Math.floor(now / DAY_MS) * DAY_MS - DAYS * DAY_MS;
+  // The retention that leaves the first `days` days past it, as of the moment it is asked.
+  const cutoffAge = (days: number) => Date.now() - (firstDay + days * DAY_MS);
+  const services: Herald[] = [];
+  const figures: Record<string, number> = {};
+  const baseline: Record<string, number> = {};
+  try {
+    // The loaded database: its schema and organization through the service, its history in bulk.
+    const loadedDb = await createDatabase('retention');
+    let api = await apiOn(ctx, 'retention-api', loadedDb);
+    const setup = await setupOrg(api.url!, 1, 1, () => `${ctx.receiver.url}/retention`);
+    await stopAll(api);
+    const kysely = new Kysely<any>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: loadedDb.url, max: 2 }) }),
+    });
+    let loadMs = 0;
+    try {
+      await dayPartitions(kysely, firstDay, now);
+      ctx.log(`  loading ${perDay * DAYS} deliveries over ${DAYS} days`);
+      const started = nowMs();
+      await withClient(loadedDb.url, (client) =>
+        bulkLoad(
+          client,
+          { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]!, key: setup.key, firstDay },
+          perDay,
+        ),
+      );
+      loadMs = nowMs() - started;
+    } finally {
+      await kysely.destroy();
+    }
+    figures.deliveries = perDay * DAYS;
+    figures.bulkLoadSeconds = round(loadMs / 1000, 1);
+    figures.databaseMb = await withClient(loadedDb.url, databaseMb);
+    // Deliveries to read: twenty of each day.
+    const sample = await withClient(loadedDb.url, async (client) => {
+      const ids: string[] = [];
+      for (let day = 0; day < DAYS; day++) {
+        const { rows } = await client.query<{ id: string }>(
+          'select id from deliveries where id >= $1 order by id limit 20',
+          [idFloor('delivery', firstDay + day * DAY_MS + DAY_MS / 2)],
+        );
+        ids.push(...rows.map((row) => row.id));
+      }
+      return ids;
+    });
+
+    // The copy the row purge works on.
+    ctx.log('  copying the database');
+    const copyDb = await createDatabase('retention_copy');
+    await withClient(loadedDb.url.replace(/\/[^/]*$/, '/postgres'), async (client) => {
+      const source = new URL(loadedDb.url).pathname.slice(1);
+      const copy = new URL(copyDb.url).pathname.slice(1);
+      await client.query(`drop database ${copy}`);
+      await client.query(`create database ${copy} template ${source}`);
+    });
+
+    // Emits and reads on the loaded database, then while its first day's partitions are dropped.
+    api = await apiOn(ctx, 'retention-api', loadedDb);
+    services.push(api);
+    const emitOn = (url: string, until: Promise<unknown>) => emitsUntil(url, setup.key, setup.appIds[0]!, until);
+    // Emits from half a second before `work` starts until a second after it ends: their p99, ms.
+    const emitP99During = async (url: string, work: () => Promise<unknown>) =>
+      round(
+        summarize(
+          await emitOn(
+            url,
+            sleep(500)
+              .then(work)
+              .then(() => sleep(1_000)),
+          ),
+        ).p99,
+      );
+    const quiet = summarize(await emitOn(api.url!, sleep(ctx.quick ? 2_000 : 10_000)));
+    figures.emitP50Ms = round(quiet.p50);
+    figures.emitP99Ms = round(quiet.p99);
+    figures.readP50Ms = round(await readP50(api.url!, setup.key, sample));
+    // The first day dropped alone (its time and WAL), then the second with emits running (their p99).
+    const dropDb = new Kysely<any>({
+      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: loadedDb.url, max: 1 }) }),
+    });
+    try {
+      const first = await measured(loadedDb.url, () => dropExpired(dropDb, Date.now(), cutoffAge(1)));
+      figures.partitionsDropped = first.result.length;
+      figures.dropMs = round(first.ms, 1);
+      figures.dropWalKb = round(first.walBytes / 1024, 1);
+      figures.emitP99DuringDropMs = await emitP99During(api.url!, () => dropExpired(dropDb, Date.now(), cutoffAge(2)));
+    } finally {
+      await dropDb.destroy();
+    }
+    figures.heraldPeakRssMb = mb(api.child.peakRss());
+    await stopAll(api);
+    services.length = 0;
+
+    // The same days' rows deleted by the row purge (src/store/retention.ts) on the copy: the first alone,
+    // the second with emits running.
+    const copyApi = await apiOn(ctx, 'retention-copy-api', copyDb);
+    services.push(copyApi);
+    const store = await Store.open(
+      loadConfig({
+        HERALD_DATABASE_URL: copyDb.url,
+        HERALD_SECRET_KEY: 'bench-secret-key-that-is-long-enough-0123456789',
+        HERALD_DATA_DIR: tempDir('herald-bench-retention-store-'),
+        HERALD_LOG_LEVEL: 'silent',
+      }),
+    );
+    const purge = (days: number) =>
+      purgeExpired(store.ctx, { retentionMs: cutoffAge(days), auditRetentionMs: 365 * DAY_MS });
+    try {
+      const first = await measured(copyDb.url, () => purge(1));
+      figures.rowsDeleted =
+        first.result.deliveries + first.result.messages + first.result.payloads + first.result.attempts;
+      baseline.deleteMs = round(first.ms, 1);
+      baseline.deleteWalKb = round(first.walBytes / 1024, 1);
+      baseline.emitP99DuringDeleteMs = await emitP99During(copyApi.url!, () => purge(2));
+    } finally {
+      await store.close();
+    }
+    await stopAll(copyApi);
+    services.length = 0;
+    await copyDb.drop();
+
+    // An empty database: emits and a delivery's read.
+    const emptyDb = await createDatabase('retention_empty');
+    const emptyApi = await apiOn(ctx, 'retention-empty-api', emptyDb);
+    services.push(emptyApi);
+    const empty = await setupOrg(emptyApi.url!, 1, 1, () => `${ctx.receiver.url}/retention`);
+    const emptyEmits = summarize(
+      await emitsUntil(emptyApi.url!, empty.key, empty.appIds[0]!, sleep(ctx.quick ? 2_000 : 10_000)),
+    );
+    baseline.emptyEmitP50Ms = round(emptyEmits.p50);
+    const emptyIds = await withClient(emptyDb.url, async (client) =>
+      (await client.query<{ id: string }>('select id from deliveries limit 200')).rows.map((row) => row.id),
+    );
+    baseline.emptyReadP50Ms = round(await readP50(emptyApi.url!, empty.key, emptyIds));
+    await stopAll(emptyApi);
+    services.length = 0;
+    await emptyDb.drop();
+    await loadedDb.drop();
+
+    const ratios = {
+      dropFasterThanDelete: round(baseline.deleteMs / Math.max(figures.dropMs, 0.1), 1),
+      deleteWalVsDrop: round(baseline.deleteWalKb / Math.max(figures.dropWalKb, 0.1), 1),
+      emitP99DuringDropVsQuiet: round(figures.emitP99DuringDropMs / figures.emitP99Ms),
+      emitP50LoadedVsEmpty: round(figures.emitP50Ms / baseline.emptyEmitP50Ms),
+      readP50LoadedVsEmpty: round(figures.readP50Ms / baseline.emptyReadP50Ms),
+    };
+    return {
+      name: 'retention',
+      title: `Retention of the oldest of ${DAYS} days, ${perDay * DAYS} deliveries: partitions dropped vs rows deleted (PostgreSQL)`,
+      store: 'postgres',
+      figures,
+      baseline,
+      ratios,
+      peakRssMb: figures.heraldPeakRssMb,
+      targets: [
+        target(
+          'drop at least 100x faster than deleting the rows',
+          '>= 100x',
+          ratios.dropFasterThanDelete,
+          ratios.dropFasterThanDelete >= 100,
+        ),
+        target('drop writes at least 100x less WAL', '>= 100x', ratios.deleteWalVsDrop, ratios.deleteWalVsDrop >= 100),
+        target(
+          'emit p99 during the drop vs without',
+          '<= 1.2x',
+          ratios.emitP99DuringDropVsQuiet,
+          ratios.emitP99DuringDropVsQuiet <= 1.2,
+        ),
+        target(
+          'emit p50, loaded vs empty database',
+          '<= 1.2x',
+          ratios.emitP50LoadedVsEmpty,
+          ratios.emitP50LoadedVsEmpty <= 1.2,
+        ),
+        target(
+          'delivery read p50, loaded vs empty database',
+          '<= 1.2x',
+          ratios.readP50LoadedVsEmpty,
+          ratios.readP50LoadedVsEmpty <= 1.2,
+        ),
+      ],
+      notes: [
+        `The first day's ${figures.partitionsDropped} partitions dropped in ${figures.dropMs} ms; the same rows (${figures.rowsDeleted}) deleted in ${baseline.deleteMs} ms. Emit p99s: the second day dropped, or deleted, while emits ran at ${EMIT_RATE}/s.`,
+        `Bulk load: ${figures.bulkLoadSeconds} s; database ${figures.databaseMb} MB before retention.`,
+      ],
+      seconds: 0,
+    };
+  } finally {
+    await stopAll(...services);
+  }
+}

@@ -1,0 +1,45 @@
+import { sql } from 'kysely';
+import type { StoreContext } from '../common.js';
+import { defaultRows, dropExpired, makeAhead } from './postgres.js';
+
+// Keeping the history tables' partitions (PostgreSQL; docs/design/partitions.md): every worker runs it
+// with the retention purge, one at a time across processes.
+
+export interface PartitionSettings {
+  intervalMs: number;
+  ahead: number;
+  retentionMs: number;
+}
+
+export interface PartitionWork {
+  made: string[];
+  dropped: string[];
+  /** Rows the default partitions hold (none while partitions are made ahead). */
+  defaultRows: number;
+}
+
+/** Advisory lock key of partition keeping (any constant unique to Herald). */
+const PARTITIONS_LOCK = 0x48525054; // "HRPT"
+
+/**
+ * Makes the partitions ahead of now and drops those past the retention period. Null on the embedded
+ * store, and when another process is doing it.
+ */
+export async function maintainPartitions(
+  ctx: StoreContext,
+  settings: PartitionSettings,
+): Promise<PartitionWork | null> {
+  if (ctx.dialect !== 'postgres') return null;
+  return ctx.db.connection().execute(async (db) => {
+    const lock = await sql<{ got: boolean }>`select pg_try_advisory_lock(${PARTITIONS_LOCK}) as got`.execute(db);
+    if (!lock.rows[0]?.got) return null;
+    try {
+      const now = ctx.now();
+      const made = await makeAhead(db, now, settings.intervalMs, settings.ahead);
+      const dropped = await dropExpired(db, now, settings.retentionMs);
+      return { made, dropped, defaultRows: await defaultRows(db) };
+    } finally {
+      await sql`select pg_advisory_unlock(${PARTITIONS_LOCK})`.execute(db);
+    }
+  });
+}

@@ -1,0 +1,144 @@
+import { type Kysely, sql } from 'kysely';
+import {
+  defaultName,
+  expired,
+  idBounds,
+  PARTITIONED,
+  type PartitionedTable,
+  partitionName,
+  rangeOfBound,
+  rangesToMake,
+  type TimeRange,
+} from '../../domain/partitions.js';
+import { book } from '../queue/index.js';
+import { nameChildIndexes } from './index-names.js';
+
+// The partitions' SQL (PostgreSQL only; the embedded store keeps plain tables): reading a table's
+// partitions, making the ranges ahead, and dropping those past the retention period.
+
+/** A partition of a table and its range of times; a null range: the default partition. */
+export interface Partition {
+  name: string;
+  range: TimeRange | null;
+}
+
+/** The partitions of `table`, ranges first by their start (the legacy one, unbounded, first), the default last. */
+export async function partitionsOf(db: Kysely<any>, table: PartitionedTable['table']): Promise<Partition[]> {
+  const { rows } = await sql<{ name: string; bound: string }>`
+    select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid
+    where i.inhparent = ${table}::regclass`.execute(db);
+  const partitions = rows.map((row) => ({ name: row.name, range: rangeOfBound(row.bound) }));
+  const start = (p: Partition) => (p.range === null ? Number.POSITIVE_INFINITY : (p.range.from ?? -1));
+  return partitions.sort((a, b) => start(a) - start(b));
+}
+
+/** Deliveries' pages are filled to a third (migrations 021 and 029). */
+const storageOf = (table: PartitionedTable['table']) => (table === 'deliveries' ? sql` with (fillfactor = 35)` : sql``);
+
+/**
+ * Makes the partition of `table` for `range`. Rows the default partition caught in that range (written
+ * while no partition covered it) move into the new one, in the same transaction.
+ */
+export async function makePartition(db: Kysely<any>, table: PartitionedTable, range: TimeRange): Promise<string> {
+  const name = partitionName(table.table, range.from!);
+  const { from, to } = idBounds(table, range);
+  const key = sql.ref(table.key);
+  await db.transaction().execute(async (trx) => {
+    // A moment's lock on the parent: waiting longer would hold up every emit and claim queued behind it.
+    await sql`set local lock_timeout = '2s'`.execute(trx);
+    const caught = await sql<{ n: number }>`select count(*)::int as n from ${sql.table(defaultName(table.table))}
+      where ${key} >= ${from} and ${key} < ${to}`.execute(trx);
+    if ((caught.rows[0]?.n ?? 0) === 0) {
+      await sql`create table ${sql.table(name)} partition of ${sql.table(table.table)}
+        for values from (${sql.lit(from)}) to (${sql.lit(to)})${storageOf(table.table)}`.execute(trx);
+    } else {
+      await sql`create table ${sql.table(name)} (like ${sql.table(table.table)} including defaults)${storageOf(table.table)}`.execute(
+        trx,
+      );
+      await sql`with moved as (delete from ${sql.table(defaultName(table.table))}
+          where ${key} >= ${from} and ${key} < ${to} returning *)
+        insert into ${sql.table(name)} select * from moved`.execute(trx);
+      await sql`alter table ${sql.table(table.table)} attach partition ${sql.table(name)}
+        for values from (${sql.lit(from)}) to (${sql.lit(to)})`.execute(trx);
+    }
+    await nameChildIndexes(trx, name, name.slice(table.table.length + 1));
+  });
+  return name;
+}
+
+/** Makes the ranges of every partitioned table up to `ahead` intervals after now; answers the partitions made. */
+export async function makeAhead(db: Kysely<any>, now: number, intervalMs: number, ahead: number): Promise<string[]> {
+  const made: string[] = [];
+  for (const table of PARTITIONED) {
+    const ranged = (await partitionsOf(db, table.table)).filter((p) => p.range !== null);
+    const lastEnd = Math.max(...ranged.map((p) => p.range!.to));
+    for (const range of rangesToMake(lastEnd, now, intervalMs, ahead)) made.push(await makePartition(db, table, range));
+  }
+  return made;
+}
+
+/**
+ * Whether a partition past the retention period may go now. Deliveries wait while one of theirs still has
+ * an attempt to make; messages and payloads while a delivery (in any partition: a replay's are newer than
+ * its message) still names one of theirs. Attempt history goes with its range.
+ */
+async function mayDrop(db: Kysely<any>, table: PartitionedTable, partition: Partition): Promise<boolean> {
+  const { from, to } = idBounds(table, partition.range!);
+  const inRange = (column: string) =>
+    from === null ? sql`${sql.ref(column)} < ${to}` : sql`${sql.ref(column)} >= ${from} and ${sql.ref(column)} < ${to}`;
+  switch (table.table) {
+    case 'attempts':
+      return true;
+    case 'deliveries': {
+      const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
+        where status = 'pending' or ${book.hasQueued} limit 1`.execute(db);
+      return rows.length === 0;
+    }
+    case 'messages':
+    case 'payloads': {
+      const { rows } = await sql`select 1 from deliveries where ${inRange('message_id')} limit 1`.execute(db);
+      return rows.length === 0;
+    }
+  }
+}
+
+/**
+ * Drops the partitions whose whole range is past the retention period and may go (mayDrop), deliveries
+ * before the messages they name. Each is detached first, under a lock the parent's readers and writers
+ * wait on only for a moment (not CONCURRENTLY: PostgreSQL refuses it on a table with a default partition),
+ * then dropped on its own. Answers the partitions dropped.
+ */
+export async function dropExpired(db: Kysely<any>, now: number, retentionMs: number): Promise<string[]> {
+  const dropped: string[] = [];
+  for (const table of ORDER_OF_DROPS) {
+    for (const partition of await partitionsOf(db, table.table)) {
+      if (partition.range === null || !expired(partition.range, now, retentionMs)) continue;
+      if (!(await mayDrop(db, table, partition))) continue;
+      await db.transaction().execute(async (trx) => {
+        await sql`set local lock_timeout = '2s'`.execute(trx);
+        await sql`alter table ${sql.table(table.table)} detach partition ${sql.table(partition.name)}`.execute(trx);
+      });
+      await sql`drop table ${sql.table(partition.name)}`.execute(db);
+      dropped.push(partition.name);
+    }
+  }
+  return dropped;
+}
+
+/** Attempts and deliveries go before the messages and payloads they name. */
+const ORDER_OF_DROPS = ['attempts', 'deliveries', 'payloads', 'messages'].map(
+  (name) => PARTITIONED.find((table) => table.table === name)!,
+);
+
+/** Rows the default partitions hold: none while partitions are made ahead (`herald_default_partition_rows`). */
+export async function defaultRows(db: Kysely<any>): Promise<number> {
+  let total = 0;
+  for (const table of PARTITIONED) {
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*)::int as n from ${sql.table(defaultName(table.table))}`.execute(db);
+    total += rows[0]?.n ?? 0;
+  }
+  return total;
+}

@@ -1,0 +1,281 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { type Kysely, sql } from 'kysely';
+import { openStore } from '../../support/store.js';
+import { randomUUID } from 'node:crypto';
+import { type IdKind, idFrom } from '../../../src/domain/ids.js';
+import { boundaryAfter, legacyName, defaultName, PARTITIONED, partitionName } from '../../../src/domain/partitions.js';
+import { defaultRows, dropExpired, makeAhead, partitionsOf } from '../../../src/store/partitions/postgres.js';
+import { MetricsReads } from '../../../src/store/metrics.js';
+
+// On PostgreSQL the history tables are partitioned by ranges of their time-ordered ids
+// (docs/design/partitions.md): partitions are made ahead of now, a default partition catches the rest,
+// retention drops whole partitions once nothing in them is still needed, and reads by id touch only the
+// partitions that can hold what they ask for.
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** The partition a row of `table` is in. */
+async function partitionOfRow(db: Kysely<any>, table: string, key: string, id: string): Promise<string> {
+  const { rows } = await sql<{ p: string }>`select tableoid::regclass::text as p from ${sql.table(table)}
+    where ${sql.ref(key)} = ${id}`.execute(db);
+  assert.equal(rows.length, 1, `${table} ${id} is stored`);
+  return rows[0]!.p;
+}
+
+/** An id made at `at` (newId's are never older than the process's latest: a test's far-future row would move them all). */
+const idAt = (kind: IdKind, at: number) => idFrom(kind, at, randomUUID());
+
+/** A message of the store's application made at `at`, with its payload, and a delivery of it made at `deliveredAt`. */
+async function history(
+  db: Kysely<any>,
+  s: { scope: { orgId: string }; appId: string; endpointId: string },
+  at: number,
+  options: { deliveredAt?: number; status?: string; messageId?: string; attemptAt?: number } = {},
+) {
+  const messageId = options.messageId ?? idAt('message', at);
+  if (!options.messageId) {
+    await db
+      .insertInto('messages')
+      .values({
+        id: messageId,
+        org_id: s.scope.orgId,
+        livemode: 0,
+        app_id: s.appId,
+        event_type: 'invoice.paid',
+        created_at: at,
+      })
+      .execute();
+    await db.insertInto('payloads').values({ message_id: messageId, body: '{}', created_at: at }).execute();
+  }
+  const deliveredAt = options.deliveredAt ?? at;
+  const deliveryId = idAt('delivery', deliveredAt);
+  await db
+    .insertInto('deliveries')
+    .values({
+      id: deliveryId,
+      org_id: s.scope.orgId,
+      livemode: 0,
+      app_id: s.appId,
+      message_id: messageId,
+      endpoint_id: s.endpointId,
+      status: options.status ?? 'success',
+      attempt_count: 1,
+      attempt_seq: 1,
+      schedule_step: 1,
+      created_at: deliveredAt,
+      updated_at: deliveredAt,
+    })
+    .execute();
+  const attemptAt = options.attemptAt ?? deliveredAt + 1_000;
+  const attemptId = idAt('attempt', attemptAt);
+  await db
+    .insertInto('attempts')
+    .values({
+      id: attemptId,
+      delivery_id: deliveryId,
+      endpoint_id: s.endpointId,
+      attempt_number: 1,
+      trigger: 'scheduled',
+      status: 'failed',
+      duration_ms: 5,
+      created_at: attemptAt,
+    })
+    .execute();
+  return { messageId, deliveryId, attemptId };
+}
+
+const names = async (db: Kysely<any>, table: string) => (await partitionsOf(db, table as never)).map((p) => p.name);
+
+test('each history table is partitioned: the old table first, ranges made ahead of now, a default for the rest', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  const now = Date.now();
+  const work = await s.store.maintainPartitions();
+  assert.ok(work, 'partitions are kept on PostgreSQL');
+  assert.equal(work.defaultRows, 0);
+  for (const { table } of PARTITIONED) {
+    const partitions = await partitionsOf(db, table);
+    assert.equal(partitions[0]!.name, legacyName(table), 'the table as it was comes first');
+    assert.equal(partitions[0]!.range!.from, null);
+    assert.equal(partitions.at(-1)!.name, defaultName(table));
+    // Contiguous ranges from the old table's end through three whole days after today.
+    const ranged = partitions.filter((p) => p.range !== null);
+    for (let i = 1; i < ranged.length; i++) assert.equal(ranged[i]!.range!.from, ranged[i - 1]!.range!.to);
+    assert.equal(ranged.at(-1)!.range!.to, Math.floor(now / DAY) * DAY + 4 * DAY);
+    assert.ok(work.made.includes(partitionName(table, Math.floor(now / DAY) * DAY + 3 * DAY)));
+  }
+  // Made again, nothing more is made.
+  assert.deepEqual((await s.store.maintainPartitions())!.made, []);
+
+  // A row goes to the partition of its id's time; indexes carry their partitioned index's name.
+  const at = boundaryAfter(now, DAY) + 5 * HOUR;
+  const { messageId, deliveryId } = await history(db, s, at);
+  assert.equal(
+    await partitionOfRow(db, 'messages', 'id', messageId),
+    partitionName('messages', boundaryAfter(now, DAY)),
+  );
+  assert.equal(
+    await partitionOfRow(db, 'deliveries', 'id', deliveryId),
+    partitionName('deliveries', boundaryAfter(now, DAY)),
+  );
+  const { rows: indexes } = await sql<{ indexname: string }>`select indexname from pg_indexes
+    where tablename = ${partitionName('deliveries', boundaryAfter(now, DAY))} order by indexname`.execute(db);
+  assert.ok(
+    indexes.some((i) => i.indexname.startsWith('deliveries_due_p')),
+    JSON.stringify(indexes),
+  );
+  const { rows: options } = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class
+    where relname = ${partitionName('deliveries', boundaryAfter(now, DAY))}`.execute(db);
+  assert.deepEqual(options[0]!.reloptions, ['fillfactor=35'], "a delivery partition's pages keep room for claims");
+});
+
+test('a row no range covers waits in the default partition, is reported, and moves when its range is made', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  await s.store.maintainPartitions();
+  const far = Date.now() + 100 * DAY;
+  const { deliveryId } = await history(db, s, far);
+  assert.equal(await partitionOfRow(db, 'deliveries', 'id', deliveryId), defaultName('deliveries'));
+  assert.equal(await defaultRows(db), 4, 'the message, payload, delivery and attempt');
+  assert.equal(await new MetricsReads(s.store.ctx).defaultPartitionRows(), 4);
+
+  const made = await makeAhead(db, far, DAY, 1);
+  assert.ok(made.length >= 8, made.join(', '));
+  assert.equal(await defaultRows(db), 0);
+  assert.equal(
+    await partitionOfRow(db, 'deliveries', 'id', deliveryId),
+    partitionName('deliveries', Math.floor(far / DAY) * DAY),
+  );
+  // The gap of a hundred days is one partition per table, not a hundred.
+  assert.ok((await names(db, 'deliveries')).length < 12);
+});
+
+test('retention drops whole partitions, keeping those with a delivery still to make or a message still named', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  const day1 = boundaryAfter(Date.now(), DAY) + DAY;
+  await makeAhead(db, Date.now(), DAY, 4);
+  const settled = await history(db, s, day1 + HOUR);
+  const pending = await history(db, s, day1 + DAY + HOUR, { status: 'pending' });
+  // An old message replayed later: its new delivery is in a newer partition than the message.
+  const replayed = await history(db, s, day1 + 2 * HOUR, { deliveredAt: day1 + 2 * DAY + HOUR });
+
+  // Past retention: the first two days (and everything before), not the third.
+  const retention = HOUR;
+  const now = day1 + 2 * DAY + retention;
+  const dropped = await dropExpired(db, now, retention);
+  for (const table of ['attempts', 'deliveries'])
+    assert.ok(dropped.includes(partitionName(table as never, day1)), `${table} of day 1 dropped: ${dropped}`);
+  assert.ok(!dropped.includes(partitionName('deliveries', day1 + DAY)), 'a pending delivery keeps its partition');
+  assert.ok(!dropped.includes(partitionName('messages', day1)), "the replayed message's partition waits");
+  assert.ok(!dropped.includes(partitionName('messages', day1 + DAY)), "the pending delivery's message waits");
+  assert.ok(dropped.includes(legacyName('deliveries')), 'the old table goes too once its range is past');
+  const count = async (table: string, key: string, id: string) =>
+    Number(
+      (
+        await sql<{
+          n: number;
+        }>`select count(*)::int as n from ${sql.table(table)} where ${sql.ref(key)} = ${id}`.execute(db)
+      ).rows[0]!.n,
+    );
+  assert.equal(await count('deliveries', 'id', settled.deliveryId), 0);
+  assert.equal(await count('deliveries', 'id', pending.deliveryId), 1);
+  assert.equal(await count('messages', 'id', replayed.messageId), 1);
+  assert.equal(await count('payloads', 'message_id', replayed.messageId), 1);
+
+  // Settled and the replay gone, the rest goes at the next run.
+  await db.updateTable('deliveries').set({ status: 'success' }).where('id', '=', pending.deliveryId).execute();
+  await db.deleteFrom('deliveries').where('id', '=', replayed.deliveryId).execute();
+  const later = await dropExpired(db, now, retention);
+  for (const name of [
+    partitionName('deliveries', day1 + DAY),
+    partitionName('messages', day1),
+    partitionName('payloads', day1),
+    partitionName('messages', day1 + DAY),
+  ])
+    assert.ok(later.includes(name), `${name} dropped: ${later}`);
+  assert.equal(await count('messages', 'id', replayed.messageId), 0);
+  assert.ok((await names(db, 'messages')).includes(partitionName('messages', day1 + 2 * DAY)), 'the third day stays');
+});
+
+/**
+ * The partitions a statement's plan reads (EXPLAIN ANALYZE: the scans that ran at least once), planned as
+ * for tables too large to read whole or sort (on a test's few rows PostgreSQL would read each partition
+ * whole, which says nothing about the plan a real table gets).
+ */
+async function partitionsRead(db: Kysely<any>, query: string): Promise<string[]> {
+  const rows = await db.connection().execute(async (conn) => {
+    await sql`set enable_seqscan = off; set enable_sort = off`.execute(conn);
+    try {
+      return (await sql<{ 'QUERY PLAN': unknown }>`explain (analyze, format json) ${sql.raw(query)}`.execute(conn))
+        .rows;
+    } finally {
+      await sql`reset enable_seqscan; reset enable_sort`.execute(conn);
+    }
+  });
+  const read = new Set<string>();
+  const visit = (node: Record<string, unknown>) => {
+    const relation = node['Relation Name'];
+    if (typeof relation === 'string' && Number(node['Actual Loops']) > 0) read.add(relation);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+  };
+  const plan = rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
+  visit(plan[0]!.Plan);
+  return [...read];
+}
+
+test('reads by id and a page of a list read only the partitions that can hold their rows', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  const day1 = boundaryAfter(Date.now(), DAY) + DAY;
+  await makeAhead(db, Date.now(), DAY, 8);
+  const made = [];
+  for (let day = 0; day < 6; day++) made.push(await history(db, s, day1 + day * DAY + HOUR));
+  await sql`analyze`.execute(db);
+  const total = (await names(db, 'deliveries')).length;
+  assert.ok(total >= 9, `${total} partitions`);
+  const inPartitionsOf = (table: string, read: string[]) => read.filter((name) => name.startsWith(`${table}_`));
+  const middle = made[2]!;
+
+  for (const [table, key, id] of [
+    ['deliveries', 'id', middle.deliveryId],
+    ['messages', 'id', middle.messageId],
+    ['payloads', 'message_id', middle.messageId],
+    ['attempts', 'id', middle.attemptId],
+  ] as const) {
+    const read = await partitionsRead(db, `select * from ${table} where ${key} = '${id}'`);
+    assert.deepEqual(inPartitionsOf(table, read), [partitionName(table, day1 + 2 * DAY)], `${table} by id`);
+  }
+
+  // A delivery's attempts (Deliveries.recentAttempts): made between its creation and its last change, so
+  // read in the partitions of those days only.
+  const delivery = { id: middle.deliveryId, updated_at: day1 + 2 * DAY + HOUR };
+  assert.deepEqual(
+    (await s.store.deliveries.recentAttempts(delivery)).map((a) => a.id),
+    [middle.attemptId],
+  );
+  const compiled = s.store.deliveries.recentAttemptsQuery(delivery).compile();
+  const inlined = compiled.parameters.reduce<string>(
+    (text, value, i) =>
+      text.replace(new RegExp(`\\$${i + 1}(?!\\d)`), typeof value === 'number' ? String(value) : `'${String(value)}'`),
+    compiled.sql,
+  );
+  assert.deepEqual(inPartitionsOf('attempts', await partitionsRead(db, inlined)), [
+    partitionName('attempts', day1 + 2 * DAY),
+  ]);
+
+  // A page of the environment's deliveries, newest first, before a cursor: the cursor's partition, then
+  // the ones under it until the page is full, not every partition.
+  const page = await partitionsRead(
+    db,
+    `select id from deliveries where org_id = '${s.scope.orgId}' and livemode = 0 and id < '${made[4]!.deliveryId}'
+     order by id desc limit 2`,
+  );
+  assert.deepEqual(inPartitionsOf('deliveries', page).sort(), [
+    partitionName('deliveries', day1 + 2 * DAY),
+    partitionName('deliveries', day1 + 3 * DAY),
+    partitionName('deliveries', day1 + 4 * DAY),
+  ]);
+});
