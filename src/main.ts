@@ -12,6 +12,8 @@ const USAGE = `Usage: herald <command>
   serve                                   run the service (HERALD_ROLE decides api, worker or all)
   worker                                  run only the delivery worker (same as HERALD_ROLE=worker serve)
   migrate                                 bring the database schema up to date and exit
+  partition                               PostgreSQL: make the history tables partitioned by day, so retention
+                                          drops whole days (docs/design/partitions.md); online, nothing copied
   org create [--name N] [--plan P]        create an organization with a Test and a Live key
   org list                                list organizations
   org plan <org_id> <plan>                change an organization's plan (its rate limit)
@@ -108,6 +110,14 @@ async function main(argv: string[]): Promise<void> {
     }
     case 'migrate':
       return withStore(async () => console.log('database schema is up to date'));
+    case 'partition':
+      return withStore(async (store) =>
+        console.log(
+          (await store.partitionTables())
+            ? 'the history tables are partitioned'
+            : 'the history tables were partitioned already',
+        ),
+      );
     case 'org create': {
       const config = loadConfig();
       const plan = values.plan ?? config.defaultPlan;

@@ -7,6 +7,7 @@ import { nowMs, round, sleep, summarize } from '../lib/stats.js';
 import { mb, target, type Context, type ScenarioResult } from '../lib/context.js';
 import { heraldOptions, startHerald, stopAll } from './common.js';
 import { dropExpired, makePartition } from '../../src/store/partitions/postgres.js';
+import { partitionHistory } from '../../src/store/partitions/convert.js';
 import { DAY_MS, PARTITIONED, legacyName } from '../../src/domain/partitions.js';
 import { idFloor } from '../../src/domain/ids.js';
 import { loadConfig } from '../../src/config.js';
@@ -14,7 +15,8 @@ import { Store } from '../../src/store/index.js';
 import { purgeExpired } from '../../src/store/retention.js';
 import { Kysely, PostgresDialect } from 'kysely';
 
-// Retention on PostgreSQL at scale: days of history as the lean delivery log keeps it (messages,
+// Retention on PostgreSQL at scale, with the history tables partitioned (`herald partition`): days of
+// history as the lean delivery log keeps it (messages,
 // payloads, deliveries with their first attempt on the row, a few attempt rows), written in bulk by SQL,
 // then the oldest day removed twice, from two copies of the same database: by dropping its partitions
 // (src/store/partitions/) and by the row purge (src/store/retention.ts). Each is timed, its WAL counted,
@@ -191,7 +193,8 @@ async function apiOn(ctx: Context, name: string, database: BenchDatabase) {
 }
 
 export async function retention(ctx: Context): Promise<ScenarioResult> {
-  const perDay = Math.floor(ctx.sizes.retentionDeliveries / DAYS);
+  // BENCH_RETENTION_DELIVERIES sizes the history otherwise (a shorter full-size run, say).
+  const perDay = Math.floor(Number(process.env.BENCH_RETENTION_DELIVERIES ?? ctx.sizes.retentionDeliveries) / DAYS);
   const now = Date.now();
   const firstDay = Math.floor(now / DAY_MS) * DAY_MS - DAYS * DAY_MS;
   // The retention that leaves the first `days` days past it, as of the moment it is asked.
@@ -210,6 +213,7 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
     });
     let loadMs = 0;
     try {
+      await partitionHistory(kysely, Date.now());
       await dayPartitions(kysely, firstDay, now);
       ctx.log(`  loading ${perDay * DAYS} deliveries over ${DAYS} days`);
       const started = nowMs();

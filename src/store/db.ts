@@ -37,7 +37,7 @@ import * as deliveryPolicy from './migrations/025_delivery_policy.js';
 import * as circuitBreaker from './migrations/026_circuit_breaker.js';
 import * as scopedKeys from './migrations/027_scoped_keys.js';
 import * as auditLog from './migrations/028_audit_log.js';
-import * as partitionedHistory from './migrations/029_partitioned_history.js';
+import * as messageEventIds from './migrations/029_message_event_ids.js';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -86,7 +86,7 @@ export const MIGRATIONS: Record<string, Migration> = {
   '026_circuit_breaker': circuitBreaker,
   '027_scoped_keys': scopedKeys,
   '028_audit_log': auditLog,
-  '029_partitioned_history': partitionedHistory,
+  '029_message_event_ids': messageEventIds,
 };
 
 // PostgreSQL returns bigint (int8) as strings by default; our times fit safely in a double.

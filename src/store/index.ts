@@ -23,7 +23,7 @@ import { MetricsReads } from './metrics.js';
 import { EndpointStats } from './endpoint-stats.js';
 import { ApplicationStats } from './application-stats.js';
 import { purgeExpired, type PurgeCounts } from './retention.js';
-import { maintainPartitions, type PartitionWork } from './partitions/index.js';
+import { maintainPartitions, partitionTables, type PartitionWork } from './partitions/index.js';
 import { TASKS_CHANNEL, TaskListener, TaskNotifier } from './notify.js';
 
 export type { Scope, Page, PageRequest } from './common.js';
@@ -177,13 +177,22 @@ export class Store {
     return purgeExpired(this.ctx, this.config);
   }
 
-  /** PostgreSQL: the history tables' partitions made ahead and dropped past retention; null on the embedded store. */
+  /** PostgreSQL, once partitioned: partitions made ahead and dropped past retention; null otherwise. */
   maintainPartitions(): Promise<PartitionWork | null> {
-    return maintainPartitions(this.ctx, {
+    return maintainPartitions(this.ctx, this.partitionSettings());
+  }
+
+  /** PostgreSQL: partitions the history tables (`herald partition`); false when they were already. */
+  partitionTables(): Promise<boolean> {
+    return partitionTables(this.ctx, this.partitionSettings());
+  }
+
+  private partitionSettings() {
+    return {
       intervalMs: this.config.partitionIntervalMs,
       ahead: this.config.partitionsAhead,
       retentionMs: this.config.retentionMs,
-    });
+    };
   }
 
   async close(): Promise<void> {

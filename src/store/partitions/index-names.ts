@@ -1,10 +1,11 @@
 import { type Kysely, sql } from 'kysely';
+import type { Database } from '../schema.js';
 
 /**
  * Gives a partition's indexes their partitioned index's name with `suffix` (`deliveries_due_p20261203t0000`):
  * plans then name the index a read uses, whichever partition it is in.
  */
-export async function nameChildIndexes(db: Kysely<any>, partition: string, suffix: string): Promise<void> {
+export async function nameChildIndexes(db: Kysely<Database>, partition: string, suffix: string): Promise<void> {
   const { rows } = await sql<{ child: string; parent: string }>`
     select c.relname as child, p.relname as parent
     from pg_index x

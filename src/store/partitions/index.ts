@@ -1,9 +1,10 @@
 import { sql } from 'kysely';
 import type { StoreContext } from '../common.js';
 import { defaultRows, dropExpired, makeAhead } from './postgres.js';
+import { partitioned, partitionHistory } from './convert.js';
 
-// Keeping the history tables' partitions (PostgreSQL; docs/design/partitions.md): every worker runs it
-// with the retention purge, one at a time across processes.
+// The history tables' partitions (PostgreSQL, once `herald partition` made them; docs/design/partitions.md):
+// every worker keeps them with the retention purge, one at a time across processes.
 
 export interface PartitionSettings {
   intervalMs: number;
@@ -23,13 +24,13 @@ const PARTITIONS_LOCK = 0x48525054; // "HRPT"
 
 /**
  * Makes the partitions ahead of now and drops those past the retention period. Null on the embedded
- * store, and when another process is doing it.
+ * store, on tables not partitioned, and when another process is doing it.
  */
 export async function maintainPartitions(
   ctx: StoreContext,
   settings: PartitionSettings,
 ): Promise<PartitionWork | null> {
-  if (ctx.dialect !== 'postgres') return null;
+  if (ctx.dialect !== 'postgres' || !(await partitioned(ctx.db))) return null;
   return ctx.db.connection().execute(async (db) => {
     const lock = await sql<{ got: boolean }>`select pg_try_advisory_lock(${PARTITIONS_LOCK}) as got`.execute(db);
     if (!lock.rows[0]?.got) return null;
@@ -42,4 +43,16 @@ export async function maintainPartitions(
       await sql`select pg_advisory_unlock(${PARTITIONS_LOCK})`.execute(db);
     }
   });
+}
+
+/**
+ * Partitions the history tables (`herald partition`), then makes the partitions ahead of now. False when
+ * they were partitioned already; throws on the embedded store, which has no partitions.
+ */
+export async function partitionTables(ctx: StoreContext, settings: PartitionSettings): Promise<boolean> {
+  if (ctx.dialect !== 'postgres')
+    throw new Error('partitions are for PostgreSQL: the embedded store keeps plain tables');
+  const made = await partitionHistory(ctx.db, ctx.now());
+  await maintainPartitions(ctx, settings);
+  return made;
 }

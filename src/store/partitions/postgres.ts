@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import type { Database } from '../schema.js';
 import {
   defaultName,
   expired,
@@ -12,6 +13,7 @@ import {
 } from '../../domain/partitions.js';
 import { book } from '../queue/index.js';
 import { nameChildIndexes } from './index-names.js';
+import { partitioned } from './convert.js';
 
 // The partitions' SQL (PostgreSQL only; the embedded store keeps plain tables): reading a table's
 // partitions, making the ranges ahead, and dropping those past the retention period.
@@ -23,11 +25,11 @@ export interface Partition {
 }
 
 /** The partitions of `table`, ranges first by their start (the legacy one, unbounded, first), the default last. */
-export async function partitionsOf(db: Kysely<any>, table: PartitionedTable['table']): Promise<Partition[]> {
+export async function partitionsOf(db: Kysely<Database>, table: PartitionedTable['table']): Promise<Partition[]> {
   const { rows } = await sql<{ name: string; bound: string }>`
     select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
-    from pg_inherits i join pg_class c on c.oid = i.inhrelid
-    where i.inhparent = ${table}::regclass`.execute(db);
+    from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
+    where p.relname = ${table} and p.relnamespace = current_schema()::regnamespace`.execute(db);
   const partitions = rows.map((row) => ({ name: row.name, range: rangeOfBound(row.bound) }));
   const start = (p: Partition) => (p.range === null ? Number.POSITIVE_INFINITY : (p.range.from ?? -1));
   return partitions.sort((a, b) => start(a) - start(b));
@@ -40,7 +42,7 @@ const storageOf = (table: PartitionedTable['table']) => (table === 'deliveries' 
  * Makes the partition of `table` for `range`. Rows the default partition caught in that range (written
  * while no partition covered it) move into the new one, in the same transaction.
  */
-export async function makePartition(db: Kysely<any>, table: PartitionedTable, range: TimeRange): Promise<string> {
+export async function makePartition(db: Kysely<Database>, table: PartitionedTable, range: TimeRange): Promise<string> {
   const name = partitionName(table.table, range.from!);
   const { from, to } = idBounds(table, range);
   const key = sql.ref(table.key);
@@ -68,7 +70,12 @@ export async function makePartition(db: Kysely<any>, table: PartitionedTable, ra
 }
 
 /** Makes the ranges of every partitioned table up to `ahead` intervals after now; answers the partitions made. */
-export async function makeAhead(db: Kysely<any>, now: number, intervalMs: number, ahead: number): Promise<string[]> {
+export async function makeAhead(
+  db: Kysely<Database>,
+  now: number,
+  intervalMs: number,
+  ahead: number,
+): Promise<string[]> {
   const made: string[] = [];
   for (const table of PARTITIONED) {
     const ranged = (await partitionsOf(db, table.table)).filter((p) => p.range !== null);
@@ -83,7 +90,7 @@ export async function makeAhead(db: Kysely<any>, now: number, intervalMs: number
  * an attempt to make; messages and payloads while a delivery (in any partition: a replay's are newer than
  * its message) still names one of theirs. Attempt history goes with its range.
  */
-async function mayDrop(db: Kysely<any>, table: PartitionedTable, partition: Partition): Promise<boolean> {
+async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
   const { from, to } = idBounds(table, partition.range!);
   const inRange = (column: string) =>
     from === null ? sql`${sql.ref(column)} < ${to}` : sql`${sql.ref(column)} >= ${from} and ${sql.ref(column)} < ${to}`;
@@ -109,7 +116,7 @@ async function mayDrop(db: Kysely<any>, table: PartitionedTable, partition: Part
  * wait on only for a moment (not CONCURRENTLY: PostgreSQL refuses it on a table with a default partition),
  * then dropped on its own. Answers the partitions dropped.
  */
-export async function dropExpired(db: Kysely<any>, now: number, retentionMs: number): Promise<string[]> {
+export async function dropExpired(db: Kysely<Database>, now: number, retentionMs: number): Promise<string[]> {
   const dropped: string[] = [];
   for (const table of ORDER_OF_DROPS) {
     for (const partition of await partitionsOf(db, table.table)) {
@@ -131,8 +138,12 @@ const ORDER_OF_DROPS = ['attempts', 'deliveries', 'payloads', 'messages'].map(
   (name) => PARTITIONED.find((table) => table.table === name)!,
 );
 
-/** Rows the default partitions hold: none while partitions are made ahead (`herald_default_partition_rows`). */
-export async function defaultRows(db: Kysely<any>): Promise<number> {
+/**
+ * Rows the default partitions hold: none while partitions are made ahead (`herald_default_partition_rows`),
+ * and none while the tables are not partitioned.
+ */
+export async function defaultRows(db: Kysely<Database>): Promise<number> {
+  if (!(await partitioned(db))) return 0;
   let total = 0;
   for (const table of PARTITIONED) {
     const { rows } = await sql<{

@@ -1,15 +1,19 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Kysely, sql } from 'kysely';
+import { spawn } from 'node:child_process';
 import { openStore } from '../../support/store.js';
+import { createTestDatabase } from '../../support/service.js';
+import { BASE_ENV } from '../../support/child.js';
+import { SERVICE_COMMAND } from '../../support/paths.js';
 import { randomUUID } from 'node:crypto';
 import { type IdKind, idFrom } from '../../../src/domain/ids.js';
 import { boundaryAfter, legacyName, defaultName, PARTITIONED, partitionName } from '../../../src/domain/partitions.js';
 import { defaultRows, dropExpired, makeAhead, partitionsOf } from '../../../src/store/partitions/postgres.js';
 import { MetricsReads } from '../../../src/store/metrics.js';
 
-// On PostgreSQL the history tables are partitioned by ranges of their time-ordered ids
-// (docs/design/partitions.md): partitions are made ahead of now, a default partition catches the rest,
+// On PostgreSQL `herald partition` makes the history tables partitioned by ranges of their time-ordered
+// ids (docs/design/partitions.md): partitions are made ahead of now, a default partition catches the rest,
 // retention drops whole partitions once nothing in them is still needed, and reads by id touch only the
 // partitions that can hold what they ask for.
 
@@ -92,9 +96,11 @@ test('each history table is partitioned: the old table first, ranges made ahead 
   const s = await openStore(t);
   const db = s.store.ctx.db;
   const now = Date.now();
-  const work = await s.store.maintainPartitions();
-  assert.ok(work, 'partitions are kept on PostgreSQL');
-  assert.equal(work.defaultRows, 0);
+  assert.equal(await s.store.maintainPartitions(), null, 'plain tables until `herald partition`');
+  assert.equal(await defaultRows(db), 0);
+  assert.equal(await s.store.partitionTables(), true);
+  assert.equal(await s.store.partitionTables(), false, 'once');
+  const made = (await partitionsOf(db, 'deliveries')).map((p) => p.name);
   for (const { table } of PARTITIONED) {
     const partitions = await partitionsOf(db, table);
     assert.equal(partitions[0]!.name, legacyName(table), 'the table as it was comes first');
@@ -104,10 +110,12 @@ test('each history table is partitioned: the old table first, ranges made ahead 
     const ranged = partitions.filter((p) => p.range !== null);
     for (let i = 1; i < ranged.length; i++) assert.equal(ranged[i]!.range!.from, ranged[i - 1]!.range!.to);
     assert.equal(ranged.at(-1)!.range!.to, Math.floor(now / DAY) * DAY + 4 * DAY);
-    assert.ok(work.made.includes(partitionName(table, Math.floor(now / DAY) * DAY + 3 * DAY)));
+    assert.ok((await names(db, table)).includes(partitionName(table, Math.floor(now / DAY) * DAY + 3 * DAY)));
   }
-  // Made again, nothing more is made.
-  assert.deepEqual((await s.store.maintainPartitions())!.made, []);
+  assert.ok(made.includes(partitionName('deliveries', Math.floor(now / DAY) * DAY + DAY)));
+  // Kept again, nothing more is made.
+  const work = await s.store.maintainPartitions();
+  assert.deepEqual(work, { made: [], dropped: [], defaultRows: 0 });
 
   // A row goes to the partition of its id's time; indexes carry their partitioned index's name.
   const at = boundaryAfter(now, DAY) + 5 * HOUR;
@@ -134,7 +142,7 @@ test('each history table is partitioned: the old table first, ranges made ahead 
 test('a row no range covers waits in the default partition, is reported, and moves when its range is made', async (t) => {
   const s = await openStore(t);
   const db = s.store.ctx.db;
-  await s.store.maintainPartitions();
+  await s.store.partitionTables();
   const far = Date.now() + 100 * DAY;
   const { deliveryId } = await history(db, s, far);
   assert.equal(await partitionOfRow(db, 'deliveries', 'id', deliveryId), defaultName('deliveries'));
@@ -155,6 +163,7 @@ test('a row no range covers waits in the default partition, is reported, and mov
 test('retention drops whole partitions, keeping those with a delivery still to make or a message still named', async (t) => {
   const s = await openStore(t);
   const db = s.store.ctx.db;
+  await s.store.partitionTables();
   const day1 = boundaryAfter(Date.now(), DAY) + DAY;
   await makeAhead(db, Date.now(), DAY, 4);
   const settled = await history(db, s, day1 + HOUR);
@@ -229,6 +238,7 @@ async function partitionsRead(db: Kysely<any>, query: string): Promise<string[]>
 test('reads by id and a page of a list read only the partitions that can hold their rows', async (t) => {
   const s = await openStore(t);
   const db = s.store.ctx.db;
+  await s.store.partitionTables();
   const day1 = boundaryAfter(Date.now(), DAY) + DAY;
   await makeAhead(db, Date.now(), DAY, 8);
   const made = [];
@@ -278,4 +288,35 @@ test('reads by id and a page of a list read only the partitions that can hold th
     partitionName('deliveries', day1 + 3 * DAY),
     partitionName('deliveries', day1 + 4 * DAY),
   ]);
+});
+
+/** `herald <args>` as an operator runs it, on `env`'s database. */
+function herald(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...SERVICE_COMMAND, ...args], {
+      env: { ...process.env, ...BASE_ENV, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk));
+    child.on('exit', (code) => resolve({ code, out }));
+  });
+}
+
+test('`herald partition` partitions a PostgreSQL store once, online; the embedded store is refused with a clear line', async (t) => {
+  const database = await createTestDatabase();
+  t.after(() => database.drop());
+  assert.equal((await herald(['migrate'], database.env)).code, 0);
+  const first = await herald(['partition'], database.env);
+  assert.equal(first.code, 0, first.out);
+  assert.match(first.out, /the history tables are partitioned/);
+  const again = await herald(['partition'], database.env);
+  assert.match(again.out, /partitioned already/);
+  const embedded = await herald(['partition'], {
+    HERALD_DATA_DIR: database.env.HERALD_DATA_DIR!,
+    HERALD_DATABASE_URL: '',
+  });
+  assert.notEqual(embedded.code, 0);
+  assert.match(embedded.out, /partitions are for PostgreSQL/);
 });

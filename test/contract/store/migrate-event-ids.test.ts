@@ -6,17 +6,20 @@ import { idFloor, newId } from '../../../src/domain/ids.js';
 import { createTestDatabase, startTestService, TEST_STORE } from '../../support/service.js';
 import { bootstrap, Client } from '../../support/client.js';
 import { withDatabase } from '../../support/store.js';
+import { BASE_ENV } from '../../support/child.js';
+import { loadConfig } from '../../../src/config.js';
+import { Store } from '../../../src/store/index.js';
 import { eventually, Receiver } from '../../support/receiver.js';
 
-// Migration 029 makes the history tables partitioned on PostgreSQL without copying them (the tables as
-// they are become the first partitions), and moves the event ids to a table of their own on both stores.
-// A store written by the schema before it is migrated while rows keep being written, as a release before
-// would write them: nothing written before or during the migration is lost, every read is the same after
-// it, and an event id stays taken.
+// Migration 029 moves the event ids to a table of their own on both stores, and on PostgreSQL `herald
+// partition` then makes the history tables partitioned without copying them (the tables as they are become
+// the first partitions). A store written by the schema before is migrated, and partitioned, while rows keep
+// being written as a release before would write them: nothing written before or during either is lost,
+// every read is the same after, and an event id stays taken.
 
 const BEFORE = '028_audit_log';
 
-test('a store of the schema before is migrated under writes: every row and every read stays, event ids stay taken', async (t) => {
+test('a store of the schema before is migrated and partitioned under writes: every row and read stays, event ids stay taken', async (t) => {
   const database = await createTestDatabase();
   t.after(() => database.drop());
   const receiver = await new Receiver().start();
@@ -95,8 +98,16 @@ test('a store of the schema before is migrated under writes: every row and every
   await eventually(async () => written.length >= 20, 10_000, 'writes under way');
   await withDatabase(database.env, async (db) => {
     const names = await migrate(db);
-    assert.deepEqual(names, ['029_partitioned_history']);
+    assert.deepEqual(names, ['029_message_event_ids']);
   });
+  if (TEST_STORE === 'postgres') {
+    const store = await Store.open(loadConfig({ ...BASE_ENV, ...database.env }));
+    try {
+      assert.equal(await store.partitionTables(), true);
+    } finally {
+      await store.close();
+    }
+  }
   await eventually(async () => written.length >= 40, 10_000, 'writes after the migration');
   writing = false;
   await writes;
