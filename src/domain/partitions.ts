@@ -39,7 +39,7 @@ export function boundaryAfter(ms: number, intervalMs: number): number {
 }
 
 /**
- * Where the existing table ends when it becomes the first partition (migration 029): the next hour. Rows
+ * Where the existing table ends when it becomes the first partition (`herald partition`): the next hour. Rows
  * written until then still go to it; from there on each interval has its partition.
  */
 export function legacyEnd(now: number): number {
@@ -76,7 +76,7 @@ export function partitionName(table: PartitionedTable['table'], from: number): s
   return `${table}_p${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}t${iso.slice(11, 13)}${iso.slice(14, 16)}`;
 }
 
-/** The first partition: the table as it was before migration 029, attached as it is. */
+/** The first partition: the table as it was before `herald partition`, attached as it is. */
 export const legacyName = (table: PartitionedTable['table']) => `${table}_legacy`;
 
 /** The partition that catches a row no range covers (reported by `herald_default_partition_rows`). */

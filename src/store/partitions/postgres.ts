@@ -35,7 +35,7 @@ export async function partitionsOf(db: Kysely<Database>, table: PartitionedTable
   return partitions.sort((a, b) => start(a) - start(b));
 }
 
-/** Deliveries' pages are filled to a third (migrations 021 and 029). */
+/** Deliveries' pages are filled to a third, as the table is (migration 021). */
 const storageOf = (table: PartitionedTable['table']) => (table === 'deliveries' ? sql` with (fillfactor = 35)` : sql``);
 
 /**
