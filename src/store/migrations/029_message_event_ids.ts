@@ -1,7 +1,7 @@
 import { type Kysely, PostgresAdapter, sql } from 'kysely';
 import { ATTEMPT_LOG_WITH_FIRST_REQUEST } from './024_first_request_on_delivery.js';
 import { PARTITIONED, type PartitionedTable } from '../../domain/partitions.js';
-import { DELIVERIES_FILLFACTOR, partitioned } from '../partitions/convert.js';
+import { partitioned, storageOf } from '../partitions/convert.js';
 
 /**
  * A message's event id (unique in its environment) moves to a table of its own, on both stores:
@@ -48,8 +48,7 @@ async function flatten(db: Kysely<any>, table: PartitionedTable): Promise<void> 
   const flat = `${name}__flat`;
   const { rows: indexes } = await sql<{ indexname: string; indexdef: string }>`
     select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = ${name}`.execute(db);
-  const storage = name === 'deliveries' ? sql` with (fillfactor = ${sql.lit(DELIVERIES_FILLFACTOR)})` : sql``;
-  await sql`create table ${sql.table(flat)} (like ${sql.table(name)} including defaults)${storage}`.execute(db);
+  await sql`create table ${sql.table(flat)} (like ${sql.table(name)} including defaults)${storageOf(name)}`.execute(db);
   await sql`insert into ${sql.table(flat)} select * from ${sql.table(name)}`.execute(db);
   await sql`drop table ${sql.table(name)}`.execute(db);
   await sql`alter table ${sql.table(flat)} rename to ${sql.table(name)}`.execute(db);

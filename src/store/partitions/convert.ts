@@ -22,6 +22,10 @@ import { nameChildIndexes } from './index-names.js';
 /** Deliveries' pages are filled to a third (migration 021): each partition is made so. */
 export const DELIVERIES_FILLFACTOR = 35;
 
+/** The storage clause a table of `name` (a partition, or a plain table made again) is made with. */
+export const storageOf = (name: PartitionedTable['table']) =>
+  name === 'deliveries' ? sql` with (fillfactor = ${sql.lit(DELIVERIES_FILLFACTOR)})` : sql``;
+
 /** Advisory lock key of the conversion (any constant unique to Herald). */
 const CONVERT_LOCK = 0x48525056; // "HRPV"
 
@@ -86,7 +90,8 @@ async function partitionTable(db: Kysely<Database>, table: PartitionedTable, end
     for values from (minvalue) to (${sql.lit(to)})`.execute(db);
   await sql`alter table ${sql.table(legacy)} drop constraint ${sql.table(boundName(table))}`.execute(db);
   await nameChildIndexes(db, legacy, 'legacy');
-  const storage = name === 'deliveries' ? sql` with (fillfactor = ${sql.lit(DELIVERIES_FILLFACTOR)})` : sql``;
-  await sql`create table ${sql.table(defaultName(name))} partition of ${sql.table(name)} default${storage}`.execute(db);
+  await sql`create table ${sql.table(defaultName(name))} partition of ${sql.table(name)} default${storageOf(name)}`.execute(
+    db,
+  );
   await nameChildIndexes(db, defaultName(name), 'default');
 }

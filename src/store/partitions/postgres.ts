@@ -13,7 +13,7 @@ import {
 } from '../../domain/partitions.js';
 import { book } from '../queue/index.js';
 import { nameChildIndexes } from './index-names.js';
-import { partitioned } from './convert.js';
+import { partitioned, storageOf } from './convert.js';
 
 // The partitions' SQL (PostgreSQL only; the embedded store keeps plain tables): reading a table's
 // partitions, making the ranges ahead, and dropping those past the retention period.
@@ -34,9 +34,6 @@ export async function partitionsOf(db: Kysely<Database>, table: PartitionedTable
   const start = (p: Partition) => (p.range === null ? Number.POSITIVE_INFINITY : (p.range.from ?? -1));
   return partitions.sort((a, b) => start(a) - start(b));
 }
-
-/** Deliveries' pages are filled to a third, as the table is (migration 021). */
-const storageOf = (table: PartitionedTable['table']) => (table === 'deliveries' ? sql` with (fillfactor = 35)` : sql``);
 
 /**
  * Makes the partition of `table` for `range`. Rows the default partition caught in that range (written
