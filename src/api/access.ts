@@ -140,7 +140,7 @@ async function applicationOf(store: Store, request: FastifyRequest, source: AppS
     case 'message':
       return messageApp(params[source.name]!);
     case 'delivery':
-      return (await store.deliveries.get(scope, params[source.name]!))?.app_id ?? null;
+      return (await store.deliveries.row(scope, params[source.name]!))?.app_id ?? null;
     case 'task': {
       const subject = (await store.backgroundTasks.get(scope, params[source.name]!))?.subject_id;
       return subject ? endpointApp(subject) : null;

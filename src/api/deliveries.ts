@@ -57,7 +57,7 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
     },
     async (request) => {
       const scope = scopeOf(request);
-      const row = await store.deliveries.get(scope, request.params.id);
+      const row = await store.deliveries.row(scope, request.params.id);
       if (!row) throw notFound(`delivery ${request.params.id}`);
       const [attempts, message] = await Promise.all([
         store.deliveries.recentAttempts(row),
@@ -65,7 +65,7 @@ export const deliveryRoutes: RoutePlugin = async (app, { store }) => {
       ]);
       const trace = messageTrace(row.message_id, message?.traceparent ?? null, message?.tracestate ?? null);
       return {
-        ...deliveryToApi(row),
+        ...deliveryToApi({ ...row, event_type: message?.event_type ?? null }),
         trace_id: trace.traceId,
         attempts: attempts.map((a) => attemptToApi(a, row.message_id)),
       };

@@ -215,6 +215,14 @@ test('retention drops whole partitions, keeping those with a delivery still to m
  * whole, which says nothing about the plan a real table gets).
  */
 async function partitionsRead(db: Kysely<any>, query: string): Promise<string[]> {
+  return (await partitionsOfPlan(db, query)).read;
+}
+
+/**
+ * The relations a statement's plan holds (`planned`: PostgreSQL opens and locks each one when the statement
+ * runs, whether or not it reads it) and those it read (`read`), as partitionsRead plans them.
+ */
+async function partitionsOfPlan(db: Kysely<any>, query: string): Promise<{ planned: string[]; read: string[] }> {
   const rows = await db.connection().execute(async (conn) => {
     await sql`set enable_seqscan = off; set enable_sort = off`.execute(conn);
     try {
@@ -224,15 +232,26 @@ async function partitionsRead(db: Kysely<any>, query: string): Promise<string[]>
       await sql`reset enable_seqscan; reset enable_sort`.execute(conn);
     }
   });
+  const planned = new Set<string>();
   const read = new Set<string>();
   const visit = (node: Record<string, unknown>) => {
     const relation = node['Relation Name'];
+    if (typeof relation === 'string') planned.add(relation);
     if (typeof relation === 'string' && Number(node['Actual Loops']) > 0) read.add(relation);
     for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
   };
   const plan = rows[0]!['QUERY PLAN'] as { Plan: Record<string, unknown> }[];
   visit(plan[0]!.Plan);
-  return [...read];
+  return { planned: [...planned], read: [...read] };
+}
+
+/** A store statement's text with its parameters written in, as PostgreSQL plans a statement run once. */
+function inlined(compiled: { sql: string; parameters: readonly unknown[] }): string {
+  return compiled.parameters.reduce<string>(
+    (text, value, i) =>
+      text.replace(new RegExp(`\\$${i + 1}(?!\\d)`), typeof value === 'number' ? String(value) : `'${String(value)}'`),
+    compiled.sql,
+  );
 }
 
 test('reads by id and a page of a list read only the partitions that can hold their rows', async (t) => {
@@ -266,28 +285,49 @@ test('reads by id and a page of a list read only the partitions that can hold th
     (await s.store.deliveries.recentAttempts(delivery)).map((a) => a.id),
     [middle.attemptId],
   );
-  const compiled = s.store.deliveries.recentAttemptsQuery(delivery).compile();
-  const inlined = compiled.parameters.reduce<string>(
-    (text, value, i) =>
-      text.replace(new RegExp(`\\$${i + 1}(?!\\d)`), typeof value === 'number' ? String(value) : `'${String(value)}'`),
-    compiled.sql,
-  );
-  assert.deepEqual(inPartitionsOf('attempts', await partitionsRead(db, inlined)), [
-    partitionName('attempts', day1 + 2 * DAY),
-  ]);
+  const attemptsRead = await partitionsRead(db, inlined(s.store.deliveries.recentAttemptsQuery(delivery).compile()));
+  assert.deepEqual(inPartitionsOf('attempts', attemptsRead), [partitionName('attempts', day1 + 2 * DAY)]);
 
-  // A page of the environment's deliveries, newest first, before a cursor: the cursor's partition, then
-  // the ones under it until the page is full, not every partition.
+  // A page of the environment's deliveries (Deliveries.list), newest first, before a cursor: the cursor's
+  // partition, then the ones under it until the page is full, not every partition.
   const page = await partitionsRead(
     db,
-    `select id from deliveries where org_id = '${s.scope.orgId}' and livemode = 0 and id < '${made[4]!.deliveryId}'
-     order by id desc limit 2`,
+    inlined(s.store.deliveries.listQuery(s.scope, { limit: 1, cursor: made[4]!.deliveryId }).compile()),
   );
   assert.deepEqual(inPartitionsOf('deliveries', page).sort(), [
     partitionName('deliveries', day1 + 2 * DAY),
     partitionName('deliveries', day1 + 3 * DAY),
     partitionName('deliveries', day1 + 4 * DAY),
   ]);
+
+  // A list bounded in time: only the partitions of its days are in the plan at all, and nothing of
+  // messages (the page's event types are read by their messages' ids).
+  const bounded = { since: day1 + 2 * DAY, until: day1 + 4 * DAY };
+  const boundedPlan = await partitionsOfPlan(
+    db,
+    inlined(s.store.deliveries.listQuery(s.scope, { limit: 50 }, bounded).compile()),
+  );
+  assert.deepEqual(inPartitionsOf('deliveries', boundedPlan.planned).sort(), [
+    partitionName('deliveries', day1 + 2 * DAY),
+    partitionName('deliveries', day1 + 3 * DAY),
+  ]);
+  assert.deepEqual(inPartitionsOf('messages', boundedPlan.planned), []);
+  const listed = await s.store.deliveries.list(s.scope, { limit: 50 }, bounded);
+  assert.deepEqual(
+    listed.items.map((item) => [item.id, item.event_type]),
+    [made[3]!, made[2]!].map((row) => [row.deliveryId, 'invoice.paid']),
+  );
+  // The page's event types: the partitions of its messages' days only.
+  const typesPlan = await partitionsOfPlan(
+    db,
+    inlined(s.store.deliveries.eventTypesQuery([made[3]!.messageId, made[1]!.messageId]).compile()),
+  );
+  assert.deepEqual(inPartitionsOf('messages', typesPlan.planned).sort(), [
+    partitionName('messages', day1 + 1 * DAY),
+    partitionName('messages', day1 + 3 * DAY),
+  ]);
+  // A delivery read by id with its event type, the same.
+  assert.equal((await s.store.deliveries.get(s.scope, middle.deliveryId))?.event_type, 'invoice.paid');
 });
 
 /** `herald <args>` as an operator runs it, on `env`'s database. */
