@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool, request } from 'undici';
@@ -88,6 +89,18 @@ export async function startHerald(options: HeraldOptions): Promise<Herald> {
     await sleep(50);
   }
   return { child, url, stop: () => child.stop(10_000) };
+}
+
+/**
+ * `herald partition` on a PostgreSQL database, by the service under test (BENCH_SERVICE_ROOT's when set):
+ * its history tables partitioned as an operator makes them (docs/design/partitions.md).
+ */
+export function partitionDatabase(databaseUrl: string): void {
+  execFileSync(process.execPath, [SERVICE_SCRIPT, 'partition'], {
+    cwd: BUILT_SERVICE ? REPO : SERVICE_ROOT,
+    env: { ...process.env, HERALD_DATABASE_URL: databaseUrl, HERALD_SECRET_KEY: SECRET, HERALD_LOG_LEVEL: 'silent' },
+    stdio: 'ignore',
+  });
 }
 
 function tail(file: string): string {

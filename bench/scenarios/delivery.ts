@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
 import { Pool } from 'undici';
-import { emitBody, setupOrg, type Herald } from '../lib/herald.js';
+import { emitBody, partitionDatabase, setupOrg, type Herald } from '../lib/herald.js';
 import { tempDir } from '../lib/procs.js';
 import { createDatabase } from '../lib/pg.js';
 import { commandCpuMs, processCpuMs } from '../lib/cpu.js';
@@ -80,6 +80,8 @@ export async function drain(
     () => `${ctx.receiver.url}/delivery/0`,
     () => endpointFields,
   );
+  // BENCH_PARTITIONED=1: the PostgreSQL drains run on partitioned history tables (`herald partition`).
+  if (databaseUrl && process.env.BENCH_PARTITIONED === '1') partitionDatabase(databaseUrl);
   const targets = emitTargets([api.url!], setup.key, 32);
   ctx.log(`  emitting ${count} with the worker off`);
   await emitCount(targets, count, 32, (n) => emitBody(setup.appIds[0]!, n));

@@ -231,7 +231,11 @@ async function rawPublish(type: DestinationType, b: Broker, count: number): Prom
 
 export async function destinations(ctx: Context): Promise<ScenarioResult> {
   const count = ctx.quick ? 500 : 5_000;
-  const types: DestinationType[] = ['rabbitmq', 'nats', 'redis', 'mqtt', 'kafka', 'sqs', 's3'];
+  // BENCH_DESTINATION_TYPES (a comma-separated list, say `redis,nats`) runs only those types.
+  const only = process.env.BENCH_DESTINATION_TYPES?.split(',').map((type) => type.trim());
+  const types = (['rabbitmq', 'nats', 'redis', 'mqtt', 'kafka', 'sqs', 's3'] as DestinationType[]).filter(
+    (type) => !only || only.includes(type),
+  );
   const figures: Record<string, number> = { deliveries: count };
   const baseline: Record<string, number> = {};
   const ratios: Record<string, number> = {};

@@ -6,6 +6,7 @@
 // node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
 // QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
 // QCPU_HEADERS=0 records outcomes without the request's and answer's headers (each attempt keeps them).
+// QCPU_PARTITIONED=1 (PostgreSQL) partitions the history tables first, as `herald partition` does.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +37,7 @@ const config = loadConfig({
   HERALD_LOG_LEVEL: 'silent',
 });
 const store = await Store.open(config);
+if (storeKind === 'postgres' && process.env.QCPU_PARTITIONED === '1') await store.partitionTables();
 const org = await store.organizations.create('qcpu', 'unlimited');
 const scope = { orgId: org.id, livemode: false };
 const app = await store.applications.create(scope, { name: 'qcpu' });

@@ -418,24 +418,35 @@ test('in a backlog on PostgreSQL, a top-up and a batch of outcomes read rows in 
       for (const count of [100, 500]) {
         // The outcomes of a top-up's attempts, leased to the worker as the top-up leaves them (in the
         // transaction the plan runs in, so rolled back with it).
-        const outcomes = earliest(count).map(delivered);
-        const lease = sql`update deliveries set lease_owner = 'wrk_plan', lease_until = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.delivery_id))})`;
-        const statement = completeStatement(fastPlan(outcomes, 'wrk_plan', config, now)!);
-        const batch = await executedPlan(queueDb, asQuery(statement), lease.compile(queueDb));
-        assert.equal(
-          (await queueDb.executeQuery(asQuery(statement))).rows.length,
-          1,
-          'the statement answers (outside the plan, its leases not taken: it writes nothing)',
-        );
-        assert.deepEqual(
-          wholeTableReads(await genericPlanNodes(queueDb, statement), ['deliveries', 'attempts']),
-          [],
-          `${where}: whole-table reads in the generic plan of a batch of ${count} outcomes`,
-        );
-        // Two reads per outcome (its delivery locked and checked, then written), with as much again to spare.
-        const read = rowsRead(batch, 'deliveries');
-        assert.ok(read <= 4 * count, `${where}: a batch of ${count} outcomes read ${read} delivery rows`);
-        assert.ok(rowsRead(batch, 'attempts') <= 4 * count, `${where}: a batch of ${count} outcomes read attempts`);
+        // Two forms of the statement: a batch of successes (herald_complete_plain), and one whose first
+        // answer failed, which writes the endpoint's health too (herald_complete).
+        const failed = (g: number) => {
+          const outcome = delivered(g);
+          return { ...outcome, result: { ...outcome.result, ok: false, responseStatus: 500, error: 'HTTP 500' } };
+        };
+        for (const [form, outcomes] of [
+          ['herald_complete_plain', earliest(count).map(delivered)],
+          ['herald_complete', earliest(count).map((g, i) => (i === 0 ? failed(g) : delivered(g)))],
+        ] as const) {
+          const lease = sql`update deliveries set lease_owner = 'wrk_plan', lease_until = ${leaseUntil} where id in (${sql.join(outcomes.map(({ input }) => input.task.delivery_id))})`;
+          const statement = completeStatement(fastPlan(outcomes, 'wrk_plan', config, now)!);
+          assert.equal(statement.name, form);
+          const batch = await executedPlan(queueDb, asQuery(statement), lease.compile(queueDb));
+          assert.equal(
+            (await queueDb.executeQuery(asQuery(statement))).rows.length,
+            1,
+            'the statement answers (outside the plan, its leases not taken: it writes nothing)',
+          );
+          assert.deepEqual(
+            wholeTableReads(await genericPlanNodes(queueDb, statement), ['deliveries', 'attempts']),
+            [],
+            `${where}: whole-table reads in the generic plan of ${form} for ${count} outcomes`,
+          );
+          // Two reads per outcome (its delivery locked and checked, then written), with as much again to spare.
+          const read = rowsRead(batch, 'deliveries');
+          assert.ok(read <= 4 * count, `${where}: ${form} for ${count} outcomes read ${read} delivery rows`);
+          assert.ok(rowsRead(batch, 'attempts') <= 4 * count, `${where}: ${form} for ${count} outcomes read attempts`);
+        }
       }
     }
 
