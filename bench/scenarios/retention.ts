@@ -67,6 +67,55 @@ async function dayPartitions(db: Kysely<any>, firstDay: number, now: number): Pr
   }
 }
 
+/** Deliveries a read sample takes from each day. */
+const SAMPLE_PER_DAY = 20;
+
+/**
+ * Partitions a database by day from `firstDay` and writes `perDay` deliveries a day into it (bulkLoad);
+ * how long the writing took, ms.
+ */
+async function loadHistory(
+  url: string,
+  setup: { orgId: string; appIds: string[]; endpointIds: string[]; key: string },
+  firstDay: number,
+  now: number,
+  perDay: number,
+): Promise<number> {
+  const kysely = new Kysely<any>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 2 }) }),
+  });
+  try {
+    await partitionHistory(kysely, Date.now());
+    await dayPartitions(kysely, firstDay, now);
+  } finally {
+    await kysely.destroy();
+  }
+  const started = nowMs();
+  await withClient(url, (client) =>
+    bulkLoad(
+      client,
+      { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]!, key: setup.key, firstDay },
+      perDay,
+    ),
+  );
+  return nowMs() - started;
+}
+
+/** The deliveries a read p50 reads: SAMPLE_PER_DAY of each day's history, from its middle on. */
+function readSample(url: string, firstDay: number): Promise<string[]> {
+  return withClient(url, async (client) => {
+    const ids: string[] = [];
+    for (let day = 0; day < DAYS; day++) {
+      const { rows } = await client.query<{ id: string }>(
+        'select id from deliveries where id >= $1 order by id limit $2',
+        [idFloor('delivery', firstDay + day * DAY_MS + DAY_MS / 2), SAMPLE_PER_DAY],
+      );
+      ids.push(...rows.map((row) => row.id));
+    }
+    return ids;
+  });
+}
+
 /** Writes `perDay` deliveries a day for DAYS days, with their messages, payloads and attempts, by SQL. */
 async function bulkLoad(client: pg.Client, loaded: Omit<Loaded, 'loadMs' | 'deliveryIds'>, perDay: number) {
   await client.query(ID_FUNCTION);
@@ -75,7 +124,9 @@ async function bulkLoad(client: pg.Client, loaded: Omit<Loaded, 'loadMs' | 'deli
   for (let day = 0; day < DAYS; day++) {
     const start = firstDay + day * DAY_MS;
     const base = day * perDay;
-    const rows = `from generate_series(0, ${perDay - 1}) k, lateral (select ${start}::bigint + k * ${step} as t, ${base}::bigint + k as n) x`;
+    // Half a step in from the day's start: no row sits on a day's boundary, where the retention's cutoff
+    // (now less the retention, read a few milliseconds apart by the bench and the store) may fall either side.
+    const rows = `from generate_series(0, ${perDay - 1}) k, lateral (select ${start + Math.floor(step / 2)}::bigint + k * ${step} as t, ${base}::bigint + k as n) x`;
     await client.query(
       `insert into messages (id, org_id, livemode, app_id, event_type, created_at)
       select bench_id('evt_', t, n), $1, 0, $2, 'invoice.paid', t ${rows}`,
@@ -208,41 +259,12 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
     let api = await apiOn(ctx, 'retention-api', loadedDb);
     const setup = await setupOrg(api.url!, 1, 1, () => `${ctx.receiver.url}/retention`);
     await stopAll(api);
-    const kysely = new Kysely<any>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: loadedDb.url, max: 2 }) }),
-    });
-    let loadMs = 0;
-    try {
-      await partitionHistory(kysely, Date.now());
-      await dayPartitions(kysely, firstDay, now);
-      ctx.log(`  loading ${perDay * DAYS} deliveries over ${DAYS} days`);
-      const started = nowMs();
-      await withClient(loadedDb.url, (client) =>
-        bulkLoad(
-          client,
-          { orgId: setup.orgId, appId: setup.appIds[0]!, endpointId: setup.endpointIds[0]!, key: setup.key, firstDay },
-          perDay,
-        ),
-      );
-      loadMs = nowMs() - started;
-    } finally {
-      await kysely.destroy();
-    }
+    ctx.log(`  loading ${perDay * DAYS} deliveries over ${DAYS} days`);
+    const loadMs = await loadHistory(loadedDb.url, setup, firstDay, now, perDay);
     figures.deliveries = perDay * DAYS;
     figures.bulkLoadSeconds = round(loadMs / 1000, 1);
     figures.databaseMb = await withClient(loadedDb.url, databaseMb);
-    // Deliveries to read: twenty of each day.
-    const sample = await withClient(loadedDb.url, async (client) => {
-      const ids: string[] = [];
-      for (let day = 0; day < DAYS; day++) {
-        const { rows } = await client.query<{ id: string }>(
-          'select id from deliveries where id >= $1 order by id limit 20',
-          [idFloor('delivery', firstDay + day * DAY_MS + DAY_MS / 2)],
-        );
-        ids.push(...rows.map((row) => row.id));
-      }
-      return ids;
-    });
+    const sample = await readSample(loadedDb.url, firstDay);
 
     // The copy the row purge works on.
     ctx.log('  copying the database');
@@ -319,19 +341,21 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
     services.length = 0;
     await copyDb.drop();
 
-    // An empty database: emits and a delivery's read.
+    // An empty database, partitioned the same way and holding only its read sample's worth of the same
+    // history (twice SAMPLE_PER_DAY a day: a sample starts at each day's middle): emits and a delivery's
+    // read, the loaded database's size apart.
     const emptyDb = await createDatabase('retention_empty');
-    const emptyApi = await apiOn(ctx, 'retention-empty-api', emptyDb);
-    services.push(emptyApi);
+    let emptyApi = await apiOn(ctx, 'retention-empty-api', emptyDb);
     const empty = await setupOrg(emptyApi.url!, 1, 1, () => `${ctx.receiver.url}/retention`);
+    await stopAll(emptyApi);
+    await loadHistory(emptyDb.url, empty, firstDay, now, 2 * SAMPLE_PER_DAY);
+    emptyApi = await apiOn(ctx, 'retention-empty-api', emptyDb);
+    services.push(emptyApi);
     const emptyEmits = summarize(
       await emitsUntil(emptyApi.url!, empty.key, empty.appIds[0]!, sleep(ctx.quick ? 2_000 : 10_000)),
     );
     baseline.emptyEmitP50Ms = round(emptyEmits.p50);
-    const emptyIds = await withClient(emptyDb.url, async (client) =>
-      (await client.query<{ id: string }>('select id from deliveries limit 200')).rows.map((row) => row.id),
-    );
-    baseline.emptyReadP50Ms = round(await readP50(emptyApi.url!, empty.key, emptyIds));
+    baseline.emptyReadP50Ms = round(await readP50(emptyApi.url!, empty.key, await readSample(emptyDb.url, firstDay)));
     await stopAll(emptyApi);
     services.length = 0;
     await emptyDb.drop();
