@@ -371,5 +371,5 @@ export function bound(name: string, text: string, values: Record<string, unknown
     if (index < 0) index = order.push(key) - 1;
     return `$${index + 1}`;
   });
-  return { ...(name ? { name } : {}), text: numbered, values: order.map((key) => values[key]) } as Statement;
+  return { name, text: numbered, values: order.map((key) => values[key]) };
 }
