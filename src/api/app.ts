@@ -1,5 +1,12 @@
 import { isUtf8 } from 'node:buffer';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import SerializerSelector from '@fastify/fast-json-stringify-compiler';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyServerOptions,
+  type FastifyInstance,
+  type FastifyRequest,
+} from 'fastify';
 import swagger from '@fastify/swagger';
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
@@ -123,6 +130,27 @@ function lazyValidator(
   };
   lazy.errors = undefined as ValidateFunction['errors'];
   return lazy;
+}
+
+/**
+ * fastify's own serializers (fast-json-stringify), each compiled on its route's first answer of that
+ * status, as validators are (lazyValidator): compiling every documented answer of every route at start
+ * was about a third of a start's CPU, and a process serves few of them.
+ */
+function lazySerializers(): NonNullable<FastifyServerOptions['schemaController']>['compilersFactory'] {
+  const factory = SerializerSelector();
+  return {
+    buildSerializer: (externalSchemas, options) => {
+      const compile = factory(externalSchemas, options as never);
+      return (route) => {
+        let serialize: ((data: unknown) => string) | undefined;
+        return (data: unknown) => {
+          serialize ??= compile(route as never);
+          return serialize(data);
+        };
+      };
+    },
+  };
 }
 
 /**
@@ -258,6 +286,7 @@ export async function buildApi(
 ) {
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    schemaController: { compilersFactory: lazySerializers() },
     bodyLimit: config.maxPayloadBytes,
     genReqId: () => newId('request'),
     // Each log line of a request carries the request_id that its error envelope shows. fastify's two

@@ -4,10 +4,10 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { REPO_ROOT } from './paths.js';
+import { BUILD_ROOT, REPO_ROOT } from './paths.js';
 
 /**
- * Runs the compiled bench (`.build/bench/run.js`) with `--quick` and `args` into a temp dir (never over the
+ * Runs the bench compiled beside the tests (`.build/bench/run.js`, or SUITE_BUILD's folder) with `--quick` and `args` into a temp dir (never over the
  * committed results), stopped after `timeoutMs`; fails unless it exits 0. Answers its latest.json and the
  * benchmarks.md it wrote.
  */
@@ -22,7 +22,7 @@ export async function quickBench(
     process.execPath,
     [
       '--enable-source-maps',
-      join(REPO_ROOT, '.build', 'bench', 'run.js'),
+      join(BUILD_ROOT, 'bench', 'run.js'),
       '--quick',
       ...args,
       '--out',

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 /** The checkout: README, package.json, src/, dist/. */
 export const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** The compiled tree this file is part of. */
-const BUILD_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const BUILD_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 /**
  * The node arguments that run the service's command line from the same build as the tests:

@@ -3,13 +3,6 @@ import type { Destination, DestinationType } from '../../domain/destinations.js'
 import { refusedAddress } from '../../domain/addresses.js';
 import { BlockedAddressError, guardedLookup, type SendRequest, type SendResult } from '../sender.js';
 import type { Connect, Connection, HostGuard, Publication } from './types.js';
-import { connectRabbitmq } from './rabbitmq.js';
-import { connectNats } from './nats.js';
-import { connectRedis } from './redis.js';
-import { connectMqtt } from './mqtt.js';
-import { kafkaConnector } from './kafka.js';
-import { connectSqs } from './sqs.js';
-import { connectS3 } from './s3.js';
 
 // Publishes attempts to destinations that are not HTTP receivers. A worker process keeps one connection
 // per destination (its type, address, credentials and connection settings), opened on first use, reused
@@ -17,16 +10,32 @@ import { connectS3 } from './s3.js';
 // MAX_CONNECTIONS at once (the least recently used goes first). Every host is resolved and checked
 // against the endpoint's address rules before a connection is made to the address that passed.
 
-/** How a worker process connects to each type. */
+/**
+ * How a worker process connects to each type. Each type's client library is loaded when its first
+ * connection opens: most processes deliver to HTTP alone, and every process (the API's, each test's, each
+ * CLI command's) would otherwise pay for loading all seven at start.
+ */
 function connectors(options: PublisherOptions): Partial<Record<DestinationType, Connect>> {
   return {
-    rabbitmq: connectRabbitmq,
-    nats: connectNats,
-    redis: connectRedis,
-    mqtt: connectMqtt,
-    kafka: kafkaConnector(options.kafkaIdempotent),
-    sqs: connectSqs,
-    s3: connectS3,
+    rabbitmq: onFirstUse(async () => (await import('./rabbitmq.js')).connectRabbitmq),
+    nats: onFirstUse(async () => (await import('./nats.js')).connectNats),
+    redis: onFirstUse(async () => (await import('./redis.js')).connectRedis),
+    mqtt: onFirstUse(async () => (await import('./mqtt.js')).connectMqtt),
+    kafka: onFirstUse(async () => (await import('./kafka.js')).kafkaConnector(options.kafkaIdempotent)),
+    sqs: onFirstUse(async () => (await import('./sqs.js')).connectSqs),
+    s3: onFirstUse(async () => (await import('./s3.js')).connectS3),
+  };
+}
+
+/** A connector whose module is imported on its first connection (a failed import is tried again next time). */
+function onFirstUse(load: () => Promise<Connect>): Connect {
+  let loaded: Promise<Connect> | null = null;
+  return async (destination, network, timeoutMs) => {
+    loaded ??= load().catch((error) => {
+      loaded = null;
+      throw error;
+    });
+    return (await loaded)(destination, network, timeoutMs);
   };
 }
 
