@@ -346,6 +346,8 @@ export class DeliveryWorker {
     let input: AttemptInput | null | undefined = this.loaded.get(task.id);
     this.loaded.delete(task.id);
     let probe = false;
+    /** The request went (or the attempt failed without one): from here on an error is an outcome not recorded. */
+    let made = false;
     try {
       let result: AttemptResult;
       try {
@@ -375,6 +377,7 @@ export class DeliveryWorker {
           probe = passage.kind === 'probe';
         }
         result = await this.send(input);
+        made = true;
         this.metrics?.attempted(result, input.delivery.messageId, input.endpoint?.destination?.type ?? 'http');
         const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
         if (pauseMs !== null) this.pauseLane(lane, pauseMs);
@@ -394,10 +397,13 @@ export class DeliveryWorker {
           'task was no longer ours when its outcome was recorded (taken after its lease, cancelled, or written by an earlier try whose answer was lost); outcome kept',
         );
     } catch (error) {
-      // Not recorded: the lease runs out and the attempt is made again (at least once, never lost).
+      // Not recorded, or not made (the store refused its lease or its input first): the lease runs out and
+      // the attempt is made then (at least once, never lost). The two read apart: only the first sends twice.
       this.log.error(
         { err: error, delivery_id: task.delivery_id, trace_id: input ? traceOf(input.delivery).traceId : undefined },
-        'attempt could not be recorded; it will be retried after its lease',
+        made
+          ? 'attempt could not be recorded; it will be retried after its lease'
+          : 'attempt not made: the store refused its lease or its input; it will be made after its lease',
       );
     }
   }

@@ -133,7 +133,12 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   );
   for (const { message_id } of lost) assert.ok(twice.includes(message_id), `${message_id}: outcome lost, made again`);
   assert.ok(!herald.logs().some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
-  t.diagnostic(`${unrecorded.length} outcomes not recorded while full, ${twice.length} messages sent again`);
+  // An attempt whose lease or input the store refused before its request is made once, after its lease.
+  const notMade = herald.logs().filter((l) => l.includes('attempt not made'));
+  for (const line of notMade) assert.match(JSON.parse(line).err.message, /disk is full/);
+  t.diagnostic(
+    `${unrecorded.length} outcomes not recorded while full, ${notMade.length} attempts not made, ${twice.length} messages sent again`,
+  );
   t.diagnostic(
     `${acked.size} acknowledged, ${refused.length} refused while full, ${receiver.received.length} requests`,
   );
