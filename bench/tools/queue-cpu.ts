@@ -6,7 +6,8 @@
 // node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
 // QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
 // QCPU_HEADERS=0 records outcomes without the request's and answer's headers (each attempt keeps them).
-// QCPU_PARTITIONED=1 (PostgreSQL) partitions the history tables first, as `herald partition` does.
+// QCPU_PARTITIONED=1 (PostgreSQL) partitions the history tables first, as `herald partition` does;
+// QCPU_PARTITIONS_AHEAD=N makes N partitions ahead of now (default 3), standing in for the days retention keeps.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +36,7 @@ const config = loadConfig({
   HERALD_SECRET_KEY: 'bench-secret-key-that-is-long-enough-0123456789',
   HERALD_DATABASE_URL: databaseUrl,
   HERALD_LOG_LEVEL: 'silent',
+  HERALD_PARTITIONS_AHEAD: process.env.QCPU_PARTITIONS_AHEAD ?? '3',
 });
 const store = await Store.open(config);
 if (storeKind === 'postgres' && process.env.QCPU_PARTITIONED === '1') await store.partitionTables();

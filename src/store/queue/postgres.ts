@@ -11,6 +11,10 @@ import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 import { fastPlan } from './fast-plan.js';
 import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
 import { changedBySuccess } from './statements.js';
+import { partitioned } from '../partitions/convert.js';
+
+/** How often a queue reads again whether the history tables are partitioned (`herald partition` runs online). */
+const LAYOUT_READ_MS = 60_000;
 
 /**
  * The queue on PostgreSQL, where several processes' workers and the API write at once.
@@ -46,6 +50,34 @@ export class PostgresQueue extends QueueDriver {
     private readonly pool: pg.Pool,
   ) {
     super(ctx, deps, policy, onQueued);
+  }
+
+  /** Whether the history tables were partitioned when last read (ranged), and when (performance.now()). */
+  private layout = { ranged: false, readAt: Number.NEGATIVE_INFINITY, reading: null as Promise<void> | null };
+
+  /**
+   * Whether the statements take their rows' id ranges (the tables are partitioned): read before the first
+   * statement, then again in the background every LAYOUT_READ_MS. Either form is right on either layout;
+   * the other one only costs more, so a layout changed meanwhile costs at most that long.
+   */
+  private async ranged(): Promise<boolean> {
+    const { layout } = this;
+    if (layout.reading === null && performance.now() - layout.readAt > LAYOUT_READ_MS) {
+      layout.reading = partitioned(this.ctx.db)
+        .then(
+          (isPartitioned) => {
+            layout.ranged = isPartitioned;
+            layout.readAt = performance.now();
+          },
+          // Read again at the next statement; meanwhile the form last read (first: plain tables').
+          () => {},
+        )
+        .finally(() => {
+          layout.reading = null;
+        });
+    }
+    if (layout.readAt === Number.NEGATIVE_INFINITY && layout.reading) await layout.reading;
+    return layout.ranged;
   }
 
   private async run<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]> {
@@ -130,9 +162,11 @@ export class PostgresQueue extends QueueDriver {
   override async completeMany(items: Recorded[], owner: string): Promise<boolean[]> {
     const fast = fastPlan(items, owner, this.policy, this.ctx.now());
     if (fast !== null) {
-      const [row] = await this.run<{ ok: boolean }>(completeStatement(fast));
+      const ranged = await this.ranged();
+      const [row] = await this.run<{ ok: boolean }>(completeStatement(fast, ranged));
       if (row?.ok) {
         this.batches.oneStatement++;
+        if (ranged) this.batches.ranged++;
         if (fast.events.length > 0) await this.raiseStored();
         return items.map(() => true);
       }
@@ -153,8 +187,11 @@ export class PostgresQueue extends QueueDriver {
     }
   }
 
-  /** Outcome batches written each way since start (the one checked statement, or the transaction). */
-  readonly batches = { oneStatement: 0, transaction: 0 };
+  /**
+   * Outcome batches written each way since start (the one checked statement, or the transaction), and how
+   * many of the statements found their deliveries by their ids' range too (partitioned tables).
+   */
+  readonly batches = { oneStatement: 0, transaction: 0, ranged: 0 };
 
   /**
    * The endpoints of a batch of outcomes, in id order, before anything else (the lock order above). Their

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { spawn } from 'node:child_process';
-import { openStore } from '../../support/store.js';
+import { openStore, outcome } from '../../support/store.js';
 import { createTestDatabase } from '../../support/service.js';
 import { BASE_ENV } from '../../support/child.js';
 import { SERVICE_COMMAND } from '../../support/paths.js';
@@ -11,6 +11,9 @@ import { type IdKind, idFrom } from '../../../src/domain/ids.js';
 import { boundaryAfter, legacyName, defaultName, PARTITIONED, partitionName } from '../../../src/domain/partitions.js';
 import { defaultRows, dropExpired, makeAhead, partitionsOf } from '../../../src/store/partitions/postgres.js';
 import { MetricsReads } from '../../../src/store/metrics.js';
+import type { PostgresQueue } from '../../../src/store/queue/postgres.js';
+import { completeStatement, type Statement } from '../../../src/store/queue/postgres-statements.js';
+import { fastPlan } from '../../../src/store/queue/fast-plan.js';
 
 // On PostgreSQL `herald partition` makes the history tables partitioned by ranges of their time-ordered
 // ids (docs/design/partitions.md): partitions are made ahead of now, a default partition catches the rest,
@@ -328,6 +331,60 @@ test('reads by id and a page of a list read only the partitions that can hold th
   ]);
   // A delivery read by id with its event type, the same.
   assert.equal((await s.store.deliveries.get(s.scope, middle.deliveryId))?.event_type, 'invoice.paid');
+});
+
+/** The relations PostgreSQL plans a statement of the queue over, with its values (a custom plan, as each run gets). */
+async function relationsPlanned(db: Kysely<any>, { text, values }: Statement): Promise<string[]> {
+  const { rows } = await db.executeQuery(CompiledQuery.raw(`explain (format json) ${text}`, values));
+  const planned = new Set<string>();
+  const visit = (node: Record<string, unknown>) => {
+    if (typeof node['Relation Name'] === 'string') planned.add(node['Relation Name']);
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) visit(child);
+  };
+  visit((rows[0] as { 'QUERY PLAN': { Plan: Record<string, unknown> }[] })['QUERY PLAN'][0]!.Plan);
+  return [...planned];
+}
+
+test('on partitioned tables an outcome batch plans only the partitions of its deliveries', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  await s.store.partitionTables();
+  await makeAhead(db, Date.now(), DAY, 8);
+  const all = await names(db, 'deliveries');
+  assert.ok(all.length >= 9, `${all.length} partitions`);
+  await s.emit(3);
+  const queue = s.store.queue as PostgresQueue;
+  const claimed = await queue.claimLoaded('wrk_part', 10);
+  assert.equal(claimed.length, 3);
+  const now = Date.now();
+  const outcomes = claimed.map(({ task, input }) => ({ input: { ...input!, task }, result: outcome(200, now) }));
+  const plan = fastPlan(outcomes, 'wrk_part', s.config, now)!;
+  // Made now, they are in the partition that holds now (the old table's, which runs to the hour after next).
+  const holding = [
+    ...new Set(await Promise.all(claimed.map(({ task }) => partitionOfRow(db, 'deliveries', 'id', task.delivery_id)))),
+  ];
+  assert.equal(holding.length, 1);
+  const deliveriesIn = (relations: string[]) => relations.filter((name) => name.startsWith('deliveries_')).sort();
+
+  // The ranged form names its deliveries' id range: PostgreSQL plans (locks, opens) their partition alone.
+  const ranged = completeStatement(plan, true);
+  assert.equal(ranged.name, 'herald_complete_plain_ranged');
+  assert.deepEqual(deliveriesIn(await relationsPlanned(db, ranged)), holding);
+  // The form for plain tables finds them by id alone: every partition is in its plan.
+  const unranged = completeStatement(plan, false);
+  assert.deepEqual(deliveriesIn(await relationsPlanned(db, unranged)), [...all].sort());
+
+  // The queue reads that the tables are partitioned and writes the batch with the ranged form.
+  assert.deepEqual(
+    await queue.completeMany(outcomes, 'wrk_part'),
+    outcomes.map(() => true),
+  );
+  assert.deepEqual(queue.batches, { oneStatement: 1, transaction: 0, ranged: 1 });
+  const statuses = await db.selectFrom('deliveries').select('status').execute();
+  assert.deepEqual(
+    statuses.map((row) => row.status),
+    ['success', 'success', 'success'],
+  );
 });
 
 /** `herald <args>` as an operator runs it, on `env`'s database. */
