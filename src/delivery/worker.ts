@@ -213,7 +213,7 @@ export class DeliveryWorker {
    * Keeps each endpoint's share of a claim and gives the rest back at once: a backlog for one endpoint
    * must not fill the slots every other endpoint needs (the next general claim skips that endpoint).
    */
-  private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
+  private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null | undefined }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
     const heldBack = new Map<Lane, ClaimedTask[]>();
     for (const { task, input } of claimed) {
@@ -224,8 +224,9 @@ export class DeliveryWorker {
         if (held) held.push(task);
         else heldBack.set(lane, [task]);
       } else if (this.lanes.hasRoom(task.endpoint_id)) {
-        // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT) is loaded when the attempt starts.
-        if (!input?.payloadLater) this.loaded.set(task.id, input);
+        // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT), or an input the claim did not
+        // read (undefined), is loaded when the attempt starts.
+        if (input !== undefined && !input?.payloadLater) this.loaded.set(task.id, input);
         this.claimed++;
         const queued = this.lanes.enqueue(task);
         // The limit as the claim read it: an update of the endpoint reaches the lane with its next claim.

@@ -7,33 +7,18 @@ import {
   PARTITIONED,
   type PartitionedTable,
   partitionName,
-  rangeOfBound,
   rangesToMake,
   type TimeRange,
 } from '../../domain/partitions.js';
 import { book } from '../queue/index.js';
 import { nameChildIndexes } from './index-names.js';
 import { partitioned, storageOf } from './convert.js';
+import { type Partition, partitionsOf } from './catalog.js';
 
 // The partitions' SQL (PostgreSQL only; the embedded store keeps plain tables): reading a table's
 // partitions, making the ranges ahead, and dropping those past the retention period.
 
-/** A partition of a table and its range of times; a null range: the default partition. */
-export interface Partition {
-  name: string;
-  range: TimeRange | null;
-}
-
-/** The partitions of `table`, ranges first by their start (the legacy one, unbounded, first), the default last. */
-export async function partitionsOf(db: Kysely<Database>, table: PartitionedTable['table']): Promise<Partition[]> {
-  const { rows } = await sql<{ name: string; bound: string }>`
-    select c.relname as name, pg_get_expr(c.relpartbound, c.oid) as bound
-    from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_class p on p.oid = i.inhparent
-    where p.relname = ${table} and p.relnamespace = current_schema()::regnamespace`.execute(db);
-  const partitions = rows.map((row) => ({ name: row.name, range: rangeOfBound(row.bound) }));
-  const start = (p: Partition) => (p.range === null ? Number.POSITIVE_INFINITY : (p.range.from ?? -1));
-  return partitions.sort((a, b) => start(a) - start(b));
-}
+export { type Partition, partitionsOf } from './catalog.js';
 
 /**
  * Makes the partition of `table` for `range`. Rows the default partition caught in that range (written

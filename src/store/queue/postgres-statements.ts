@@ -27,8 +27,8 @@ const CLAIMED_COLUMNS = `c.id, c.next_trigger, c.next_attempt,
   c.endpoint_id, ${sendColumnsSql({ deliveries: 'c', messages: 'm', endpoints: 'e' })}`;
 
 const CLAIMED_JOINS = `from claimed c
-  left join messages m on m.id = c.message_id
-  left join payloads p on p.message_id = c.message_id
+  left join messages m on m.id = c.message_id/*m_range*/
+  left join payloads p on p.message_id = c.message_id/*p_range*/
   left join endpoints e on e.id = c.endpoint_id`;
 
 /**
@@ -37,7 +37,7 @@ const CLAIMED_JOINS = `from claimed c
  */
 const CLAIMED = `claimed as (
     update deliveries set lease_owner = $2, lease_until = $1 where id = any(array(select id from due))
-      and id between (select min(id) from due) and (select max(id) from due)
+      and id between (select min(id) from due) and (select max(id) from due)/*d_range*/
     returning id, endpoint_id, status, attempt_count, schedule_step, attempt_seq, first_attempt_id,
       ${[...SEND_COLUMNS.deliveries, ...QUEUE_COLUMNS].join(', ')}
   )`;
@@ -55,7 +55,7 @@ const CLAIMED = `claimed as (
 const GENERAL_CLAIM = `with due as (
     select id from deliveries
     where run_at <= $3 and run_at > $4 and endpoint_id <> all($6::text[])
-      and (lease_owner is null or lease_until <= $3)
+      and (lease_owner is null or lease_until <= $3)/*d_range*/
     order by run_at limit $5 for update skip locked
   ), ${CLAIMED}
   select ${CLAIMED_COLUMNS} ${CLAIMED_JOINS}`;
@@ -63,7 +63,7 @@ const GENERAL_CLAIM = `with due as (
 const TOP_UP_CLAIM = `with due as (
     select id from deliveries
     where endpoint_id = $6 and run_at <= $3 and run_at > $4
-      and (lease_owner is null or lease_until <= $3)
+      and (lease_owner is null or lease_until <= $3)/*d_range*/
     order by run_at limit $5 for update skip locked
   ), ${CLAIMED}
   select ${CLAIMED_COLUMNS} ${CLAIMED_JOINS}`;
@@ -82,13 +82,39 @@ export interface ClaimParams {
   payloadLimit: number;
 }
 
-export function claimStatement(p: ClaimParams): Statement {
+/**
+ * Where a claim on partitioned tables reads: deliveries with ids from `deliveries.from` up to (not including)
+ * `deliveries.to`, and their messages and payloads in `messages`' range. Custom plans see the ends as
+ * values and hold only the partitions between them; a claimed delivery whose message lies outside is
+ * returned without it (its input is read when its attempt starts).
+ */
+export interface ClaimRanges {
+  deliveries: { from: string; to: string };
+  messages: { from: string; to: string };
+}
+
+/** The claim's text, with the ranges' conditions where `ranged` ($8 to $11) and none where not. */
+function claimText(text: string, ranged: boolean): string {
+  return text
+    .replaceAll('/*d_range*/', ranged ? ' and id >= $8 and id < $9' : '')
+    .replace('/*m_range*/', ranged ? ' and m.id >= $10 and m.id < $11' : '')
+    .replace('/*p_range*/', ranged ? ' and p.message_id >= $10 and p.message_id < $11' : '');
+}
+
+const CLAIM_FORMS = {
+  herald_claim: claimText(GENERAL_CLAIM, false),
+  herald_claim_top_up: claimText(TOP_UP_CLAIM, false),
+  herald_claim_ranged: claimText(GENERAL_CLAIM, true),
+  herald_claim_top_up_ranged: claimText(TOP_UP_CLAIM, true),
+};
+
+/** A claim (a top-up when `p.only` names an endpoint), within `ranges` on partitioned tables. */
+export function claimStatement(p: ClaimParams, ranges: ClaimRanges | null = null): Statement {
   const top = p.only !== undefined;
-  return {
-    name: top ? 'herald_claim_top_up' : 'herald_claim',
-    text: top ? TOP_UP_CLAIM : GENERAL_CLAIM,
-    values: [p.leaseUntil, p.owner, p.now, p.dueAfter, p.limit, top ? p.only : p.skip, p.payloadLimit],
-  };
+  const name = `herald_claim${top ? '_top_up' : ''}${ranges ? '_ranged' : ''}` as keyof typeof CLAIM_FORMS;
+  const values: unknown[] = [p.leaseUntil, p.owner, p.now, p.dueAfter, p.limit, top ? p.only : p.skip, p.payloadLimit];
+  if (ranges) values.push(ranges.deliveries.from, ranges.deliveries.to, ranges.messages.from, ranges.messages.to);
+  return { name, text: CLAIM_FORMS[name], values };
 }
 
 /**

@@ -9,9 +9,11 @@ import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recor
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
 import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 import { fastPlan } from './fast-plan.js';
-import { claimStatement, completeStatement, type Statement } from './postgres-statements.js';
+import { type ClaimRanges, claimStatement, completeStatement, type Statement } from './postgres-statements.js';
+import { CLOCK_SKEW_MS, idFloor } from '../../domain/ids.js';
 import { changedBySuccess } from './statements.js';
 import { partitioned } from '../partitions/convert.js';
+import { queuedFrom } from '../partitions/catalog.js';
 
 /** How often a queue reads again whether the history tables are partitioned (`herald partition` runs online). */
 const LAYOUT_READ_MS = 60_000;
@@ -80,6 +82,52 @@ export class PostgresQueue extends QueueDriver {
     return layout.ranged;
   }
 
+  /** Where the queued deliveries began when last read (queuedFrom: ms, null for no bound, +Infinity for none). */
+  private queued: { from: number | null; read: boolean } = { from: null, read: false };
+
+  /**
+   * What a claim on partitioned tables reads (null on plain tables): deliveries from the oldest partition
+   * holding a queued one, and never less than the last CLOCK_SKEW_MS (another process's clock may make an
+   * id that old now), up to CLOCK_SKEW_MS ahead; their messages from CLOCK_SKEW_MS before that. A whole-queue
+   * claim (`whole`: the claim loop makes one every few seconds) reads where the queued deliveries begin
+   * again first: an old delivery queued again (a manual retry, a recovery) waits at most for it.
+   */
+  private async claimRanges(now: number, whole: boolean): Promise<ClaimRanges | null> {
+    if (!(await this.ranged())) return null;
+    if (whole || !this.queued.read) {
+      try {
+        this.queued = { from: await queuedFrom(this.ctx.db), read: true };
+      } catch {
+        // Unread: this claim reads every partition below its upper end.
+        this.queued = { from: null, read: false };
+      }
+    }
+    const lowest = this.queued.from === null ? null : Math.min(this.queued.from, now - CLOCK_SKEW_MS);
+    return {
+      deliveries: {
+        from: lowest === null ? '' : idFloor('delivery', lowest),
+        to: idFloor('delivery', now + CLOCK_SKEW_MS),
+      },
+      messages: {
+        from: lowest === null ? '' : idFloor('message', lowest - CLOCK_SKEW_MS),
+        to: idFloor('message', now + CLOCK_SKEW_MS),
+      },
+    };
+  }
+
+  /** The claim's statement as claimLoaded runs it now (test/postgres/store/partitions.test.ts plans it). */
+  async claimOf(
+    owner: string,
+    limit: number,
+    { skip = [], only, dueAfter = 0 }: ClaimScope = {},
+  ): Promise<{ statement: Statement; ranges: ClaimRanges | null; leaseUntil: number }> {
+    const now = this.ctx.now();
+    const leaseUntil = now + this.policy.leaseMs;
+    const ranges = await this.claimRanges(now, dueAfter === 0 && only === undefined);
+    const params = { owner, leaseUntil, now, dueAfter, limit, skip, only, payloadLimit: CLAIMED_PAYLOAD_LIMIT };
+    return { statement: claimStatement(params, ranges), ranges, leaseUntil };
+  }
+
   private async run<R extends pg.QueryResultRow>(statement: Statement): Promise<R[]> {
     return (await this.pool.query<R>(statement)).rows;
   }
@@ -89,16 +137,19 @@ export class PostgresQueue extends QueueDriver {
     owner: string,
     limit: number,
     { skip = [], only, dueAfter = 0 }: ClaimScope = {},
-  ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
-    const now = this.ctx.now();
-    const leaseUntil = now + this.policy.leaseMs;
-    const rows = await this.run<ClaimedRow>(
-      claimStatement({ owner, leaseUntil, now, dueAfter, limit, skip, only, payloadLimit: CLAIMED_PAYLOAD_LIMIT }),
-    );
+  ): Promise<{ task: ClaimedTask; input: AttemptInput | null | undefined }[]> {
+    const { statement, ranges, leaseUntil } = await this.claimOf(owner, limit, {
+      skip,
+      dueAfter,
+      ...(only === undefined ? {} : { only }),
+    });
+    const rows = await this.run<ClaimedRow>(statement);
     const reader = this.inputReader();
     return rows
       .map((row) => {
         const task = claimedTask(row, leaseUntil);
+        // Its message is older than the claim's range (a replay of an old message): read when it starts.
+        if (row.m_id === null && ranges && outside(row.message_id, ranges.messages)) return { task, input: undefined };
         const input = reader.toInput(task, row);
         if (input)
           input.claimedState = {
@@ -234,6 +285,11 @@ export class PostgresQueue extends QueueDriver {
       .execute();
     return deliveryStatesById(rows);
   }
+}
+
+/** Whether `id` lies outside `range` (a null id: no message to look for). */
+function outside(id: string | null, range: { from: string; to: string }): boolean {
+  return id !== null && (id < range.from || id >= range.to);
 }
 
 /** A row of the claim statement: the claimed delivery as the claim left it, and its inputs. */

@@ -14,6 +14,8 @@ import { MetricsReads } from '../../../src/store/metrics.js';
 import type { PostgresQueue } from '../../../src/store/queue/postgres.js';
 import { completeStatement, type Statement } from '../../../src/store/queue/postgres-statements.js';
 import { fastPlan } from '../../../src/store/queue/fast-plan.js';
+import type { ClaimScope } from '../../../src/store/queue/index.js';
+import { queuedHead } from '../../../src/domain/queue-slot.js';
 
 // On PostgreSQL `herald partition` makes the history tables partitioned by ranges of their time-ordered
 // ids (docs/design/partitions.md): partitions are made ahead of now, a default partition catches the rest,
@@ -384,6 +386,94 @@ test('on partitioned tables an outcome batch plans only the partitions of its de
   assert.deepEqual(
     statuses.map((row) => row.status),
     ['success', 'success', 'success'],
+  );
+});
+
+test('on partitioned tables a claim plans only the partitions from the oldest queued delivery to the next hour', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  await s.store.partitionTables();
+  const day1 = boundaryAfter(Date.now(), DAY) + DAY;
+  await makeAhead(db, Date.now(), DAY, 8);
+  // The store's clock four and a half days on: the old table and the first days' partitions are history.
+  const now = day1 + 3 * DAY + 12 * HOUR;
+  const queue = s.store.queue as PostgresQueue;
+  for (const ctx of [s.store.ctx, (queue as unknown as { ctx: { now: () => number } }).ctx]) ctx.now = () => now;
+  const queueAt = (deliveryId: string, runAt: number) =>
+    db
+      .updateTable('deliveries')
+      .set({
+        status: 'pending',
+        attempt_count: 0,
+        attempt_seq: 0,
+        schedule_step: 0,
+        ...queuedHead(1, 'scheduled', runAt),
+      })
+      .where('id', '=', deliveryId)
+      .execute();
+  // Settled history on days 1 and 2; queued deliveries on day 3 (a retry) and on the clock's day, one of
+  // them of a message of day 1 (a replay).
+  const settled = [await history(db, s, day1 + HOUR), await history(db, s, day1 + DAY + HOUR)];
+  const retry = await history(db, s, day1 + 2 * DAY + HOUR);
+  const fresh = await history(db, s, now - HOUR);
+  const replay = await history(db, s, now - HOUR, { messageId: settled[0]!.messageId });
+  for (const row of [retry, fresh, replay]) await queueAt(row.deliveryId, now - 1_000);
+
+  const inPartitionsOf = (table: string, relations: string[]) =>
+    relations.filter((name) => name.startsWith(`${table}_`)).sort();
+  const claimPlan = async (scope: ClaimScope) => {
+    const { statement, ranges } = await queue.claimOf('wrk_part', 10, scope);
+    assert.ok(ranges, 'partitioned: the claim is ranged');
+    const planned = await relationsPlanned(db, statement);
+    return { deliveries: inPartitionsOf('deliveries', planned), messages: inPartitionsOf('messages', planned) };
+  };
+  // From the oldest partition holding a queued delivery (day 3) to the one holding the next hour (day 4).
+  const plan = await claimPlan({});
+  assert.deepEqual(plan.deliveries, [
+    partitionName('deliveries', day1 + 2 * DAY),
+    partitionName('deliveries', day1 + 3 * DAY),
+  ]);
+  // Messages from an hour before that (clocks of other processes): day 2's partition too.
+  assert.deepEqual(plan.messages, [
+    partitionName('messages', day1 + DAY),
+    partitionName('messages', day1 + 2 * DAY),
+    partitionName('messages', day1 + 3 * DAY),
+  ]);
+
+  // All three are claimed; the replay's message lies outside the claim's range: its input is read when it
+  // starts (undefined here), and reads whole then.
+  const claimed = await queue.claimLoaded('wrk_part', 10);
+  const byDelivery = new Map(claimed.map((c) => [c.task.delivery_id, c]));
+  assert.deepEqual([...byDelivery.keys()].sort(), [retry, fresh, replay].map((r) => r.deliveryId).sort());
+  assert.equal(byDelivery.get(fresh.deliveryId)!.input?.delivery.messageId, fresh.messageId);
+  assert.equal(byDelivery.get(replay.deliveryId)!.input, undefined);
+  const [loaded] = await queue.load([byDelivery.get(replay.deliveryId)!.task]);
+  assert.equal(loaded?.delivery.messageId, settled[0]!.messageId);
+  assert.equal(loaded?.payloadJson, '{}');
+
+  // A delivery of day 1 queued again (a manual retry): a top-up reads from where the queue began when last
+  // read and does not see it; the next whole-queue claim reads where it begins again, and takes it.
+  await queue.release(
+    claimed.map((c) => c.task),
+    'wrk_part',
+  );
+  await queueAt(settled[0]!.deliveryId, now - 500);
+  const topUp = await queue.claimLoaded('wrk_part', 10, { only: s.endpointId });
+  assert.ok(!topUp.some((c) => c.task.delivery_id === settled[0]!.deliveryId), 'below the range a top-up read');
+  await queue.release(
+    topUp.map((c) => c.task),
+    'wrk_part',
+  );
+  assert.deepEqual((await claimPlan({})).deliveries, [
+    partitionName('deliveries', day1),
+    partitionName('deliveries', day1 + DAY),
+    partitionName('deliveries', day1 + 2 * DAY),
+    partitionName('deliveries', day1 + 3 * DAY),
+  ]);
+  const whole = await queue.claimLoaded('wrk_part', 10);
+  assert.ok(
+    whole.some((c) => c.task.delivery_id === settled[0]!.deliveryId),
+    'the whole-queue claim takes it',
   );
 });
 
