@@ -249,7 +249,16 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
   const now = Date.now();
   const firstDay = Math.floor(now / DAY_MS) * DAY_MS - DAYS * DAY_MS;
   // The retention that leaves the first `days` days past it, as of the moment it is asked.
+  /** The retention that leaves the first `days` days behind it now (the row purge reads the clock again). */
   const cutoffAge = (days: number) => Date.now() - (firstDay + days * DAY_MS);
+  /**
+   * Drops what retention drops at `now` when the first `days` days are past it: one reading of the clock for
+   * both, or a millisecond between two readings leaves the last day's end after the cutoff.
+   */
+  const dropDays = (db: Kysely<any>, days: number) => {
+    const now = Date.now();
+    return dropExpired(db, now, now - (firstDay + days * DAY_MS));
+  };
   const services: Herald[] = [];
   const figures: Record<string, number> = {};
   const baseline: Record<string, number> = {};
@@ -301,11 +310,11 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
       dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: loadedDb.url, max: 1 }) }),
     });
     try {
-      const first = await measured(loadedDb.url, () => dropExpired(dropDb, Date.now(), cutoffAge(1)));
+      const first = await measured(loadedDb.url, () => dropDays(dropDb, 1));
       figures.partitionsDropped = first.result.length;
       figures.dropMs = round(first.ms, 1);
       figures.dropWalKb = round(first.walBytes / 1024, 1);
-      figures.emitP99DuringDropMs = await emitP99During(api.url!, () => dropExpired(dropDb, Date.now(), cutoffAge(2)));
+      figures.emitP99DuringDropMs = await emitP99During(api.url!, () => dropDays(dropDb, 2));
     } finally {
       await dropDb.destroy();
     }

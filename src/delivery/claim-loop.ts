@@ -45,7 +45,7 @@ export interface ClaimHost {
   /** Attempts the worker may still claim. */
   room(): number;
   /** Takes a claim's tasks: keeps each endpoint's share, starts what it can and gives back the rest. */
-  accept(claimed: { task: ClaimedTask; input: AttemptInput | null | undefined }[]): Promise<void>;
+  accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void>;
 }
 
 export class ClaimLoop {

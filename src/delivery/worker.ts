@@ -213,7 +213,7 @@ export class DeliveryWorker {
    * Keeps each endpoint's share of a claim and gives the rest back at once: a backlog for one endpoint
    * must not fill the slots every other endpoint needs (the next general claim skips that endpoint).
    */
-  private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null | undefined }[]): Promise<void> {
+  private async accept(claimed: { task: ClaimedTask; input: AttemptInput | null }[]): Promise<void> {
     const excess: ClaimedTask[] = [];
     const heldBack = new Map<Lane, ClaimedTask[]>();
     for (const { task, input } of claimed) {
@@ -224,9 +224,8 @@ export class DeliveryWorker {
         if (held) held.push(task);
         else heldBack.set(lane, [task]);
       } else if (this.lanes.hasRoom(task.endpoint_id)) {
-        // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT), or an input the claim did not
-        // read (undefined), is loaded when the attempt starts.
-        if (input !== undefined && !input?.payloadLater) this.loaded.set(task.id, input);
+        // A payload too large to come with the claim (CLAIMED_PAYLOAD_LIMIT) is loaded when the attempt starts.
+        if (!input?.payloadLater) this.loaded.set(task.id, input);
         this.claimed++;
         const queued = this.lanes.enqueue(task);
         // The limit as the claim read it: an update of the endpoint reaches the lane with its next claim.
@@ -377,7 +376,9 @@ export class DeliveryWorker {
           if (passage.kind === 'hold') return await this.holdForCircuit(task, lane, passage.until);
           probe = passage.kind === 'probe';
         }
-        result = await this.send(input);
+        result = await this.send(input, () => {
+          made = true;
+        });
         made = true;
         this.metrics?.attempted(result, input.delivery.messageId, input.endpoint?.destination?.type ?? 'http');
         const pauseMs = endpointPauseMs(result.responseStatus, result.retryAfterMs);
@@ -469,7 +470,8 @@ export class DeliveryWorker {
     await this.queue.release([task], this.owner, until).catch(() => {});
   }
 
-  private async send(input: AttemptInput): Promise<AttemptResult> {
+  /** Makes the attempt's request (or publishes it); `went` is called as soon as it did. */
+  private async send(input: AttemptInput, went: () => void): Promise<AttemptResult> {
     const failed = (error: string): AttemptResult => ({
       ok: false,
       responseStatus: null,
@@ -525,6 +527,7 @@ export class DeliveryWorker {
           },
         })
       : await this.sender.send(request);
+    went();
     span.end(result);
     const requestHeaders = shownRequestHeaders(sent, input.delivery.messageId, input.endpoint.sensitiveHeaders);
     const made = transformed

@@ -15,7 +15,7 @@ import type { Connect, Connection, HostGuard, Publication } from './types.js';
  * connection opens: most processes deliver to HTTP alone, and every process (the API's, each test's, each
  * CLI command's) would otherwise pay for loading all seven at start.
  */
-function connectors(options: PublisherOptions): Partial<Record<DestinationType, Connect>> {
+function connectors(options: PublisherOptions): Partial<Record<DestinationType, LoadedOnFirstUse>> {
   return {
     rabbitmq: onFirstUse(async () => (await import('./rabbitmq.js')).connectRabbitmq),
     nats: onFirstUse(async () => (await import('./nats.js')).connectNats),
@@ -27,16 +27,19 @@ function connectors(options: PublisherOptions): Partial<Record<DestinationType, 
   };
 }
 
-/** A connector whose module is imported on its first connection (a failed import is tried again next time). */
-function onFirstUse(load: () => Promise<Connect>): Connect {
+/** A connector whose module is imported when first asked for (`ready`), apart from any attempt's deadline. */
+type LoadedOnFirstUse = Connect & { ready(): Promise<Connect> };
+
+/** A connector imported on first use (a failed import is tried again next time). */
+function onFirstUse(load: () => Promise<Connect>): LoadedOnFirstUse {
   let loaded: Promise<Connect> | null = null;
-  return async (destination, network, timeoutMs) => {
-    loaded ??= load().catch((error) => {
+  const ready = () =>
+    (loaded ??= load().catch((error) => {
       loaded = null;
       throw error;
-    });
-    return (await loaded)(destination, network, timeoutMs);
-  };
+    }));
+  const connect: Connect = async (destination, network, timeoutMs) => (await ready())(destination, network, timeoutMs);
+  return Object.assign(connect, { ready });
 }
 
 export interface PublisherOptions {
@@ -62,7 +65,7 @@ interface Pooled {
 export class Publishers {
   private readonly pool = new Map<string, Pooled>();
   private readonly sweep: NodeJS.Timeout;
-  private readonly connectors: Partial<Record<DestinationType, Connect>>;
+  private readonly connectors: Partial<Record<DestinationType, LoadedOnFirstUse>>;
 
   constructor(
     private readonly options: PublisherOptions,
@@ -83,6 +86,8 @@ export class Publishers {
     const key = poolKey(destination, request.publicOnly);
     let connection: Connection | null = null;
     try {
+      // The type's client library, imported once per process, outside the attempt's deadline.
+      await this.connectors[destination.type]?.ready();
       const answer = await withDeadline(
         this.connection(key, destination, request.publicOnly).then((c) => {
           connection = c;

@@ -84,14 +84,13 @@ export abstract class QueueDriver {
 
   /**
    * `claim` and `load` together: each claimed task with what sending it needs (null when its delivery is
-   * gone; undefined when it is read as the attempt starts: its message is outside what a claim on
-   * partitioned tables reads), payloads over CLAIMED_PAYLOAD_LIMIT left for later.
+   * gone), payloads over CLAIMED_PAYLOAD_LIMIT left for later.
    */
   abstract claimLoaded(
     owner: string,
     limit: number,
     scope?: ClaimScope,
-  ): Promise<{ task: ClaimedTask; input: AttemptInput | null | undefined }[]>;
+  ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]>;
 
   /** The claim's update: it leases the due attempts `dueQuery` reads. */
   protected abstract claimQuery(

@@ -6,14 +6,14 @@ import type { DeliveryStatus } from '../../domain/states.js';
 import { chunks, type Executor, type StoreContext } from '../common.js';
 import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
 import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
-import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow } from './inputs.js';
+import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow, loadInputs } from './inputs.js';
 import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 import { fastPlan } from './fast-plan.js';
 import { type ClaimRanges, claimStatement, completeStatement, type Statement } from './postgres-statements.js';
-import { CLOCK_SKEW_MS, idFloor } from '../../domain/ids.js';
+import { CLOCK_SKEW_MS, idFloor, MAX_ID_TIME } from '../../domain/ids.js';
 import { changedBySuccess } from './statements.js';
 import { partitioned } from '../partitions/convert.js';
-import { queuedFrom } from '../partitions/catalog.js';
+import { partitionsOf } from '../partitions/catalog.js';
 
 /** How often a queue reads again whether the history tables are partitioned (`herald partition` runs online). */
 const LAYOUT_READ_MS = 60_000;
@@ -90,27 +90,33 @@ export class PostgresQueue extends QueueDriver {
    * holding a queued one, and never less than the last CLOCK_SKEW_MS (another process's clock may make an
    * id that old now), up to CLOCK_SKEW_MS ahead; their messages from CLOCK_SKEW_MS before that. A whole-queue
    * claim (`whole`: the claim loop makes one every few seconds) reads where the queued deliveries begin
-   * again first: an old delivery queued again (a manual retry, a recovery) waits at most for it.
+   * again first, so an old delivery queued again (a manual retry, a recovery) waits at most for it, and has
+   * no upper end, so a delivery whose id a clock further ahead made is not left for ever either.
    */
   private async claimRanges(now: number, whole: boolean): Promise<ClaimRanges | null> {
     if (!(await this.ranged())) return null;
     if (whole || !this.queued.read) {
       try {
         this.queued = { from: await queuedFrom(this.ctx.db), read: true };
-      } catch {
+      } catch (error) {
         // Unread: this claim reads every partition below its upper end.
+        if (this.queued.read)
+          process.emitWarning(
+            `reading where the queued deliveries begin failed: ${(error as Error)?.message ?? String(error)}`,
+          );
         this.queued = { from: null, read: false };
       }
     }
     const lowest = this.queued.from === null ? null : Math.min(this.queued.from, now - CLOCK_SKEW_MS);
+    const highest = whole ? MAX_ID_TIME : now + CLOCK_SKEW_MS;
     return {
       deliveries: {
         from: lowest === null ? '' : idFloor('delivery', lowest),
-        to: idFloor('delivery', now + CLOCK_SKEW_MS),
+        to: idFloor('delivery', highest),
       },
       messages: {
         from: lowest === null ? '' : idFloor('message', lowest - CLOCK_SKEW_MS),
-        to: idFloor('message', now + CLOCK_SKEW_MS),
+        to: idFloor('message', highest),
       },
     };
   }
@@ -132,12 +138,16 @@ export class PostgresQueue extends QueueDriver {
     return (await this.pool.query<R>(statement)).rows;
   }
 
-  /** One statement: the claim is a data-modifying CTE joined to the inputs and the state outcomes plan from. */
+  /**
+   * One statement: the claim is a data-modifying CTE joined to the inputs and the state outcomes plan from.
+   * A claimed delivery whose message lies outside a ranged claim's range (a replay of an old message) has
+   * its input read by a second statement, which reads every partition.
+   */
   async claimLoaded(
     owner: string,
     limit: number,
     { skip = [], only, dueAfter = 0 }: ClaimScope = {},
-  ): Promise<{ task: ClaimedTask; input: AttemptInput | null | undefined }[]> {
+  ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
     const { statement, ranges, leaseUntil } = await this.claimOf(owner, limit, {
       skip,
       dueAfter,
@@ -145,12 +155,21 @@ export class PostgresQueue extends QueueDriver {
     });
     const rows = await this.run<ClaimedRow>(statement);
     const reader = this.inputReader();
-    return rows
-      .map((row) => {
-        const task = claimedTask(row, leaseUntil);
-        // Its message is older than the claim's range (a replay of an old message): read when it starts.
-        if (row.m_id === null && ranges && outside(row.message_id, ranges.messages)) return { task, input: undefined };
-        const input = reader.toInput(task, row);
+    const claimed = rows.map((row) => ({ row, task: claimedTask(row, leaseUntil) }));
+    const unread = claimed.filter(({ row }) => row.m_id === null && ranges && outside(row.message_id, ranges.messages));
+    const readApart = new Map(
+      (
+        await loadInputs(
+          this.ctx.db,
+          reader,
+          unread.map(({ task }) => task),
+          CLAIMED_PAYLOAD_LIMIT,
+        )
+      ).map((input) => [input.task.id, input]),
+    );
+    return claimed
+      .map(({ row, task }) => {
+        const input = readApart.get(task.id) ?? reader.toInput(task, row);
         if (input)
           input.claimedState = {
             delivery: deliveryState(row, row.d_status),
@@ -285,6 +304,27 @@ export class PostgresQueue extends QueueDriver {
       .execute();
     return deliveryStatesById(rows);
   }
+}
+
+/**
+ * Where the queued deliveries (`run_at` set) begin: the start (ms) of the oldest deliveries partition that
+ * holds one; null when no start can be given (the legacy table or the default partition holds one, or there
+ * are no partitions); +Infinity when none is queued. One statement probes each partition's due index (the
+ * default's first, then oldest first) and answers the first that holds a queued delivery.
+ */
+async function queuedFrom(db: Executor): Promise<number | null> {
+  const partitions = await partitionsOf(db, 'deliveries');
+  if (partitions.length === 0) return null;
+  // The default partition's rows may have any id: probed first, and a queued one there bounds nothing.
+  const order = [...partitions.filter((p) => p.range === null), ...partitions.filter((p) => p.range !== null)];
+  const probes = order.map(
+    (p, i) => sql`select ${sql.lit(i)} as i where exists (select 1 from ${sql.table(p.name)} where run_at is not null)`,
+  );
+  const { rows } = await sql<{
+    i: number;
+  }>`select i from (${sql.join(probes, sql` union all `)}) probes order by i limit 1`.execute(db);
+  if (rows.length === 0) return Number.POSITIVE_INFINITY;
+  return order[rows[0]!.i]!.range?.from ?? null;
 }
 
 /** Whether `id` lies outside `range` (a null id: no message to look for). */

@@ -134,8 +134,20 @@ async function fullDisk(t: TestContext, start: (dir: string) => Promise<Herald>)
   for (const { message_id } of lost) assert.ok(twice.includes(message_id), `${message_id}: outcome lost, made again`);
   assert.ok(!herald.logs().some((l) => /internal_error|uncaught/i.test(l)), 'no 500 and nothing uncaught');
   // An attempt whose lease or input the store refused before its request is made once, after its lease.
-  const notMade = herald.logs().filter((l) => l.includes('attempt not made'));
-  for (const line of notMade) assert.match(JSON.parse(line).err.message, /disk is full/);
+  const notMade = herald
+    .logs()
+    .filter((l) => l.includes('attempt not made'))
+    .map((l) => JSON.parse(l) as { err: { message: string }; delivery_id: string });
+  for (const line of notMade) assert.match(line.err.message, /disk is full/);
+  const onlyNotMade = notMade
+    .map((line) => line.delivery_id)
+    .filter((id) => !unrecorded.some((line) => line.delivery_id === id));
+  const sentOnce =
+    onlyNotMade.length === 0
+      ? []
+      : await db.selectFrom('deliveries').select('message_id').where('id', 'in', onlyNotMade).execute();
+  for (const { message_id } of sentOnce)
+    assert.ok(!twice.includes(message_id), `${message_id}: not made, then sent once`);
   t.diagnostic(
     `${unrecorded.length} outcomes not recorded while full, ${notMade.length} attempts not made, ${twice.length} messages sent again`,
   );
