@@ -137,20 +137,37 @@ function lazyValidator(
  * status, as validators are (lazyValidator): compiling every documented answer of every route at start
  * was about a third of a start's CPU, and a process serves few of them.
  */
-function lazySerializers(): NonNullable<FastifyServerOptions['schemaController']>['compilersFactory'] {
+function lazySerializers(
+  compileEach: (() => void)[],
+): NonNullable<FastifyServerOptions['schemaController']>['compilersFactory'] {
   const factory = SerializerSelector();
   return {
     buildSerializer: (externalSchemas, options) => {
       const compile = factory(externalSchemas, options as never);
       return (route) => {
         let serialize: ((data: unknown) => string) | undefined;
-        return (data: unknown) => {
+        const compiled = () => {
           serialize ??= compile(route as never);
-          return serialize(data);
+          return serialize;
         };
+        compileEach.push(compiled);
+        return (data: unknown) => compiled()(data);
       };
     },
   };
+}
+
+/** Each app's serializers yet to be compiled on first use (compileResponseSerializers). */
+const serializersOf = new WeakMap<FastifyInstance, (() => void)[]>();
+
+/**
+ * Compiles every serializer of `app` now, throwing on the first response schema that does not compile, and
+ * answers how many there are: a test's check of the schemas a start no longer compiles.
+ */
+export function compileResponseSerializers(app: FastifyInstance): number {
+  const each = serializersOf.get(app) ?? [];
+  for (const compile of each) compile();
+  return each.length;
 }
 
 /**
@@ -284,9 +301,10 @@ export async function buildApi(
   metrics = new Metrics(store.metrics),
   tracer: Tracer = untraced,
 ) {
+  const serializers: (() => void)[] = [];
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    schemaController: { compilersFactory: lazySerializers() },
+    schemaController: { compilersFactory: lazySerializers(serializers) },
     bodyLimit: config.maxPayloadBytes,
     genReqId: () => newId('request'),
     // Each log line of a request carries the request_id that its error envelope shows. fastify's two
@@ -337,6 +355,7 @@ export async function buildApi(
       return answerUnrouted(request, reply.header('x-request-id', request.id), http, [svixDialect]);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  serializersOf.set(app as unknown as FastifyInstance, serializers);
 
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) =>
