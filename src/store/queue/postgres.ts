@@ -107,7 +107,7 @@ export class PostgresQueue extends QueueDriver {
         this.queued = { from: null, read: false };
       }
     }
-    const lowest = this.queued.from === null ? null : Math.min(this.queued.from, now - CLOCK_SKEW_MS);
+    const lowest = this.lowestQueued(now);
     const highest = whole ? MAX_ID_TIME : now + CLOCK_SKEW_MS;
     return {
       deliveries: {
@@ -119,6 +119,25 @@ export class PostgresQueue extends QueueDriver {
         to: idFloor('message', highest),
       },
     };
+  }
+
+  /**
+   * On partitioned tables, from where the queued deliveries began when a claim last read it (claimRanges),
+   * so the idle worker's look ahead leaves out the partitions of settled history; a delivery queued below
+   * it since is found by the next whole-queue claim, as a claim's range says.
+   */
+  override nextDueQuery(excludeEndpoints: readonly string[], since: number) {
+    const query = super.nextDueQuery(excludeEndpoints, since);
+    const lowest = this.layout.ranged && this.queued.read ? this.lowestQueued(this.ctx.now()) : null;
+    return lowest === null ? query : query.where('id', '>=', idFloor('delivery', lowest));
+  }
+
+  /**
+   * The earliest time a queued delivery's id may carry, as last read: where they began, and never later
+   * than CLOCK_SKEW_MS ago (another process's clock may make an id that old now); null: no bound.
+   */
+  private lowestQueued(now: number): number | null {
+    return this.queued.from === null ? null : Math.min(this.queued.from, now - CLOCK_SKEW_MS);
   }
 
   /** The claim's statement as claimLoaded runs it now (test/postgres/store/partitions.test.ts plans it). */

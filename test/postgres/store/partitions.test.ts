@@ -440,6 +440,14 @@ test('on partitioned tables a claim plans only the partitions from the oldest qu
     partitionName('messages', day1 + 2 * DAY),
     partitionName('messages', day1 + 3 * DAY),
   ]);
+  // The idle worker's look ahead (nextDueAt) reads from there on too, not the settled days before.
+  const look = queue.nextDueQuery([], now).compile();
+  const ahead = await relationsPlanned(db, { name: '', text: look.sql, values: [...look.parameters] });
+  const aheadDeliveries = inPartitionsOf('deliveries', ahead);
+  assert.ok(aheadDeliveries.includes(partitionName('deliveries', day1 + 2 * DAY)), `${aheadDeliveries}`);
+  for (const settledDay of [legacyName('deliveries'), partitionName('deliveries', day1 + DAY)])
+    assert.ok(!aheadDeliveries.includes(settledDay), `${settledDay} in ${aheadDeliveries}`);
+  assert.equal(await queue.nextDueAt([], now - 2_000), now - 1_000);
 
   // All three are claimed, each with its input; the replay's message lies outside the claim's range and is
   // read by a statement of its own, with the state its outcome's plan starts from.
