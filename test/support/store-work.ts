@@ -99,7 +99,10 @@ async function reportHeldCounts(service: TestService): Promise<void> {
  * idle worker's polls add meanwhile are a few against a thousand deliveries.
  */
 export async function settledWork(service: TestService): Promise<StoreWork> {
-  if (service.store.ctx.dialect === 'postgres') await reportHeldCounts(service);
+  if (service.store.ctx.dialect === 'postgres') {
+    await reportHeldCounts(service);
+    await insertsReported(service);
+  }
   let last = await storeWork(service);
   for (let i = 0; i < 20; i++) {
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -108,6 +111,28 @@ export async function settledWork(service: TestService): Promise<StoreWork> {
     last = next;
   }
   return last;
+}
+
+/** Tables a test's rows are inserted into and never deleted from while it measures. */
+const INSERTED_ONLY = ['messages', 'payloads', 'deliveries', 'attempts'] as const;
+
+/**
+ * Waits (up to 15 s: an idle backend reports within 10 s) until PostgreSQL's counters hold every row
+ * inserted into INSERTED_ONLY: a backend the pokes above missed (busy at that moment) may still hold some
+ * back, which would then count in the next reading, as if the work under test had inserted them.
+ */
+async function insertsReported(service: TestService): Promise<void> {
+  const db = service.store.ctx.db;
+  for (let i = 0; i < 50; i++) {
+    const { rows } = await sql<{ behind: boolean }>`
+      select bool_or(s.n_tup_ins < t.n) as behind from pg_stat_user_tables s
+      join (${sql.join(
+        INSERTED_ONLY.map((table) => sql`select ${table}::text as relname, count(*) as n from ${sql.table(table)}`),
+        sql` union all `,
+      )}) t on t.relname = s.relname`.execute(db);
+    if (!rows[0]?.behind) return;
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  }
 }
 
 const KEYS = ['statements', 'inserted', 'hotUpdated', 'otherUpdated', 'deleted', 'changed'] as const;

@@ -25,7 +25,9 @@ const BUDGETS: Record<'sqlite' | 'postgres', Record<'firstTry' | 'retried', Part
   },
   postgres: {
     firstTry: { statements: 0.9, inserted: 0.05, otherUpdated: 1.2, deleted: 0.05, changed: 2.5 },
-    retried: { statements: 1.0, inserted: 2.05, otherUpdated: 2.7, deleted: 0.05, changed: 6.5 },
+    // A retried delivery's second claim is not HOT when its page has no room left (up to 3 updates that
+    // rewrite indexes); a row added per delivery shows in `changed` whichever kind it is.
+    retried: { statements: 1.0, inserted: 2.05, otherUpdated: 3.0, deleted: 0.05, changed: 6.5 },
   },
 };
 
