@@ -18,8 +18,6 @@ import { type Partition, partitionsOf } from './catalog.js';
 // The partitions' SQL (PostgreSQL only; the embedded store keeps plain tables): reading a table's
 // partitions, making the ranges ahead, and dropping those past the retention period.
 
-export { type Partition, partitionsOf } from './catalog.js';
-
 /**
  * Makes the partition of `table` for `range`. Rows the default partition caught in that range (written
  * while no partition covered it) move into the new one, in the same transaction.

@@ -26,6 +26,15 @@ const CLAIMED_COLUMNS = `c.id, c.next_trigger, c.next_attempt,
   e.id as e_id, e.status as endpoint_status, e.failing_since, e.exhausted_at,
   c.endpoint_id, ${sendColumnsSql({ deliveries: 'c', messages: 'm', endpoints: 'e' })}`;
 
+/**
+ * Where a statement's deliveries are found by the range of their ids too, in its ranged forms (a claim's
+ * `claimText`, an outcome batch's `completeText`). A custom plan sees the range's ends as values, so on
+ * partitioned tables it holds (locks, opens) only the partitions of those ids rather than every one; on
+ * plain tables the range made PostgreSQL read the primary key over it (an outcome batch took about 1.7x the
+ * server's CPU), so the plain tables' forms leave it out.
+ */
+const D_RANGE = '/*d_range*/';
+
 const CLAIMED_JOINS = `from claimed c
   left join messages m on m.id = c.message_id/*m_range*/
   left join payloads p on p.message_id = c.message_id/*p_range*/
@@ -37,7 +46,7 @@ const CLAIMED_JOINS = `from claimed c
  */
 const CLAIMED = `claimed as (
     update deliveries set lease_owner = $2, lease_until = $1 where id = any(array(select id from due))
-      and id between (select min(id) from due) and (select max(id) from due)/*d_range*/
+      and id between (select min(id) from due) and (select max(id) from due)${D_RANGE}
     returning id, endpoint_id, status, attempt_count, schedule_step, attempt_seq, first_attempt_id,
       ${[...SEND_COLUMNS.deliveries, ...QUEUE_COLUMNS].join(', ')}
   )`;
@@ -55,7 +64,7 @@ const CLAIMED = `claimed as (
 const GENERAL_CLAIM = `with due as (
     select id from deliveries
     where run_at <= $3 and run_at > $4 and endpoint_id <> all($6::text[])
-      and (lease_owner is null or lease_until <= $3)/*d_range*/
+      and (lease_owner is null or lease_until <= $3)${D_RANGE}
     order by run_at limit $5 for update skip locked
   ), ${CLAIMED}
   select ${CLAIMED_COLUMNS} ${CLAIMED_JOINS}`;
@@ -63,7 +72,7 @@ const GENERAL_CLAIM = `with due as (
 const TOP_UP_CLAIM = `with due as (
     select id from deliveries
     where endpoint_id = $6 and run_at <= $3 and run_at > $4
-      and (lease_owner is null or lease_until <= $3)/*d_range*/
+      and (lease_owner is null or lease_until <= $3)${D_RANGE}
     order by run_at limit $5 for update skip locked
   ), ${CLAIMED}
   select ${CLAIMED_COLUMNS} ${CLAIMED_JOINS}`;
@@ -85,8 +94,8 @@ export interface ClaimParams {
 /**
  * Where a claim on partitioned tables reads: deliveries with ids from `deliveries.from` up to (not including)
  * `deliveries.to`, and their messages and payloads in `messages`' range. Custom plans see the ends as
- * values and hold only the partitions between them; a claimed delivery whose message lies outside is
- * returned without it (its input is read when its attempt starts).
+ * values and hold only the partitions between them; a claimed delivery whose message lies outside comes
+ * without it (the queue reads its input apart).
  */
 export interface ClaimRanges {
   deliveries: { from: string; to: string };
@@ -96,7 +105,7 @@ export interface ClaimRanges {
 /** The claim's text, with the ranges' conditions where `ranged` ($8 to $11) and none where not. */
 function claimText(text: string, ranged: boolean): string {
   return text
-    .replaceAll('/*d_range*/', ranged ? ' and id >= $8 and id < $9' : '')
+    .replaceAll(D_RANGE, ranged ? ' and id >= $8 and id < $9' : '')
     .replace('/*m_range*/', ranged ? ' and m.id >= $10 and m.id < $11' : '')
     .replace('/*p_range*/', ranged ? ' and p.message_id >= $10 and p.message_id < $11' : '');
 }
@@ -138,13 +147,6 @@ export function claimStatement(p: ClaimParams, ranges: ClaimRanges | null = null
  * The batch's operational events are stored with it (outcome_events), to be raised right after. The
  * statement is its parts, each a CTE, in the order they run (lock endpoints, lock deliveries, check, write).
  */
-/**
- * Where the statement's deliveries are found: the range of their ids, written in the ranged forms. A custom
- * plan sees the range's ends as values, so on partitioned tables it holds (locks, opens) only the
- * partitions of those ids rather than every one; on plain tables the range made PostgreSQL read the primary
- * key over it, about 1.7x the server's CPU per batch, so the plain tables' forms leave it out.
- */
-const D_RANGE = '/*d_range*/';
 const PARTS = {
   e_lock: `e_lock as (
     select e.id, e.status, e.failing_since, e.exhausted_at from endpoints e

@@ -165,13 +165,9 @@ export class PostgresQueue extends QueueDriver {
   async claimLoaded(
     owner: string,
     limit: number,
-    { skip = [], only, dueAfter = 0 }: ClaimScope = {},
+    scope: ClaimScope = {},
   ): Promise<{ task: ClaimedTask; input: AttemptInput | null }[]> {
-    const { statement, ranges, leaseUntil } = await this.claimOf(owner, limit, {
-      skip,
-      dueAfter,
-      ...(only === undefined ? {} : { only }),
-    });
+    const { statement, ranges, leaseUntil } = await this.claimOf(owner, limit, scope);
     const rows = await this.run<ClaimedRow>(statement);
     const reader = this.inputReader();
     const claimed = rows.map((row) => ({ row, task: claimedTask(row, leaseUntil) }));
