@@ -8,7 +8,14 @@ import { BASE_ENV } from '../../support/child.js';
 import { SERVICE_COMMAND } from '../../support/paths.js';
 import { randomUUID } from 'node:crypto';
 import { type IdKind, idFrom } from '../../../src/domain/ids.js';
-import { boundaryAfter, legacyName, defaultName, PARTITIONED, partitionName } from '../../../src/domain/partitions.js';
+import {
+  boundaryAfter,
+  legacyEnd,
+  legacyName,
+  defaultName,
+  PARTITIONED,
+  partitionName,
+} from '../../../src/domain/partitions.js';
 import { defaultRows, dropExpired, makeAhead } from '../../../src/store/partitions/postgres.js';
 import { partitionsOf } from '../../../src/store/partitions/catalog.js';
 import { MetricsReads } from '../../../src/store/metrics.js';
@@ -118,30 +125,30 @@ test('each history table is partitioned: the old table first, ranges made ahead 
     assert.equal(ranged.at(-1)!.range!.to, Math.floor(now / DAY) * DAY + 4 * DAY);
     assert.ok((await names(db, table)).includes(partitionName(table, Math.floor(now / DAY) * DAY + 3 * DAY)));
   }
-  assert.ok(made.includes(partitionName('deliveries', Math.floor(now / DAY) * DAY + DAY)));
+  // The old table ends on the hour after the next (rows written meanwhile fit); the first range begins there
+  // and ends on the day's boundary, whatever the time of day.
+  const legacyTo = (await partitionsOf(db, 'deliveries'))[0]!.range!.to;
+  assert.ok([legacyEnd(now + HOUR), legacyEnd(Date.now() + HOUR)].includes(legacyTo), String(legacyTo));
+  assert.ok(made.includes(partitionName('deliveries', legacyTo)), made.join(', '));
   // Kept again, nothing more is made.
   const work = await s.store.maintainPartitions();
   assert.deepEqual(work, { made: [], dropped: [], defaultRows: 0 });
 
   // A row goes to the partition of its id's time; indexes carry their partitioned index's name.
-  const at = boundaryAfter(now, DAY) + 5 * HOUR;
+  // The day after tomorrow: a whole day's partition even when the old table reaches into tomorrow.
+  const whole = boundaryAfter(now, DAY) + DAY;
+  const at = whole + 5 * HOUR;
   const { messageId, deliveryId } = await history(db, s, at);
-  assert.equal(
-    await partitionOfRow(db, 'messages', 'id', messageId),
-    partitionName('messages', boundaryAfter(now, DAY)),
-  );
-  assert.equal(
-    await partitionOfRow(db, 'deliveries', 'id', deliveryId),
-    partitionName('deliveries', boundaryAfter(now, DAY)),
-  );
+  assert.equal(await partitionOfRow(db, 'messages', 'id', messageId), partitionName('messages', whole));
+  assert.equal(await partitionOfRow(db, 'deliveries', 'id', deliveryId), partitionName('deliveries', whole));
   const { rows: indexes } = await sql<{ indexname: string }>`select indexname from pg_indexes
-    where tablename = ${partitionName('deliveries', boundaryAfter(now, DAY))} order by indexname`.execute(db);
+    where tablename = ${partitionName('deliveries', whole)} order by indexname`.execute(db);
   assert.ok(
     indexes.some((i) => i.indexname.startsWith('deliveries_due_p')),
     JSON.stringify(indexes),
   );
   const { rows: options } = await sql<{ reloptions: string[] | null }>`select reloptions from pg_class
-    where relname = ${partitionName('deliveries', boundaryAfter(now, DAY))}`.execute(db);
+    where relname = ${partitionName('deliveries', whole)}`.execute(db);
   assert.deepEqual(options[0]!.reloptions, ['fillfactor=35'], "a delivery partition's pages keep room for claims");
 });
 
