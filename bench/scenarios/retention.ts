@@ -28,10 +28,10 @@ const DAYS = 10;
 const RETRIED_ONE_IN = 50;
 const EMIT_RATE = 200;
 /**
- * How long the row purge of the first day may run (BENCH_RETENTION_DELETE_CAP, seconds) before it is ended
+ * How long the row purge of the first day may run (BENCH_RETENTION_DELETE_CAP, seconds; 600) before it is ended
  * and its time and WAL are scaled to the day's rows: at full size it runs past an hour on this machine.
  */
-const deleteCapMs = Number(process.env.BENCH_RETENTION_DELETE_CAP ?? 900) * 1000;
+const deleteCapMs = Number(process.env.BENCH_RETENTION_DELETE_CAP ?? 600) * 1000;
 /** The row purge that emits run beside ends after this long: a window for their p99, not the whole day. */
 const EMIT_WINDOW_CAP_MS = 60_000;
 
@@ -334,6 +334,7 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
       dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: loadedDb.url, max: 1 }) }),
     });
     try {
+      ctx.log('  dropping the first day, then the second beside emits');
       const first = await measured(loadedDb.url, () => dropDays(dropDb, 1));
       figures.partitionsDropped = first.result.length;
       figures.dropMs = round(first.ms, 1);
@@ -370,6 +371,7 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
     };
     try {
       const dayRows = await firstDayRows(copyDb.url, firstDay);
+      ctx.log(`  deleting the first day's ${dayRows} rows on the copy (at most ${deleteCapMs / 1000} s)`);
       const first = await measured(copyDb.url, () => purge(1, deleteCapMs));
       const deleted = first.result.deliveries + first.result.messages + first.result.payloads + first.result.attempts;
       // A purge the cap ended is scaled to the whole day by rows: its first steps (attempts, deliveries)
