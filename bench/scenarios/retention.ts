@@ -374,8 +374,8 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
       ctx.log(`  deleting the first day's ${dayRows} rows on the copy (at most ${deleteCapMs / 1000} s)`);
       const first = await measured(copyDb.url, () => purge(1, deleteCapMs));
       const deleted = first.result.deliveries + first.result.messages + first.result.payloads + first.result.attempts;
-      // A purge the cap ended is scaled to the whole day by rows: its first steps (attempts, deliveries)
-      // are the slowest per row, so the scaled figures understate the day's cost rather than overstate it.
+      // A purge the cap ended is scaled to the whole day by rows: the rows left (the purge's later steps,
+      // payloads and messages) are taken to go at the rate of those deleted.
       const scale = deleted < dayRows ? dayRows / Math.max(deleted, 1) : 1;
       figures.rowsDeleted = dayRows;
       figures.rowsDeletedInCap = deleted;
