@@ -99,12 +99,12 @@ export class PostgresQueue extends QueueDriver {
       try {
         this.queued = { from: await queuedFrom(this.ctx.db), read: true };
       } catch (error) {
-        // Unread: this claim reads every partition below its upper end.
-        if (this.queued.read)
-          process.emitWarning(
-            `reading where the queued deliveries begin failed: ${(error as Error)?.message ?? String(error)}`,
-          );
-        this.queued = { from: null, read: false };
+        process.emitWarning(
+          `reading where the queued deliveries begin failed: ${(error as Error)?.message ?? String(error)}`,
+        );
+        // No bound: claims read every partition below their upper end until the next whole-queue claim
+        // reads it again (every few seconds), rather than each claim retrying it meanwhile.
+        this.queued = { from: null, read: true };
       }
     }
     const lowest = this.lowestQueued(now);
