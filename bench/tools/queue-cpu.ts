@@ -4,8 +4,7 @@
 // apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
 // baseline: npm run bench is that.
 // node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
-// QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables,
-// and how many generic and custom plans a connection made of each queue statement.
+// QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.
 // QCPU_HEADERS=0 records outcomes without the request's and answer's headers (each attempt keeps them).
 // QCPU_PARTITIONED=1 (PostgreSQL) partitions the history tables first, as `herald partition` does;
 // QCPU_PARTITIONS_AHEAD=N makes N partitions ahead of now (default 3), standing in for the days retention keeps.
@@ -138,11 +137,6 @@ if (storeKind === 'postgres') {
     "select relname, n_tup_upd, n_tup_hot_upd, n_tup_del, n_tup_ins from pg_stat_user_tables where relname in ('deliveries','attempts') order by relname",
   );
   if (process.env.QCPU_STATS) console.log(rows);
-  // The plans the last connection used made of the queue's statements (a generic plan is not remade per run).
-  const { rows: plans } = await store.pool!.query(
-    "select name, generic_plans, custom_plans from pg_prepared_statements where name like 'herald_%' order by name",
-  );
-  if (process.env.QCPU_STATS) console.log(plans);
 }
 await store.close();
 rmSync(dataDir, { recursive: true, force: true });
