@@ -77,11 +77,15 @@ async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition:
   switch (table.table) {
     case 'attempts':
       return true;
-    case 'deliveries': {
-      const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
-        where status = 'pending' or ${book.hasQueued} limit 1`.execute(db);
-      return rows.length === 0;
-    }
+    case 'deliveries':
+      // No index answers this: the partition is read whole, by one process. A parallel scan would take
+      // every core for it, and the emits running beside the hourly retention would wait for them.
+      return db.transaction().execute(async (trx) => {
+        await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
+        const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
+          where status = 'pending' or ${book.hasQueued} limit 1`.execute(trx);
+        return rows.length === 0;
+      });
     case 'messages':
     case 'payloads': {
       const { rows } = await sql`select 1 from deliveries where ${inRange('message_id')} limit 1`.execute(db);
