@@ -13,7 +13,8 @@
 //   sdk/test/        the SDK against a service on the embedded store (it speaks the same HTTP to either)
 //
 // The store reaches the file as SUITE_STORE; test/support/service.ts reads it. SUITE_STORES (default
-// `sqlite,postgres`) narrows the stores; PATHs (files or folders) narrow the files. SUITE_BUILD names the
+// `sqlite,postgres`) narrows the stores; on PostgreSQL the runner first migrates a template database whose
+// copies the tests' services start on (SUITE_PG_TEMPLATE, createTestDatabase's `migrated`); PATHs (files or folders) narrow the files. SUITE_BUILD names the
 // folder of the checkout the tests are compiled into (default .build), so two runs can share a checkout. Each file's duration is
 // kept in .tmp/test-times.json to order the next run (a fresh checkout: scripts/test-times.json). A file still running after SUITE_FILE_TIMEOUT_S
 // (default 600) is stopped and counts as failed.
@@ -235,10 +236,35 @@ const jobs = [
     .sort((a, b) => (times[b.key] ?? Number.MAX_SAFE_INTEGER) - (times[a.key] ?? Number.MAX_SAFE_INTEGER)),
 ];
 
+/**
+ * Makes the run's migrated template database (createTemplateDatabase), named for this process, and hands
+ * its name to every test as SUITE_PG_TEMPLATE; null when it could not (each test then migrates its own).
+ */
+function makeTemplate() {
+  const name = `herald_test_${process.pid}_template`;
+  const code = `
+    const { createTemplateDatabase } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+    await createTemplateDatabase(${JSON.stringify(name)});
+  `;
+  const made = spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
+  if (made.status !== 0) return null;
+  process.env.SUITE_PG_TEMPLATE = name;
+  return name;
+}
+
+function dropTemplate(name) {
+  const code = `
+    const { adminQuery } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+    await adminQuery('drop database if exists ${name} with (force)');
+  `;
+  spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
+}
+
 const began = Date.now();
 build();
 const usesPostgres = jobs.some((job) => job.key.startsWith('postgres '));
 if (usesPostgres) sweepStale();
+const template = usesPostgres ? makeTemplate() : null;
 const log = (line) => process.stdout.write(`${line}\n`);
 for (const skipped of skippedFiles) log(`[skipped] ${skipped}`);
 const results = [];
@@ -271,6 +297,7 @@ await Promise.all(
     }
   }),
 );
+if (template) dropTemplate(template);
 if (usesPostgres) sweepStale();
 
 mkdirSync(join(root, '.tmp'), { recursive: true });

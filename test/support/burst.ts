@@ -9,7 +9,7 @@ import { killChild, startChild, type Child } from './child.js';
 // are cleaned up with the test, an organization with one endpoint, a burst of emits, and arrival counts.
 
 export async function database(t: TestContext): Promise<TestDatabase> {
-  const db = await createTestDatabase();
+  const db = await createTestDatabase({ migrated: true });
   t.after(() => db.drop());
   return db;
 }

@@ -19,7 +19,7 @@ export async function openStore(
   env: Record<string, string> = {},
   endpointUrl = 'http://127.0.0.1:9/hook',
 ) {
-  const database = await createTestDatabase();
+  const database = await createTestDatabase({ migrated: true });
   const config = loadConfig({ ...BASE_ENV, ...database.env, ...env });
   const store = await Store.open(config);
   const closers: (() => Promise<void>)[] = [];
