@@ -188,7 +188,14 @@ export async function startTestService(
   const logger = logLines
     ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) })
     : pino({ level: config.logLevel });
-  const service = await startService(config, logger);
+  let service: Service;
+  try {
+    service = await startService(config, logger);
+  } catch (error) {
+    // A service that does not start (a test of a refused setting) leaves no store behind.
+    if (!database) await db.drop();
+    throw error;
+  }
   return {
     ...service,
     url: service.url ?? '',
