@@ -238,7 +238,8 @@ const jobs = [
 
 /**
  * Makes the run's migrated template database (createTemplateDatabase), named for this process, and hands
- * its name to every test as SUITE_PG_TEMPLATE; null when it could not (each test then migrates its own).
+ * its name to every test as SUITE_PG_TEMPLATE; null when it could not (what it made is dropped, and each
+ * test migrates its own).
  */
 function makeTemplate() {
   const name = `herald_test_${process.pid}_template`;
@@ -247,7 +248,10 @@ function makeTemplate() {
     await createTemplateDatabase(${JSON.stringify(name)});
   `;
   const made = spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
-  if (made.status !== 0) return null;
+  if (made.status !== 0) {
+    dropTemplate(name);
+    return null;
+  }
   process.env.SUITE_PG_TEMPLATE = name;
   return name;
 }
