@@ -26,7 +26,8 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  * import of the package in the tree names that file. Both ship hundreds of small ES modules (kysely 264,
  * typebox 374), and a process, or a worker thread, that loads them as they ship spends about 0.2 s of CPU
  * finding, reading and compiling files; the test suite starts hundreds of such processes and threads, and
- * a service start-up is that much shorter. Each is imported by its bare name only and by no other
+ * a worker process starts that much sooner. Only `import { … } from "<name>"` is vendored: the build stops
+ * at any other import of them. Each is imported by its bare name only and by no other
  * dependency at run time (@fastify/type-provider-typebox is imported for its types alone), so the tree
  * holds one copy of each.
  */
@@ -72,10 +73,12 @@ async function writeTree(build) {
       continue;
     }
     const to = (name) => relative(dirname(file.path), join(build.outdir, 'vendor', `${name}.js`));
-    writeFileSync(
-      file.path,
-      file.text.replace(vendored, (_, name) => `from "${to(name).startsWith('.') ? '' : './'}${to(name)}";`),
-    );
+    const text = file.text.replace(vendored, (_, name) => `from "${to(name).startsWith('.') ? '' : './'}${to(name)}";`);
+    // Any other form (a subpath, a bare `import "…"`, `import(…)`) would load a second copy from node_modules.
+    const missed = new RegExp(`(from|import)\\s*\\(?\\s*["'](${VENDORED.join('|')})(/[^"']*)?["']`).exec(text);
+    if (missed)
+      throw new Error(`${relative(build.outdir, file.path)}: import ${missed[0]} is not of a vendored package's form`);
+    writeFileSync(file.path, text);
   }
 }
 
@@ -88,7 +91,12 @@ async function replace(out, build) {
   const fresh = `${out}.new-${process.pid}`;
   const old = `${out}.old-${process.pid}`;
   rmSync(fresh, { recursive: true, force: true });
-  await Promise.all([writeTree({ ...build, outdir: fresh }), esbuild.build(vendor(fresh))]);
+  try {
+    await Promise.all([writeTree({ ...build, outdir: fresh }), esbuild.build(vendor(fresh))]);
+  } catch (error) {
+    rmSync(fresh, { recursive: true, force: true });
+    throw error;
+  }
   if (existsSync(out)) renameSync(out, old);
   renameSync(fresh, out);
   rmSync(old, { recursive: true, force: true });

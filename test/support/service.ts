@@ -172,28 +172,29 @@ export async function startTestService(
   logLines?: string[],
 ): Promise<TestService> {
   const db = database ?? (await createTestDatabase({ migrated: true }));
-  const config = loadConfig({
-    PORT: '0',
-    HOST: '127.0.0.1',
-    HERALD_SECRET_KEY: TEST_SECRET_KEY,
-    HERALD_LOG_LEVEL: 'silent',
-    HERALD_DEFAULT_PLAN: 'unlimited',
-    // Tests send bad keys by the dozen from one address; test/api/auth-failures.test.ts sets its own limit.
-    HERALD_AUTH_FAILURE_LIMIT: '1000000',
-    // The circuit breaker stays out of tests that fail attempts on purpose; its own tests set their settings.
-    HERALD_CIRCUIT_MIN_ATTEMPTS: '1000000',
-    ...db.env,
-    ...env,
-  });
-  const logger = logLines
-    ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) })
-    : pino({ level: config.logLevel });
   let service: Service;
   try {
+    const config = loadConfig({
+      PORT: '0',
+      HOST: '127.0.0.1',
+      HERALD_SECRET_KEY: TEST_SECRET_KEY,
+      HERALD_LOG_LEVEL: 'silent',
+      HERALD_DEFAULT_PLAN: 'unlimited',
+      // Tests send bad keys by the dozen from one address; test/api/auth-failures.test.ts sets its own limit.
+      HERALD_AUTH_FAILURE_LIMIT: '1000000',
+      // The circuit breaker stays out of tests that fail attempts on purpose; its own tests set their settings.
+      HERALD_CIRCUIT_MIN_ATTEMPTS: '1000000',
+      ...db.env,
+      ...env,
+    });
+    const logger = logLines
+      ? pino({ level: 'info' }, { write: (line: string) => void logLines.push(line) })
+      : pino({ level: config.logLevel });
     service = await startService(config, logger);
   } catch (error) {
-    // A service that does not start (a test of a refused setting) leaves no store behind.
-    if (!database) await db.drop();
+    // A service that does not start (a test of a refused setting) leaves no store behind, and the test
+    // sees why it did not start.
+    if (!database) await db.drop().catch(() => {});
     throw error;
   }
   return {
