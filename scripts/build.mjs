@@ -33,31 +33,35 @@ const root = fileURLToPath(new URL('..', import.meta.url));
  */
 const VENDORED = ['kysely', 'typebox'];
 
-const options = (dirs, outdir, outbase) => ({
+/** What every esbuild run here shares: ES modules for Node 20, each with its source map. */
+const COMPILED = {
   absWorkingDir: root,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  sourcemap: true,
+  logLevel: 'warning',
+};
+
+const options = (dirs, outdir, outbase) => ({
+  ...COMPILED,
   entryPoints: dirs.map((dir) => `${dir}/**/*.ts`),
   outdir,
   outbase,
   bundle: false,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  sourcemap: true,
-  logLevel: 'warning',
 });
 
 /** The vendored packages' bundles, written into `outdir/vendor/`. */
 const vendor = (outdir) => ({
-  absWorkingDir: root,
+  ...COMPILED,
   entryPoints: Object.fromEntries(VENDORED.map((name) => [`vendor/${name}`, name])),
   outdir,
   bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node20',
-  sourcemap: true,
-  logLevel: 'warning',
 });
+
+/** An import of a vendored package as the build rewrites it, and any import of one at all (a subpath, `import(…)`). */
+const VENDORED_IMPORT = new RegExp(`from "(${VENDORED.join('|')})";`, 'g');
+const ANY_VENDORED_IMPORT = new RegExp(`(from|import)\\s*\\(?\\s*["'](${VENDORED.join('|')})(/[^"']*)?["']`);
 
 /**
  * Compiles `build`'s files and writes them, each import of a vendored package naming the path from the
@@ -65,17 +69,18 @@ const vendor = (outdir) => ({
  */
 async function writeTree(build) {
   const { outputFiles } = await esbuild.build({ ...build, write: false });
-  const vendored = new RegExp(`from "(${VENDORED.join('|')})";`, 'g');
   for (const file of outputFiles) {
     mkdirSync(dirname(file.path), { recursive: true });
     if (!file.path.endsWith('.js')) {
       writeFileSync(file.path, file.contents);
       continue;
     }
-    const to = (name) => relative(dirname(file.path), join(build.outdir, 'vendor', `${name}.js`));
-    const text = file.text.replace(vendored, (_, name) => `from "${to(name).startsWith('.') ? '' : './'}${to(name)}";`);
-    // Any other form (a subpath, a bare `import "…"`, `import(…)`) would load a second copy from node_modules.
-    const missed = new RegExp(`(from|import)\\s*\\(?\\s*["'](${VENDORED.join('|')})(/[^"']*)?["']`).exec(text);
+    const text = file.text.replace(VENDORED_IMPORT, (_, name) => {
+      const path = relative(dirname(file.path), join(build.outdir, 'vendor', `${name}.js`));
+      return `from "${path.startsWith('.') ? path : `./${path}`}";`;
+    });
+    // Any other form would load a second copy from node_modules.
+    const missed = ANY_VENDORED_IMPORT.exec(text);
     if (missed)
       throw new Error(`${relative(build.outdir, file.path)}: import ${missed[0]} is not of a vendored package's form`);
     writeFileSync(file.path, text);

@@ -13,8 +13,9 @@
 //   sdk/test/        the SDK against a service on the embedded store (it speaks the same HTTP to either)
 //
 // The store reaches the file as SUITE_STORE; test/support/service.ts reads it. SUITE_STORES (default
-// `sqlite,postgres`) narrows the stores; on PostgreSQL the runner first migrates a template database whose
-// copies the tests' services start on (SUITE_PG_TEMPLATE, createTestDatabase's `migrated`); PATHs (files or folders) narrow the files. SUITE_BUILD names the
+// `sqlite,postgres`) narrows the stores; on PostgreSQL the runner first migrates a template database
+// whose copies the tests' services start on (SUITE_PG_TEMPLATE, createTestDatabase's `migrated`); PATHs
+// (files or folders) narrow the files. SUITE_BUILD names the
 // folder of the checkout the tests are compiled into (default .build), so two runs can share a checkout. Each file's duration is
 // kept in .tmp/test-times.json to order the next run (a fresh checkout: scripts/test-times.json). A file still running after SUITE_FILE_TIMEOUT_S
 // (default 600) is stopped and counts as failed.
@@ -71,14 +72,21 @@ function build() {
  * this machine) are never touched: their names carry the pid of the process that made them.
  */
 function sweepStale() {
-  const code = `
-    const { sweepStaleDatabases } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+  runInBuild(`
+    const { sweepStaleDatabases } = await import(${JSON.stringify(SUPPORT)});
     const { sweepStaleClusters } = await import(${JSON.stringify(join(BUILD, 'test/support/pg-cluster.js'))});
     const dbs = await sweepStaleDatabases().catch((e) => (console.error('sweep: ' + e.message), []));
     const clusters = await sweepStaleClusters().catch((e) => (console.error('sweep: ' + e.message), []));
     if (dbs.length + clusters.length > 0) console.log('removed leftovers of killed test runs: ' + [...dbs, ...clusters].join(', '));
-  `;
-  spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
+  `);
+}
+
+/** The compiled test support the runner's own steps import. */
+const SUPPORT = join(BUILD, 'test/support/service.js');
+
+/** Runs `code` (an ES module's text, importing from the compiled tree) in a process of its own; true when it succeeded. */
+function runInBuild(code) {
+  return spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root }).status === 0;
 }
 
 /**
@@ -243,12 +251,11 @@ const jobs = [
  */
 function makeTemplate() {
   const name = `herald_test_${process.pid}_template`;
-  const code = `
-    const { createTemplateDatabase } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+  const made = runInBuild(`
+    const { createTemplateDatabase } = await import(${JSON.stringify(SUPPORT)});
     await createTemplateDatabase(${JSON.stringify(name)});
-  `;
-  const made = spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
-  if (made.status !== 0) {
+  `);
+  if (!made) {
     dropTemplate(name);
     return null;
   }
@@ -257,11 +264,10 @@ function makeTemplate() {
 }
 
 function dropTemplate(name) {
-  const code = `
-    const { adminQuery } = await import(${JSON.stringify(join(BUILD, 'test/support/service.js'))});
+  runInBuild(`
+    const { adminQuery } = await import(${JSON.stringify(SUPPORT)});
     await adminQuery('drop database if exists ${name} with (force)');
-  `;
-  spawnSync(process.execPath, ['--input-type=module', '-e', code], { stdio: 'inherit', cwd: root });
+  `);
 }
 
 const began = Date.now();
