@@ -283,6 +283,8 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
   // A fresh process's first emits (its statements prepared, its code optimized) are no one's p99: each API
   // process emits this long before its emits are measured.
   const warmUpMs = ctx.quick ? 500 : 3_000;
+  /** How long the quiet emits of the loaded and the empty store are measured (their p50 and p99 compared). */
+  const quietMs = ctx.quick ? 2_000 : 10_000;
   const services: Herald[] = [];
   const figures: Record<string, number> = {};
   const baseline: Record<string, number> = {};
@@ -327,7 +329,7 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
       );
     const warm = (url: string) => emitOn(url, sleep(warmUpMs));
     await warm(api.url!);
-    const quiet = summarize(await emitOn(api.url!, sleep(ctx.quick ? 2_000 : 10_000)));
+    const quiet = summarize(await emitOn(api.url!, sleep(quietMs)));
     figures.emitP50Ms = round(quiet.p50);
     figures.emitP99Ms = round(quiet.p99);
     figures.readP50Ms = round(await readP50(api.url!, setup.key, sample));
@@ -403,9 +405,7 @@ export async function retention(ctx: Context): Promise<ScenarioResult> {
     emptyApi = await apiOn(ctx, 'retention-empty-api', emptyDb);
     services.push(emptyApi);
     await emitsUntil(emptyApi.url!, empty.key, empty.appIds[0]!, sleep(warmUpMs));
-    const emptyEmits = summarize(
-      await emitsUntil(emptyApi.url!, empty.key, empty.appIds[0]!, sleep(ctx.quick ? 2_000 : 10_000)),
-    );
+    const emptyEmits = summarize(await emitsUntil(emptyApi.url!, empty.key, empty.appIds[0]!, sleep(quietMs)));
     baseline.emptyEmitP50Ms = round(emptyEmits.p50);
     baseline.emptyReadP50Ms = round(await readP50(emptyApi.url!, empty.key, await readSample(emptyDb.url, firstDay)));
     await stopAll(emptyApi);
