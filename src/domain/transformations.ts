@@ -52,9 +52,20 @@ export function mergedTransformation(
   return { code, enabled };
 }
 
-/** The webhook a handler starts from: the request Herald would send, with no headers of the endpoint's own. */
-export function startingWebhook(url: string, eventType: string, body: string): Webhook {
-  return { method: 'POST', url, headers: {}, payload: JSON.parse(body), eventType, cancel: false };
+/** The webhook a handler starts from, as the JSON text the sandbox parses (a Webhook), and its URL. */
+export interface StartingWebhook {
+  url: string;
+  json: string;
+}
+
+/**
+ * The webhook a handler starts from: the request Herald would send, with no headers of the endpoint's own.
+ * `body` is JSON already (the outbound body of a stored payload), so the text is put together around it
+ * rather than parsed and written again.
+ */
+export function startingWebhook(url: string, eventType: string, body: string): StartingWebhook {
+  const json = `{"method":"POST","url":${JSON.stringify(url)},"headers":{},"payload":${body},"eventType":${JSON.stringify(eventType)},"cancel":false}`;
+  return { url, json };
 }
 
 /**

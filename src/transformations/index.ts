@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { type TransformedRequest, transformedRequest, type Webhook } from '../domain/transformations.js';
+import { type StartingWebhook, type TransformedRequest, transformedRequest } from '../domain/transformations.js';
 import { TransformationPool } from './pool.js';
 
 // The one door to transformations (decisions, "Fourth wave", Transformations) for the worker and the API:
@@ -33,10 +33,10 @@ export class Transformations {
     group: string,
     version: string,
     code: string,
-    webhook: Webhook,
+    webhook: StartingWebhook,
     urlProblem: (url: string) => string | null,
   ): Promise<TransformationOutcome> {
-    const outcome = await this.pool.run(group, `${group}@${version}`, code, JSON.stringify(webhook));
+    const outcome = await this.pool.run(group, `${group}@${version}`, code, webhook.json);
     if ('error' in outcome) return { problem: outcome.error };
     const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
     if ('problem' in checked) return checked;

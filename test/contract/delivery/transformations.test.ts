@@ -126,6 +126,36 @@ test("an endpoint whose code spins to its deadline does not hold other endpoints
   assert.match(failed.attempts[0]!.error!, /deadline of 3000 ms exceeded/);
 });
 
+test('an attempt claimed before its code changed, that goes after its endpoint is read again, runs the new code', async (t) => {
+  // One request at a time: the second delivery is claimed, and its transformation run, while the receiver
+  // holds the first; the code changes meanwhile, and the second goes more than a second after its claim.
+  const s = await setup(t, { ...ROOMY, HERALD_ENDPOINT_CONCURRENCY: '1' });
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const receiver = await startReceiver(t, (r) =>
+    r.body.includes('"n":1') ? { status: 200, until: held } : { status: 200 },
+  );
+  const versioned = (v: number) => `function handler(w) { w.headers["x-version"] = "${v}"; return w; }`;
+  const endpoint = await s.endpoint(`${receiver.url}/hook`, { transformation: { code: versioned(1) } });
+  const first = await s.emit({ n: 1 });
+  await receiver.waitFor(1, 10_000);
+  const second = await s.emit({ n: 2 });
+  // Claimed beside the held request: the worker holds more than one attempt per endpoint slot.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const changed = await s.api.patch(`/api/v1/endpoints/${endpoint.id}`, { transformation: { code: versioned(2) } });
+  assert.equal(changed.status, 200);
+  await new Promise((resolve) => setTimeout(resolve, 1_200));
+  release();
+  await s.until(first.deliveryIds[0]!, (d) => d.status === 'success', 'the first is delivered');
+  await s.until(second.deliveryIds[0]!, (d) => d.status === 'success', 'the second is delivered');
+  assert.deepEqual(
+    receiver.received.map((r) => r.headers['x-version']),
+    ['1', '2'],
+  );
+});
+
 test('the native API takes, shows, changes and removes a transformation, and refuses bad code with a 400', async (t) => {
   const s = await setup(t, ROOMY);
   const receiver = await startReceiver(t);
