@@ -1,6 +1,7 @@
 import { FilterBudget } from '../domain/content-filter.js';
 import { idFloor, newId } from '../domain/ids.js';
 import { book } from './queue/index.js';
+import { beforeRevival } from './partitions/index.js';
 import { insertTogether } from './insert-rows.js';
 import {
   envelopeOnce,
@@ -386,6 +387,8 @@ export class BackgroundTasks {
     const end = await this.ctx.db
       .transaction()
       .execute(async (trx) => {
+        // Every kind of task gives old deliveries or messages new attempts.
+        await beforeRevival(trx, this.ctx.dialect);
         const now = this.ctx.now();
         const { read, last, queued } = await work(trx, now);
         const done = read < size;

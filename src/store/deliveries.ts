@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { liveFlag, toPage, type Page, type PageRequest, type Scope, type StoreContext } from './common.js';
 import type { AttemptRow, NewDeliveryRow } from './schema.js';
 import { book, QUEUE_COLUMNS } from './queue/index.js';
+import { beforeRevival } from './partitions/index.js';
 import type { DeliveryStatus } from '../domain/states.js';
 import { hiddenApplication } from './operational.js';
 
@@ -208,6 +209,7 @@ export class Deliveries {
    */
   async retry(scope: Scope, id: string): Promise<number | undefined> {
     const attemptNumber = await this.ctx.db.transaction().execute(async (trx) => {
+      await beforeRevival(trx, this.ctx.dialect);
       const delivery = await trx
         .selectFrom('deliveries')
         .select('id')

@@ -23,6 +23,7 @@ import {
 import type { EndpointRow, MessageRow, NewDeliveryRow } from './schema.js';
 import { hiddenApplication } from './operational.js';
 import { book } from './queue/index.js';
+import { beforeRevival } from './partitions/index.js';
 
 export interface EmitRequest {
   scope: Scope;
@@ -597,6 +598,7 @@ export class Messages {
   async replay(scope: Scope, id: string): Promise<string[] | undefined> {
     // One transaction, so that on SQLite no endpoint changes between the read and the write.
     const ids = await this.ctx.db.transaction().execute(async (trx) => {
+      await beforeRevival(trx, this.ctx.dialect);
       const message = await this.getWith(trx, scope, id);
       if (!message) return undefined;
       const { endpoints } = await this.appsWithEndpoints(trx, [{ scope, name: message.app_id }], true);

@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../schema.js';
 import type { StoreContext } from '../common.js';
-import { defaultRows, dropExpired, makeAhead } from './postgres.js';
+import { defaultRows, dropExpired, holdRevivalsShared, makeAhead } from './postgres.js';
 import { partitioned, partitionHistory } from './convert.js';
 
 // The history tables' partitions (PostgreSQL, once `herald partition` made them; docs/design/partitions.md):
@@ -43,6 +44,15 @@ export async function maintainPartitions(
       await sql`select pg_advisory_unlock(${PARTITIONS_LOCK})`.execute(db);
     }
   });
+}
+
+/**
+ * Called first in a transaction that may give history past the retention period new work: a retry, a
+ * replay, a recovery's batch. On PostgreSQL it holds the revivals lock shared (postgres.ts), so a
+ * partition's drop and the revival take turns; the embedded store's row purge needs nothing.
+ */
+export async function beforeRevival(trx: Kysely<Database>, dialect: StoreContext['dialect']): Promise<void> {
+  if (dialect === 'postgres') await holdRevivalsShared(trx);
 }
 
 /**

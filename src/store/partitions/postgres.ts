@@ -66,29 +66,43 @@ export async function makeAhead(
 }
 
 /**
+ * Advisory lock key of revivals: what may give a delivery past the retention period another attempt, or
+ * a message past it a new delivery (a retry, a replay, a recovery), holds it shared for its transaction
+ * (holdRevivalsShared); a partition's drop check and its detach hold it exclusively, in one transaction. So
+ * the check sees every revival committed before it, and a revival after it finds the partition gone, as it
+ * would find the rows the row purge deleted.
+ */
+export const REVIVALS_LOCK = 0x48525256; // "HRRV"
+
+/** Holds the revivals lock shared until the transaction ends (first, before the revival reads anything). */
+export async function holdRevivalsShared(trx: Kysely<Database>): Promise<void> {
+  await sql`select pg_advisory_xact_lock_shared(${REVIVALS_LOCK})`.execute(trx);
+}
+
+/**
  * Whether a partition past the retention period may go now. Deliveries wait while one of theirs still has
  * an attempt to make; messages and payloads while a delivery (in any partition: a replay's are newer than
- * its message) still names one of theirs. Attempt history goes with its range.
+ * its message) still names one of theirs. Attempt history goes with its range. Runs in the transaction
+ * that detaches the partition, under the revivals lock.
  */
-async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
+async function mayDrop(trx: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
   const { from, to } = idBounds(table, partition.range!);
   const inRange = (column: string) =>
     from === null ? sql`${sql.ref(column)} < ${to}` : sql`${sql.ref(column)} >= ${from} and ${sql.ref(column)} < ${to}`;
   switch (table.table) {
     case 'attempts':
       return true;
-    case 'deliveries':
+    case 'deliveries': {
       // No index answers this: the partition is read whole, by one process. A parallel scan would take
       // every core for it, and the emits running beside the hourly retention would wait for them.
-      return db.transaction().execute(async (trx) => {
-        await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
-        const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
-          where status = 'pending' or ${book.hasQueued} limit 1`.execute(trx);
-        return rows.length === 0;
-      });
+      await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
+      const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
+        where status = 'pending' or ${book.hasQueued} limit 1`.execute(trx);
+      return rows.length === 0;
+    }
     case 'messages':
     case 'payloads': {
-      const { rows } = await sql`select 1 from deliveries where ${inRange('message_id')} limit 1`.execute(db);
+      const { rows } = await sql`select 1 from deliveries where ${inRange('message_id')} limit 1`.execute(trx);
       return rows.length === 0;
     }
   }
@@ -96,20 +110,27 @@ async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition:
 
 /**
  * Drops the partitions whose whole range is past the retention period and may go (mayDrop), deliveries
- * before the messages they name. Each is detached first, under a lock the parent's readers and writers
- * wait on only for a moment (not CONCURRENTLY: PostgreSQL refuses it on a table with a default partition),
- * then dropped on its own. Answers the partitions dropped.
+ * before the messages they name. Each is checked and detached in one transaction under the revivals lock,
+ * taken only if no revival holds it (else the partition waits for the next run, and no retry waits behind
+ * a waiting drop); the detach takes a lock the parent's readers and writers wait on only for a moment (not
+ * CONCURRENTLY: PostgreSQL refuses it on a table with a default partition). Then it is dropped on its own.
+ * Answers the partitions dropped.
  */
 export async function dropExpired(db: Kysely<Database>, now: number, retentionMs: number): Promise<string[]> {
   const dropped: string[] = [];
   for (const table of ORDER_OF_DROPS) {
     for (const partition of await partitionsOf(db, table.table)) {
       if (partition.range === null || !expired(partition.range, now, retentionMs)) continue;
-      if (!(await mayDrop(db, table, partition))) continue;
-      await db.transaction().execute(async (trx) => {
+      const detached = await db.transaction().execute(async (trx) => {
+        const lock = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(${REVIVALS_LOCK}) as got`.execute(
+          trx,
+        );
+        if (!lock.rows[0]?.got || !(await mayDrop(trx, table, partition))) return false;
         await sql`set local lock_timeout = '2s'`.execute(trx);
         await sql`alter table ${sql.table(table.table)} detach partition ${sql.table(partition.name)}`.execute(trx);
+        return true;
       });
+      if (!detached) continue;
       await sql`drop table ${sql.table(partition.name)}`.execute(db);
       dropped.push(partition.name);
     }

@@ -16,7 +16,9 @@ import {
   PARTITIONED,
   partitionName,
 } from '../../../src/domain/partitions.js';
-import { defaultRows, dropExpired, makeAhead } from '../../../src/store/partitions/postgres.js';
+import { defaultRows, dropExpired, makeAhead, REVIVALS_LOCK } from '../../../src/store/partitions/postgres.js';
+import { beforeRevival } from '../../../src/store/partitions/index.js';
+import { book } from '../../../src/store/queue/index.js';
 import { partitionsOf } from '../../../src/store/partitions/catalog.js';
 import { MetricsReads } from '../../../src/store/metrics.js';
 import type { PostgresQueue } from '../../../src/store/queue/postgres.js';
@@ -220,6 +222,63 @@ test('retention drops whole partitions, keeping those with a delivery still to m
     assert.ok(later.includes(name), `${name} dropped: ${later}`);
   assert.equal(await count('messages', 'id', replayed.messageId), 0);
   assert.ok((await names(db, 'messages')).includes(partitionName('messages', day1 + 2 * DAY)), 'the third day stays');
+});
+
+test('a retry under way while retention runs keeps its delivery: the drop leaves the partition for the next run', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  await s.store.partitionTables();
+  const day1 = boundaryAfter(Date.now(), DAY) + DAY;
+  await makeAhead(db, Date.now(), DAY, 4);
+  const old = await history(db, s, day1 + HOUR);
+  const retention = HOUR;
+  const now = day1 + DAY + retention;
+  // A retry's transaction held open between its start (beforeRevival, as Deliveries.retry does first) and
+  // its revival of the settled delivery: a drop that ran meanwhile and checked the partition would find
+  // nothing queued, and take the delivery with it once the retry committed.
+  let during: string[] = [];
+  await db.transaction().execute(async (trx) => {
+    await beforeRevival(trx, 'postgres');
+    during = await dropExpired(db, now, retention);
+    await book.enqueueManual(trx, 'postgres', [old.deliveryId], now);
+  });
+  assert.deepEqual(during, [], 'nothing is dropped while a revival holds the lock');
+  const queued = await db.selectFrom('deliveries').select(['id', 'run_at']).where('id', '=', old.deliveryId).execute();
+  assert.equal(queued.length, 1, 'the retried delivery is kept');
+  assert.notEqual(queued[0]!.run_at, null, 'and queued');
+  const after = await dropExpired(db, now, retention);
+  assert.ok(after.includes(partitionName('attempts', day1)), `the next run drops what may go: ${after}`);
+  assert.ok(!after.includes(partitionName('deliveries', day1)), "the queued delivery's partition waits");
+  assert.ok(!after.includes(partitionName('messages', day1)), 'and so does its message');
+});
+
+test('retries, replays and background batches wait while retention checks and detaches a partition', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  await s.store.partitionTables();
+  const old = await history(db, s, Date.now() - HOUR);
+  const { task } = await s.store.backgroundTasks.startRecover(s.scope, {
+    endpointId: s.endpointId,
+    since: Date.now() - DAY,
+    until: null,
+  });
+  const leased = await s.store.backgroundTasks.lease('test-owner', 60_000);
+  assert.equal(leased?.id, task.id);
+  const finished: string[] = [];
+  let revivals: Promise<unknown>[] = [];
+  // The drop's side of the lock (dropExpired takes it exclusively for a partition's check and detach).
+  await db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${REVIVALS_LOCK})`.execute(trx);
+    revivals = [
+      s.store.deliveries.retry(s.scope, old.deliveryId).then(() => finished.push('retry')),
+      s.store.messages.replay(s.scope, old.messageId).then(() => finished.push('replay')),
+      s.store.backgroundTasks.runBatch(leased!, 'test-owner', 60_000, 100).then(() => finished.push('recover')),
+    ];
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.deepEqual(finished, [], 'each revival waits for the drop');
+  });
+  await Promise.all(revivals);
+  assert.deepEqual(finished.sort(), ['recover', 'replay', 'retry']);
 });
 
 /**
