@@ -1,6 +1,6 @@
 // Measures what the queue's own work costs per delivery, without HTTP: N deliveries to one endpoint are
 // claimed in top-ups of `claim` and recorded as 2xx outcomes in batches of `batch`, on the store given;
-// prints the process's CPU per delivery and, on PostgreSQL, the server's (every postgres process, claims
+// prints the process's CPU per delivery (less what reading the server's costs) and, on PostgreSQL, the server's (every postgres process, claims
 // apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
 // baseline: npm run bench is that.
 // node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
@@ -81,16 +81,27 @@ const owner = 'wrk_qcpu';
 // A profiler started on this line sees the drain alone.
 console.log('  draining');
 let done = 0;
-const server0 = commandCpuMs('postgres');
+/** CPU this process spent reading the server's (/proc of every process): left out of the queue's figure. */
+let reading = { user: 0, system: 0 };
+/** PostgreSQL's CPU so far, in ms; nothing to read on SQLite. */
+function serverMs(): number {
+  if (storeKind !== 'postgres') return 0;
+  const before = process.cpuUsage();
+  const ms = commandCpuMs('postgres');
+  const spent = process.cpuUsage(before);
+  reading = { user: reading.user + spent.user, system: reading.system + spent.system };
+  return ms;
+}
+const server0 = serverMs();
 const cpu0 = process.cpuUsage();
 const t0 = performance.now();
 let claimServer = 0;
 let completeMs = 0;
 let completes = 0;
 while (done < N) {
-  const before = commandCpuMs('postgres');
+  const before = serverMs();
   const claimed = await queue.claimLoaded(owner, Number(claimText), { only: endpoint.id });
-  claimServer += commandCpuMs('postgres') - before;
+  claimServer += serverMs() - before;
   if (claimed.length === 0) break;
   for (let i = 0; i < claimed.length; i += Number(batchText)) {
     const part = claimed.slice(i, i + Number(batchText));
@@ -122,8 +133,9 @@ while (done < N) {
   }
   done += claimed.length;
 }
-const cpu = process.cpuUsage(cpu0);
-const serverUs = ((commandCpuMs('postgres') - server0) * 1000) / done;
+const serverUs = ((serverMs() - server0) * 1000) / done;
+const measured = process.cpuUsage(cpu0);
+const cpu = { user: measured.user - reading.user, system: measured.system - reading.system };
 console.log(`completes: ${completes}, ${(completeMs / completes).toFixed(2)} ms each`);
 if (storeKind === 'postgres')
   console.log(`claims: PostgreSQL ${((claimServer * 1000) / done).toFixed(0)} µs per delivery`);
