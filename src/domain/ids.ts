@@ -1,4 +1,4 @@
-import { createHash, randomFillSync, randomInt } from 'node:crypto';
+import { hash, randomFillSync, randomInt } from 'node:crypto';
 
 // Ids are time-ordered: 10 characters of millisecond time then 16 of randomness, in Crockford base32.
 // Ordered ids make inserts append to the index, give newest-first listing by id and cursors for free.
@@ -126,7 +126,7 @@ export function idTime(id: string): number | null {
  * the same task's attempt (after a lease ran out) keep one row each.
  */
 export function idFrom(kind: IdKind, ms: number, seed: string): string {
-  const digest = createHash('sha256').update(seed).digest();
+  const digest = hash('sha256', seed, 'buffer');
   let tail = '';
   for (let i = 0; i < RANDOM_CHARS; i++) tail += ALPHABET[digest[i]! & 31];
   return ID_PREFIX[kind] + encodeTime(ms) + tail;
