@@ -92,8 +92,8 @@ function serverMs(): number {
   reading = { user: reading.user + spent.user, system: reading.system + spent.system };
   return ms;
 }
-const server0 = serverMs();
 const cpu0 = process.cpuUsage();
+const server0 = serverMs();
 const t0 = performance.now();
 let claimServer = 0;
 let completeMs = 0;
@@ -142,7 +142,8 @@ if (storeKind === 'postgres')
 const ms = performance.now() - t0;
 console.log(
   `${storeKind}: ${done} deliveries in ${ms.toFixed(0)} ms, ${(done / (ms / 1000)).toFixed(0)}/s, ` +
-    `CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per delivery (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)}); PostgreSQL ${serverUs.toFixed(0)} µs`,
+    `CPU ${((cpu.user + cpu.system) / done).toFixed(1)} µs per delivery (user ${(cpu.user / done).toFixed(1)}, system ${(cpu.system / done).toFixed(1)})` +
+    (storeKind === 'postgres' ? `; PostgreSQL ${serverUs.toFixed(0)} µs` : ''),
 );
 if (storeKind === 'postgres') {
   const { rows } = await store.pool!.query(

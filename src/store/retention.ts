@@ -1,5 +1,6 @@
 import { idFloor } from '../domain/ids.js';
 import { book } from './queue/index.js';
+import { waitForRevivals } from './partitions/index.js';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from './schema.js';
 import type { Executor, StoreContext } from './common.js';
@@ -264,7 +265,9 @@ export async function purgeExpired(
   };
   for (const [name, step] of STEPS) {
     for (;;) {
-      const removed = await purgeBatch(ctx.db, ctx.dialect === 'postgres', (trx) => step(trx, cutoffs, now, batch));
+      const removed = await purgeBatch(ctx.db, ctx.dialect === 'postgres', REVIVABLE.has(name), (trx) =>
+        step(trx, cutoffs, now, batch),
+      );
       // Another process is purging: it does the rest.
       if (removed === null) return counts;
       counts[name] += removed;
@@ -277,10 +280,19 @@ export async function purgeExpired(
   return counts;
 }
 
+/**
+ * The steps whose rows a retry, a replay or a recovery may give new work. On PostgreSQL their batches wait
+ * for the revivals under way and hold the next ones off (waitForRevivals): a delete checks a row's status
+ * as its subquery read it, so a retry committed while the delete waited for the row would be deleted with
+ * it, and a replay would name a message being deleted.
+ */
+const REVIVABLE = new Set<keyof PurgeCounts>(['deliveries', 'payloads', 'messages']);
+
 /** One batch in its own transaction; null when another process holds the purge (PostgreSQL). */
 async function purgeBatch(
   db: Kysely<Database>,
   postgres: boolean,
+  revivable: boolean,
   remove: (trx: Executor) => Promise<{ numDeletedRows: bigint }>,
 ): Promise<number | null> {
   return db.transaction().execute(async (trx) => {
@@ -289,6 +301,7 @@ async function purgeBatch(
     if (postgres) {
       const lock = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(${PURGE_LOCK}) as got`.execute(trx);
       if (!lock.rows[0]?.got) return null;
+      if (revivable) await waitForRevivals(trx);
     }
     return Number((await remove(trx)).numDeletedRows);
   });

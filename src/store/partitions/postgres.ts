@@ -68,9 +68,9 @@ export async function makeAhead(
 /**
  * Advisory lock key of revivals: what may give a delivery past the retention period another attempt, or
  * a message past it a new delivery (a retry, a replay, a recovery), holds it shared for its transaction
- * (holdRevivalsShared); a partition's drop check and its detach hold it exclusively, in one transaction. So
- * the check sees every revival committed before it, and a revival after it finds the partition gone, as it
- * would find the rows the row purge deleted.
+ * (holdRevivalsShared); a partition's detach (dropExpired) and a batch of the row purge (waitForRevivals)
+ * hold it exclusively. So a revival either commits before the drop's or the purge's last look, which then
+ * sees it, or starts after them and finds the rows gone.
  */
 export const REVIVALS_LOCK = 0x48525256; // "HRRV"
 
@@ -79,54 +79,106 @@ export async function holdRevivalsShared(trx: Kysely<Database>): Promise<void> {
   await sql`select pg_advisory_xact_lock_shared(${REVIVALS_LOCK})`.execute(trx);
 }
 
+/** Holds the revivals lock exclusively until the transaction ends, once the revivals under way are done. */
+export async function waitForRevivals(trx: Kysely<Database>): Promise<void> {
+  await sql`select pg_advisory_xact_lock(${REVIVALS_LOCK})`.execute(trx);
+}
+
+/** Tries for the revivals lock before a detach, this many times this far apart, then leaves it to the next run. */
+const REVIVALS_TRIES = 20;
+const REVIVALS_RETRY_MS = 100;
+
 /**
- * Whether a partition past the retention period may go now. Deliveries wait while one of theirs still has
- * an attempt to make; messages and payloads while a delivery (in any partition: a replay's are newer than
- * its message) still names one of theirs. Attempt history goes with its range. Runs in the transaction
- * that detaches the partition, under the revivals lock.
+ * Takes the revivals lock exclusively if it comes free within REVIVALS_TRIES tries: a drop never waits in
+ * the lock's queue, so no retry waits behind a drop that is itself waiting.
  */
-async function mayDrop(trx: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
-  const { from, to } = idBounds(table, partition.range!);
-  const inRange = (column: string) =>
-    from === null ? sql`${sql.ref(column)} < ${to}` : sql`${sql.ref(column)} >= ${from} and ${sql.ref(column)} < ${to}`;
-  switch (table.table) {
-    case 'attempts':
-      return true;
-    case 'deliveries': {
-      // No index answers this: the partition is read whole, by one process. A parallel scan would take
-      // every core for it, and the emits running beside the hourly retention would wait for them.
-      await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
-      const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
-        where status = 'pending' or ${book.hasQueued} limit 1`.execute(trx);
-      return rows.length === 0;
-    }
-    case 'messages':
-    case 'payloads': {
-      const { rows } = await sql`select 1 from deliveries where ${inRange('message_id')} limit 1`.execute(trx);
-      return rows.length === 0;
-    }
+async function tryRevivalsLock(trx: Kysely<Database>): Promise<boolean> {
+  for (let tries = 1; ; tries++) {
+    const lock = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(${REVIVALS_LOCK}) as got`.execute(trx);
+    if (lock.rows[0]?.got) return true;
+    if (tries >= REVIVALS_TRIES) return false;
+    await new Promise((resolve) => setTimeout(resolve, REVIVALS_RETRY_MS));
   }
 }
 
 /**
+ * Whether a partition past the retention period may go now. Deliveries wait while one of theirs still has
+ * an attempt to make; messages and payloads while a delivery (in any partition: a replay's are newer than
+ * its message) still names one of theirs. Attempt history goes with its range.
+ */
+async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
+  switch (table.table) {
+    case 'attempts':
+      return true;
+    case 'deliveries':
+      // No index answers this: the partition is read whole, by one process. A parallel scan would take
+      // every core for it, and the emits running beside the hourly retention would wait for them.
+      return db.transaction().execute(async (trx) => {
+        await sql`set local max_parallel_workers_per_gather = 0`.execute(trx);
+        const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
+          where status = 'pending' or ${book.hasQueued} limit 1`.execute(trx);
+        return rows.length === 0;
+      });
+    case 'messages':
+    case 'payloads':
+      return !(await namedByDeliveries(db, table, partition));
+  }
+}
+
+/**
+ * Whether a revival reached the partition since mayDrop looked, read under the revivals lock through
+ * indexes: a revived delivery has an attempt queued (`run_at`, in the partition's due index), and a
+ * replay's delivery names its message (`deliveries_by_message`).
+ */
+async function revivedSince(trx: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
+  switch (table.table) {
+    case 'attempts':
+      return false;
+    case 'deliveries': {
+      const { rows } = await sql`select 1 from ${sql.table(partition.name)} where run_at is not null limit 1`.execute(
+        trx,
+      );
+      return rows.length > 0;
+    }
+    case 'messages':
+    case 'payloads':
+      return namedByDeliveries(trx, table, partition);
+  }
+}
+
+/** Whether a delivery, in any partition, names a message of the partition's range. */
+async function namedByDeliveries(
+  db: Kysely<Database>,
+  table: PartitionedTable,
+  partition: Partition,
+): Promise<boolean> {
+  const { from, to } = idBounds(table, partition.range!);
+  const inRange = from === null ? sql`message_id < ${to}` : sql`message_id >= ${from} and message_id < ${to}`;
+  const { rows } = await sql`select 1 from deliveries where ${inRange} limit 1`.execute(db);
+  return rows.length > 0;
+}
+
+/**
  * Drops the partitions whose whole range is past the retention period and may go (mayDrop), deliveries
- * before the messages they name. Each is checked and detached in one transaction under the revivals lock,
- * taken only if no revival holds it (else the partition waits for the next run, and no retry waits behind
- * a waiting drop); the detach takes a lock the parent's readers and writers wait on only for a moment (not
- * CONCURRENTLY: PostgreSQL refuses it on a table with a default partition). Then it is dropped on its own.
- * Answers the partitions dropped.
+ * before the messages they name. The first look reads what no index answers, outside any lock. Then, in
+ * one transaction, the revivals lock (tryRevivalsLock; a partition it does not get waits for the next run),
+ * a second look at what a revival may have done meanwhile (revivedSince, through indexes), and the detach,
+ * under a lock the parent's readers and writers wait on only for a moment (not CONCURRENTLY: PostgreSQL
+ * refuses it on a table with a default partition). Then the partition is dropped on its own. Answers the
+ * partitions dropped.
  */
 export async function dropExpired(db: Kysely<Database>, now: number, retentionMs: number): Promise<string[]> {
   const dropped: string[] = [];
   for (const table of ORDER_OF_DROPS) {
     for (const partition of await partitionsOf(db, table.table)) {
       if (partition.range === null || !expired(partition.range, now, retentionMs)) continue;
+      if (!(await mayDrop(db, table, partition))) continue;
       const detached = await db.transaction().execute(async (trx) => {
-        const lock = await sql<{ got: boolean }>`select pg_try_advisory_xact_lock(${REVIVALS_LOCK}) as got`.execute(
-          trx,
-        );
-        if (!lock.rows[0]?.got || !(await mayDrop(trx, table, partition))) return false;
         await sql`set local lock_timeout = '2s'`.execute(trx);
+        // Attempts are never revived: a retry's attempt is a new row, in a new partition.
+        if (table.table !== 'attempts') {
+          if (!(await tryRevivalsLock(trx)) || (await revivedSince(trx, table, partition))) return false;
+        }
         await sql`alter table ${sql.table(table.table)} detach partition ${sql.table(partition.name)}`.execute(trx);
         return true;
       });

@@ -18,7 +18,7 @@ import {
 } from '../../../src/domain/partitions.js';
 import { defaultRows, dropExpired, makeAhead, REVIVALS_LOCK } from '../../../src/store/partitions/postgres.js';
 import { beforeRevival } from '../../../src/store/partitions/index.js';
-import { book } from '../../../src/store/queue/index.js';
+import { purgeExpired } from '../../../src/store/retention.js';
 import { partitionsOf } from '../../../src/store/partitions/catalog.js';
 import { MetricsReads } from '../../../src/store/metrics.js';
 import type { PostgresQueue } from '../../../src/store/queue/postgres.js';
@@ -224,32 +224,59 @@ test('retention drops whole partitions, keeping those with a delivery still to m
   assert.ok((await names(db, 'messages')).includes(partitionName('messages', day1 + 2 * DAY)), 'the third day stays');
 });
 
-test('a retry under way while retention runs keeps its delivery: the drop leaves the partition for the next run', async (t) => {
+test('a retry that commits while retention drops its partition keeps the delivery: the drop looks again under the lock', async (t) => {
   const s = await openStore(t);
   const db = s.store.ctx.db;
   await s.store.partitionTables();
-  const day1 = boundaryAfter(Date.now(), DAY) + DAY;
-  await makeAhead(db, Date.now(), DAY, 4);
-  const old = await history(db, s, day1 + HOUR);
+  // A settled delivery of the table as it was before partitioning (its legacy partition, dropped first).
+  const old = await history(db, s, Date.now() - 2 * HOUR);
+  const deliveriesPartition = await partitionOfRow(db, 'deliveries', 'id', old.deliveryId);
+  const now = boundaryAfter(Date.now(), DAY) + 2 * DAY;
   const retention = HOUR;
-  const now = day1 + DAY + retention;
-  // A retry's transaction held open between its start (beforeRevival, as Deliveries.retry does first) and
-  // its revival of the settled delivery: a drop that ran meanwhile and checked the partition would find
-  // nothing queued, and take the delivery with it once the retry committed.
-  let during: string[] = [];
+  // A retry's transaction starts (beforeRevival, as Deliveries.retry does first); the drop's first look at
+  // the partition finds nothing queued, and the drop waits for the revivals lock; the retry then revives the
+  // delivery, as enqueueManual does, and commits. The drop looks again under the lock and keeps it.
+  let dropping: Promise<string[]> = Promise.resolve([]);
   await db.transaction().execute(async (trx) => {
     await beforeRevival(trx, 'postgres');
-    during = await dropExpired(db, now, retention);
-    await book.enqueueManual(trx, 'postgres', [old.deliveryId], now);
+    dropping = dropExpired(db, now, retention);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await trx
+      .updateTable('deliveries')
+      .set({ status: 'pending', run_at: now, next_trigger: 'manual', next_attempt: 2, attempt_seq: 2 })
+      .where('id', '=', old.deliveryId)
+      .execute();
   });
-  assert.deepEqual(during, [], 'nothing is dropped while a revival holds the lock');
-  const queued = await db.selectFrom('deliveries').select(['id', 'run_at']).where('id', '=', old.deliveryId).execute();
-  assert.equal(queued.length, 1, 'the retried delivery is kept');
-  assert.notEqual(queued[0]!.run_at, null, 'and queued');
-  const after = await dropExpired(db, now, retention);
-  assert.ok(after.includes(partitionName('attempts', day1)), `the next run drops what may go: ${after}`);
-  assert.ok(!after.includes(partitionName('deliveries', day1)), "the queued delivery's partition waits");
-  assert.ok(!after.includes(partitionName('messages', day1)), 'and so does its message');
+  const dropped = await dropping;
+  assert.ok(dropped.includes(legacyName('attempts')), `attempts, never revived, go without the lock: ${dropped}`);
+  assert.ok(!dropped.includes(deliveriesPartition), "the revived delivery's partition stays");
+  const kept = await db.selectFrom('deliveries').select(['id', 'run_at']).where('id', '=', old.deliveryId).execute();
+  assert.equal(kept.length, 1, 'the retried delivery is kept');
+  assert.notEqual(kept[0]!.run_at, null, 'and queued');
+});
+
+test('the row purge waits for a retry under way, and keeps the delivery it revives', async (t) => {
+  const s = await openStore(t);
+  const db = s.store.ctx.db;
+  const old = await history(db, s, Date.now() - 2 * DAY);
+  const now = Date.now();
+  // The retry revives the settled delivery while the purge's delete would already have picked it.
+  let purging: Promise<unknown> = Promise.resolve();
+  await db.transaction().execute(async (trx) => {
+    await beforeRevival(trx, 'postgres');
+    await trx
+      .updateTable('deliveries')
+      .set({ status: 'pending', run_at: now, next_trigger: 'manual', next_attempt: 2, attempt_seq: 2 })
+      .where('id', '=', old.deliveryId)
+      .execute();
+    purging = purgeExpired(s.store.ctx, { retentionMs: HOUR, auditRetentionMs: 365 * DAY });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  });
+  await purging;
+  const kept = await db.selectFrom('deliveries').select('id').where('id', '=', old.deliveryId).execute();
+  assert.equal(kept.length, 1, 'the retried delivery is kept');
+  const message = await db.selectFrom('messages').select('id').where('id', '=', old.messageId).execute();
+  assert.equal(message.length, 1, 'and its message');
 });
 
 test('retries, replays and background batches wait while retention checks and detaches a partition', async (t) => {
