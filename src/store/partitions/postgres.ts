@@ -127,17 +127,16 @@ async function mayDrop(db: Kysely<Database>, table: PartitionedTable, partition:
 
 /**
  * Whether a revival reached the partition since mayDrop looked, read under the revivals lock through
- * indexes: a revived delivery has an attempt queued (`run_at`, in the partition's due index), and a
- * replay's delivery names its message (`deliveries_by_message`).
+ * indexes: a revived delivery has an attempt at its queue's head (book.hasHead, what the partition's due
+ * index holds), and a replay's delivery names its message (`deliveries_by_message`).
  */
 async function revivedSince(trx: Kysely<Database>, table: PartitionedTable, partition: Partition): Promise<boolean> {
   switch (table.table) {
     case 'attempts':
       return false;
     case 'deliveries': {
-      const { rows } = await sql`select 1 from ${sql.table(partition.name)} where run_at is not null limit 1`.execute(
-        trx,
-      );
+      const { rows } = await sql`select 1 from ${sql.table(partition.name)} as deliveries
+        where ${book.hasHead} limit 1`.execute(trx);
       return rows.length > 0;
     }
     case 'messages':

@@ -177,6 +177,13 @@ export async function releaseSilentWorkers(db: Executor, cutoff: number, now: nu
 export const hasQueued = sql<boolean>`(${sql.ref('deliveries.run_at')} is not null or ${sql.ref('deliveries.queued_after')} is not null)`;
 
 /**
+ * Whether a delivery has an attempt at the head of its queue: what the due indexes hold. A delivery given a
+ * manual attempt when it had none queued (a retry or a recovery of a settled one) always has one; hasQueued
+ * adds the attempts waiting behind a head, which no index holds.
+ */
+export const hasHead = sql<boolean>`${sql.ref('deliveries.run_at')} is not null`;
+
+/**
  * The attempts due now and the earliest of them, through the due index. Held attempts, held-back ones
  * (at the pause end) and parked FIFO ones (at PARKED_AT) are left out, so this is exactly what a claim
  * would take.

@@ -4,6 +4,7 @@ import {
   dueReading,
   enqueueManual,
   firstAttempt,
+  hasHead,
   hasQueued,
   holdEndpoint,
   nextAttemptAt,
@@ -69,6 +70,7 @@ export interface QueueBook {
   releaseHeld: typeof releaseHeld;
   releaseSilentWorkers: typeof releaseSilentWorkers;
   hasQueued: typeof hasQueued;
+  hasHead: typeof hasHead;
   dueReading: typeof dueReading;
   nextAttemptAt: typeof nextAttemptAt;
 }
@@ -82,6 +84,7 @@ export const book: QueueBook = {
   releaseHeld,
   releaseSilentWorkers,
   hasQueued,
+  hasHead,
   dueReading,
   nextAttemptAt,
 };
