@@ -1,7 +1,7 @@
 // Measures what the queue's own work costs per delivery, without HTTP: N deliveries to one endpoint are
 // claimed in top-ups of `claim` and recorded as 2xx outcomes in batches of `batch`, on the store given;
-// prints the process's CPU per delivery (less what reading the server's costs) and, on PostgreSQL, the server's (every postgres process, claims
-// apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
+// prints the process's CPU per delivery (less what reading the server's costs it) and, on PostgreSQL, the
+// server's (every postgres process, claims apart) and the time an outcome batch takes. A tool for profiling the queue, not a benchmark with a
 // baseline: npm run bench is that.
 // node scripts/run.mjs bench/tools/queue-cpu.ts [sqlite|postgres] [N] [claim] [batch]
 // QCPU_STATS=1 also prints PostgreSQL's row counters (updates, HOT updates, deletes) of the queue's tables.

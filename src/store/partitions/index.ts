@@ -2,13 +2,13 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from '../schema.js';
 import type { StoreContext } from '../common.js';
 import { defaultRows, dropExpired, holdRevivalsShared, makeAhead } from './postgres.js';
-
-/** The row purge's side of the revivals lock (PostgreSQL): see postgres.ts, REVIVALS_LOCK. */
-export { waitForRevivals } from './postgres.js';
 import { partitioned, partitionHistory } from './convert.js';
 
 // The history tables' partitions (PostgreSQL, once `herald partition` made them; docs/design/partitions.md):
 // every worker keeps them with the retention purge, one at a time across processes.
+
+/** The row purge's side of the revivals lock (PostgreSQL): see postgres.ts, REVIVALS_LOCK. */
+export { waitForRevivals } from './postgres.js';
 
 export interface PartitionSettings {
   intervalMs: number;
