@@ -4,22 +4,26 @@
 // payload and the receiver's answers on demand.
 
 export const DELIVERY_VIEWS_JS = `
-  // An endpoint's URL (or description) for a row: known ones at once, others read once each, two at a time.
+  // An endpoint as known, or read once (null: it cannot be read).
   var endpointReads = {};
+  function endpointRead(id) {
+    if (endpointsById[id]) return Promise.resolve(endpointsById[id]);
+    if (!endpointReads[id]) {
+      endpointReads[id] = request('GET', 'endpoints/' + encodeURIComponent(id)).then(function (reply) {
+        if (reply.status !== 200) return null;
+        endpointsById[id] = reply.data;
+        return reply.data;
+      });
+    }
+    return endpointReads[id];
+  }
+
+  // An endpoint's URL (or description) for a row: known ones at once, others as their read answers.
   function endpointLabel(id) {
     var span = el('span', id, 'endpoint');
     function fill(endpoint) { if (endpoint) span.textContent = endpoint.url + (endpoint.description ? ' (' + endpoint.description + ')' : ''); }
     if (endpointsById[id]) fill(endpointsById[id]);
-    else {
-      if (!endpointReads[id]) {
-        endpointReads[id] = request('GET', 'endpoints/' + encodeURIComponent(id)).then(function (reply) {
-          if (reply.status !== 200) return null;
-          endpointsById[id] = reply.data;
-          return reply.data;
-        });
-      }
-      endpointReads[id].then(fill, function () {});
-    }
+    else endpointRead(id).then(fill, function () {});
     return span;
   }
 

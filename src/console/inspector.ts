@@ -75,6 +75,8 @@ export const INSPECTOR_JS = `
       request('GET', 'messages/' + encodeURIComponent(delivery.message_id) + '/payload').then(function (reply) {
         return reply.status === 200 ? reply.data : null;
       }),
-    ]).then(function (both) { renderInspector(clear('#delivery-inspector'), both[0], both[1]); });
+      // A plain attempt's request names the endpoint's URL: read before the inspector draws it.
+      endpointRead(delivery.endpoint_id).catch(function () { return null; }),
+    ]).then(function (all) { renderInspector(clear('#delivery-inspector'), all[0], all[1]); });
   }
 `;
