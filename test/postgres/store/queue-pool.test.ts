@@ -54,6 +54,23 @@ test("the queue's sessions commit asynchronously, the rest synchronously, and bo
   assert.deepEqual(await settings(store.queueDb), { commit: 'off', timeout: '30s', pageCost: '1.1' });
 });
 
+test("the queue's sessions compile no statement: the heartbeat's read of the workers table is planned without JIT", {
+  timeout: 60_000,
+}, async (t) => {
+  const store = await storeWithOptions(t, '-c statement_timeout=30000');
+  // With seq scans off, the read no index serves is costed far above jit_above_cost; with JIT on, the
+  // server would compile it with LLVM on every heartbeat.
+  const plan = async (db: Kysely<Database>) =>
+    JSON.stringify(
+      (await sql`explain (format json) select id from workers where beat_at < ${Date.now()}`.execute(db)).rows,
+    );
+  const queuePlan = await plan(store.queueDb);
+  assert.match(queuePlan, /"Total Cost":\s*1\d{10}/, 'the queue session plans with seq scans disabled');
+  assert.doesNotMatch(queuePlan, /JIT/);
+  const jit = await sql<{ jit: string }>`select current_setting('jit') as jit`.execute(store.queueDb);
+  assert.equal(jit.rows[0]?.jit, 'off');
+});
+
 test("the queue's sessions keep a random_page_cost set lower than theirs", { timeout: 60_000 }, async (t) => {
   const store = await storeWithOptions(t, '-c random_page_cost=1');
   assert.equal((await settings(store.queueDb))?.pageCost, '1');
