@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `node scripts/test.mjs [PATH...]`: compiles the tests (scripts/build.mjs --tests, and dist/ for the tests
-// that run `npm start` and the CLI), then runs each test file as its own process on the store its folder
-// names, SUITE_JOBS (default 4) files at a time, longest first, printing every line as it comes, marked
-// with its store and file. The whole suite also checks the types (tsc --noEmit, and the SDK's build) and the
+// that run `npm start` and the CLI), then runs each test file on the store its folder names, a long file
+// as its own process and a folder's short files together in one (groupable, below), SUITE_JOBS (default 4)
+// processes at a time, longest first, printing every line as it comes, marked with its store and file (or
+// folder and group). The whole suite also checks the types (tsc --noEmit, and the SDK's build) and the
 // lint beside the tests:
 //
 //   test/unit/       no store: run once
@@ -21,8 +22,8 @@
 // (default 600) is stopped and counts as failed.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BUILD = join(root, process.env.SUITE_BUILD || '.build');
@@ -135,17 +136,122 @@ function testJob(file, store) {
     key: `${store} ${file}`,
     file,
     label: `[${store === 'none' ? 'unit' : store} ${name}]`,
-    command: [
-      process.execPath,
-      '--enable-source-maps',
-      '--test-reporter=spec',
-      join(BUILD, file.replace(/\.ts$/, '.js')),
-    ],
+    command: [process.execPath, '--enable-source-maps', '--test-reporter=spec', compiled(file)],
     env: { SUITE_STORE: store === 'none' ? '' : store },
     // The SDK's tests load its built package: they wait for the check that builds it.
     after: file.startsWith('sdk/') ? 'check types' : null,
   };
 }
+
+/**
+ * Small test files share a process: the files of one folder on one store whose time in
+ * scripts/test-times.json (the committed copy, so a checkout groups the same way on every run) is under
+ * ALONE_MS run in groups of up to GROUP_MS, each group one process that imports its files in name order.
+ * A process's first service start and its imports cost about a second of CPU that a warm one does not pay
+ * again: the suite's small files cost under half as much grouped. A file runs alone when it is long (its
+ * timing depends on the cores it shares), not yet timed, a browser page (one Chromium per file), measures
+ * its own event loop (support/loop-probe: the garbage of the files before it would pause the loop it
+ * times), or declares hooks outside any test (a group's process runs those around every file's tests, not
+ * its own); SUITE_GROUPS=0 runs every file alone.
+ */
+const ALONE_MS = 12_000;
+const GROUP_MS = 30_000;
+const RUNS_ALONE = [/^(before|after|beforeEach|afterEach)\(/m, /from '[./]*\/support\/loop-probe\.js'/];
+
+function committedTimes() {
+  try {
+    return JSON.parse(readFileSync(join(root, 'scripts', 'test-times.json'), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+/** Whether `job` (a test file on one store) may share a process with its folder's other small files. */
+function groupable(job, committed) {
+  if (process.env.SUITE_GROUPS === '0' || job.file === null || job.after !== null) return false;
+  if (job.file.startsWith('test/browser/')) return false;
+  const ms = committed[job.key];
+  if (ms === undefined || ms >= ALONE_MS) return false;
+  const text = readFileSync(join(root, job.file), 'utf8');
+  return !RUNS_ALONE.some((pattern) => pattern.test(text));
+}
+
+/**
+ * The jobs with each folder's small files (per store) packed into group jobs: consecutive files in name
+ * order until the group's committed time reaches GROUP_MS. A group of one is the file's own job.
+ */
+function grouped(jobs) {
+  const committed = committedTimes();
+  const alone = [];
+  const byFolder = new Map();
+  for (const job of jobs) {
+    if (!groupable(job, committed)) {
+      alone.push(job);
+      continue;
+    }
+    const folder = `${job.env.SUITE_STORE || 'none'} ${job.file.slice(0, job.file.lastIndexOf('/'))}`;
+    byFolder.set(folder, [...(byFolder.get(folder) ?? []), job]);
+  }
+  const groups = [];
+  for (const members of byFolder.values()) {
+    const before = groups.length;
+    members.sort((a, b) => a.file.localeCompare(b.file));
+    let current = [];
+    let ms = 0;
+    const close = () => {
+      if (current.length > 0) groups.push({ members: current, index: groups.length - before + 1 });
+      current = [];
+      ms = 0;
+    };
+    for (const job of members) {
+      current.push(job);
+      ms += committed[job.key];
+      if (ms >= GROUP_MS) close();
+    }
+    close();
+  }
+  return [
+    ...alone,
+    ...groups.map(({ members, index }) => (members.length === 1 ? members[0] : groupJob(members, index, committed))),
+  ];
+}
+
+/**
+ * One process running `members` (test files of one folder on one store) one after another, as the
+ * folder's group `index`; it prints its files' names first.
+ */
+function groupJob(members, index, committed) {
+  const [first] = members;
+  const store = first.env.SUITE_STORE || 'none';
+  const folder = first.file.slice(0, first.file.lastIndexOf('/'));
+  const name = `${folder.replace(/^test\/(unit\/)?/, '')}#${index}`;
+  const entry = join(BUILD, '.groups', `${store}-${name.replace(/[/#]/g, '-')}.mjs`);
+  const files = members.map((job) => job.file.slice(folder.length + 1));
+  return {
+    key: `${store} ${folder}#${index}`,
+    file: folder,
+    label: `[${store === 'none' ? 'unit' : store} ${name}]`,
+    command: [process.execPath, '--enable-source-maps', '--test-reporter=spec', entry],
+    // Written when the job starts: the build before the run empties the tree.
+    write: () => {
+      mkdirSync(dirname(entry), { recursive: true });
+      writeFileSync(
+        entry,
+        [
+          `console.log(${JSON.stringify(`files: ${files.join(', ')}`)});\n`,
+          ...members.map((job) => `await import(${JSON.stringify(pathToFileURL(compiled(job.file)).href)});\n`),
+        ].join(''),
+      );
+    },
+    env: first.env,
+    after: null,
+    members: members.map((job) => job.key),
+    committed: members.map((job) => committed[job.key]),
+  };
+}
+
+/** The compiled form of test file `file` in the build tree. */
+const compiled = (file) => join(BUILD, file.replace(/\.ts$/, '.js'));
 
 /** A check of the whole tree beside the tests: the types (which also builds the SDK's dist/) and the lint. */
 function checkJob(name, script) {
@@ -163,6 +269,7 @@ function checkJob(name, script) {
 function runJob(job, log) {
   const { label } = job;
   const started = Date.now();
+  job.write?.();
   return new Promise((resolveRun) => {
     const [command, ...args] = job.command;
     const child = spawn(command, args, {
@@ -229,19 +336,26 @@ const checks =
         checkJob('lint', `${JSON.stringify(process.execPath)} scripts/lint.mjs`),
       ]
     : [];
+/** A job's expected time: its last time, or a group's files' summed; a file never timed goes first. */
+const expected = (job) =>
+  job.members
+    ? job.members.reduce((sum, key) => sum + (times[key] ?? 0), 0)
+    : (times[job.key] ?? Number.MAX_SAFE_INTEGER);
 const jobs = [
   ...checks,
-  ...files
-    .flatMap((file) => storesOf(file, stores).map((store) => testJob(file, store)))
-    .filter((job) => {
-      if (browserMissing && job.file.startsWith('test/browser/')) {
-        skippedFiles.push(`${job.file} (no ${CHROMIUM}: apt-get install chromium)`);
-        return false;
-      }
-      return true;
-    })
-    // Longest first, so the last files to finish are short ones; a file never timed goes first.
-    .sort((a, b) => (times[b.key] ?? Number.MAX_SAFE_INTEGER) - (times[a.key] ?? Number.MAX_SAFE_INTEGER)),
+  ...grouped(
+    files
+      .flatMap((file) => storesOf(file, stores).map((store) => testJob(file, store)))
+      .filter((job) => {
+        if (browserMissing && job.file.startsWith('test/browser/')) {
+          skippedFiles.push(`${job.file} (no ${CHROMIUM}: apt-get install chromium)`);
+          return false;
+        }
+        return true;
+      }),
+  )
+    // Longest first, so the last jobs to finish are short ones.
+    .sort((a, b) => expected(b) - expected(a)),
 ];
 
 /**
@@ -312,7 +426,18 @@ if (usesPostgres) sweepStale();
 
 mkdirSync(join(root, '.tmp'), { recursive: true });
 const kept = readTimes();
-for (const result of results) kept[result.key] = result.ms;
+for (const result of results) {
+  if (!result.members) {
+    kept[result.key] = result.ms;
+    continue;
+  }
+  // A group's time is kept as its files' shares, in proportion to their committed times, so the copy can
+  // refresh scripts/test-times.json and group the same files again.
+  const whole = result.committed.reduce((sum, ms) => sum + ms, 0);
+  result.members.forEach((key, i) => {
+    kept[key] = Math.round((result.ms * result.committed[i]) / whole);
+  });
+}
 writeFileSync(TIMES, `${JSON.stringify(kept, null, 1)}\n`);
 
 const total = (name) => results.reduce((sum, result) => sum + result.counts[name], 0);
