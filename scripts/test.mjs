@@ -265,6 +265,25 @@ function checkJob(name, script) {
   };
 }
 
+/**
+ * The process groups of the jobs under way. Each job runs detached, in a group of its own (a timeout kills
+ * the file with every process it started), so a Ctrl-C at the terminal reaches the runner alone: on SIGINT
+ * or SIGTERM the runner kills every group under way before it exits, or they would run on, services and
+ * workers included, retrying databases nobody drops. What the killed files leave behind (databases,
+ * clusters, temp dirs) the next run's sweep removes.
+ */
+const running = new Set();
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    for (const pid of running) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+    }
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
+
 /** Runs one job; resolves with its counts. Every line it prints goes out as it comes. */
 function runJob(job, log) {
   const { label } = job;
@@ -278,6 +297,7 @@ function runJob(job, log) {
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
+    running.add(child.pid);
     const counts = { pass: 0, fail: 0, skipped: 0, cancelled: 0 };
     const timeoutS = Number(process.env.SUITE_FILE_TIMEOUT_S ?? 600);
     let timedOut = false;
@@ -311,6 +331,7 @@ function runJob(job, log) {
       lastCpu = now;
     });
     child.on('close', (code) => {
+      running.delete(child.pid);
       clearTimeout(timer);
       const ms = Date.now() - started;
       const failed = code !== 0 || counts.fail > 0 || counts.cancelled > 0;

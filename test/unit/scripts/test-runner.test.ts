@@ -1,0 +1,54 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { REPO_ROOT } from '../../support/paths.js';
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+// `npm test` runs each file in a process group of its own; a Ctrl-C (SIGINT to the runner) must not leave
+// those files, or the processes they started, running.
+test('SIGINT to the test runner kills the files under way and the processes they started', {
+  timeout: 60_000,
+}, async () => {
+  const build = `.build-runner-test-${process.pid}`;
+  const runner = spawn(process.execPath, ['scripts/test.mjs', 'test/unit/scripts/runner-fixture'], {
+    cwd: REPO_ROOT,
+    env: { ...process.env, SUITE_BUILD: build, RUNNER_FIXTURE_HOLD: '1' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let pids: { file: number; child: number } | undefined;
+  try {
+    pids = await new Promise<{ file: number; child: number }>((resolve, reject) => {
+      let out = '';
+      runner.stdout.setEncoding('utf8');
+      runner.stdout.on('data', (chunk: string) => {
+        out += chunk;
+        const held = /holding: file (\d+) child (\d+)/.exec(out);
+        if (held) resolve({ file: Number(held[1]), child: Number(held[2]) });
+      });
+      runner.on('exit', () => reject(new Error(`the runner ended before the file held its child:\n${out}`)));
+    });
+    assert.ok(alive(pids.file) && alive(pids.child));
+    const exited = new Promise<number | null>((resolve) => runner.on('exit', (code) => resolve(code)));
+    runner.kill('SIGINT');
+    assert.equal(await exited, 130);
+    const until = Date.now() + 5_000;
+    while ((alive(pids.file) || alive(pids.child)) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(pids.file), false, 'the test file was killed');
+    assert.equal(alive(pids.child), false, 'the process the test file started was killed');
+  } finally {
+    runner.kill('SIGKILL');
+    // Without the runner's handler, what it started would outlive this test.
+    for (const pid of pids ? [pids.file, pids.child] : []) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    rmSync(join(REPO_ROOT, build), { recursive: true, force: true });
+  }
+});
