@@ -5,6 +5,16 @@ import { REPO_ROOT, SERVICE_COMMAND } from './paths.js';
 // Runs the real service as a child process (`node main.js serve`, compiled), so a test can
 // SIGKILL or SIGTERM it and start it again on the same store.
 
+/** Whether process `pid` exists (one that is not ours to signal, EPERM, exists too). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processAlive } from './child.js';
 
 // A throwaway PostgreSQL server of a test's own, for tests that stop and restart the database under the
 // service. initdb into a temp dir, on a free loopback port, with its socket in that dir. As root the
@@ -116,21 +117,12 @@ function postgresUser(): { uid: number; gid: number } {
   return { uid: Number(uid), gid: Number(gid) };
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
-
 /** Stops and removes test clusters whose test process has exited (it was killed before its cleanup ran). */
 export async function sweepStaleClusters(): Promise<string[]> {
   const removed: string[] = [];
   for (const name of readdirSync(tmpdir())) {
     const match = new RegExp(`^${DIR_PREFIX}(\\d+)-`).exec(name);
-    if (!match || alive(Number(match[1]))) continue;
+    if (!match || processAlive(Number(match[1]))) continue;
     const dir = join(tmpdir(), name);
     const data = join(dir, 'data');
     if (existsSync(join(data, 'postmaster.pid')))

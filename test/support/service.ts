@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import { startService, type Service } from '../../src/service.js';
 import { randomToken } from '../../src/domain/ids.js';
 import { migrate, openPostgres } from '../../src/store/db.js';
+import { processAlive } from './child.js';
 
 // Tests run against the real service on a random port, on the store the test runner (scripts/test.mjs)
 // names in SUITE_STORE from the file's folder: `sqlite` (a fresh data dir) or `postgres` (a fresh database on
@@ -113,15 +114,6 @@ export async function createTemplateDatabase(name: string): Promise<void> {
     await opened.close();
   }
 }
-
-const processAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /**
  * Drops test databases left behind by test processes that no longer exist (killed before their t.after

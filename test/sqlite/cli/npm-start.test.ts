@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { processAlive } from '../../support/child.js';
 import { REPO_ROOT } from '../../support/paths.js';
 import { LOADER, lookInside } from '../../support/process-probe.js';
 import { eventually } from '../../support/receiver.js';
@@ -12,15 +13,6 @@ import { eventually } from '../../support/receiver.js';
 // dist/ under plain node, on the embedded store.
 
 const SECRET = 'cli-test-secret-key-0123456789-abcdefghijkl';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Runs `command` in the checkout with only the environment an operator's shell would pass, plus `env`. */
 function started(
@@ -61,7 +53,7 @@ async function npmStart(t: TestContext, env: Record<string, string>) {
   const npm = started(t, 'npm', ['start'], env);
   t.after(() => {
     const pid = servicePid(npm.output());
-    if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+    if (pid && processAlive(pid)) process.kill(pid, 'SIGKILL');
   });
   await eventually(
     async () => /listening on http/.test(npm.output()) && servicePid(npm.output()) !== null,
@@ -125,7 +117,7 @@ test('SIGTERM to `npm start` reaches the service: it shuts down and exits, leavi
   assert.notEqual(pid, npm.pid, 'the service runs in a process of its own');
   const outputEnds = new Promise((resolve) => npm.stdout!.once('close', resolve));
   npm.kill('SIGTERM');
-  await eventually(async () => !alive(pid), 15_000, 'the service process gone');
+  await eventually(async () => !processAlive(pid), 15_000, 'the service process gone');
   await outputEnds; // the service's last lines
   assert.match(npm.output(), /"signal":"SIGTERM","msg":"shutting down"/);
 });

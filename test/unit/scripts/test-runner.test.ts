@@ -3,16 +3,8 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { processAlive } from '../../support/child.js';
 import { REPO_ROOT } from '../../support/paths.js';
-
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 // `npm test` runs each file in a process group of its own; a Ctrl-C (SIGINT to the runner) must not leave
 // those files, or the processes they started, running.
@@ -37,18 +29,19 @@ test('SIGINT to the test runner kills the files under way and the processes they
       });
       runner.on('exit', () => reject(new Error(`the runner ended before the file held its child:\n${out}`)));
     });
-    assert.ok(alive(pids.file) && alive(pids.child));
+    assert.ok(processAlive(pids.file) && processAlive(pids.child));
     const exited = new Promise<number | null>((resolve) => runner.on('exit', (code) => resolve(code)));
     runner.kill('SIGINT');
     assert.equal(await exited, 130);
     const until = Date.now() + 5_000;
-    while ((alive(pids.file) || alive(pids.child)) && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(alive(pids.file), false, 'the test file was killed');
-    assert.equal(alive(pids.child), false, 'the process the test file started was killed');
+    while ((processAlive(pids.file) || processAlive(pids.child)) && Date.now() < until)
+      await new Promise((r) => setTimeout(r, 50));
+    assert.equal(processAlive(pids.file), false, 'the test file was killed');
+    assert.equal(processAlive(pids.child), false, 'the process the test file started was killed');
   } finally {
     runner.kill('SIGKILL');
     // Without the runner's handler, what it started would outlive this test.
-    for (const pid of pids ? [pids.file, pids.child] : []) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    for (const pid of pids ? [pids.file, pids.child] : []) if (processAlive(pid)) process.kill(pid, 'SIGKILL');
     rmSync(join(REPO_ROOT, build), { recursive: true, force: true });
   }
 });
