@@ -121,17 +121,24 @@ const readTimes = () => {
  */
 const orderTimes = () => {
   const own = readTimes();
-  if (Object.keys(own).length > 0) return own;
+  return Object.keys(own).length > 0 ? own : committedTimes();
+};
+
+/** The durations kept with the code (scripts/test-times.json): the first run's order, and what is grouped. */
+function committedTimes() {
   try {
     return JSON.parse(readFileSync(join(root, 'scripts', 'test-times.json'), 'utf8'));
   } catch {
     return {};
   }
-};
+}
+
+/** A test path as its label names it: without `test/` (and `unit/`), nor `.test.ts`. */
+const shortName = (path) => path.replace(/^test\/(unit\/)?/, '').replace(/\.test\.ts$/, '');
 
 /** A test file on one store, as a job: its process and its label. */
 function testJob(file, store) {
-  const name = file.replace(/^test\/(unit\/)?/, '').replace(/\.test\.ts$/, '');
+  const name = shortName(file);
   return {
     key: `${store} ${file}`,
     file,
@@ -147,8 +154,8 @@ function testJob(file, store) {
  * Small test files share a process: the files of one folder on one store whose time in
  * scripts/test-times.json (the committed copy, so a checkout groups the same way on every run) is under
  * ALONE_MS run in groups of up to GROUP_MS, each group one process that imports its files in name order.
- * A process's first service start and its imports cost about a second of CPU that a warm one does not pay
- * again: the suite's small files cost under half as much grouped. A file runs alone when it is long (its
+ * A process's imports and its first, cold service start cost about a second of CPU that a warm process
+ * does not pay again. A file runs alone when it is long (its
  * timing depends on the cores it shares), not yet timed, a browser page (one Chromium per file), measures
  * its own event loop (support/loop-probe: the garbage of the files before it would pause the loop it
  * times), or declares hooks outside any test (a group's process runs those around every file's tests, not
@@ -157,14 +164,6 @@ function testJob(file, store) {
 const ALONE_MS = 12_000;
 const GROUP_MS = 30_000;
 const RUNS_ALONE = [/^(before|after|beforeEach|afterEach)\(/m, /from '[./]*\/support\/loop-probe\.js'/];
-
-function committedTimes() {
-  try {
-    return JSON.parse(readFileSync(join(root, 'scripts', 'test-times.json'), 'utf8'));
-  } catch {
-    return {};
-  }
-}
 
 /** Whether `job` (a test file on one store) may share a process with its folder's other small files. */
 function groupable(job, committed) {
@@ -224,7 +223,7 @@ function groupJob(members, index, committed) {
   const [first] = members;
   const store = first.env.SUITE_STORE || 'none';
   const folder = first.file.slice(0, first.file.lastIndexOf('/'));
-  const name = `${folder.replace(/^test\/(unit\/)?/, '')}#${index}`;
+  const name = `${shortName(folder)}#${index}`;
   const entry = join(BUILD, '.groups', `${store}-${name.replace(/[/#]/g, '-')}.mjs`);
   const files = members.map((job) => job.file.slice(folder.length + 1));
   return {

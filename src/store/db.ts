@@ -251,9 +251,9 @@ export function openPostgres(url: string, poolSize = 10): OpenedDatabase {
   // then; made on small tables it read them whole, and went on reading them whole as they grew (an
   // outcome batch took 4 ms, then 14 ms within a minute of a drain).
   // And without JIT compilation (jit = off): a seq scan that no index can replace (the workers table's,
-  // read every heartbeat) is costed above jit_above_cost once seq scans are disabled, and PostgreSQL then
-  // compiled it with LLVM on every run, tens of milliseconds of server CPU for a one-row read; no queue
-  // statement is long enough for compiled code to pay back.
+  // read every heartbeat) is costed above jit_above_cost once seq scans are disabled, and JIT would compile
+  // it with LLVM on every run, tens of milliseconds of server CPU for a one-row read; no queue statement is
+  // long enough for compiled code to pay back.
   const queuePool = newPool(url, poolSize, async (client) => {
     await client.query(`set synchronous_commit = off; set enable_seqscan = off; set jit = off;
           select set_config('random_page_cost', least(current_setting('random_page_cost')::float8, 1.1)::text, false)`);
