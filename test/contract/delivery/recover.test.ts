@@ -101,16 +101,22 @@ test('a recovery runs in batches from its cursor, and a task whose worker died i
       .execute();
   const { task } = await store.backgroundTasks.startRecover(scope, { endpointId, since, until: null });
 
-  // A worker takes it, runs one batch of two, and dies holding it.
-  const dead = await store.backgroundTasks.lease('bg_dead', 200);
+  // A worker takes it, runs one batch of two, and dies holding it. Its lease outlasts a batch on a busy
+  // machine (a batch waits for the revivals lock and its statements), so the next lease is refused by it.
+  const deadLeaseMs = 1_000;
+  const dead = await store.backgroundTasks.lease('bg_dead', deadLeaseMs);
   assert.equal(dead?.id, task.id);
-  assert.equal(await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', 200, 2), 'more');
+  assert.equal(await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', deadLeaseMs, 2), 'more');
   assert.equal(await store.backgroundTasks.lease('bg_live', 10_000), undefined, 'held while its lease lasts');
-  await new Promise((resolve) => setTimeout(resolve, 250));
+  await new Promise((resolve) => setTimeout(resolve, deadLeaseMs + 50));
   const resumed = await store.backgroundTasks.lease('bg_live', 10_000);
   assert.equal(resumed?.id, task.id, 'taken up once the lease ran out');
   assert.equal(resumed!.enqueued, 2);
-  assert.equal(await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', 200, 2), 'lost', 'the dead one lost it');
+  assert.equal(
+    await store.backgroundTasks.recoverBatch(dead!, 'bg_dead', deadLeaseMs, 2),
+    'lost',
+    'the dead one lost it',
+  );
   assert.equal(await store.backgroundTasks.recoverBatch(resumed!, 'bg_live', 10_000, 2), 'more');
   assert.equal(await store.backgroundTasks.recoverBatch(resumed!, 'bg_live', 10_000, 2), 'done');
   const read = await store.backgroundTasks.get(scope, task.id);
