@@ -9,6 +9,7 @@ import { BackgroundRunner } from './background/runner.js';
 import { Metrics } from './metrics/registry.js';
 import { type MetricsServer, serveMetrics } from './metrics/server.js';
 import { startTracing } from './tracing/tracer.js';
+import { Transformations } from './transformations/index.js';
 
 export interface Service {
   config: Config;
@@ -19,6 +20,8 @@ export interface Service {
   url: string | null;
   /** Base URL of the metrics of a `worker` process (HERALD_METRICS_PORT); API processes serve them at `url`/metrics. */
   metricsUrl: string | null;
+  /** The transformation threads the API and the worker share. */
+  transformations: Transformations;
   /** Stops taking requests, lets in-flight attempts finish (bounded), and closes the store. */
   close(): Promise<void>;
 }
@@ -87,6 +90,8 @@ export async function startService(config: Config, logger: Logger = createLogger
   let metricsServer: MetricsServer | null = null;
   const metrics = new Metrics(store.metrics);
   const tracer = await startTracing(config);
+  // One pool of transformation threads for the API and the worker alike (each takes its share).
+  const transformations = new Transformations(config);
 
   let closing: Promise<void> | null = null;
   const close = () => {
@@ -98,6 +103,7 @@ export async function startService(config: Config, logger: Logger = createLogger
       if (worker) await worker.stop();
       await heartbeat?.stop();
       await queueThread?.close();
+      await transformations.close();
       await store.close();
       // What spans are still buffered leave before the process does.
       await tracer.shutdown().catch((error) => logger.warn({ err: error }, 'could not export the last spans'));
@@ -117,6 +123,7 @@ export async function startService(config: Config, logger: Logger = createLogger
         queueThread ?? store.queue,
         metrics,
         tracer,
+        transformations,
       );
       // PostgreSQL: attempts queued by API processes wake this worker at once (LISTEN/NOTIFY), not at its next poll.
       const listenLog = logger.child({ component: 'listen' });
@@ -157,7 +164,7 @@ export async function startService(config: Config, logger: Logger = createLogger
     }
     if (config.role === 'worker' && config.metricsPort !== null) metricsServer = await serveMetrics(metrics, config);
     if (config.role !== 'worker') {
-      api = await buildApi(store, config, logger, metrics, tracer);
+      api = await buildApi(store, config, logger, metrics, tracer, transformations);
       url = (await listen(api, config)).replace('[::1]', 'localhost');
     }
   } catch (error) {
@@ -166,5 +173,5 @@ export async function startService(config: Config, logger: Logger = createLogger
     throw error;
   }
 
-  return { config, store, api, worker, url, metricsUrl: metricsServer?.url ?? null, close };
+  return { config, store, api, worker, url, metricsUrl: metricsServer?.url ?? null, transformations, close };
 }

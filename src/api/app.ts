@@ -300,6 +300,8 @@ export async function buildApi(
   logger: Logger,
   metrics = new Metrics(store.metrics),
   tracer: Tracer = untraced,
+  /** The process's transformation pool, shared with its worker (role `all`); its own when not given. */
+  sharedTransformations?: Transformations,
 ) {
   const serializers: (() => void)[] = [];
   const app = Fastify({
@@ -431,7 +433,7 @@ export async function buildApi(
   app.addHook('onClose', () => schemas.close());
   metrics.watchSchemas(schemas);
   // Transformations' compile checks and simulations, on threads of their own (started on first use).
-  const transformations = new Transformations(config);
+  const transformations = sharedTransformations?.share() ?? new Transformations(config);
   app.addHook('onClose', () => transformations.close());
   const deps = { store, config, metrics, schemas, tracer, transformations };
   for (const routes of [

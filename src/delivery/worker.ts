@@ -104,6 +104,8 @@ export class DeliveryWorker {
     private readonly metrics: AttemptMetrics | null = null,
     /** Each attempt's trace context and, when OTEL_* asks, its span (src/tracing/). */
     private readonly tracer: Tracer = untraced,
+    /** The process's transformation pool, shared with its API (role `all`); its own when not given. */
+    transformations?: Transformations,
   ) {
     const waves = wavesHeld(config);
     this.maxClaimed = config.concurrency * waves;
@@ -132,7 +134,7 @@ export class DeliveryWorker {
       kafkaIdempotent: config.kafkaIdempotent,
     });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
-    this.transformations = new Transformations(config);
+    this.transformations = transformations?.share() ?? new Transformations(config);
     this.breaker = new CircuitBreaker(store.circuits, config.leaseMs, log, (endpointId, until) => {
       this.metrics?.circuitOpened();
       const lane = this.lanes.get(endpointId);

@@ -11,6 +11,10 @@ export type TransformationOutcome = { request: TransformedRequest } | { problem:
 
 export class Transformations {
   private readonly pool: TransformationPool;
+  /** Who holds this pool (share): it closes when the last of them closes it. */
+  private holders = 1;
+  /** Runs asked of the pool so far, compile checks included (every holder's). */
+  runs = 0;
 
   constructor(
     private readonly config: Pick<
@@ -36,6 +40,7 @@ export class Transformations {
     webhook: StartingWebhook,
     urlProblem: (url: string) => string | null,
   ): Promise<TransformationOutcome> {
+    this.runs++;
     const outcome = await this.pool.run(group, `${group}@${version}`, code, webhook.json);
     if ('error' in outcome) return { problem: outcome.error };
     const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
@@ -49,12 +54,25 @@ export class Transformations {
 
   /** Why `code` cannot be an endpoint's transformation (it does not compile, or defines no handler); null when it can. */
   async codeProblem(group: string, code: string): Promise<string | null> {
+    this.runs++;
     const outcome = await this.pool.run(group, 'check', code, null);
     return 'error' in outcome ? outcome.error : null;
   }
 
+  /**
+   * The same pool for one more holder, who closes it when done with it: a process's API and its worker
+   * (role `all`) share one, so that the process keeps one set of threads and one compiled engine per thread,
+   * not two.
+   */
+  share(): Transformations {
+    this.holders++;
+    return this;
+  }
+
+  /** Lets go of this holder's share; the last to let go stops the threads. */
   close(): Promise<void> {
-    return this.pool.close();
+    if (this.holders === 0) return Promise.resolve();
+    return --this.holders > 0 ? Promise.resolve() : this.pool.close();
   }
 }
 

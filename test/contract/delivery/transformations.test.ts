@@ -254,3 +254,20 @@ test('the svix SDK reads and changes a transformation (transformationGet, patchT
   assert.equal(receiver.received[0]!.method, 'PUT');
   assert.deepEqual(JSON.parse(receiver.received[0]!.body), { text: 'paid 3', original: 'invoice.paid' });
 });
+
+test("the API's checks and simulations and the worker's runs use the process's one pool of threads", async (t) => {
+  const s = await setup(t, ROOMY);
+  const receiver = await startReceiver(t);
+  const pool = s.service.transformations;
+  let runs = pool.runs;
+  const endpoint = await s.endpoint(`${receiver.url}/hook`, { transformation: { code: RESHAPE } });
+  assert.ok(pool.runs > runs, "the API's compile check ran on the shared pool");
+  runs = pool.runs;
+  const message = await s.emit({ amount: 3 });
+  await s.until(message.deliveryIds[0]!, (d) => d.status === 'success', 'delivered');
+  assert.ok(pool.runs > runs, "the worker's run ran on the shared pool");
+  runs = pool.runs;
+  const simulated = await s.api.post(`/api/v1/endpoints/${endpoint.id}/transformation/simulate`, { payload: {} });
+  assert.equal(simulated.status, 200, JSON.stringify(simulated.body));
+  assert.ok(pool.runs > runs, 'simulate ran on the shared pool');
+});
