@@ -22,8 +22,8 @@ import { type Destination, storedDestination, urlWithPassword } from '../../doma
 export const CLAIMED_PAYLOAD_LIMIT = 16 * 1024;
 
 /**
- * The columns sending an attempt reads, by table: the one definition from which the load's selection
- * (inputColumns), the endpoints' reload (loadEndpoints), the PostgreSQL claim's SQL
+ * The columns sending an attempt reads, by table: the one definition from which the load's two reads
+ * (loadInputs), the endpoints' reload (loadEndpoints), the PostgreSQL claim's SQL
  * (postgres-statements.ts) and the row type (LoadedRow) are made. Ids come aliased (`d_id`, `m_id`,
  * `e_id`) because a claimed attempt has an `id` of its own, and an endpoint's status as `endpoint_status`.
  */
@@ -62,36 +62,11 @@ export const SEND_COLUMNS = {
 
 type SendColumn<T extends keyof typeof SEND_COLUMNS> = (typeof SEND_COLUMNS)[T][number];
 
-/** The selection of SEND_COLUMNS, qualified by table, with the ids and the endpoint's status aliased. */
-const INPUT_COLUMNS = [
-  'deliveries.id as d_id',
-  ...SEND_COLUMNS.deliveries.map((c) => `deliveries.${c}` as const),
-  'messages.id as m_id',
-  ...SEND_COLUMNS.messages.map((c) => `messages.${c}` as const),
-  'endpoints.id as e_id',
-  'endpoints.status as endpoint_status',
-  ...SEND_COLUMNS.endpoints.map((c) => `endpoints.${c}` as const),
-] as const;
-
 /** SEND_COLUMNS as SQL text, for statements written by hand: `alias.column`, comma separated. */
 export function sendColumnsSql(alias: Record<keyof typeof SEND_COLUMNS, string>): string {
   return (Object.keys(SEND_COLUMNS) as (keyof typeof SEND_COLUMNS)[])
     .flatMap((table) => SEND_COLUMNS[table].map((c) => `${alias[table]}.${c}`))
     .join(', ');
-}
-
-/**
- * What sending an attempt needs: its delivery, message, payload and endpoint. One selection for `load`
- * and `claimLoaded`, so the two cannot drift apart.
- * With `payloadLimit`, a longer payload is left out: its body is null while `payload_id` says it exists
- * (`octet_length` reads the stored length, not the text).
- */
-export function inputColumns(payloadLimit: number | null) {
-  const body =
-    payloadLimit === null
-      ? sql<string | null>`payloads.body`
-      : sql<string | null>`case when octet_length(payloads.body) <= ${payloadLimit} then payloads.body end`;
-  return [...INPUT_COLUMNS, body.as('body'), 'payloads.message_id as payload_id'] as const;
 }
 
 type Nullable<T> = { [K in keyof T]: T[K] | null };
@@ -109,6 +84,44 @@ export type LoadedRow = Nullable<
       payload_id: string;
     }
 >;
+
+/** The part of a LoadedRow that is the delivery's, its message's and its payload's. */
+export type DeliveryInputRow = Pick<
+  LoadedRow,
+  'd_id' | 'm_id' | SendColumn<'deliveries'> | SendColumn<'messages'> | 'body' | 'payload_id'
+>;
+
+/** The part of a LoadedRow that is the endpoint's (its livemode is the delivery's: one environment). */
+export type EndpointInputRow = Pick<LoadedRow, 'e_id' | 'endpoint_status' | 'livemode' | SendColumn<'endpoints'>>;
+
+/**
+ * loadInputs' first read: the delivery's, its message's and its payload's SEND_COLUMNS, and its endpoint's
+ * id. With `payloadLimit`, a longer payload is left out: its body is null while `payload_id` says it exists
+ * (`octet_length` reads the stored length, not the text).
+ */
+function deliveryInputColumns(payloadLimit: number | null) {
+  const body =
+    payloadLimit === null
+      ? sql<string | null>`payloads.body`
+      : sql<string | null>`case when octet_length(payloads.body) <= ${payloadLimit} then payloads.body end`;
+  return [
+    'deliveries.id as d_id',
+    ...SEND_COLUMNS.deliveries.map((c) => `deliveries.${c}` as const),
+    'deliveries.endpoint_id',
+    'messages.id as m_id',
+    ...SEND_COLUMNS.messages.map((c) => `messages.${c}` as const),
+    body.as('body'),
+    'payloads.message_id as payload_id',
+  ] as const;
+}
+
+/** loadInputs' second read: the endpoints' SEND_COLUMNS, aliased as a LoadedRow has them. */
+const ENDPOINT_INPUT_COLUMNS = [
+  'id as e_id',
+  'status as endpoint_status',
+  'livemode',
+  ...SEND_COLUMNS.endpoints,
+] as const;
 
 /** The columns of an endpoint's TLS settings and OAuth2 client. */
 type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
@@ -132,10 +145,13 @@ const NO_MARKS: ReadonlySet<string> = new Set();
 const NONE: OpenedHeaders = { headers: {}, marked: NO_MARKS };
 
 /**
- * Turns rows read at `now` into inputs. Opened secrets are memoized for the reader's life (one load, one
- * claim): the tasks of a claim mostly share a few endpoints, and opening a sealed secret is a decryption.
+ * Turns rows read at `now` into inputs. What it opens and builds is memoized for the reader's life (one
+ * load, one claim): the tasks of a claim mostly share a few endpoints, opening a sealed secret is a
+ * decryption, and one read sees one state of each endpoint, so its tasks share one endpoint object (a
+ * claim handed to the worker's main thread carries it once).
  */
 export class InputReader {
+  private readonly built = new Map<string, NonNullable<AttemptInput['endpoint']>>();
   private readonly secrets = new Map<string, SigningSecrets | null>();
   private readonly headers = new Map<string, OpenedHeaders | null>();
   private readonly enterprise = new Map<string, Enterprise | null>();
@@ -148,8 +164,12 @@ export class InputReader {
     private readonly testNetwork: TestNetwork,
   ) {}
 
-  /** The task's input, or null when its delivery or its message is gone (retention, or a deleted application). */
-  toInput(task: ClaimedTask, row: LoadedRow): AttemptInput | null {
+  /**
+   * The task's input, or null when its delivery or its message is gone (retention, or a deleted
+   * application). `endpoint` is the endpoint's row (null, or a null `e_id`: deleted), the delivery's own row
+   * when one statement read both.
+   */
+  toInput(task: ClaimedTask, row: DeliveryInputRow, endpoint: EndpointInputRow | null): AttemptInput | null {
     if (row.d_id === null || row.m_id === null) return null;
     return {
       task,
@@ -162,10 +182,20 @@ export class InputReader {
         traceparent: row.traceparent,
         tracestate: row.tracestate,
       },
-      endpoint: row.e_id === null ? null : this.endpointInput(row.e_id, row.endpoint_status!, row),
+      endpoint: endpoint?.e_id == null ? null : this.endpointOf(endpoint.e_id, endpoint.endpoint_status!, endpoint),
       payloadJson: row.body ?? null,
       payloadLater: row.body === null && row.payload_id !== null,
     };
+  }
+
+  /** The endpoint as this read saw it, built from its first row (endpointInput). */
+  private endpointOf(id: string, status: EndpointStatus, row: Parameters<InputReader['endpointInput']>[2]) {
+    let endpoint = this.built.get(id);
+    if (endpoint === undefined) {
+      endpoint = this.endpointInput(id, status, row);
+      this.built.set(id, endpoint);
+    }
+    return endpoint;
   }
 
   /** An attempt's endpoint from the row a claim, a load or endpointsNow read (one place for its rules). */
@@ -352,22 +382,29 @@ export async function loadInputs(
   payloadLimit: number | null,
 ): Promise<AttemptInput[]> {
   if (tasks.length === 0) return [];
+  // Two reads: the deliveries with their messages and payloads, then their endpoints once each (a claim's
+  // tasks mostly share one), not an endpoint's columns again on every delivery's row.
   const rows = await db
     .selectFrom('deliveries')
     .innerJoin('messages', 'messages.id', 'deliveries.message_id')
     .leftJoin('payloads', 'payloads.message_id', 'deliveries.message_id')
-    .leftJoin('endpoints', 'endpoints.id', 'deliveries.endpoint_id')
-    .select(inputColumns(payloadLimit))
+    .select(deliveryInputColumns(payloadLimit))
     .where(
       'deliveries.id',
       'in',
       tasks.map((t) => t.delivery_id),
     )
     .execute();
+  const endpointIds = [...new Set(rows.map((row) => row.endpoint_id))];
+  const endpoints = new Map(
+    (await db.selectFrom('endpoints').select(ENDPOINT_INPUT_COLUMNS).where('id', 'in', endpointIds).execute()).map(
+      (row) => [row.e_id, row],
+    ),
+  );
   const byId = new Map(rows.map((row) => [row.d_id, row]));
   return tasks.flatMap((task) => {
     const row = byId.get(task.delivery_id);
-    const input = row && reader.toInput(task, row);
+    const input = row && reader.toInput(task, row, endpoints.get(row.endpoint_id) ?? null);
     return input ? [input] : [];
   });
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CLAIMED_PAYLOAD_LIMIT } from '../../../src/store/queue/index.js';
+import { type AttemptInput, CLAIMED_PAYLOAD_LIMIT } from '../../../src/store/queue/index.js';
 import { openStore } from '../../support/store.js';
 
 // A delivery worker holds what it claims until a slot is free, so a claim brings payloads only up to
@@ -32,4 +32,40 @@ test('a claim leaves out payloads over the limit and marks them to load later; l
   const [loaded] = await store.queue.load([claimed.find(({ input }) => input!.delivery.messageId === largeId)!.task]);
   assert.equal(loaded!.payloadJson, large, 'loaded whole when the attempt starts');
   assert.equal(loaded!.payloadLater, false);
+});
+
+test("each input carries its own delivery's endpoint as stored, one deleted meanwhile none, claimed or loaded", {
+  timeout: 60_000,
+}, async (t) => {
+  const { store, emit, scope, appId, endpointId } = await openStore(t);
+  const { row: second } = await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/second' });
+  const { row: gone } = await store.endpoints.create(scope, { appId, url: 'http://127.0.0.1:9/gone' });
+  await store.ctx.db.updateTable('endpoints').set({ rate_limit: 7 }).where('id', '=', second.id).execute();
+  // Each message fans out to the three endpoints: a claim's tasks interleave them.
+  await emit(3);
+  await store.ctx.db.deleteFrom('endpoints').where('id', '=', gone.id).execute();
+  const urls = new Map([
+    [endpointId, 'http://127.0.0.1:9/hook'],
+    [second.id, 'http://127.0.0.1:9/second'],
+  ]);
+  const seen = (inputs: { task: { endpoint_id: string }; input: AttemptInput | null }[]) =>
+    inputs.map(({ task, input }) => [
+      task.endpoint_id,
+      input!.endpoint?.id ?? null,
+      input!.endpoint?.url ?? null,
+      input!.endpoint?.rateLimit ?? null,
+    ]);
+  const expected = (tasks: { endpoint_id: string }[]) =>
+    tasks.map(({ endpoint_id: id }) =>
+      id === gone.id ? [id, null, null, null] : [id, id, urls.get(id)!, id === second.id ? 7 : null],
+    );
+  const claimed = await store.queue.claimLoaded('wrk_inputs', 20);
+  assert.equal(claimed.length, 9);
+  assert.deepEqual(seen(claimed), expected(claimed.map(({ task }) => task)));
+  const loaded = await store.queue.load(claimed.map(({ task }) => task));
+  assert.deepEqual(
+    seen(loaded.map((input) => ({ task: input.task, input }))),
+    expected(loaded.map((input) => input.task)),
+  );
+  assert.equal(loaded.length, 9);
 });
