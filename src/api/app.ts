@@ -432,7 +432,7 @@ export async function buildApi(
   const schemas = new SchemaCompiler(config.schemaCacheBytes, config.schemaCompileDeadlineMs);
   app.addHook('onClose', () => schemas.close());
   metrics.watchSchemas(schemas);
-  // Transformations' compile checks and simulations, on threads of their own (started on first use).
+  // Transformations' compile checks and simulations, off the event loop (on threads started on first use).
   const transformations = sharedTransformations?.share() ?? new Transformations(config);
   app.addHook('onClose', () => transformations.close());
   const deps = { store, config, metrics, schemas, tracer, transformations };

@@ -171,7 +171,8 @@ export class DeliveryWorker {
 
   /** Stops claiming, gives back what has not started, and waits (bounded) for attempts in flight. */
   async stop(): Promise<void> {
-    if (!this.running) return;
+    // A worker that never started still lets go of its share of the transformation threads.
+    if (!this.running) return this.transformations.close();
     this.running = false;
     this.store.events.off('queued', this.onQueued);
     if (this.fifoTimer) clearInterval(this.fifoTimer);

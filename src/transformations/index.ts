@@ -9,23 +9,42 @@ import { TransformationPool } from './pool.js';
 
 export type TransformationOutcome = { request: TransformedRequest } | { problem: string };
 
+/** A pool and its holders: it stops when the last holder has closed its share. */
+interface Shared {
+  pool: TransformationPool;
+  holders: number;
+  /** Runs asked of the pool, compile checks included, by every holder. */
+  runs: number;
+}
+
+type TransformationSettings = Pick<
+  Config,
+  'transformationTimeoutMs' | 'transformationMemoryBytes' | 'transformationThreads' | 'maxPayloadBytes'
+>;
+
+/** One holder's share of a transformation pool: a new one makes its pool, `share` gives another holder the same. */
 export class Transformations {
-  private readonly pool: TransformationPool;
-  /** Who holds this pool (share): it closes when the last of them closes it. */
-  private holders = 1;
-  /** Runs asked of the pool so far, compile checks included (every holder's). */
-  runs = 0;
+  private readonly shared: Shared;
+  private closed = false;
 
   constructor(
-    private readonly config: Pick<
-      Config,
-      'transformationTimeoutMs' | 'transformationMemoryBytes' | 'transformationThreads' | 'maxPayloadBytes'
-    >,
+    private readonly config: TransformationSettings,
+    of?: Transformations,
   ) {
-    this.pool = new TransformationPool(
-      { timeoutMs: config.transformationTimeoutMs, memoryBytes: config.transformationMemoryBytes },
-      config.transformationThreads,
-    );
+    this.shared = of?.shared ?? {
+      pool: new TransformationPool(
+        { timeoutMs: config.transformationTimeoutMs, memoryBytes: config.transformationMemoryBytes },
+        config.transformationThreads,
+      ),
+      holders: 0,
+      runs: 0,
+    };
+    this.shared.holders++;
+  }
+
+  /** Runs asked of the pool so far, compile checks included, by every holder of it. */
+  get runs(): number {
+    return this.shared.runs;
   }
 
   /**
@@ -40,8 +59,8 @@ export class Transformations {
     webhook: StartingWebhook,
     urlProblem: (url: string) => string | null,
   ): Promise<TransformationOutcome> {
-    this.runs++;
-    const outcome = await this.pool.run(group, `${group}@${version}`, code, webhook.json);
+    this.shared.runs++;
+    const outcome = await this.shared.pool.run(group, `${group}@${version}`, code, webhook.json);
     if ('error' in outcome) return { problem: outcome.error };
     const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
     if ('problem' in checked) return checked;
@@ -54,25 +73,24 @@ export class Transformations {
 
   /** Why `code` cannot be an endpoint's transformation (it does not compile, or defines no handler); null when it can. */
   async codeProblem(group: string, code: string): Promise<string | null> {
-    this.runs++;
-    const outcome = await this.pool.run(group, 'check', code, null);
+    this.shared.runs++;
+    const outcome = await this.shared.pool.run(group, 'check', code, null);
     return 'error' in outcome ? outcome.error : null;
   }
 
   /**
-   * The same pool for one more holder, who closes it when done with it: a process's API and its worker
-   * (role `all`) share one, so that the process keeps one set of threads and one compiled engine per thread,
-   * not two.
+   * A share of the same pool for another holder, who closes it when done with it: a process's API and its
+   * worker (role `all`) share one, so the process keeps one set of threads and one compiled engine per thread.
    */
   share(): Transformations {
-    this.holders++;
-    return this;
+    return new Transformations(this.config, this);
   }
 
-  /** Lets go of this holder's share; the last to let go stops the threads. */
+  /** Lets go of this share (once; again changes nothing); the last share let go stops the threads. */
   close(): Promise<void> {
-    if (this.holders === 0) return Promise.resolve();
-    return --this.holders > 0 ? Promise.resolve() : this.pool.close();
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    return --this.shared.holders > 0 ? Promise.resolve() : this.shared.pool.close();
   }
 }
 

@@ -86,13 +86,13 @@ export type LoadedRow = Nullable<
 >;
 
 /** The part of a LoadedRow that is the delivery's, its message's and its payload's. */
-export type DeliveryInputRow = Pick<
+type DeliveryInputRow = Pick<
   LoadedRow,
   'd_id' | 'm_id' | SendColumn<'deliveries'> | SendColumn<'messages'> | 'body' | 'payload_id'
 >;
 
 /** The part of a LoadedRow that is the endpoint's (its livemode is the delivery's: one environment). */
-export type EndpointInputRow = Pick<LoadedRow, 'e_id' | 'endpoint_status' | 'livemode' | SendColumn<'endpoints'>>;
+type EndpointInputRow = Pick<LoadedRow, 'e_id' | 'endpoint_status' | 'livemode' | SendColumn<'endpoints'>>;
 
 /**
  * loadInputs' first read: the delivery's, its message's and its payload's SEND_COLUMNS, and its endpoint's
@@ -115,14 +115,6 @@ function deliveryInputColumns(payloadLimit: number | null) {
   ] as const;
 }
 
-/** loadInputs' second read: the endpoints' SEND_COLUMNS, aliased as a LoadedRow has them. */
-const ENDPOINT_INPUT_COLUMNS = [
-  'id as e_id',
-  'status as endpoint_status',
-  'livemode',
-  ...SEND_COLUMNS.endpoints,
-] as const;
-
 /** The columns of an endpoint's TLS settings and OAuth2 client. */
 type EnterpriseColumns = 'tls_client_cert' | 'tls_client_key_sealed' | 'tls_ca' | 'auth' | 'auth_secret_sealed';
 
@@ -144,14 +136,17 @@ interface OpenedHeaders {
 const NO_MARKS: ReadonlySet<string> = new Set();
 const NONE: OpenedHeaders = { headers: {}, marked: NO_MARKS };
 
+/** An attempt's endpoint as sending reads it. */
+type AttemptEndpoint = NonNullable<AttemptInput['endpoint']>;
+
 /**
- * Turns rows read at `now` into inputs. What it opens and builds is memoized for the reader's life (one
- * load, one claim): the tasks of a claim mostly share a few endpoints, opening a sealed secret is a
- * decryption, and one read sees one state of each endpoint, so its tasks share one endpoint object (a
- * claim handed to the worker's main thread carries it once).
+ * Turns rows read at `now` into inputs. What it opens and builds is memoized for the reader's life (a load,
+ * or a claim and the inputs it reads apart, moments later): the tasks of a claim mostly share a few
+ * endpoints, opening a sealed secret is a decryption, and the tasks of one endpoint share one endpoint
+ * object, as the reader first saw it (a claim handed to the worker's main thread carries it once).
  */
 export class InputReader {
-  private readonly built = new Map<string, NonNullable<AttemptInput['endpoint']>>();
+  private readonly built = new Map<string, AttemptEndpoint>();
   private readonly secrets = new Map<string, SigningSecrets | null>();
   private readonly headers = new Map<string, OpenedHeaders | null>();
   private readonly enterprise = new Map<string, Enterprise | null>();
@@ -166,10 +161,9 @@ export class InputReader {
 
   /**
    * The task's input, or null when its delivery or its message is gone (retention, or a deleted
-   * application). `endpoint` is the endpoint's row (null, or a null `e_id`: deleted), the delivery's own row
-   * when one statement read both.
+   * application); `endpoint` is null when the endpoint was deleted.
    */
-  toInput(task: ClaimedTask, row: DeliveryInputRow, endpoint: EndpointInputRow | null): AttemptInput | null {
+  toInput(task: ClaimedTask, row: DeliveryInputRow, endpoint: AttemptEndpoint | null): AttemptInput | null {
     if (row.d_id === null || row.m_id === null) return null;
     return {
       task,
@@ -182,18 +176,19 @@ export class InputReader {
         traceparent: row.traceparent,
         tracestate: row.tracestate,
       },
-      endpoint: endpoint?.e_id == null ? null : this.endpointOf(endpoint.e_id, endpoint.endpoint_status!, endpoint),
+      endpoint,
       payloadJson: row.body ?? null,
       payloadLater: row.body === null && row.payload_id !== null,
     };
   }
 
-  /** The endpoint as this read saw it, built from its first row (endpointInput). */
-  private endpointOf(id: string, status: EndpointStatus, row: Parameters<InputReader['endpointInput']>[2]) {
-    let endpoint = this.built.get(id);
+  /** The endpoint a row read (null: deleted), built from the first of its rows this reader saw. */
+  endpointOf(row: EndpointInputRow): AttemptEndpoint | null {
+    if (row.e_id === null) return null;
+    let endpoint = this.built.get(row.e_id);
     if (endpoint === undefined) {
-      endpoint = this.endpointInput(id, status, row);
-      this.built.set(id, endpoint);
+      endpoint = this.endpointInput(row.e_id, row.endpoint_status!, row);
+      this.built.set(row.e_id, endpoint);
     }
     return endpoint;
   }
@@ -382,8 +377,8 @@ export async function loadInputs(
   payloadLimit: number | null,
 ): Promise<AttemptInput[]> {
   if (tasks.length === 0) return [];
-  // Two reads: the deliveries with their messages and payloads, then their endpoints once each (a claim's
-  // tasks mostly share one), not an endpoint's columns again on every delivery's row.
+  // Two reads: the deliveries with their messages and payloads, then each of their endpoints once (a
+  // claim's tasks mostly share one).
   const rows = await db
     .selectFrom('deliveries')
     .innerJoin('messages', 'messages.id', 'deliveries.message_id')
@@ -396,11 +391,7 @@ export async function loadInputs(
     )
     .execute();
   const endpointIds = [...new Set(rows.map((row) => row.endpoint_id))];
-  const endpoints = new Map(
-    (await db.selectFrom('endpoints').select(ENDPOINT_INPUT_COLUMNS).where('id', 'in', endpointIds).execute()).map(
-      (row) => [row.e_id, row],
-    ),
-  );
+  const endpoints = new Map((await loadEndpoints(db, reader, endpointIds)).map((endpoint) => [endpoint.id, endpoint]));
   const byId = new Map(rows.map((row) => [row.d_id, row]));
   return tasks.flatMap((task) => {
     const row = byId.get(task.delivery_id);
@@ -410,11 +401,7 @@ export async function loadInputs(
 }
 
 /** The endpoints as they are now (url, status, signing secrets); one deleted meanwhile is left out. */
-export async function loadEndpoints(
-  db: Executor,
-  reader: InputReader,
-  ids: string[],
-): Promise<NonNullable<AttemptInput['endpoint']>[]> {
+export async function loadEndpoints(db: Executor, reader: InputReader, ids: string[]): Promise<AttemptEndpoint[]> {
   if (ids.length === 0) return [];
   const rows = await db
     .selectFrom('endpoints')

@@ -184,7 +184,7 @@ export class PostgresQueue extends QueueDriver {
     );
     return claimed
       .map(({ row, task }) => {
-        const input = readApart.get(task.id) ?? reader.toInput(task, row, row);
+        const input = readApart.get(task.id) ?? reader.toInput(task, row, reader.endpointOf(row));
         if (input)
           input.claimedState = {
             delivery: deliveryState(row, row.d_status),

@@ -68,4 +68,13 @@ test("each input carries its own delivery's endpoint as stored, one deleted mean
     expected(loaded.map((input) => input.task)),
   );
   assert.equal(loaded.length, 9);
+  // A read's tasks of one endpoint share its one endpoint object (a claim crossing threads carries it once).
+  for (const inputs of [claimed.map(({ input }) => input!), loaded]) {
+    const ofSecond = inputs.filter((input) => input.task.endpoint_id === second.id);
+    assert.equal(ofSecond.length, 3);
+    assert.ok(ofSecond.every((input) => input.endpoint === ofSecond[0]!.endpoint));
+  }
+  // A task whose delivery is gone loads nothing (and reads no endpoint of none).
+  await store.ctx.db.deleteFrom('deliveries').where('id', '=', claimed[0]!.task.delivery_id).execute();
+  assert.deepEqual(await store.queue.load([claimed[0]!.task]), []);
 });
