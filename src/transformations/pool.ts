@@ -12,12 +12,15 @@ import type { RunOutcome, SandboxLimits } from './sandbox.js';
 // its deadline, and the runs it did not make go back to the front of their groups' queues: a spinning
 // endpoint delays the others in its turn by one deadline at most. A group prefers the thread it last ran
 // on (its home, where its code is compiled: groupFor). A thread that does not answer within a turn's bound
-// and a grace is ended (the turn's runs fail) and replaced.
+// and a grace is ended (the turn's runs fail) and replaced. A version's code goes to a thread once: its
+// later runs there carry their input alone (callFor), and one the thread has dropped comes back unmade and
+// goes again with its code.
 
 export interface RunCall {
   id: number;
   key: string;
-  code: string;
+  /** The code of `key`'s version; null: sent to this thread before (it answers such a run unmade if it has not kept it). */
+  code: string | null;
   /** The webhook as JSON; null: compile only. */
   input: string | null;
 }
@@ -34,6 +37,12 @@ const LOOKAHEAD = 16;
 const PATIENCE_MS = 2;
 /** Groups whose home is remembered (the least recently run are forgotten). */
 const HOMES_KEPT = 100_000;
+/**
+ * Code versions remembered per thread as sent there (the least recently sent forgotten): twice what a thread
+ * keeps compiled (sandbox.ts), so a version it still has is seldom sent again, and one it dropped costs one
+ * unmade run and a second send.
+ */
+const SENT_KEPT = 1_024;
 
 /**
  * Time past a turn's bound (two run deadlines: runs start until one deadline has passed, and the last may
@@ -61,6 +70,8 @@ interface Slot {
   /** When the turn under way began. */
   startedAt: number;
   timer: NodeJS.Timeout | null;
+  /** The code versions (run keys) whose code went to this thread, so runs of them go without it. */
+  sent: Set<string>;
 }
 
 export class TransformationPool {
@@ -185,7 +196,23 @@ export class TransformationPool {
     const stuckAfter = 2 * this.limits.timeoutMs + STUCK_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0);
     slot.timer = setTimeout(() => void slot.thread.terminate(), stuckAfter);
     slot.timer.unref();
-    slot.thread.postMessage(jobs.map((job) => job.call));
+    slot.thread.postMessage(jobs.map((job) => this.callFor(slot, job.call)));
+  }
+
+  /**
+   * The call as `slot` gets it: without its code when the code of that version went to the thread before
+   * (a run carries its input, not the endpoint's code again, up to 64 KB); a compile-only run always has it.
+   */
+  private callFor(slot: Slot, call: RunCall): RunCall {
+    if (call.input === null) return call;
+    if (slot.sent.has(call.key)) {
+      slot.sent.delete(call.key);
+      slot.sent.add(call.key);
+      return { ...call, code: null };
+    }
+    slot.sent.add(call.key);
+    if (slot.sent.size > SENT_KEPT) slot.sent.delete(slot.sent.values().next().value!);
+    return call;
   }
 
   /** A turn's answers: each run made resolves; the rest wait at the front of their group's queue again. */
@@ -200,6 +227,8 @@ export class TransformationPool {
     const left = new Map<string, Job[]>();
     for (const job of jobs) {
       this.busy.delete(job.group);
+      // A run not made goes with its code next time: the thread may not have it.
+      if (!answered.has(job.id)) slot.sent.delete(job.call.key);
       const outcome = answered.get(job.id) ?? unmade;
       if (outcome) job.resolve(outcome);
       else if (this.closed) job.resolve(STOPPING);
@@ -231,7 +260,15 @@ export class TransformationPool {
     });
     // Never what keeps the process alive: a run waiting keeps its attempt or request open.
     thread.unref();
-    const slot: Slot = { thread, fresh: true, exited: Promise.resolve(), jobs: null, startedAt: 0, timer: null };
+    const slot: Slot = {
+      thread,
+      fresh: true,
+      exited: Promise.resolve(),
+      jobs: null,
+      startedAt: 0,
+      timer: null,
+      sent: new Set(),
+    };
     thread.on('message', (replies: RunReply[]) => this.finish(slot, replies, null));
     thread.on('error', () => {}); // followed by 'exit'
     slot.exited = new Promise<void>((resolve) =>

@@ -26,6 +26,9 @@ export interface SandboxLimits {
 /** What one run gave: the handler's return value as JSON (null: not JSON-able), or why it failed. */
 export type RunOutcome = { returned: string | null } | { error: string };
 
+/** A run that came without its code for a version this sandbox has not compiled (or has dropped). */
+export const MISSING_CODE = Symbol('missing code');
+
 /** Native stack one runtime may use: deep enough for real code, shallow enough that wasm never overflows the thread's. */
 const STACK_BYTES = 128 * 1024;
 /** Longest the top level of an endpoint's code may take when it is compiled, unless a run may take longer. */
@@ -93,11 +96,13 @@ export class Sandbox {
 
   /**
    * Runs `code`'s handler on `input` (JSON); `key` names the code's version, so its compilation is reused.
-   * With `input` null the code is only compiled (and not kept): whether it defines a handler.
+   * `code` null: the caller takes this version to be compiled here; MISSING_CODE when it is not. With
+   * `input` null the code is only compiled (and not kept): whether it defines a handler.
    */
-  async run(key: string, code: string, input: string | null): Promise<RunOutcome> {
+  async run(key: string, code: string | null, input: string | null): Promise<RunOutcome | typeof MISSING_CODE> {
     const engine = await quickjs();
     if (input === null) {
+      if (code === null) return MISSING_CODE;
       const made = this.compile(engine, code);
       if ('error' in made) return made;
       this.dispose(made);
@@ -109,6 +114,7 @@ export class Sandbox {
       this.compiled.delete(key);
       this.compiled.set(key, entry);
     } else {
+      if (code === null) return MISSING_CODE;
       const made = this.compile(engine, code);
       if ('error' in made) return made;
       entry = made;

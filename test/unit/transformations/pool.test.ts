@@ -1,0 +1,80 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Worker } from 'node:worker_threads';
+import { Transformations } from '../../../src/transformations/index.js';
+import { startingWebhook } from '../../../src/domain/transformations.js';
+import type { RunCall } from '../../../src/transformations/pool.js';
+
+// A run carries an endpoint's code to a sandbox thread once per version (src/transformations/pool.ts): the
+// thread's later runs of it carry their input alone, so a run's copy between threads is bounded by its
+// input, not by the endpoint's code (up to 64 KB). A thread that dropped the version (a run that reached a
+// limit throws its runtime away) leaves the next run unmade, and the pool sends it again with its code.
+
+const LIMITS = {
+  transformationTimeoutMs: 1_000,
+  transformationMemoryBytes: 8 * 1024 * 1024,
+  transformationThreads: 1,
+  maxPayloadBytes: 64 * 1024,
+};
+
+/** The calls posted to sandbox threads while `t` runs, by whether they carried code. */
+function watchCalls(t: { after(fn: () => void): void }) {
+  const seen = { withCode: 0, without: 0 };
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, ...rest: unknown[]) {
+    if (Array.isArray(message))
+      for (const call of message as RunCall[]) call.code === null ? seen.without++ : seen.withCode++;
+    return (post as (...args: unknown[]) => void).call(this, message, ...rest);
+  } as typeof post;
+  t.after(() => {
+    Worker.prototype.postMessage = post;
+  });
+  return seen;
+}
+
+const webhook = (data: string) =>
+  startingWebhook('https://receiver.example/hook', 'invoice.paid', `{"type":"invoice.paid","data":${data}}`);
+
+// Padding that makes the code large, as a tenant's may be; the handler marks what it saw.
+const LARGE = `function handler(w) {
+  if (w.payload.data.deep) { const f = (n) => f(n + 1) + 1; return f(0); }
+  w.headers["x-n"] = String(w.payload.data.n);
+  return w;
+}
+/* ${'x'.repeat(32 * 1024)} */`;
+
+test("a version's code goes to a thread once; its runs there carry their input alone", {
+  timeout: 20_000,
+}, async (t) => {
+  const seen = watchCalls(t);
+  const pool = new Transformations(LIMITS);
+  t.after(() => pool.close());
+  const results = [];
+  for (let n = 0; n < 40; n++) results.push(pool.apply('ep_1', '1', LARGE, webhook(`{"n":${n}}`), () => null));
+  const outcomes = await Promise.all(results);
+  assert.deepEqual(
+    outcomes.map((o) => ('request' in o ? o.request.headers['x-n'] : o.problem)),
+    Array.from({ length: 40 }, (_, n) => String(n)),
+  );
+  assert.equal(seen.withCode, 1, 'the code went once');
+  assert.equal(seen.without, 39);
+  // A new version is new code: it goes once too.
+  const changed = await pool.apply('ep_1', '2', LARGE.replace('"x-n"', '"x-m"'), webhook('{"n":7}'), () => null);
+  assert.ok('request' in changed && changed.request.headers['x-m'] === '7', JSON.stringify(changed));
+  assert.equal(seen.withCode, 2);
+});
+
+test('a run of a version its thread dropped is sent again with its code, and made', { timeout: 20_000 }, async (t) => {
+  const seen = watchCalls(t);
+  const pool = new Transformations(LIMITS);
+  t.after(() => pool.close());
+  const first = await pool.apply('ep_1', '1', LARGE, webhook('{"n":1}'), () => null);
+  assert.ok('request' in first, JSON.stringify(first));
+  // Reaching a limit (the stack's) throws the runtime away in the thread; the pool still takes it as sent.
+  const deep = await pool.apply('ep_1', '1', LARGE, webhook('{"deep":true}'), () => null);
+  assert.ok('problem' in deep && /stack overflow/.test(deep.problem), JSON.stringify(deep));
+  const after = await pool.apply('ep_1', '1', LARGE, webhook('{"n":3}'), () => null);
+  assert.ok('request' in after, JSON.stringify(after));
+  assert.equal(after.request.headers['x-n'], '3');
+  assert.equal(seen.withCode, 2, 'sent at first, and again once the thread answered the run unmade');
+});
