@@ -20,8 +20,6 @@ export interface Service {
   url: string | null;
   /** Base URL of the metrics of a `worker` process (HERALD_METRICS_PORT); API processes serve them at `url`/metrics. */
   metricsUrl: string | null;
-  /** The transformation threads the API and the worker share. */
-  transformations: Transformations;
   /** Stops taking requests, lets in-flight attempts finish (bounded), and closes the store. */
   close(): Promise<void>;
 }
@@ -173,5 +171,5 @@ export async function startService(config: Config, logger: Logger = createLogger
     throw error;
   }
 
-  return { config, store, api, worker, url, metricsUrl: metricsServer?.url ?? null, transformations, close };
+  return { config, store, api, worker, url, metricsUrl: metricsServer?.url ?? null, close };
 }

@@ -13,8 +13,6 @@ export type TransformationOutcome = { request: TransformedRequest } | { problem:
 interface Shared {
   pool: TransformationPool;
   holders: number;
-  /** Runs asked of the pool, compile checks included, by every holder. */
-  runs: number;
 }
 
 type TransformationSettings = Pick<
@@ -37,14 +35,8 @@ export class Transformations {
         config.transformationThreads,
       ),
       holders: 0,
-      runs: 0,
     };
     this.shared.holders++;
-  }
-
-  /** Runs asked of the pool so far, compile checks included, by every holder of it. */
-  get runs(): number {
-    return this.shared.runs;
   }
 
   /**
@@ -59,7 +51,6 @@ export class Transformations {
     webhook: StartingWebhook,
     urlProblem: (url: string) => string | null,
   ): Promise<TransformationOutcome> {
-    this.shared.runs++;
     const outcome = await this.shared.pool.run(group, `${group}@${version}`, code, webhook.json);
     if ('error' in outcome) return { problem: outcome.error };
     const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
@@ -73,7 +64,6 @@ export class Transformations {
 
   /** Why `code` cannot be an endpoint's transformation (it does not compile, or defines no handler); null when it can. */
   async codeProblem(group: string, code: string): Promise<string | null> {
-    this.shared.runs++;
     const outcome = await this.shared.pool.run(group, 'check', code, null);
     return 'error' in outcome ? outcome.error : null;
   }

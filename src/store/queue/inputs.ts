@@ -194,7 +194,7 @@ export class InputReader {
   }
 
   /** An attempt's endpoint from the row a claim, a load or endpointsNow read (one place for its rules). */
-  endpointInput(
+  private endpointInput(
     id: string,
     status: EndpointStatus,
     row: Pick<
@@ -405,8 +405,8 @@ export async function loadEndpoints(db: Executor, reader: InputReader, ids: stri
   if (ids.length === 0) return [];
   const rows = await db
     .selectFrom('endpoints')
-    .select(['id', 'livemode', 'status', ...SEND_COLUMNS.endpoints])
+    .select(['id as e_id', 'livemode', 'status as endpoint_status', ...SEND_COLUMNS.endpoints])
     .where('id', 'in', ids)
     .execute();
-  return rows.map((row) => reader.endpointInput(row.id, row.status, row));
+  return rows.flatMap((row) => reader.endpointOf(row) ?? []);
 }

@@ -4,6 +4,7 @@ import { Webhook } from 'standardwebhooks';
 import { Svix } from 'svix';
 import { setup, startReceiver, webhookHeaders } from '../../support/delivery.js';
 import { eventually } from '../../support/receiver.js';
+import { watchSandboxCalls } from '../../support/sandbox-calls.js';
 
 // Endpoint transformations (decisions, "Fourth wave", Transformations) against a real receiver: the
 // handler's method, URL, headers and payload are what is sent and signed; `cancel` ends the delivery with no
@@ -256,18 +257,21 @@ test('the svix SDK reads and changes a transformation (transformationGet, patchT
 });
 
 test("the API's checks and simulations and the worker's runs use the process's one pool of threads", async (t) => {
-  const s = await setup(t, ROOMY);
+  // One thread a pool: a second pool in the process would be a second thread.
+  const seen = watchSandboxCalls(t);
+  const s = await setup(t, { ...ROOMY, HERALD_TRANSFORMATION_THREADS: '1' });
   const receiver = await startReceiver(t);
-  const pool = s.service.transformations;
-  let runs = pool.runs;
+  const posted = () => seen.withCode + seen.without;
+  let runs = posted();
   const endpoint = await s.endpoint(`${receiver.url}/hook`, { transformation: { code: RESHAPE } });
-  assert.ok(pool.runs > runs, "the API's compile check ran on the shared pool");
-  runs = pool.runs;
+  assert.ok(posted() > runs, "the API's compile check went to a sandbox thread");
+  runs = posted();
   const message = await s.emit({ amount: 3 });
   await s.until(message.deliveryIds[0]!, (d) => d.status === 'success', 'delivered');
-  assert.ok(pool.runs > runs, "the worker's run ran on the shared pool");
-  runs = pool.runs;
+  assert.ok(posted() > runs, "the worker's run went to a sandbox thread");
+  runs = posted();
   const simulated = await s.api.post(`/api/v1/endpoints/${endpoint.id}/transformation/simulate`, { payload: {} });
   assert.equal(simulated.status, 200, JSON.stringify(simulated.body));
-  assert.ok(pool.runs > runs, 'simulate ran on the shared pool');
+  assert.ok(posted() > runs, 'simulate went to a sandbox thread');
+  assert.equal(seen.threads.size, 1, 'all three went to the one pool');
 });

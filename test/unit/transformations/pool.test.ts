@@ -1,9 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Worker } from 'node:worker_threads';
 import { Transformations } from '../../../src/transformations/index.js';
 import { startingWebhook } from '../../../src/domain/transformations.js';
-import type { RunCall } from '../../../src/transformations/pool.js';
+import { watchSandboxCalls } from '../../support/sandbox-calls.js';
 
 // A run carries an endpoint's code to a sandbox thread once per version (src/transformations/pool.ts): the
 // thread's later runs of it carry their input alone, so a run's copy between threads is bounded by its
@@ -16,21 +15,6 @@ const LIMITS = {
   transformationThreads: 1,
   maxPayloadBytes: 64 * 1024,
 };
-
-/** The calls posted to sandbox threads while `t` runs, by whether they carried code. */
-function watchCalls(t: { after(fn: () => void): void }) {
-  const seen = { withCode: 0, without: 0 };
-  const post = Worker.prototype.postMessage;
-  Worker.prototype.postMessage = function (this: Worker, message: unknown, ...rest: unknown[]) {
-    if (Array.isArray(message))
-      for (const call of message as RunCall[]) call.code === null ? seen.without++ : seen.withCode++;
-    return (post as (...args: unknown[]) => void).call(this, message, ...rest);
-  } as typeof post;
-  t.after(() => {
-    Worker.prototype.postMessage = post;
-  });
-  return seen;
-}
 
 const webhook = (data: string) =>
   startingWebhook('https://receiver.example/hook', 'invoice.paid', `{"type":"invoice.paid","data":${data}}`);
@@ -46,7 +30,7 @@ const LARGE = `function handler(w) {
 test("a version's code goes to a thread once; its runs there carry their input alone", {
   timeout: 20_000,
 }, async (t) => {
-  const seen = watchCalls(t);
+  const seen = watchSandboxCalls(t);
   const pool = new Transformations(LIMITS);
   t.after(() => pool.close());
   const results = [];
@@ -65,7 +49,7 @@ test("a version's code goes to a thread once; its runs there carry their input a
 });
 
 test('a run of a version its thread dropped is sent again with its code, and made', { timeout: 20_000 }, async (t) => {
-  const seen = watchCalls(t);
+  const seen = watchSandboxCalls(t);
   const pool = new Transformations(LIMITS);
   t.after(() => pool.close());
   const first = await pool.apply('ep_1', '1', LARGE, webhook('{"n":1}'), () => null);

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Transformations } from '../../../src/transformations/index.js';
 import { startingWebhook } from '../../../src/domain/transformations.js';
+import { watchSandboxCalls } from '../../support/sandbox-calls.js';
 
 // One process's API and worker share a transformation pool (src/service.ts): each holder closes its share,
 // and the threads stop only when the last holder lets go, so an API that stops first does not fail the
@@ -20,7 +21,8 @@ async function ran(pool: Transformations) {
   return pool.apply('ep_1', '1', CODE, webhook, () => null);
 }
 
-test('a shared pool serves its holders until the last of them closes it', async () => {
+test('a shared pool serves its holders until the last of them closes it', async (t) => {
+  const seen = watchSandboxCalls(t);
   const pool = new Transformations(LIMITS);
   const api = pool.share();
   const worker = pool.share();
@@ -34,5 +36,6 @@ test('a shared pool serves its holders until the last of them closes it', async 
   assert.ok('request' in (await ran(pool)), 'the creator still holds it');
   await pool.close();
   assert.deepEqual(await ran(pool), { problem: 'failed: the service is stopping' });
-  assert.equal(worker.runs, 3, 'every share counts the runs of all');
+  assert.equal(seen.threads.size, 1, "every share's runs went to the one pool's one thread");
+  assert.equal(seen.withCode + seen.without, 2, 'the run after the last close was not posted');
 });
