@@ -283,6 +283,34 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+/**
+ * What a failed file said about its failure, in a few lines: the test reporter's closing "failing tests"
+ * section without blank lines, frames of Node's own or of packages and an assertion's bookkeeping (its first
+ * 12 lines), or where a file
+ * has no such section (it crashed or was stopped) its last 6 lines. The run's closing summary repeats these
+ * beside the file's name, because a CI log is often read from its end.
+ */
+function failureLines() {
+  const last = [];
+  const failing = [];
+  let inFailing = false;
+  return {
+    take(line) {
+      last.push(line);
+      if (last.length > 6) last.shift();
+      if (/^✖ failing tests:/.test(line)) inFailing = true;
+      else if (
+        inFailing &&
+        failing.length < 12 &&
+        line.trim() &&
+        !/^\s+(at (.*\()?(node:|.*node_modules)|generatedMessage:|code: 'ERR_|operator:)/.test(line)
+      )
+        failing.push(line);
+    },
+    digest: () => (failing.length > 0 ? failing : last.filter((line) => line.trim())),
+  };
+}
+
 /** Runs one job; resolves with its counts. Every line it prints goes out as it comes. */
 function runJob(job, log) {
   const { label } = job;
@@ -316,9 +344,11 @@ function runJob(job, log) {
       });
       stream.on('end', () => rest && take(rest));
     };
+    const seen = failureLines();
     const take = (line) => {
       const summary = /^ℹ (pass|fail|skipped|cancelled) (\d+)$/.exec(line);
       if (summary) counts[summary[1]] += Number(summary[2]);
+      seen.take(line);
       log(`${label} ${line}`);
     };
     lines(child.stdout);
@@ -337,7 +367,7 @@ function runJob(job, log) {
       if (timedOut) log(`${label} stopped after ${timeoutS} s`);
       else if (code !== 0 && counts.fail === 0) log(`${label} exited with ${code}`);
       log(`${label} ${failed ? 'FAILED' : 'ok'} in ${(ms / 1000).toFixed(1)} s (${cpu.toFixed(1)} s of CPU)`);
-      resolveRun({ ...job, label, ms, cpu, failed, counts });
+      resolveRun({ ...job, label, ms, cpu, failed, counts, why: failed ? seen.digest() : [] });
     });
   });
 }
@@ -470,7 +500,10 @@ log(
 );
 for (const result of [...results].sort((a, b) => b.ms - a.ms).slice(0, 8))
   log(`  ${(result.ms / 1000).toFixed(1).padStart(6)} s  ${result.cpu.toFixed(1).padStart(5)} s CPU  ${result.label}`);
-for (const result of failedFiles) log(`FAILED ${result.label}`);
+for (const result of failedFiles) {
+  log(`FAILED ${result.label}`);
+  for (const line of result.why) log(`  ${line}`);
+}
 // A file that failed without a failing test (it crashed, or was stopped) counts as one failure.
 const crashed = failedFiles.filter((result) => result.counts.fail + result.counts.cancelled === 0).length;
 const failures = total('fail') + total('cancelled') + crashed;

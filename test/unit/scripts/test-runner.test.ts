@@ -45,3 +45,37 @@ test('SIGINT to the test runner kills the files under way and the processes they
     rmSync(join(REPO_ROOT, build), { recursive: true, force: true });
   }
 });
+
+// A CI log is often read from its end: the runner's closing summary says which test failed and why, beside
+// the file's name, not only that the file failed.
+test("the runner's closing lines name a failed test and its message", { timeout: 60_000 }, async () => {
+  const build = `.build-runner-test-${process.pid}-fail`;
+  try {
+    const runner = spawn(
+      process.execPath,
+      ['scripts/test.mjs', 'test/unit/scripts/runner-fixture/fails-when-asked.test.ts'],
+      {
+        cwd: REPO_ROOT,
+        env: { ...process.env, SUITE_BUILD: build, RUNNER_FIXTURE_FAIL: '1' },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    let out = '';
+    runner.stdout.setEncoding('utf8');
+    runner.stdout.on('data', (chunk: string) => {
+      out += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => runner.on('exit', (exit) => resolve(exit)));
+    assert.equal(code, 1);
+    const closing = out.trimEnd().split('\n').slice(-14);
+    const named = closing.findIndex((line) => line.startsWith('FAILED ') && line.includes('fails-when-asked'));
+    assert.ok(named >= 0, `the closing lines name the file:\n${closing.join('\n')}`);
+    const why = closing.slice(named + 1).join('\n');
+    assert.match(why, /✖ a test that fails when asked/);
+    assert.match(why, /the fixture failed as asked/);
+    assert.doesNotMatch(why, /node:internal|node:async_hooks/, 'no frames of Node itself');
+    assert.match(closing.at(-1) ?? '', /^suite: 1 passed, 1 failed, 0 skipped$/);
+  } finally {
+    rmSync(join(REPO_ROOT, build), { recursive: true, force: true });
+  }
+});
