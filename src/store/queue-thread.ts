@@ -5,8 +5,15 @@ import { sqliteFile } from './db.js';
 import { endThread } from './end-thread.js';
 import type { PurgeCounts } from './retention.js';
 import type { WorkerRegistry } from './workers.js';
-import type { SigningSecrets } from '../domain/secrets.js';
-import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from './queue/index.js';
+import type {
+  AttemptInput,
+  ClaimedTask,
+  Queue,
+  QueuePolicy,
+  Recorded,
+  RecordedInput,
+  WorkerQueue,
+} from './queue/index.js';
 
 /**
  * The thread's young generation (V8's default is several times this). What a call allocates is garbage
@@ -14,8 +21,6 @@ import type { AttemptInput, ClaimedTask, Queue, QueuePolicy, WorkerQueue } from 
  * at the same delivery rate.
  */
 const THREAD_YOUNG_GENERATION_MB = 4;
-
-const NO_SECRETS: SigningSecrets = { current: '', previous: [] };
 
 /** How long close() gives the thread to finish its calls and close its connection. */
 const CLOSE_TIMEOUT_MS = 10_000;
@@ -99,16 +104,22 @@ export class QueueThread implements WorkerQueue, WorkerRegistry {
   }
 
   completeMany(items: Parameters<Queue['completeMany']>[0], owner: string) {
-    // Recording reads the task, the endpoint's id and status and the result: the payload (the worker drops
-    // it after sending, but this does not rely on that) and the opened signing secrets stay here.
-    const slim = items.map(({ input, result }) => ({
-      input: {
-        ...input,
-        payloadJson: null,
-        endpoint: input.endpoint && { ...input.endpoint, secrets: NO_SECRETS, headers: {} },
-      },
-      result,
-    }));
+    // Only what recording reads crosses to the thread (Recorded): the payload, the opened secrets and the
+    // rest of the endpoint stay here. A batch's outcomes that share an endpoint object (one claim's) share
+    // one copy of it, so the message carries it once.
+    const endpoints = new Map<object, RecordedInput['endpoint']>();
+    const slim: Recorded[] = items.map(({ input: { task, claimedState, endpoint }, result }) => {
+      let recorded: RecordedInput['endpoint'] = null;
+      if (endpoint) {
+        recorded = endpoints.get(endpoint) ?? null;
+        if (recorded === null) {
+          const { id, status, fifo, retryScheduleMs } = endpoint;
+          recorded = { id, status, fifo, retryScheduleMs };
+          endpoints.set(endpoint, recorded);
+        }
+      }
+      return { input: { task, claimedState, endpoint: recorded }, result };
+    });
     return this.call<boolean[]>({ method: 'completeMany', args: [slim, owner] });
   }
 

@@ -21,13 +21,13 @@ import { eventCauses } from '../../domain/operational.js';
 import { grantStarts } from '../../domain/rate.js';
 import type {
   AttemptInput,
-  AttemptResult,
   ClaimedTask,
   ClaimScope,
   EndpointAccess,
   OutcomeEventSink,
   QueueDeps,
   QueuePolicy,
+  Recorded,
 } from './types.js';
 import type { Database } from '../schema.js';
 import { InputReader, loadEndpoints, loadInputs } from './inputs.js';
@@ -41,9 +41,6 @@ const TAKE_STARTS_TRIES = 5;
 
 /** When released attempts are due again (QueueDriver.release). */
 export type ReleaseDue = 'now' | 'as-queued' | number;
-
-/** An outcome to record: the attempt's input as claimed and what sending it gave. */
-export type Recorded = { input: AttemptInput; result: AttemptResult };
 
 /**
  * What the two queue drivers (sqlite.ts, postgres.ts) share: the statements that read and write the same

@@ -10,8 +10,7 @@ import {
 import { EMPTY_QUEUE, hasQueued, pick, sameQueue } from '../../domain/queue-slot.js';
 import { eventCauses } from '../../domain/operational.js';
 import type { EndpointHealth } from '../../domain/endpoint-state.js';
-import type { QueuePolicy } from './types.js';
-import type { Recorded } from './driver.js';
+import type { QueuePolicy, Recorded } from './types.js';
 import type { CompleteParams, DeliveryWrite } from './postgres-statements.js';
 
 // A batch of outcomes planned from what its claims read, for the one-statement write (postgres-statements.ts,

@@ -40,6 +40,8 @@ export type {
   OutcomeEventSink,
   QueueDeps,
   QueuePolicy,
+  Recorded,
+  RecordedInput,
 } from './types.js';
 
 /** The queue of one store: its database's driver (SqliteQueue or PostgresQueue). */

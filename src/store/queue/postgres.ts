@@ -4,8 +4,8 @@ import type { DeliveryState, PlannedAttempt } from '../../domain/outcome-plan.js
 import type { QueueColumns } from '../../domain/queue-slot.js';
 import type { DeliveryStatus } from '../../domain/states.js';
 import { chunks, type Executor, type StoreContext } from '../common.js';
-import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy } from './types.js';
-import { claimedTask, deliveryState, deliveryStatesById, QueueDriver, type Recorded } from './driver.js';
+import type { AttemptInput, ClaimedTask, ClaimScope, QueueDeps, QueuePolicy, Recorded } from './types.js';
+import { claimedTask, deliveryState, deliveryStatesById, QueueDriver } from './driver.js';
 import { CLAIMED_PAYLOAD_LIMIT, type LoadedRow, loadInputs } from './inputs.js';
 import { FIRST_ATTEMPT_COLUMNS } from './columns.js';
 import { fastPlan } from './fast-plan.js';

@@ -94,6 +94,15 @@ export interface ClaimedState {
 /** What sending an attempt gave (the planner's OutcomeResult). */
 export type AttemptResult = OutcomeResult;
 
+/**
+ * An outcome to record: what recording reads of the attempt's input as claimed (its task, its endpoint's
+ * id, status and delivery rules, and the state PostgreSQL's claim read) and what sending it gave.
+ */
+export type Recorded = { input: RecordedInput; result: AttemptResult };
+export type RecordedInput = Pick<AttemptInput, 'task' | 'claimedState'> & {
+  endpoint: Pick<NonNullable<AttemptInput['endpoint']>, 'id' | 'status' | 'fifo' | 'retryScheduleMs'> | null;
+};
+
 export interface QueuePolicy {
   retryScheduleMs: number[];
   disableAfterMs: number;

@@ -91,6 +91,50 @@ test('the queue thread claims with opened secrets, hands a lease extension back,
   );
 });
 
+test("outcomes cross to the thread with only what recording reads: one copy of a claim's endpoint, its own retry schedule kept", {
+  timeout,
+}, async (t) => {
+  const { store, secret, thread, endpointId } = await seeded(t, 3);
+  await store.ctx.db
+    .updateTable('endpoints')
+    .set({ retry_schedule: JSON.stringify(['0s', '2h']) })
+    .where('id', '=', endpointId)
+    .execute();
+  const claimed = await thread.claimLoaded(OWNER, 10);
+  assert.equal(claimed.length, 3);
+  // What the service posts to the thread, seen as the thread receives it (a structured clone).
+  const posted: unknown[] = [];
+  const worker = (thread as unknown as { thread: { worker: { postMessage(message: unknown): void } } }).thread.worker;
+  const post = worker.postMessage.bind(worker);
+  worker.postMessage = (message: unknown) => {
+    posted.push(structuredClone(message));
+    post(message);
+  };
+  const failed: AttemptResult = { ...ok(), ok: false, responseStatus: 500, responseBody: 'down' };
+  const owned = await thread.completeMany(
+    claimed.map(({ input }) => ({ input: input!, result: failed })),
+    OWNER,
+  );
+  assert.deepEqual(owned, [true, true, true]);
+
+  const [message] = posted as { call: { method: string; args: [{ input: Record<string, unknown> }[]] } }[];
+  assert.equal(message!.call.method, 'completeMany');
+  const items = message!.call.args[0];
+  const text = JSON.stringify(items);
+  assert.ok(!text.includes(secret), 'no signing secret crosses');
+  assert.ok(!text.includes('{\\"i\\":'), 'no payload crosses');
+  assert.ok(!text.includes('127.0.0.1:9/hook'), "the endpoint's URL stays");
+  assert.deepEqual(Object.keys(items[0]!.input).sort(), ['claimedState', 'endpoint', 'task']);
+  assert.deepEqual(Object.keys(items[0]!.input.endpoint as object).sort(), ['fifo', 'id', 'retryScheduleMs', 'status']);
+  assert.equal(items[1]!.input.endpoint, items[0]!.input.endpoint, "one claim's endpoint crosses once");
+
+  // The endpoint's own schedule decided the retry: its second step, two hours on.
+  const runAts = (await store.ctx.db.selectFrom('deliveries').select('run_at').execute()).map((row) =>
+    Number(row.run_at),
+  );
+  for (const runAt of runAts) assert.ok(runAt > Date.now() + 3_600_000, `retried on the endpoint's schedule: ${runAt}`);
+});
+
 test("outcomes on the thread that queue an operational webhook's attempt tell the service (onQueued)", {
   timeout,
 }, async (t) => {
