@@ -6,13 +6,15 @@ import type { Store } from '../store/index.js';
 import { storeErrorCause, storeErrorKind } from '../store/errors.js';
 
 /**
- * On PostgreSQL, under load, an outcome batch starts at least this long after the one before it ended. A
- * batch is one round trip whose cost barely grows with its rows, so a few milliseconds that gather more
- * outcomes into it cut the worker's round trips, and its CPU, per delivery. An attempt's slot frees when
- * its request ends, so the wait delays only when its outcome shows in the API, never a send. SQLite records
- * on the queue thread, where a batch costs little more than its rows: no wait there.
+ * Under load (the last batch held more than one outcome), an outcome batch starts at least this long after
+ * the one before it ended. A batch's fixed cost barely grows with its rows: on PostgreSQL a round trip, on
+ * SQLite a message each way to the queue thread (each waking a thread) and a commit that writes every page
+ * it touched once, however many of its deliveries share the page. A few milliseconds that gather more
+ * outcomes into a batch cut that cost per delivery. An attempt's slot frees when its request ends, so the
+ * wait delays only when its outcome shows in the API, never a send; a worker recording one outcome at a
+ * time never waits.
  */
-const POSTGRES_OUTCOME_SPACING_MS = 15;
+const OUTCOME_SPACING_MS = { postgres: 15, sqlite: 5 } as const;
 
 /** Times an outcome is written before the attempt is left to its lease. */
 export const RECORD_TRIES = 4;
@@ -51,7 +53,9 @@ export class Outcomes {
       // Outcomes that arrive while a batch is written wait for the next one, so fewer lanes make bigger
       // batches (fewer statements per outcome); a second lane on PostgreSQL keeps a batch of failures
       // (several statements each) from holding up the rest. An endpoint's slot does not wait for this.
-      dialect === 'sqlite' ? { maxParallel: 1 } : { maxParallel: 2, minSpacingMs: POSTGRES_OUTCOME_SPACING_MS },
+      dialect === 'sqlite'
+        ? { maxParallel: 1, minSpacingMs: OUTCOME_SPACING_MS.sqlite }
+        : { maxParallel: 2, minSpacingMs: OUTCOME_SPACING_MS.postgres },
     );
   }
 
