@@ -286,9 +286,8 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 /**
  * What a failed file said about its failure, in a few lines: the test reporter's closing "failing tests"
  * section without blank lines, frames of Node's own or of packages and an assertion's bookkeeping (its first
- * 12 lines), or where a file
- * has no such section (it crashed or was stopped) its last 6 lines. The run's closing summary repeats these
- * beside the file's name, because a CI log is often read from its end.
+ * 12 lines), or where a file has no such section (it crashed or was stopped) its last 6 lines. The run's
+ * closing summary repeats these beside the file's name, because a CI log is often read from its end.
  */
 function failureLines() {
   const last = [];
