@@ -71,7 +71,10 @@ export function sendColumnsSql(alias: Record<keyof typeof SEND_COLUMNS, string>)
 
 type Nullable<T> = { [K in keyof T]: T[K] | null };
 
-/** A row of inputColumns (nullable where a left join may find nothing). */
+/**
+ * A row of what sending an attempt reads, as PostgreSQL's claim reads it (nullable where a left join may
+ * find nothing); loadInputs reads its two parts apart (DeliveryInputRow, EndpointInputRow).
+ */
 export type LoadedRow = Nullable<
   Pick<DeliveryRow, SendColumn<'deliveries'>> &
     Pick<MessageRow, SendColumn<'messages'>> &
@@ -194,31 +197,7 @@ export class InputReader {
   }
 
   /** An attempt's endpoint from the row a claim, a load or endpointsNow read (one place for its rules). */
-  private endpointInput(
-    id: string,
-    status: EndpointStatus,
-    row: Pick<
-      LoadedRow,
-      | keyof SecretColumns
-      | 'url'
-      | 'livemode'
-      | 'public_only'
-      | 'headers_sealed'
-      | 'rate_limit'
-      | 'ordering'
-      | 'svix_headers'
-      | EnterpriseColumns
-      | DestinationColumns
-      | 'transformation_enabled'
-      | 'transformation_updated_at'
-      | 'retry_schedule'
-      | 'circuit'
-      | 'circuit_state'
-      | 'circuit_open_until'
-      | 'circuit_probe_until'
-      | 'circuit_window_start'
-    >,
-  ): NonNullable<AttemptInput['endpoint']> {
+  private endpointInput(id: string, status: EndpointStatus, row: EndpointInputRow): AttemptEndpoint {
     // Live endpoints, those whose URL a portal customer chose, and every one under HERALD_TEST_NETWORK=public
     // reach public addresses only.
     const publicOnly = Boolean(row.livemode) || Boolean(row.public_only) || this.testNetwork === 'public';
