@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import { threadExecArgv } from '../thread-flags.js';
 import { endThread } from '../store/end-thread.js';
 import type { RunOutcome, SandboxLimits } from './sandbox.js';
+import { ANSWERED, POSTED, RunProgress } from './run-progress.js';
 
 // Transformations run on threads of their own, so that no tenant's code holds the event loop every tenant
 // shares. Each endpoint (a run's `group`) has its runs under way on at most one thread at a time, and the
@@ -11,10 +12,14 @@ import type { RunOutcome, SandboxLimits } from './sandbox.js';
 // is busy. The thread stops a turn early once a run's deadline has passed since it began or a run failed at
 // its deadline, and the runs it did not make go back to the front of their groups' queues: a spinning
 // endpoint delays the others in its turn by one deadline at most. A group prefers the thread it last ran
-// on (its home, where its code is compiled: groupFor). A thread that does not answer within a turn's bound
-// and a grace is ended (the turn's runs fail) and replaced. A version's code goes to a thread once: its
-// later runs there carry their input alone (callFor), and one the thread has dropped comes back unmade and
-// goes again with its code.
+// on (its home, where its code is compiled: groupFor). A run can be stuck where no deadline reaches it
+// (inside the engine's own C code: joining a billion array holes): the thread shares which run it is making,
+// and by when it must end, through memory the pool reads (RunProgress), and a run past that and a grace
+// ends its thread, which is replaced. That run fails; the other runs of its turn go again, first, on the
+// new thread, so one endpoint's stuck code fails no other's attempt; a version once stopped so takes its
+// later turns alone, so that it cannot take other runs down again. A version's code goes to a thread once:
+// its later runs there carry their input alone (callFor), and one the thread has dropped comes back unmade
+// and goes again with its code.
 
 export interface RunCall {
   id: number;
@@ -27,6 +32,12 @@ export interface RunCall {
 
 export type RunReply = { id: number } & RunOutcome;
 
+/** What a sandbox thread is started with: its runs' limits, and the memory it shares its progress through. */
+export interface ThreadData {
+  limits: SandboxLimits;
+  progress: SharedArrayBuffer;
+}
+
 const STOPPING: RunOutcome = { error: 'failed: the service is stopping' };
 
 /** Most runs in one turn, of whichever groups it carries. */
@@ -37,6 +48,8 @@ const LOOKAHEAD = 16;
 const PATIENCE_MS = 2;
 /** Groups whose home is remembered (the least recently run are forgotten). */
 const HOMES_KEPT = 100_000;
+/** Code versions remembered as stopped stuck, which take turns alone (the least recently stopped are forgotten). */
+const STOPPED_KEPT = 10_000;
 /**
  * Code versions remembered per thread as sent there (the least recently sent forgotten): twice what a thread
  * keeps compiled (sandbox.ts), so a version it still has is seldom sent again, and one it dropped costs one
@@ -45,12 +58,12 @@ const HOMES_KEPT = 100_000;
 const SENT_KEPT = 1_024;
 
 /**
- * Time past a turn's bound (two run deadlines: runs start until one deadline has passed, and the last may
- * take its own) after which its thread is taken to be stuck and ended: room for compiling the code's top
- * level (sandbox.ts, COMPILE_DEADLINE_MS) and a second more; a new thread's first turn also waits for its
- * warm-up.
+ * Time past a run's own end (its deadline, and its compile's: Sandbox.longestMs) after which it is taken
+ * to be stuck and its thread ended. A deadline reached in the engine's bytecode ends the run within a
+ * millisecond or so; the rest is room for a thread that a busy machine has not scheduled.
  */
-const STUCK_GRACE_MS = 2_000;
+const RUN_GRACE_MS = 500;
+/** How long a new thread's first turn may wait for its warm-up before it begins a run. */
 const WARM_UP_MS = 10_000;
 
 interface Job {
@@ -72,6 +85,10 @@ interface Slot {
   timer: NodeJS.Timeout | null;
   /** The code versions (run keys) whose code went to this thread, so runs of them go without it. */
   sent: Set<string>;
+  /** The run the thread is making, shared with it. */
+  progress: RunProgress;
+  /** The pool ended the thread: a run of its turn was stuck. */
+  stuck: boolean;
 }
 
 export class TransformationPool {
@@ -82,6 +99,8 @@ export class TransformationPool {
   private readonly busy = new Set<string>();
   /** The thread each group last ran on, where its code is compiled (its home). */
   private readonly homes = new Map<string, Slot>();
+  /** Code versions (run keys) a run of which was stopped stuck: their turns carry no other group's runs. */
+  private readonly stopped = new Set<string>();
   private nextId = 0;
   private closed = false;
 
@@ -144,9 +163,16 @@ export class TransformationPool {
     for (let strict = false; turn.length < TURN_RUNS; strict = true) {
       const group = this.groupFor(slot, strict);
       if (group === null) break;
+      const alone = this.wasStopped(group);
       turn.push(...this.take(group, TURN_RUNS - turn.length));
+      if (alone) break;
     }
     return turn;
+  }
+
+  /** Whether the group's next run is of a version once stopped stuck (it takes its turn alone). */
+  private wasStopped(group: string): boolean {
+    return this.stopped.size > 0 && this.stopped.has(this.waiting.get(group)![0]!.call.key);
   }
 
   /**
@@ -155,14 +181,14 @@ export class TransformationPool {
    * LOOKAHEAD waiting groups, the first at home here (or with no home) goes first, unless the longest
    * waiting group's home has been on one turn for PATIENCE_MS (it may be slow: that group goes here now).
    * A group whose home is idle is left to its home; a slot with nothing better takes the longest waiting,
-   * unless `strict` (filling a turn: only groups at home here).
+   * unless `strict` (filling a turn: only groups at home here, and none whose code was stopped stuck).
    */
   private groupFor(slot: Slot, strict: boolean): string | null {
     const now = Date.now();
     let longest: string | null = null;
     let looked = 0;
     for (const group of this.waiting.keys()) {
-      if (this.busy.has(group)) continue;
+      if (this.busy.has(group) || (strict && this.wasStopped(group))) continue;
       const home = this.homes.get(group);
       if (home === undefined || home === slot || !this.slots.includes(home)) return group;
       if (home.jobs !== null && longest === null && !strict) {
@@ -193,10 +219,37 @@ export class TransformationPool {
       if (this.homes.size >= HOMES_KEPT) this.homes.delete(this.homes.keys().next().value!);
       this.homes.set(group, slot);
     }
-    const stuckAfter = 2 * this.limits.timeoutMs + STUCK_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0);
-    slot.timer = setTimeout(() => void slot.thread.terminate(), stuckAfter);
-    slot.timer.unref();
+    slot.progress.posted();
+    this.watch(slot, this.limits.timeoutMs + RUN_GRACE_MS);
     slot.thread.postMessage(jobs.map((job) => this.callFor(slot, job.call)));
+  }
+
+  /** Looks at the slot's turn in `ms`, unless it has ended by then (finish clears the timer). */
+  private watch(slot: Slot, ms: number): void {
+    slot.timer = setTimeout(() => this.check(slot), ms);
+    slot.timer.unref();
+  }
+
+  /**
+   * A turn running long: a run past its end and RUN_GRACE_MS is stuck, and its thread is ended (the exit
+   * handler fails that run and queues the turn's others again). An answer on its way is waited for.
+   */
+  private check(slot: Slot): void {
+    slot.timer = null;
+    if (slot.jobs === null) return;
+    const progress = slot.progress.read();
+    if (progress === ANSWERED) return;
+    const limit =
+      progress === POSTED
+        ? slot.startedAt + RUN_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0)
+        : progress.until + RUN_GRACE_MS;
+    const now = Date.now();
+    if (now < limit) {
+      this.watch(slot, limit - now);
+      return;
+    }
+    slot.stuck = true;
+    void slot.thread.terminate();
   }
 
   /**
@@ -254,8 +307,10 @@ export class TransformationPool {
   }
 
   private newSlot(): Slot {
+    const progress = new RunProgress();
+    const workerData: ThreadData = { limits: this.limits, progress: progress.buffer };
     const thread = new Worker(new URL('./thread.js', import.meta.url), {
-      workerData: this.limits,
+      workerData,
       execArgv: threadExecArgv({ profile: false }),
     });
     // Never what keeps the process alive: a run waiting keeps its attempt or request open.
@@ -268,6 +323,8 @@ export class TransformationPool {
       startedAt: 0,
       timer: null,
       sent: new Set(),
+      progress,
+      stuck: false,
     };
     thread.on('message', (replies: RunReply[]) => this.finish(slot, replies, null));
     thread.on('error', () => {}); // followed by 'exit'
@@ -275,11 +332,39 @@ export class TransformationPool {
       thread.once('exit', () => {
         const index = this.slots.indexOf(slot);
         if (index >= 0) this.slots.splice(index, 1);
-        const stopped = { error: `deadline of ${this.limits.timeoutMs} ms exceeded (the run was stopped)` };
-        this.finish(slot, [], this.closed ? STOPPING : stopped);
+        this.ended(slot);
         resolve();
       }),
     );
     return slot;
+  }
+
+  /**
+   * The slot's thread has ended (stuck, or it failed): the run it was making fails, and the turn's other
+   * runs go again first, on another thread. Ended between runs (in its warm-up), every run of its turn
+   * fails, so a thread that cannot start does not take the same runs down again and again.
+   */
+  private ended(slot: Slot): void {
+    if (this.closed) {
+      this.finish(slot, [], STOPPING);
+      return;
+    }
+    const outcome = {
+      error: slot.stuck
+        ? `deadline of ${this.limits.timeoutMs} ms exceeded (the run was stopped)`
+        : 'failed: the sandbox thread stopped',
+    };
+    const progress = slot.progress.read();
+    const culprit = typeof progress === 'object' ? slot.jobs?.[progress.index] : undefined;
+    if (!culprit) {
+      this.finish(slot, [], outcome);
+      return;
+    }
+    if (slot.stuck) {
+      this.stopped.delete(culprit.call.key);
+      if (this.stopped.size >= STOPPED_KEPT) this.stopped.delete(this.stopped.values().next().value!);
+      this.stopped.add(culprit.call.key);
+    }
+    this.finish(slot, [{ id: culprit.id, ...outcome }], null);
   }
 }

@@ -99,7 +99,13 @@ export class Sandbox {
    * `code` null: the caller takes this version to be compiled here; MISSING_CODE when it is not. With
    * `input` null the code is only compiled (and not kept): whether it defines a handler.
    */
-  async run(key: string, code: string | null, input: string | null): Promise<RunOutcome | typeof MISSING_CODE> {
+  async run(
+    key: string,
+    code: string | null,
+    input: string | null,
+    /** Told when the handler's call begins, with its deadline (Date.now()): its code is compiled by then. */
+    calling?: (deadline: number) => void,
+  ): Promise<RunOutcome | typeof MISSING_CODE> {
     const engine = await quickjs();
     if (input === null) {
       if (code === null) return MISSING_CODE;
@@ -121,6 +127,7 @@ export class Sandbox {
       this.keep(key, entry);
     }
     entry.deadline = Date.now() + this.limits.timeoutMs;
+    calling?.(entry.deadline);
     const { context } = entry;
     let result: ReturnType<QuickJSContext['callFunction']>;
     try {
@@ -142,6 +149,17 @@ export class Sandbox {
     const returned = context.typeof(value) === 'string' ? context.getString(value) : null;
     value.dispose();
     return { returned };
+  }
+
+  /**
+   * The longest a run of `key` may take, however it ends: its deadline, and first its code's top level
+   * within the compile deadline unless that version is compiled here (`input` null: the compile alone).
+   * Past it (and a grace) the run is stuck in the engine's own C code, where no deadline is checked.
+   */
+  longestMs(key: string, input: string | null): number {
+    const compile = Math.max(this.limits.timeoutMs, COMPILE_DEADLINE_MS);
+    if (input === null) return compile;
+    return this.compiled.has(key) ? this.limits.timeoutMs : compile + this.limits.timeoutMs;
   }
 
   /**

@@ -4,13 +4,18 @@
 // made, once a run's deadline has passed since it began or a run failed at its deadline: a turn holds the
 // thread for about two deadlines at most, however many runs it carried. A run that came without its code
 // for a version not compiled here (dropped, or never sent to this thread) ends the turn unmade too: the pool
-// sends it again, with its code, first.
+// sends it again, with its code, first. Before each run the thread writes which run it is and when it
+// must have ended into memory it shares with the pool (RunProgress), which ends the thread when a run is
+// stuck past that in code where no deadline is checked.
 import { parentPort, workerData } from 'node:worker_threads';
-import { MISSING_CODE, Sandbox, type RunOutcome, type SandboxLimits } from './sandbox.js';
-import type { RunCall, RunReply } from './pool.js';
+import { MISSING_CODE, Sandbox, type RunOutcome } from './sandbox.js';
+import type { RunCall, RunReply, ThreadData } from './pool.js';
+import { RunProgress } from './run-progress.js';
 
-const limits = workerData as SandboxLimits;
+const { limits, progress: shared } = workerData as ThreadData;
 const sandbox = new Sandbox(limits);
+const progress = new RunProgress(shared);
+const calling = (deadline: number) => progress.calling(deadline);
 const port = parentPort!;
 // Runs wait for the warm-up, so that none pays for compiling the engine.
 const warmed = sandbox.warm().catch(() => {});
@@ -19,11 +24,12 @@ async function turn(calls: RunCall[]): Promise<RunReply[]> {
   await warmed;
   const began = Date.now();
   const replies: RunReply[] = [];
-  for (const call of calls) {
+  for (const [index, call] of calls.entries()) {
     if (replies.length > 0 && Date.now() - began >= limits.timeoutMs) break;
     let outcome: RunOutcome | typeof MISSING_CODE;
+    progress.begin(index, Date.now() + sandbox.longestMs(call.key, call.input));
     try {
-      outcome = await sandbox.run(call.key, call.code, call.input);
+      outcome = await sandbox.run(call.key, call.code, call.input, calling);
     } catch (error) {
       outcome = { error: `failed: ${(error as Error).message}` };
     }
@@ -31,6 +37,7 @@ async function turn(calls: RunCall[]): Promise<RunReply[]> {
     replies.push({ id: call.id, ...outcome });
     if ('error' in outcome && outcome.error.startsWith('deadline')) break;
   }
+  progress.answered();
   return replies;
 }
 

@@ -127,6 +127,40 @@ test("an endpoint whose code spins to its deadline does not hold other endpoints
   assert.match(failed.attempts[0]!.error!, /deadline of 3000 ms exceeded/);
 });
 
+test("code stuck where no deadline reaches fails only its own attempts: other endpoints' runs go again on a new thread", async (t) => {
+  // One thread, so the stuck runs share turns with the other endpoint's runs.
+  const s = await setup(t, {
+    HERALD_TRANSFORMATION_TIMEOUT: '300ms',
+    HERALD_TRANSFORMATION_THREADS: '1',
+    HERALD_RETRY_SCHEDULE: '0s',
+  });
+  const receiver = await startReceiver(t);
+  // Joining a billion holes runs in QuickJS's C code, which checks no deadline and grows no memory.
+  const stuck = await s.endpoint(`${receiver.url}/stuck`, {
+    transformation: { code: 'function handler(w) { new Array(1e9).join(""); return w; }' },
+  });
+  await s.endpoint(`${receiver.url}/shaped`, {
+    transformation: { code: 'function handler(w) { w.headers["x-shaped"] = "yes"; return w; }' },
+  });
+  const ids: string[] = [];
+  for (let n = 1; n <= 3; n++) ids.push(...(await s.emit({ n })).deliveryIds);
+  const reads = await Promise.all(ids.map((id) => s.delivery(id)));
+  const shaped = reads.filter((d) => d.endpoint_id !== stuck.id).map((d) => d.id);
+  for (const id of shaped) {
+    const read = await s.until(id, (d) => d.status === 'success', 'the shaped delivery arrives', 20_000);
+    assert.deepEqual(
+      read.attempts.map((a) => a.status),
+      ['success'],
+      'its one attempt succeeded: no run of it failed with the stuck thread',
+    );
+  }
+  assert.equal(receiver.received.filter((r) => r.path === '/shaped' && r.headers['x-shaped'] === 'yes').length, 3);
+  const stuckId = reads.find((d) => d.endpoint_id === stuck.id)!.id;
+  const failed = await s.until(stuckId, (d) => d.attempts.length >= 1, 'the stuck run fails', 20_000);
+  assert.match(failed.attempts[0]!.error!, /deadline of 300 ms exceeded \(the run was stopped\)/);
+  assert.equal(receiver.received.filter((r) => r.path === '/stuck').length, 0);
+});
+
 test('an attempt claimed before its code changed, that goes after its endpoint is read again, runs the new code', async (t) => {
   // One request at a time: the second delivery is claimed, and its transformation run, while the receiver
   // holds the first; the code changes meanwhile, and the second goes more than a second after its claim.

@@ -62,3 +62,26 @@ test('a run of a version its thread dropped is sent again with its code, and mad
   assert.equal(after.request.headers['x-n'], '3');
   assert.equal(seen.withCode, 2, 'sent at first, and again once the thread answered the run unmade');
 });
+
+test('a version once stopped stuck takes its later turns alone, so its next stuck run takes no other run down', {
+  timeout: 30_000,
+}, async (t) => {
+  const seen = watchSandboxCalls(t);
+  const pool = new Transformations({ ...LIMITS, transformationTimeoutMs: 100 });
+  t.after(() => pool.close());
+  const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
+  // Joining a billion holes runs in QuickJS's C code, which checks no deadline: only ending the thread stops it.
+  const STUCK = 'function handler(w) { new Array(1e9).join(""); return w; }';
+  // The thread's first turn warms it; everything below waits for the next, in the order asked.
+  const first = pool.apply('first', '1', OK, webhook('{"n":0}'), () => null);
+  const stuck = [1, 2, 3].map((n) => pool.apply('stuck', '1', STUCK, webhook(`{"n":${n}}`), () => null));
+  const fine = [1, 2, 3, 4, 5, 6].map((n) => pool.apply('fine', '1', OK, webhook(`{"n":${n}}`), () => null));
+  assert.ok('request' in (await first));
+  for (const outcome of await Promise.all(fine)) assert.ok('request' in outcome, JSON.stringify(outcome));
+  for (const outcome of await Promise.all(stuck))
+    assert.match('problem' in outcome ? outcome.problem : '', /^deadline of 100 ms exceeded \(the run was stopped\)/);
+  // The fine runs shared the stuck version's first turn and went once more after it; never again, though
+  // the stuck version ended two more threads.
+  assert.equal(seen.byKey.get('fine@1'), 12);
+  assert.equal(seen.byKey.get('stuck@1'), 3 + 2 + 1, 'each stop ends one run; the rest go again');
+});

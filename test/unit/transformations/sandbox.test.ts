@@ -137,3 +137,36 @@ test("one endpoint's many runs go in turns, in order, and a spinning endpoint's 
   // Twenty deadlines, one after another on one thread: the spinner's runs were each made, none skipped.
   assert.ok(Date.now() - started >= 20 * 100, 'every spinning run took its own deadline');
 });
+
+test("a run stuck in the engine's own code ends its thread soon after its deadline, and only that run fails", async (t) => {
+  // One thread, so the stuck run shares its turn with other endpoints' runs.
+  const sandbox = new Transformations({ ...LIMITS, transformationTimeoutMs: 100, transformationThreads: 1 });
+  t.after(() => sandbox.close());
+  const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
+  // The thread's first turn: it warms the engine, and the runs below wait for the next one.
+  const first = run(sandbox, 'first', OK);
+  // Joining a billion holes runs inside QuickJS's C code, where no deadline is checked, and allocates nothing:
+  // only ending the thread stops it.
+  const STUCK = 'function handler(w) { new Array(1e9).join(""); return w; }';
+  const started = Date.now();
+  const [before, stuck, ...after] = await Promise.all([
+    run(sandbox, 'before', OK),
+    run(sandbox, 'stuck', STUCK),
+    ...['after-1', 'after-2', 'after-3'].map((group) => run(sandbox, group, OK)),
+  ]);
+  assert.ok('request' in (await first));
+  assert.match('problem' in stuck ? stuck.problem : '', /^deadline of 100 ms exceeded/);
+  const stuckMs = Date.now() - started;
+  // The other endpoints' runs in that turn are made again on the new thread, not failed with it.
+  for (const outcome of [before, ...after]) {
+    assert.ok('request' in outcome, JSON.stringify(outcome));
+    assert.equal(outcome.request.headers['x-ok'], '1');
+  }
+  // Ended about a grace after its own deadline, not after the whole turn's bound (two deadlines and 2 s).
+  assert.ok(stuckMs < 1_800, `the stuck run held its thread ${stuckMs} ms`);
+  // The same code stuck at its top level (compiled when the endpoint is saved) is refused the same way.
+  const problem = await sandbox.codeProblem('stuck-top', 'new Array(1e9).join(""); function handler(w) { return w; }');
+  assert.match(problem ?? '', /^deadline of 100 ms exceeded/);
+  const later = await run(sandbox, 'later', OK);
+  assert.ok('request' in later, 'the new thread serves the next run');
+});
