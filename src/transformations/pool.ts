@@ -63,7 +63,11 @@ const SENT_KEPT = 1_024;
  * millisecond or so; the rest is room for a thread that a busy machine has not scheduled.
  */
 const RUN_GRACE_MS = 500;
-/** How long a new thread's first turn may wait for its warm-up before it begins a run. */
+/**
+ * How long a thread may take to begin a turn's first run: at once unless a busy machine has not scheduled
+ * it, or a new thread's warm-up (WARM_UP_MS more) runs first.
+ */
+const BEGIN_GRACE_MS = 2_000;
 const WARM_UP_MS = 10_000;
 
 interface Job {
@@ -241,7 +245,7 @@ export class TransformationPool {
     if (progress === ANSWERED) return;
     const limit =
       progress === POSTED
-        ? slot.startedAt + RUN_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0)
+        ? slot.startedAt + BEGIN_GRACE_MS + (slot.fresh ? WARM_UP_MS : 0)
         : progress.until + RUN_GRACE_MS;
     const now = Date.now();
     if (now < limit) {
@@ -341,8 +345,9 @@ export class TransformationPool {
 
   /**
    * The slot's thread has ended (stuck, or it failed): the run it was making fails, and the turn's other
-   * runs go again first, on another thread. Ended between runs (in its warm-up), every run of its turn
-   * fails, so a thread that cannot start does not take the same runs down again and again.
+   * runs go again first, on another thread. Ended between runs, no tenant's code was running: the runs go
+   * again, unless the thread never answered a turn (its warm-up failed), so that a thread that cannot start
+   * does not take the same runs down again and again.
    */
   private ended(slot: Slot): void {
     if (this.closed) {
@@ -357,7 +362,7 @@ export class TransformationPool {
     const progress = slot.progress.read();
     const culprit = typeof progress === 'object' ? slot.jobs?.[progress.index] : undefined;
     if (!culprit) {
-      this.finish(slot, [], outcome);
+      this.finish(slot, [], slot.fresh ? outcome : null);
       return;
     }
     if (slot.stuck) {

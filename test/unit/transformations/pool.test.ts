@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import assert from 'node:assert/strict';
 import { Transformations } from '../../../src/transformations/index.js';
 import { startingWebhook } from '../../../src/domain/transformations.js';
@@ -84,4 +85,35 @@ test('a version once stopped stuck takes its later turns alone, so its next stuc
   // the stuck version ended two more threads.
   assert.equal(seen.byKey.get('fine@1'), 12);
   assert.equal(seen.byKey.get('stuck@1'), 3 + 2 + 1, 'each stop ends one run; the rest go again');
+});
+
+test('a thread that ends between runs fails no run unless it never warmed up; the runs go again on a new thread', {
+  timeout: 30_000,
+}, async (t) => {
+  // Ends the chosen turn's thread instead of posting the turn to it: it ends before beginning a run of it.
+  let endTurn = 0;
+  let turns = 0;
+  const post = Worker.prototype.postMessage;
+  Worker.prototype.postMessage = function (this: Worker, message: unknown, ...rest: unknown[]) {
+    if (Array.isArray(message) && ++turns === endTurn) return void this.terminate();
+    return (post as (...args: unknown[]) => void).call(this, message, ...rest);
+  } as typeof post;
+  t.after(() => {
+    Worker.prototype.postMessage = post;
+  });
+  const pool = new Transformations(LIMITS);
+  t.after(() => pool.close());
+  const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
+  // The first turn of a new thread: it has not warmed up, so its runs fail rather than go again forever.
+  endTurn = 1;
+  const cold = await pool.apply('a', '1', OK, webhook('{"n":1}'), () => null);
+  assert.ok('problem' in cold && cold.problem === 'failed: the sandbox thread stopped', JSON.stringify(cold));
+  // A thread that answered a turn and ends before its next: the runs go again on the next thread.
+  turns = 0;
+  endTurn = 2;
+  const warm = await pool.apply('a', '1', OK, webhook('{"n":2}'), () => null);
+  assert.ok('request' in warm, JSON.stringify(warm));
+  const again = await pool.apply('b', '1', OK, webhook('{"n":3}'), () => null);
+  assert.ok('request' in again, JSON.stringify(again));
+  assert.equal(again.request.headers['x-ok'], '1');
 });
