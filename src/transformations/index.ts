@@ -9,6 +9,12 @@ import { TransformationPool } from './pool.js';
 
 export type TransformationOutcome = { request: TransformedRequest } | { problem: string };
 
+/**
+ * What a returned webhook may hold beside its payload (method, URL, headers) before the sandbox refuses it
+ * unread: the payload's own limit is checked exactly once it is parsed (transformedRequest).
+ */
+const RETURN_ROOM_BYTES = 64 * 1024;
+
 /** A pool and its holders: it stops when the last holder has closed its share. */
 interface Shared {
   pool: TransformationPool;
@@ -31,7 +37,11 @@ export class Transformations {
   ) {
     this.shared = of?.shared ?? {
       pool: new TransformationPool(
-        { timeoutMs: config.transformationTimeoutMs, memoryBytes: config.transformationMemoryBytes },
+        {
+          timeoutMs: config.transformationTimeoutMs,
+          memoryBytes: config.transformationMemoryBytes,
+          maxReturnedChars: config.maxPayloadBytes + RETURN_ROOM_BYTES,
+        },
         config.transformationThreads,
       ),
       holders: 0,

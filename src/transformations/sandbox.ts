@@ -21,6 +21,11 @@ export interface SandboxLimits {
   timeoutMs: number;
   /** The heap one endpoint's code may grow to (HERALD_TRANSFORMATION_MEMORY). */
   memoryBytes: number;
+  /**
+   * The longest webhook a run may return, as JSON: longer fails in the sandbox, so that text is never
+   * copied to the event loop and parsed there only to be refused.
+   */
+  maxReturnedChars: number;
 }
 
 /** What one run gave: the handler's return value as JSON (null: not JSON-able), or why it failed. */
@@ -61,15 +66,21 @@ const INTRINSICS = {
 /**
  * The wrapper around the tenant's code: it defines `handler`, and the wrapper keeps its own references to
  * JSON, taken before that code runs, so code that replaces them breaks only its own runs (a result that is
- * not the webhook object is refused outside).
+ * not the webhook object is refused outside). A result longer than `maxChars` as JSON comes back as its
+ * length, a number, which run() refuses.
  */
-function wrapped(code: string): string {
+function wrapped(code: string, maxChars: number): string {
   return `(function () {
   const parse = JSON.parse, stringify = JSON.stringify;
   ${code}
   ;if (typeof handler !== 'function') throw new TypeError('the code must define function handler(webhook)');
   const run = handler;
-  return function (input) { const value = run(parse(input)); return value === undefined ? undefined : stringify(value); };
+  return function (input) {
+    const value = run(parse(input));
+    if (value === undefined) return undefined;
+    const text = stringify(value);
+    return typeof text === 'string' && text.length > ${maxChars} ? text.length : text;
+  };
 })()`;
 }
 
@@ -146,8 +157,11 @@ export class Sandbox {
       return { error };
     }
     const value = result.value;
-    const returned = context.typeof(value) === 'string' ? context.getString(value) : null;
+    const kind = context.typeof(value);
+    const returned = kind === 'string' ? context.getString(value) : null;
     value.dispose();
+    if (kind === 'number')
+      return { error: `bad return value: the webhook returned is larger than ${this.limits.maxReturnedChars} bytes` };
     return { returned };
   }
 
@@ -200,7 +214,7 @@ export class Sandbox {
     const context = runtime.newContext({ intrinsics: INTRINSICS });
     entry.context = context;
     try {
-      const result = context.evalCode(wrapped(code), 'transformation.js');
+      const result = context.evalCode(wrapped(code, this.limits.maxReturnedChars), 'transformation.js');
       if (result.error) {
         const error = this.failure(context, result.error);
         result.error.dispose();

@@ -41,6 +41,13 @@ test('hostile code fails cleanly, reaches nothing of the host, and the sandbox s
       'function handler(w) { w.payload = "x".repeat(70000); return w; }',
       /bad return value: payload is larger than 65536 bytes/,
     ],
+    // Past the payload limit and room for the URL and headers, the sandbox refuses the text unread: it is
+    // never copied to the event loop and parsed there.
+    [
+      'huger payload',
+      'function handler(w) { w.payload = "x".repeat(1e6); return w; }',
+      /^bad return value: the webhook returned is larger than 131072 bytes$/,
+    ],
     ['no handler', 'const handler = 1;', /must define function handler/],
     ['syntax error', 'function handler(w) {', /threw SyntaxError/],
   ];
