@@ -36,8 +36,10 @@ function assertHeld(arrivals: Received[], what: string): void {
     densest <= LIMIT + 2,
     `${what}: ${densest} requests within one second (limit ${LIMIT} a second): ${arrivedAt}`,
   );
-  // n starts spaced 1 / LIMIT s apart span (n - 1) / LIMIT seconds; the same margin of one start.
-  const least = ((MESSAGES - 2) * 1_000) / LIMIT;
+  // n starts spaced 1 / LIMIT s apart span (n - 1) / LIMIT seconds, less the same margin of two starts: a
+  // first request held by a busy machine (four test files on two cores) arrives late and shortens the span
+  // as much as a later one arriving early would lengthen the densest second.
+  const least = ((MESSAGES - 1 - 2) * 1_000) / LIMIT;
   assert.ok(spanMs >= least, `${what}: ${MESSAGES} requests in ${spanMs} ms, faster than ${LIMIT} a second`);
 }
 
