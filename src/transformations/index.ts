@@ -52,7 +52,8 @@ export class Transformations {
   /**
    * Runs `code` on `webhook`, taking a turn as `group` (an endpoint: one run of it at a time); `version`
    * names the code's version, so each is compiled once per thread. `urlProblem` judges a changed URL by
-   * the endpoint's address rules.
+   * the endpoint's address rules. Not `keep` (a simulation): the code is compiled for this run alone, so
+   * that drafts take no delivering endpoint's place among the runtimes each thread keeps.
    */
   async apply(
     group: string,
@@ -60,8 +61,9 @@ export class Transformations {
     code: string,
     webhook: StartingWebhook,
     urlProblem: (url: string) => string | null,
+    keep = true,
   ): Promise<TransformationOutcome> {
-    const outcome = await this.shared.pool.run(group, `${group}@${version}`, code, webhook.json);
+    const outcome = await this.shared.pool.run(group, `${group}@${version}`, code, webhook.json, keep);
     if ('error' in outcome) return { problem: outcome.error };
     const checked = transformedRequest(outcome.returned, this.config.maxPayloadBytes);
     if ('problem' in checked) return checked;

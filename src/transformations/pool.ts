@@ -28,6 +28,8 @@ export interface RunCall {
   code: string | null;
   /** The webhook as JSON; null: compile only. */
   input: string | null;
+  /** Whether the thread keeps the version compiled for later runs (not for a simulation's draft). */
+  keep: boolean;
 }
 
 export type RunReply = { id: number } & RunOutcome;
@@ -113,12 +115,15 @@ export class TransformationPool {
     private readonly threads: number,
   ) {}
 
-  /** Runs `code`'s handler on `input`; `key` names the code's version, `group` whose turn it takes (an endpoint). */
-  run(group: string, key: string, code: string, input: string | null): Promise<RunOutcome> {
+  /**
+   * Runs `code`'s handler on `input`; `key` names the code's version, `group` whose turn it takes (an
+   * endpoint). Not `keep`: the thread compiles the version for this run alone unless it has it.
+   */
+  run(group: string, key: string, code: string, input: string | null, keep = true): Promise<RunOutcome> {
     if (this.closed) return Promise.resolve(STOPPING);
     return new Promise((resolve) => {
       const id = this.nextId++;
-      const job: Job = { id, group, call: { id, key, code, input }, resolve };
+      const job: Job = { id, group, call: { id, key, code, input, keep }, resolve };
       const queue = this.waiting.get(group);
       if (queue) queue.push(job);
       else this.waiting.set(group, [job]);
@@ -258,10 +263,11 @@ export class TransformationPool {
 
   /**
    * The call as `slot` gets it: without its code when the code of that version went to the thread before
-   * (a run carries its input, not the endpoint's code again, up to 64 KB); a compile-only run always has it.
+   * (a run carries its input, not the endpoint's code again, up to 64 KB); a compile-only run, and one the
+   * thread does not keep, always has it.
    */
   private callFor(slot: Slot, call: RunCall): RunCall {
-    if (call.input === null) return call;
+    if (call.input === null || !call.keep) return call;
     if (slot.sent.has(call.key)) {
       slot.sent.delete(call.key);
       slot.sent.add(call.key);

@@ -108,7 +108,9 @@ export class Sandbox {
   /**
    * Runs `code`'s handler on `input` (JSON); `key` names the code's version, so its compilation is reused.
    * `code` null: the caller takes this version to be compiled here; MISSING_CODE when it is not. With
-   * `input` null the code is only compiled (and not kept): whether it defines a handler.
+   * `input` null the code is only compiled (and not kept): whether it defines a handler. Not `keep`: a
+   * version not compiled here is compiled for this run alone (a simulation's draft), so that it takes no
+   * endpoint's place among those kept.
    */
   async run(
     key: string,
@@ -116,6 +118,7 @@ export class Sandbox {
     input: string | null,
     /** Told when the handler's call begins, with its deadline (Date.now()): its code is compiled by then. */
     calling?: (deadline: number) => void,
+    keep = true,
   ): Promise<RunOutcome | typeof MISSING_CODE> {
     const engine = await quickjs();
     if (input === null) {
@@ -134,9 +137,21 @@ export class Sandbox {
       if (code === null) return MISSING_CODE;
       const made = this.compile(engine, code);
       if ('error' in made) return made;
+      if (!keep) {
+        try {
+          return this.call(key, made, input, calling);
+        } finally {
+          this.dispose(made);
+        }
+      }
       entry = made;
       this.keep(key, entry);
     }
+    return this.call(key, entry, input, calling);
+  }
+
+  /** Calls the handler compiled in `entry` on `input`; a limit reached throws away what is kept as `key`. */
+  private call(key: string, entry: Compiled, input: string, calling?: (deadline: number) => void): RunOutcome {
     entry.deadline = Date.now() + this.limits.timeoutMs;
     calling?.(entry.deadline);
     const { context } = entry;

@@ -29,7 +29,7 @@ async function turn(calls: RunCall[]): Promise<RunReply[]> {
     let outcome: RunOutcome | typeof MISSING_CODE;
     progress.begin(index, Date.now() + sandbox.longestMs(call.key, call.input));
     try {
-      outcome = await sandbox.run(call.key, call.code, call.input, calling);
+      outcome = await sandbox.run(call.key, call.code, call.input, calling, call.keep);
     } catch (error) {
       outcome = { error: `failed: ${(error as Error).message}` };
     }

@@ -37,7 +37,8 @@ export async function simulateTransformation(
   const stored = transformationOf(endpoint);
   const code = input.code ?? stored?.code ?? null;
   if (code === null) throw invalid('code: the endpoint has no transformation; give code to simulate');
-  // Each draft's version is its text, so trying the same draft again reuses its compilation.
+  // Each draft's version is its text. A simulation's code is compiled for its run alone (not kept), so
+  // the drafts of someone typing in an editor take no delivering endpoint's place among the kept runtimes.
   const version =
     input.code === undefined
       ? `saved:${stored!.updatedAt}`
@@ -56,6 +57,7 @@ export async function simulateTransformation(
         { type: endpoint.type, livemode, publicOnly: livemode || endpoint.public_only === 1 },
         config,
       ),
+    false,
   );
   if ('problem' in outcome) throw invalid(transformationError(outcome.problem));
   const { request } = outcome;

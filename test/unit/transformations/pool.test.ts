@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import assert from 'node:assert/strict';
 import { Transformations } from '../../../src/transformations/index.js';
+import { MISSING_CODE, Sandbox } from '../../../src/transformations/sandbox.js';
 import { startingWebhook } from '../../../src/domain/transformations.js';
 import { watchSandboxCalls } from '../../support/sandbox-calls.js';
 
@@ -116,4 +117,41 @@ test('a thread that ends between runs fails no run unless it never warmed up; th
   const again = await pool.apply('b', '1', OK, webhook('{"n":3}'), () => null);
   assert.ok('request' in again, JSON.stringify(again));
   assert.equal(again.request.headers['x-ok'], '1');
+});
+
+test("a simulation's run carries its code every time and is not kept: the endpoint's kept version stays", {
+  timeout: 20_000,
+}, async (t) => {
+  const seen = watchSandboxCalls(t);
+  const pool = new Transformations(LIMITS);
+  t.after(() => pool.close());
+  const kept = await pool.apply('ep_1', '1', LARGE, webhook('{"n":1}'), () => null);
+  assert.ok('request' in kept);
+  const DRAFT = LARGE.replace('"x-n"', '"x-draft"');
+  for (const n of [2, 3]) {
+    const draft = await pool.apply('ep_1', 'draft', DRAFT, webhook(`{"n":${n}}`), () => null, false);
+    assert.ok('request' in draft && draft.request.headers['x-draft'] === String(n), JSON.stringify(draft));
+  }
+  const again = await pool.apply('ep_1', '1', LARGE, webhook('{"n":4}'), () => null);
+  assert.ok('request' in again && again.request.headers['x-n'] === '4');
+  assert.equal(seen.withCode, 3, 'the kept version once, the draft with each of its runs');
+  assert.equal(seen.without, 1, "the kept version's later run went without its code");
+});
+
+test('the sandbox compiles a version it is not to keep for that run alone', async () => {
+  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 });
+  const input = webhook('{"n":1}').json;
+  const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
+  for (let i = 0; i < 2; i++) {
+    const outcome = await sandbox.run('draft', OK, input, undefined, false);
+    assert.ok(outcome !== MISSING_CODE && 'returned' in outcome && outcome.returned?.includes('"x-ok":"1"'));
+  }
+  // Not kept: a run of that version without its code finds none compiled.
+  assert.equal(await sandbox.run('draft', null, input), MISSING_CODE);
+  // A version not kept that reaches a limit leaves nothing behind either, and a kept one is kept.
+  const spin = await sandbox.run('spin', 'function handler(w) { for (;;) {} }', input, undefined, false);
+  assert.ok(spin !== MISSING_CODE && 'error' in spin && /deadline/.test(spin.error));
+  assert.ok((await sandbox.run('kept', OK, input)) !== MISSING_CODE);
+  assert.notEqual(await sandbox.run('kept', null, input), MISSING_CODE);
+  sandbox.close();
 });
