@@ -16,6 +16,7 @@ import type { AttemptMetrics } from '../metrics/registry.js';
 import type { Tracer } from '../tracing/port.js';
 import { traceOf, untraced } from '../tracing/tracer.js';
 import { Transformations, transformationError } from '../transformations/index.js';
+import { TransformationCodes } from './transformation-codes.js';
 import { startingWebhook, type TransformedRequest, transformedUrlProblem } from '../domain/transformations.js';
 import { outboundBody } from '../domain/envelope.js';
 
@@ -70,7 +71,7 @@ export class DeliveryWorker {
   private readonly appUids = new Map<string, { at: number; read: Promise<string | null> }>();
   /** Endpoints' transformations (src/transformations/), and their code by endpoint, read once per version. */
   private readonly transformations: Transformations;
-  private readonly codes = new Map<string, { version: number; read: Promise<string | null> }>();
+  private readonly codes: TransformationCodes;
   private readonly outcomes: Outcomes;
   /** Endpoints' circuit breakers: whether an attempt may go, and its outcome counted (circuit-breaker.ts). */
   private readonly breaker: CircuitBreaker;
@@ -135,6 +136,9 @@ export class DeliveryWorker {
     });
     this.outcomes = new Outcomes(queue, this.owner, store.dialect, this.log);
     this.transformations = transformations?.share() ?? new Transformations(config);
+    this.codes = new TransformationCodes((endpointId) =>
+      store.endpoints.transformation(endpointId).then((t) => (t?.enabled ? t.code : null)),
+    );
     this.breaker = new CircuitBreaker(store.circuits, config.leaseMs, log, (endpointId, until) => {
       this.metrics?.circuitOpened();
       const lane = this.lanes.get(endpointId);
@@ -548,7 +552,7 @@ export class DeliveryWorker {
     version: number,
   ): Promise<{ request: TransformedRequest } | { problem: string } | null> {
     const endpoint = input.endpoint!;
-    const code = await this.transformationCode(endpoint.id, version);
+    const code = await this.codes.get(endpoint.id, version);
     if (code === null) return null;
     const { delivery } = input;
     const body = outboundBody(delivery.eventType, delivery.createdAt, input.payloadJson!);
@@ -564,19 +568,6 @@ export class DeliveryWorker {
           this.config,
         ),
     );
-  }
-
-  /** An endpoint's transformation code of this version, read once per version (null: none). */
-  private transformationCode(endpointId: string, version: number): Promise<string | null> {
-    const cached = this.codes.get(endpointId);
-    if (cached && cached.version === version) return cached.read;
-    if (this.codes.size >= 1_000) this.codes.clear();
-    const read = this.store.endpoints.transformation(endpointId).then((t) => (t?.enabled ? t.code : null));
-    const entry = { version, read };
-    // A read that failed is not reused: the next attempt reads again.
-    read.catch(() => this.codes.get(endpointId) === entry && this.codes.delete(endpointId));
-    this.codes.set(endpointId, entry);
-    return read;
   }
 }
 
