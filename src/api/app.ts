@@ -358,6 +358,7 @@ export async function buildApi(
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   serializersOf.set(app as unknown as FastifyInstance, serializers);
+  closesIdleConnectionsWhileClosing(app as unknown as FastifyInstance);
 
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) =>
@@ -459,3 +460,25 @@ export async function buildApi(
 }
 
 export type Api = Awaited<ReturnType<typeof buildApi>>;
+
+/** How often a closing server looks for keep-alive connections that have gone idle. */
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Node closes the keep-alive connections that are idle when the server begins to close; one answering a
+ * request at that moment stays open after its answer until keepAliveTimeout (65 s), and the close (a
+ * deploy's SIGTERM) waits for it. While the server closes, connections that have gone idle are closed as
+ * they come, so the close waits only for the answers under way.
+ */
+function closesIdleConnectionsWhileClosing(app: FastifyInstance): void {
+  let sweep: NodeJS.Timeout | null = null;
+  app.addHook('preClose', (done) => {
+    sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS);
+    sweep.unref();
+    done();
+  });
+  app.addHook('onClose', (_instance, done) => {
+    if (sweep) clearInterval(sweep);
+    done();
+  });
+}

@@ -131,3 +131,31 @@ test('a request whose body stalls is answered 408 and closed after HERALD_REQUES
   assert.ok(Date.now() - started >= 1_000, 'not before the timeout');
   assert.equal((await api.get('/api/v1/applications')).status, 200, 'the service goes on serving');
 });
+
+test('a request under way when the service closes is answered, and the close does not wait out its keep-alive', async () => {
+  const service = await startTestService({ HERALD_ROLE: 'api' });
+  const { test: api } = await bootstrap(service.url);
+  const { hostname, port } = new URL(service.url);
+  const socket = connect(Number(port), hostname);
+  await new Promise((resolve) => socket.once('connect', resolve));
+  let answer = '';
+  socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  // A keep-alive request whose body is still arriving when the close begins, so it is under way then.
+  const body = JSON.stringify({ name: 'closing' });
+  socket.write(
+    `POST /api/v1/applications HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${api.key}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 3)}`,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  const started = Date.now();
+  const stopping = service.stop();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  socket.write(body.slice(3));
+  await stopping;
+  await closed;
+  assert.match(answer, /^HTTP\/1.1 201 /, answer.slice(0, 200));
+  // Without closing it once idle, the connection stayed open for the keep-alive timeout (65 s), and the close
+  // with it.
+  const ms = Date.now() - started;
+  assert.ok(ms < 20_000, `the close took ${ms} ms`);
+});
