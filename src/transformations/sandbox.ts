@@ -181,14 +181,14 @@ export class Sandbox {
   }
 
   /**
-   * The longest a run of `key` may take, however it ends: its deadline, and first its code's top level
-   * within the compile deadline unless that version is compiled here (`input` null: the compile alone).
-   * Past it (and a grace) the run is stuck in the engine's own C code, where no deadline is checked.
+   * The longest a run may take before its handler is called: its code's top level within the compile
+   * deadline, then its own deadline (`input` null: the compile alone). A run whose code is compiled here
+   * already reaches the call at once, where `calling` tells its deadline. Past these (and a grace) the run
+   * is stuck in the engine's own C code, where no deadline is checked.
    */
-  longestMs(key: string, input: string | null): number {
+  longestMs(input: string | null): number {
     const compile = Math.max(this.limits.timeoutMs, COMPILE_DEADLINE_MS);
-    if (input === null) return compile;
-    return this.compiled.has(key) ? this.limits.timeoutMs : compile + this.limits.timeoutMs;
+    return input === null ? compile : compile + this.limits.timeoutMs;
   }
 
   /**

@@ -27,7 +27,7 @@ async function turn(calls: RunCall[]): Promise<RunReply[]> {
   for (const [index, call] of calls.entries()) {
     if (replies.length > 0 && Date.now() - began >= limits.timeoutMs) break;
     let outcome: RunOutcome | typeof MISSING_CODE;
-    progress.begin(index, Date.now() + sandbox.longestMs(call.key, call.input));
+    progress.begin(index, Date.now() + sandbox.longestMs(call.input));
     try {
       outcome = await sandbox.run(call.key, call.code, call.input, calling, call.keep);
     } catch (error) {
