@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { OAuth2Client } from '../domain/endpoint-auth.js';
+import { LRUCache } from 'lru-cache';
 
 // OAuth2 client credentials (RFC 6749 §4.4) for endpoints whose receiver wants a bearer token from its
 // own token server. A token is fetched when an attempt needs one and kept per endpoint in this process
@@ -48,7 +49,8 @@ interface Entry {
 }
 
 export class OAuthTokens {
-  private readonly entries = new Map<string, Entry>();
+  /** By endpoint, the least recently used going first past TOKENS_KEPT. */
+  private readonly entries = new LRUCache<string, Entry>({ max: TOKENS_KEPT });
 
   constructor(private readonly post: TokenPost) {}
 
@@ -62,7 +64,7 @@ export class OAuthTokens {
     let entry = this.entries.get(endpointId);
     if (entry && stale !== undefined && !entry.fetching) {
       const held = await entry.token.catch(() => null);
-      if (held === stale && this.entries.get(endpointId) === entry) this.entries.delete(endpointId);
+      if (held === stale && this.entries.peek(endpointId) === entry) this.entries.delete(endpointId);
       entry = this.entries.get(endpointId);
     }
     if (entry && entry.fingerprint === fingerprint && (entry.fetching || entry.renewAt > now)) return entry.token;
@@ -75,11 +77,10 @@ export class OAuthTokens {
       },
       (error: unknown) => {
         // A failure is not kept: the next attempt asks again.
-        if (this.entries.get(endpointId) === fresh) this.entries.delete(endpointId);
+        if (this.entries.peek(endpointId) === fresh) this.entries.delete(endpointId);
         throw error;
       },
     );
-    if (this.entries.size >= TOKENS_KEPT) this.entries.delete(this.entries.keys().next().value!);
     this.entries.set(endpointId, fresh);
     return fresh.token;
   }

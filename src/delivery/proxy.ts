@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { type buildConnector, Pool, ProxyAgent } from 'undici';
 import { allowListed, refusedAddress, refusedKind } from '../domain/addresses.js';
 import type { ReceiverTls } from '../domain/pem.js';
+import { LRUCache } from 'lru-cache';
 
 // The egress proxy (HERALD_OUTBOUND_PROXY): deliveries leave through it, https receivers through a CONNECT
 // tunnel and http ones as absolute-form requests, unless HERALD_NO_PROXY lists their host. The proxy
@@ -38,7 +39,8 @@ const VERDICTS_KEPT = 4_096;
  * name the addresses (attempt errors are shown to whoever made the endpoint).
  */
 export class ProxyPrecheck {
-  private readonly verdicts = new Map<string, { until: number; problem: string | null }>();
+  /** By host, the least recently used going first past VERDICTS_KEPT. */
+  private readonly verdicts = new LRUCache<string, { until: number; problem: string | null }>({ max: VERDICTS_KEPT });
 
   constructor(
     private readonly allow: string[],
@@ -62,7 +64,6 @@ export class ProxyPrecheck {
     const problem = addresses.some(({ address }) => refusedAddress(address, host, publicOnly, this.allow) !== null)
       ? `refused to send through the egress proxy: ${host} resolves to ${refusedKind(publicOnly)}`
       : null;
-    if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.delete(this.verdicts.keys().next().value!);
     this.verdicts.set(key, { until: now + VERDICT_MS, problem });
     return problem;
   }

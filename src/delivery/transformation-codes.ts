@@ -1,3 +1,5 @@
+import { LRUCache } from 'lru-cache';
+
 // Endpoints' transformation code as a worker runs it: read from the store once per endpoint version and
 // kept, the least recently used dropped first, within a bound on what the kept code weighs. A worker that
 // delivers for many transformed endpoints reads each one's code once, not at each attempt, and holds at
@@ -11,61 +13,40 @@ const ENTRY_WEIGHT = 256;
 interface Entry {
   version: number;
   read: Promise<string | null>;
-  weight: number;
 }
 
 export class TransformationCodes {
-  /** By endpoint id, the least recently used first. */
-  private readonly entries = new Map<string, Entry>();
-  private weight = 0;
+  /** By endpoint id, each weighing ENTRY_WEIGHT and its code's length once read. */
+  private readonly entries: LRUCache<string, Entry>;
 
   constructor(
     /** Reads an endpoint's enabled code from the store (null: none). */
     private readonly load: (endpointId: string) => Promise<string | null>,
-    private readonly maxWeight = CODES_WEIGHT_KEPT,
-  ) {}
+    maxWeight = CODES_WEIGHT_KEPT,
+  ) {
+    this.entries = new LRUCache({ maxSize: maxWeight });
+  }
 
   /** The endpoint's code of `version` (null: none), read once per version while it is kept. */
   get(endpointId: string, version: number): Promise<string | null> {
     const kept = this.entries.get(endpointId);
-    if (kept?.version === version) {
-      this.entries.delete(endpointId);
-      this.entries.set(endpointId, kept);
-      return kept.read;
-    }
-    if (kept) this.drop(endpointId, kept);
-    const entry: Entry = { version, read: this.load(endpointId), weight: ENTRY_WEIGHT };
-    this.entries.set(endpointId, entry);
-    this.weight += entry.weight;
+    if (kept?.version === version) return kept.read;
+    const entry: Entry = { version, read: this.load(endpointId) };
+    this.entries.set(endpointId, entry, { size: ENTRY_WEIGHT });
     entry.read.then(
       (code) => {
-        if (this.entries.get(endpointId) !== entry) return;
-        entry.weight += code?.length ?? 0;
-        this.weight += code?.length ?? 0;
-        this.trim();
+        // Weighed again once read, unless a newer version (or the bound) has replaced it meanwhile.
+        if (this.entries.peek(endpointId) === entry)
+          this.entries.set(endpointId, entry, { size: ENTRY_WEIGHT + (code?.length ?? 0) });
       },
       // A read that failed is not reused: the next attempt reads again.
-      () => this.entries.get(endpointId) === entry && this.drop(endpointId, entry),
+      () => this.entries.peek(endpointId) === entry && this.entries.delete(endpointId),
     );
-    this.trim();
     return entry.read;
   }
 
   /** Entries kept (for tests). */
   get size(): number {
     return this.entries.size;
-  }
-
-  private drop(endpointId: string, entry: Entry): void {
-    this.entries.delete(endpointId);
-    this.weight -= entry.weight;
-  }
-
-  /** Drops the least recently used entries until the rest fit, keeping the newest whatever it weighs. */
-  private trim(): void {
-    for (const [endpointId, entry] of this.entries) {
-      if (this.weight <= this.maxWeight || this.entries.size === 1) return;
-      this.drop(endpointId, entry);
-    }
   }
 }

@@ -1,5 +1,6 @@
 import siftModule from 'sift';
 import { linearRegExp, UnsupportedPattern } from './linear-regexp.js';
+import { LRUCache } from 'lru-cache';
 
 // sift ships one UMD file, whose named exports Node's CommonJS loader cannot see: they are the members of
 // its default export here.
@@ -285,10 +286,11 @@ function walk(value: unknown, depth: number, counts: { regexes: number }): strin
  */
 export type FilterTester = (envelope: unknown, budget: FilterBudget) => boolean;
 
-/** Compiled filters by their JSON text: endpoints share them, and an edited filter is new text. */
-const compiled = new Map<string, FilterTester>();
-/** Most compiled filters kept (a few hundred bytes each); the oldest go first. */
-const KEPT = 10_000;
+/**
+ * Compiled filters by their JSON text: endpoints share them, and an edited filter is new text. At most
+ * 10,000 kept (a few hundred bytes each); the least recently used go first.
+ */
+const compiled = new LRUCache<string, FilterTester>({ max: 10_000 });
 
 /** The tester of a filter stored as JSON text (checked when it was written). */
 export function filterTester(filterJson: string): FilterTester {
@@ -304,7 +306,6 @@ export function filterTester(filterJson: string): FilterTester {
         running = null;
       }
     };
-    if (compiled.size >= KEPT) compiled.delete(compiled.keys().next().value!);
     compiled.set(filterJson, tester);
   }
   return tester;

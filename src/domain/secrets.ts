@@ -12,6 +12,7 @@ import {
   verify,
 } from 'node:crypto';
 import { randomToken } from './ids.js';
+import { LRUCache } from 'lru-cache';
 
 // --- API keys: shown once, stored only as a SHA-256 hash (they carry 192+ bits of randomness,
 // so a fast hash is enough; a slow KDF would only cost every request time).
@@ -72,8 +73,11 @@ const ED25519_PUBLIC_PREFIX = 'whpk_';
 /** DER before the 32-byte seed in a PKCS#8 Ed25519 private key, and before the raw key in an SPKI public one. */
 const PKCS8_ED25519 = Buffer.from('302e020100300506032b657004220420', 'hex');
 const SPKI_ED25519 = Buffer.from('302a300506032b6570032100', 'hex');
-/** Private keys made from `whsk_` texts (a few thousand at most): building one per request costs more than signing. */
-const privateKeys = new Map<string, KeyObject>();
+/** Opened secrets (and Ed25519 private keys) kept, the least recently used going first: a few hundred kilobytes at most. */
+const OPENED_SECRETS_KEPT = 4_096;
+
+/** Private keys made from `whsk_` texts: building one per request costs more than signing. */
+const privateKeys = new LRUCache<string, KeyObject>({ max: OPENED_SECRETS_KEPT });
 
 /** A new signing secret of the endpoint's type: `whsec_…` (HMAC) or `whsk_…` (Ed25519). */
 export function generateSigningKey(type: SignatureType): string {
@@ -86,7 +90,6 @@ function ed25519PrivateKey(secret: string): KeyObject {
   if (!key) {
     const seed = Buffer.from(secret.slice(ED25519_SECRET_PREFIX.length), 'base64');
     key = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, seed]), format: 'der', type: 'pkcs8' });
-    if (privateKeys.size >= OPENED_SECRETS_KEPT) privateKeys.delete(privateKeys.keys().next().value!);
     privateKeys.set(secret, key);
   }
   return key;
@@ -132,9 +135,6 @@ export function signatureVerifies(
 
 // --- Encryption at rest for signing secrets: AES-256-GCM under a key derived from HERALD_SECRET_KEY.
 
-/** Opened secrets a SecretBox keeps (a few hundred kilobytes at most). */
-const OPENED_SECRETS_KEPT = 4_096;
-
 /** The AES-256-GCM key of a master key (HERALD_SECRET_KEY). */
 function boxKey(masterKey: string): Buffer {
   return createHash('sha256').update('herald-secret-box\0').update(masterKey).digest();
@@ -152,7 +152,7 @@ export class SecretBox {
    * per attempt costs a few percent of a worker's time. A sealed text never changes
    * (a rotation seals anew, under a new IV), so an entry never goes stale.
    */
-  private readonly opened = new Map<string, string>();
+  private readonly opened = new LRUCache<string, string>({ max: OPENED_SECRETS_KEPT });
 
   constructor(masterKey: string, previousKeys: readonly string[] = []) {
     this.key = boxKey(masterKey);
@@ -180,8 +180,7 @@ export class SecretBox {
     const known = this.opened.get(sealed);
     if (known !== undefined) return known;
     const plaintext = this.decrypt(sealed);
-    // Oldest out first: a bound, whatever the number of endpoints.
-    if (this.opened.size >= OPENED_SECRETS_KEPT) this.opened.delete(this.opened.keys().next().value!);
+    // Bounded whatever the number of endpoints: the least recently used go first.
     this.opened.set(sealed, plaintext);
     return plaintext;
   }

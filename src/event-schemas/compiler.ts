@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { LRUCache } from 'lru-cache';
 import { threadExecArgv } from '../thread-flags.js';
 import { type PayloadValidator, schemaSizeProblem } from '../domain/event-schema.js';
 import type { CompileReply, CompileRequest, ThreadReady } from './compile-thread.js';
@@ -55,9 +56,12 @@ export class SchemaCompiler {
   /** The compile under way: its timer is the start bound while the thread loads, then the deadline. */
   private running: { job: Job; timer: NodeJS.Timeout } | null = null;
   private nextId = 1;
-  /** Validators by schema text, least recently used first (a Map keeps insertion order). */
-  private readonly kept = new Map<string, Kept>();
-  private keptBytes = 0;
+  /**
+   * Validators by schema text, within the budget: each weighs its bytes and its text's (the key is kept too;
+   * one byte a character is close for JSON), and the least recently used go first. One over the whole budget
+   * is not kept.
+   */
+  private readonly kept: LRUCache<string, Kept>;
   /** Compiles under way by schema text: concurrent requests for one schema share one compile. */
   private readonly underWay = new Map<string, Promise<Kept>>();
   private compilations = 0;
@@ -65,9 +69,11 @@ export class SchemaCompiler {
 
   constructor(
     /** Most bytes of validators kept (HERALD_SCHEMA_CACHE_MB). */
-    private readonly budgetBytes: number,
+    budgetBytes: number,
     private readonly deadlineMs = COMPILE_DEADLINE_MS,
-  ) {}
+  ) {
+    this.kept = new LRUCache({ maxSize: budgetBytes, sizeCalculation: (kept, text) => kept.bytes + text.length });
+  }
 
   /**
    * The validator of a schema given as JSON text, compiled at most once while it is kept. Throws
@@ -76,11 +82,7 @@ export class SchemaCompiler {
    */
   async validator(schemaJson: string): Promise<PayloadValidator> {
     const kept = this.kept.get(schemaJson);
-    if (kept) {
-      this.kept.delete(schemaJson);
-      this.kept.set(schemaJson, kept);
-      return kept.validate;
-    }
+    if (kept) return kept.validate;
     const sizeProblem = schemaSizeProblem(schemaJson);
     if (sizeProblem) throw new SchemaRefused(sizeProblem);
     let compiling = this.underWay.get(schemaJson);
@@ -89,12 +91,12 @@ export class SchemaCompiler {
       this.underWay.set(schemaJson, compiling);
     }
     const compiled = await compiling;
-    this.keep(schemaJson, compiled);
+    if (!this.kept.has(schemaJson)) this.kept.set(schemaJson, compiled);
     return compiled.validate;
   }
 
   stats(): CompilerStats {
-    return { compilations: this.compilations, kept: this.kept.size, keptBytes: this.keptBytes };
+    return { compilations: this.compilations, kept: this.kept.size, keptBytes: this.kept.calculatedSize };
   }
 
   /** Ends the thread; compiles still waiting are refused as busy. */
@@ -108,20 +110,6 @@ export class SchemaCompiler {
     }
     await this.thread?.terminate();
     this.thread = null;
-  }
-
-  private keep(schemaJson: string, compiled: Kept): void {
-    if (this.kept.has(schemaJson)) return;
-    // The text is kept as the key: it counts too (one byte a character is close for JSON).
-    const bytes = compiled.bytes + schemaJson.length;
-    if (bytes > this.budgetBytes) return;
-    this.kept.set(schemaJson, compiled);
-    this.keptBytes += bytes;
-    for (const [text, oldest] of this.kept) {
-      if (this.keptBytes <= this.budgetBytes) break;
-      this.kept.delete(text);
-      this.keptBytes -= oldest.bytes + text.length;
-    }
   }
 
   private compile(schemaJson: string): Promise<Kept> {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
+import { LRUCache } from 'lru-cache';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
 import type { Database } from './schema.js';
 import { threadExecArgv } from '../thread-flags.js';
@@ -101,18 +102,15 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /** better-sqlite3 prepares a statement per call; caching by SQL text saves that work on hot paths. */
 function withStatementCache(database: SQLite.Database): SQLite.Database {
-  const cache = new Map<string, SQLite.Statement>();
+  // The least recently used statement goes first.
+  const cache = new LRUCache<string, SQLite.Statement>({ max: STATEMENT_CACHE_SIZE });
   const prepare = database.prepare.bind(database);
   database.prepare = ((sql: string) => {
     let statement = cache.get(sql);
-    if (statement) {
-      // A Map iterates in insertion order: moving a hit to the end keeps the oldest first.
-      cache.delete(sql);
-    } else {
+    if (!statement) {
       statement = prepare(sql);
-      if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(sql, statement);
     }
-    cache.set(sql, statement);
     return statement;
   }) as SQLite.Database['prepare'];
   return database;

@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import { LRUCache } from 'lru-cache';
 import { threadExecArgv } from '../thread-flags.js';
 import { endThread } from '../store/end-thread.js';
 import type { RunOutcome, SandboxLimits } from './sandbox.js';
@@ -34,30 +35,38 @@ export interface RunCall {
 
 export type RunReply = { id: number } & RunOutcome;
 
-/** What a sandbox thread is started with: its runs' limits, and the memory it shares its progress through. */
+/**
+ * What a sandbox thread is started with: its runs' limits, how many compiled runtimes it keeps, and the
+ * memory it shares its progress through.
+ */
 export interface ThreadData {
   limits: SandboxLimits;
+  runtimesKept: number;
   progress: SharedArrayBuffer;
 }
 
 const STOPPING: RunOutcome = { error: 'failed: the service is stopping' };
 
+/**
+ * Compiled runtimes each thread keeps (one per endpoint version, about 75 KB each), the least recently used
+ * going first. Each endpoint runs on its home thread when it can, so the threads hold different endpoints'
+ * code.
+ */
+const RUNTIMES_KEPT = 512;
 /** Most runs in one turn, of whichever groups it carries. */
 const TURN_RUNS = 32;
 /** Waiting groups a thread looks through for one whose code it has compiled. */
 const LOOKAHEAD = 16;
 /** How long the longest waiting group waits for its home thread's turn to end before it goes elsewhere. */
 const PATIENCE_MS = 2;
-/** Groups whose home is remembered (the least recently run are forgotten). */
-const HOMES_KEPT = 100_000;
 /** Code versions remembered as stopped stuck, which take turns alone (the least recently stopped are forgotten). */
 const STOPPED_KEPT = 10_000;
 /**
  * Code versions remembered per thread as sent there (the least recently sent forgotten): twice what a thread
- * keeps compiled (sandbox.ts), so a version it still has is seldom sent again, and one it dropped costs one
- * unmade run and a second send.
+ * keeps compiled, so a version it still has is seldom sent again, and one it dropped costs one unmade run
+ * and a second send.
  */
-const SENT_KEPT = 1_024;
+const SENT_KEPT = 2 * RUNTIMES_KEPT;
 
 /**
  * Time past a run's own end (its deadline, and its compile's: Sandbox.longestMs) after which it is taken
@@ -90,7 +99,7 @@ interface Slot {
   startedAt: number;
   timer: NodeJS.Timeout | null;
   /** The code versions (run keys) whose code went to this thread, so runs of them go without it. */
-  sent: Set<string>;
+  sent: LRUCache<string, true>;
   /** The run the thread is making, shared with it. */
   progress: RunProgress;
   /** The pool ended the thread: a run of its turn was stuck. */
@@ -104,16 +113,20 @@ export class TransformationPool {
   /** Groups with a run under way. */
   private readonly busy = new Set<string>();
   /** The thread each group last ran on, where its code is compiled (its home). */
-  private readonly homes = new Map<string, Slot>();
+  private readonly homes: LRUCache<string, Slot>;
   /** Code versions (run keys) a run of which was stopped stuck: their turns carry no other group's runs. */
-  private readonly stopped = new Set<string>();
+  private readonly stopped = new LRUCache<string, true>({ max: STOPPED_KEPT });
   private nextId = 0;
   private closed = false;
 
   constructor(
     private readonly limits: SandboxLimits,
     private readonly threads: number,
-  ) {}
+  ) {
+    // Groups whose home is remembered, the least recently run forgotten: a home matters while its thread
+    // keeps the group's code compiled, so twice what the threads keep is room enough.
+    this.homes = new LRUCache({ max: 2 * Math.max(1, threads) * RUNTIMES_KEPT });
+  }
 
   /**
    * Runs `code`'s handler on `input`; `key` names the code's version, `group` whose turn it takes (an
@@ -198,7 +211,7 @@ export class TransformationPool {
     let looked = 0;
     for (const group of this.waiting.keys()) {
       if (this.busy.has(group) || (strict && this.wasStopped(group))) continue;
-      const home = this.homes.get(group);
+      const home = this.homes.peek(group);
       if (home === undefined || home === slot || !this.slots.includes(home)) return group;
       if (home.jobs !== null && longest === null && !strict) {
         if (now - home.startedAt >= PATIENCE_MS) return group;
@@ -224,8 +237,6 @@ export class TransformationPool {
     slot.jobs = jobs;
     slot.startedAt = Date.now();
     for (const group of new Set(jobs.map((job) => job.group))) {
-      this.homes.delete(group);
-      if (this.homes.size >= HOMES_KEPT) this.homes.delete(this.homes.keys().next().value!);
       this.homes.set(group, slot);
     }
     slot.progress.posted();
@@ -268,13 +279,8 @@ export class TransformationPool {
    */
   private callFor(slot: Slot, call: RunCall): RunCall {
     if (call.input === null || !call.keep) return call;
-    if (slot.sent.has(call.key)) {
-      slot.sent.delete(call.key);
-      slot.sent.add(call.key);
-      return { ...call, code: null };
-    }
-    slot.sent.add(call.key);
-    if (slot.sent.size > SENT_KEPT) slot.sent.delete(slot.sent.values().next().value!);
+    if (slot.sent.get(call.key)) return { ...call, code: null };
+    slot.sent.set(call.key, true);
     return call;
   }
 
@@ -318,7 +324,7 @@ export class TransformationPool {
 
   private newSlot(): Slot {
     const progress = new RunProgress();
-    const workerData: ThreadData = { limits: this.limits, progress: progress.buffer };
+    const workerData: ThreadData = { limits: this.limits, runtimesKept: RUNTIMES_KEPT, progress: progress.buffer };
     const thread = new Worker(new URL('./thread.js', import.meta.url), {
       workerData,
       execArgv: threadExecArgv({ profile: false }),
@@ -332,7 +338,7 @@ export class TransformationPool {
       jobs: null,
       startedAt: 0,
       timer: null,
-      sent: new Set(),
+      sent: new LRUCache({ max: SENT_KEPT }),
       progress,
       stuck: false,
     };
@@ -372,9 +378,7 @@ export class TransformationPool {
       return;
     }
     if (slot.stuck) {
-      this.stopped.delete(culprit.call.key);
-      if (this.stopped.size >= STOPPED_KEPT) this.stopped.delete(this.stopped.values().next().value!);
-      this.stopped.add(culprit.call.key);
+      this.stopped.set(culprit.call.key, true);
     }
     this.finish(slot, [{ id: culprit.id, ...outcome }], null);
   }

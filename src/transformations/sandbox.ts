@@ -7,6 +7,7 @@ import {
   type QuickJSWASMModule,
 } from 'quickjs-emscripten-core';
 import * as releaseSync from '@jitl/quickjs-wasmfile-release-sync';
+import { LRUCache } from 'lru-cache';
 
 // Tenants' transformation code runs in QuickJS compiled to WebAssembly (quickjs-emscripten): an interpreter
 // with its own heap inside the wasm memory, so the code sees only what JavaScript itself defines. No
@@ -40,12 +41,6 @@ const STACK_BYTES = 128 * 1024;
 const COMPILE_DEADLINE_MS = 1_000;
 /** Longest the warm-up may take (it compiles the engine's WebAssembly). */
 const WARM_DEADLINE_MS = 10_000;
-/**
- * Compiled runtimes kept per thread (one per endpoint version, about 75 KB each); the least recently used
- * goes first. Each endpoint runs on its home thread when it can (pool.ts), so the threads' caches hold
- * different endpoints' code.
- */
-const KEPT = 512;
 
 /**
  * What JavaScript a handler has: the language and its data built-ins, without Proxy and typed arrays (less
@@ -101,9 +96,18 @@ function quickjs(): Promise<QuickJSWASMModule> {
 }
 
 export class Sandbox {
-  private readonly compiled = new Map<string, Compiled>();
+  /**
+   * Compiled runtimes by version (about 75 KB each), at most `kept`: the least recently used goes first, and
+   * one dropped or forgotten is disposed.
+   */
+  private readonly compiled: LRUCache<string, Compiled>;
 
-  constructor(private readonly limits: SandboxLimits) {}
+  constructor(
+    private readonly limits: SandboxLimits,
+    kept: number,
+  ) {
+    this.compiled = new LRUCache({ max: kept, dispose: (entry) => this.dispose(entry) });
+  }
 
   /**
    * Runs `code`'s handler on `input` (JSON); `key` names the code's version, so its compilation is reused.
@@ -129,11 +133,7 @@ export class Sandbox {
       return { returned: null };
     }
     let entry = this.compiled.get(key);
-    if (entry) {
-      // Most recently used last.
-      this.compiled.delete(key);
-      this.compiled.set(key, entry);
-    } else {
+    if (!entry) {
       if (code === null) return MISSING_CODE;
       const made = this.compile(engine, code);
       if ('error' in made) return made;
@@ -145,7 +145,7 @@ export class Sandbox {
         }
       }
       entry = made;
-      this.keep(key, entry);
+      this.compiled.set(key, entry);
     }
     return this.call(key, entry, input, calling);
   }
@@ -209,7 +209,7 @@ export class Sandbox {
 
   /** Throws every compiled runtime away. */
   close(): void {
-    for (const key of [...this.compiled.keys()]) this.forget(key);
+    this.compiled.clear();
   }
 
   /**
@@ -262,16 +262,9 @@ export class Sandbox {
     return `threw ${words.slice(0, 500)}`;
   }
 
-  private keep(key: string, entry: Compiled): void {
-    this.compiled.set(key, entry);
-    if (this.compiled.size > KEPT) this.forget(this.compiled.keys().next().value!);
-  }
-
+  /** Throws away the runtime kept as `key`, if any. */
   private forget(key: string): void {
-    const entry = this.compiled.get(key);
-    if (!entry) return;
     this.compiled.delete(key);
-    this.dispose(entry);
   }
 
   private dispose(entry: Compiled): void {

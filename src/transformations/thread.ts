@@ -12,8 +12,8 @@ import { MISSING_CODE, Sandbox, type RunOutcome } from './sandbox.js';
 import type { RunCall, RunReply, ThreadData } from './pool.js';
 import { RunProgress } from './run-progress.js';
 
-const { limits, progress: shared } = workerData as ThreadData;
-const sandbox = new Sandbox(limits);
+const { limits, runtimesKept, progress: shared } = workerData as ThreadData;
+const sandbox = new Sandbox(limits, runtimesKept);
 const progress = new RunProgress(shared);
 const calling = (deadline: number) => progress.calling(deadline);
 const port = parentPort!;

@@ -139,7 +139,7 @@ test("a simulation's run carries its code every time and is not kept: the endpoi
 });
 
 test('the sandbox compiles a version it is not to keep for that run alone', async () => {
-  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 });
+  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 }, 4);
   const input = webhook('{"n":1}').json;
   const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
   for (let i = 0; i < 2; i++) {
@@ -154,4 +154,23 @@ test('the sandbox compiles a version it is not to keep for that run alone', asyn
   assert.ok((await sandbox.run('kept', OK, input)) !== MISSING_CODE);
   assert.notEqual(await sandbox.run('kept', null, input), MISSING_CODE);
   sandbox.close();
+});
+
+test('the sandbox keeps as many runtimes as it is given, the least recently used going first', async () => {
+  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 }, 2);
+  const input = webhook('{"n":1}').json;
+  const code = (name: string) => `function handler(w) { w.headers["x-v"] = "${name}"; return w; }`;
+  const ran = async (key: string) => {
+    const outcome = await sandbox.run(key, null, input);
+    return outcome !== MISSING_CODE && 'returned' in outcome && outcome.returned?.includes(`"x-v":"${key}"`);
+  };
+  for (const key of ['a', 'b']) assert.ok((await sandbox.run(key, code(key), input)) !== MISSING_CODE);
+  // `a` is used again, so `b` is the least recently used when `c` comes.
+  assert.ok(await ran('a'));
+  assert.ok((await sandbox.run('c', code('c'), input)) !== MISSING_CODE);
+  assert.equal(await sandbox.run('b', null, input), MISSING_CODE, 'b was dropped');
+  assert.ok(await ran('a'), 'a is kept');
+  assert.ok(await ran('c'), 'c is kept');
+  sandbox.close();
+  assert.equal(await sandbox.run('a', null, input), MISSING_CODE, 'close throws every runtime away');
 });
