@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import type { Destination, DestinationType } from '../../domain/destinations.js';
 import { refusedAddress } from '../../domain/addresses.js';
 import { BlockedAddressError, guardedLookup, type SendRequest, type SendResult } from '../sender.js';
@@ -63,7 +64,13 @@ interface Pooled {
 }
 
 export class Publishers {
-  private readonly pool = new Map<string, Pooled>();
+  /** Connections by poolKey; one dropped (evicted, broken, idle, or at close) is closed (closeConnection). */
+  private readonly pool = new LRUCache<string, Pooled>({
+    max: MAX_CONNECTIONS,
+    dispose: (pooled) => this.closeConnection(pooled),
+  });
+  /** Closes under way, which close() waits for. */
+  private readonly closing = new Set<Promise<void>>();
   private readonly sweep: NodeJS.Timeout;
   private readonly connectors: Partial<Record<DestinationType, LoadedOnFirstUse>>;
 
@@ -99,60 +106,59 @@ export class Publishers {
     } catch (error) {
       // A message the broker refused (a nack, no route, no stream) leaves the connection as it is; one
       // that broke, or went unanswered, is closed, and the next attempt opens a fresh one.
-      if (connection === null || (connection as Connection).broken || error instanceof Unanswered) void this.drop(key);
+      if (connection === null || (connection as Connection).broken || error instanceof Unanswered)
+        this.pool.delete(key);
       return result(false, null, `${destination.type}: ${describe(error)}`, started);
     }
   }
 
   async close(): Promise<void> {
     clearInterval(this.sweep);
-    const open = [...this.pool.keys()];
-    await Promise.all(open.map((key) => this.drop(key)));
+    this.pool.clear();
+    await Promise.all(this.closing);
   }
 
   private connection(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
     const pooled = this.pool.get(key);
     if (pooled) {
       pooled.usedAt = this.now();
-      // Moved to the end: the map's order is least recently used first.
-      this.pool.delete(key);
-      this.pool.set(key, pooled);
       return pooled.connection.then((c) => (c.broken ? this.reopen(key, destination, publicOnly) : c));
     }
     return this.open(key, destination, publicOnly);
   }
 
   private reopen(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
-    void this.drop(key);
+    this.pool.delete(key);
     return this.open(key, destination, publicOnly);
   }
 
   private open(key: string, destination: Destination, publicOnly: boolean): Promise<Connection> {
     const connect = this.connectors[destination.type];
     if (!connect) return Promise.reject(new Error(`${destination.type} destinations are not delivered yet`));
-    while (this.pool.size >= MAX_CONNECTIONS) void this.drop(this.pool.keys().next().value!);
     const allow = this.options.ssrfAllow;
     const network = { guard: hostGuard(publicOnly, allow), publicOnly, allow };
     const connection = connect(destination, network, this.options.attemptTimeoutMs);
     // A connection that failed to open is not kept: the attempt fails, and the next one tries again.
-    connection.catch(() => this.pool.get(key)?.connection === connection && this.pool.delete(key));
+    connection.catch(() => this.pool.peek(key)?.connection === connection && this.pool.delete(key));
+    // Past MAX_CONNECTIONS the least recently used is evicted, and closed.
     this.pool.set(key, { connection, usedAt: this.now() });
     return connection;
   }
 
-  private async drop(key: string): Promise<void> {
-    const pooled = this.pool.get(key);
-    if (!pooled) return;
-    this.pool.delete(key);
-    await pooled.connection.then(
-      (c) => c.close().catch(() => {}),
-      () => {},
-    );
+  private closeConnection(pooled: Pooled): void {
+    const closed: Promise<void> = pooled.connection
+      .then(
+        (c) => c.close().catch(() => {}),
+        () => {},
+      )
+      .finally(() => this.closing.delete(closed));
+    this.closing.add(closed);
   }
 
   private closeIdle(): void {
     const before = this.now() - IDLE_MS;
-    for (const [key, pooled] of this.pool) if (pooled.usedAt < before) void this.drop(key);
+    const idle = [...this.pool.entries()].filter(([, pooled]) => pooled.usedAt < before);
+    for (const [key] of idle) this.pool.delete(key);
   }
 }
 
