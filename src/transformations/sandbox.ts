@@ -161,14 +161,14 @@ export class Sandbox {
       result = context.callFunction(entry.run, context.undefined, argument);
       argument.dispose();
     } catch (error) {
-      this.forget(key);
+      this.compiled.delete(key);
       return { error: `failed: ${error instanceof Error ? error.message : String(error)}` };
     }
     if (result.error) {
       const error = this.failure(context, result.error);
       result.error.dispose();
       // A limit reached leaves the engine mid-way: its runtime is made again.
-      if (!error.startsWith('threw')) this.forget(key);
+      if (!error.startsWith('threw')) this.compiled.delete(key);
       return { error };
     }
     const value = result.value;
@@ -260,11 +260,6 @@ export class Sandbox {
     // What the code threw, cut short: it is shown in the attempt and in simulate's answer.
     const words = name ? `${name}: ${message}` : message;
     return `threw ${words.slice(0, 500)}`;
-  }
-
-  /** Throws away the runtime kept as `key`, if any. */
-  private forget(key: string): void {
-    this.compiled.delete(key);
   }
 
   private dispose(entry: Compiled): void {

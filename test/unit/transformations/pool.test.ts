@@ -18,6 +18,9 @@ const LIMITS = {
   maxPayloadBytes: 64 * 1024,
 };
 
+/** The same limits for a Sandbox made directly, without a pool. */
+const SANDBOX_LIMITS = { timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 };
+
 const webhook = (data: string) =>
   startingWebhook('https://receiver.example/hook', 'invoice.paid', `{"type":"invoice.paid","data":${data}}`);
 
@@ -139,7 +142,7 @@ test("a simulation's run carries its code every time and is not kept: the endpoi
 });
 
 test('the sandbox compiles a version it is not to keep for that run alone', async () => {
-  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 }, 4);
+  const sandbox = new Sandbox(SANDBOX_LIMITS, 4);
   const input = webhook('{"n":1}').json;
   const OK = 'function handler(w) { w.headers["x-ok"] = "1"; return w; }';
   for (let i = 0; i < 2; i++) {
@@ -157,7 +160,7 @@ test('the sandbox compiles a version it is not to keep for that run alone', asyn
 });
 
 test('the sandbox keeps as many runtimes as it is given, the least recently used going first', async () => {
-  const sandbox = new Sandbox({ timeoutMs: 1_000, memoryBytes: 8 * 1024 * 1024, maxReturnedChars: 128 * 1024 }, 2);
+  const sandbox = new Sandbox(SANDBOX_LIMITS, 2);
   const input = webhook('{"n":1}').json;
   const code = (name: string) => `function handler(w) { w.headers["x-v"] = "${name}"; return w; }`;
   const ran = async (key: string) => {
